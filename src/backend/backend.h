@@ -1,0 +1,425 @@
+/*
+ * backend.h - the object store interface of objfs.
+ *
+ * Everything objfs stores goes through a `struct objfs_store`: a const ops
+ * table shared by all instances of one kind, plus per-instance private data
+ * and, for layers, the `inner` store they wrap (as in s3backer and curl's
+ * connection filters).
+ *
+ *   leaves:  s3     (libcurl + OpenSSL, src/backend/s3.c)
+ *            local  (a directory that behaves like a bucket, src/backend/local.c)
+ *   layers:  retry  (capped exponential backoff with jitter, retry.c)
+ *            fault  (injects errors, delays and short reads, fault.c)
+ *            prefix (confines every key to a prefix, prefix.c)
+ *
+ * objfs_store_stack_create() (stack.c) assembles a stack from a config, e.g.
+ * prefix -> retry -> s3.  Tests build small stacks directly.
+ *
+ * Conventions for every op:
+ *   - returns 0 or a positive errno; never aborts, never prints secrets;
+ *   - is thread-safe: any op may be called from many threads at once on the
+ *     same store (the FUSE layer uploads parts in parallel);
+ *   - keys are raw bytes (UTF-8 in practice), never URL-encoded by callers;
+ *     a key is 1..1024 bytes with no NUL; an invalid key is EINVAL;
+ *   - a missing object or upload is ENOENT, an unreachable store is
+ *     ECONNREFUSED/EHOSTUNREACH/ETIMEDOUT, access denied is EACCES, a failed
+ *     precondition (If-Match) is ESTALE, an unsatisfiable range is ERANGE,
+ *     a 5xx is EIO, throttling (429, 503 SlowDown) is EAGAIN.
+ *
+ * Errno table (one place: s3_errors.c maps HTTP status, S3 error code and
+ * CURLcode to these).
+ */
+#ifndef OBJFS_BACKEND_H
+#define OBJFS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct objfs_log;
+struct objfs_store;
+
+#define OBJFS_KEY_MAX 1024
+/* ETags are kept as the store returns them, quotes included. */
+#define OBJFS_ETAG_MAX 80
+/* Length meaning "to the end of the object". */
+#define OBJFS_LEN_ALL UINT64_MAX
+/* S3 limits. */
+#define OBJFS_MPU_MIN_PART (5ULL << 20)
+#define OBJFS_MPU_MAX_PART (5ULL << 30)
+#define OBJFS_MPU_MAX_PARTS 10000
+#define OBJFS_DELETE_BATCH 1000
+
+/* ---- user metadata ---------------------------------------------------- */
+
+/* One x-amz-meta-* pair; name is lower-case and has no "x-amz-meta-" prefix.
+ * Both strings are owned by the containing objfs_meta. */
+struct objfs_meta_item {
+	char *name;
+	char *value;
+};
+
+/* A list of user metadata pairs.  OBJFS_META_INIT is the empty list.
+ * Owned by whoever holds the struct; free with objfs_meta_release(). */
+struct objfs_meta {
+	struct objfs_meta_item *items;
+	size_t n;
+};
+#define OBJFS_META_INIT { NULL, 0 }
+
+/* Sets (replaces or appends) name=value, copying both.  0 or ENOMEM/EINVAL. */
+int objfs_meta_set(struct objfs_meta *m, const char *name, const char *value);
+/* Returns the value for name (case-insensitive) or NULL; owned by m. */
+const char *objfs_meta_get(const struct objfs_meta *m, const char *name);
+/* Deep copy into *dst (which must be empty).  0 or ENOMEM. */
+int objfs_meta_copy(struct objfs_meta *dst, const struct objfs_meta *src);
+/* Frees every item; leaves m empty (OBJFS_META_INIT) and reusable. */
+void objfs_meta_release(struct objfs_meta *m);
+
+/* ---- object information ---------------------------------------------- */
+
+/* What head/get/put report about an object.  OBJFS_OBJ_INFO_INIT is empty.
+ * content_type and meta are owned by the struct: objfs_obj_info_release(). */
+struct objfs_obj_info {
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];     /* "" when unknown */
+	struct timespec mtime;         /* Last-Modified; {0,0} when unknown */
+	char *content_type;            /* NULL when unknown */
+	struct objfs_meta meta;
+};
+#define OBJFS_OBJ_INFO_INIT { 0, "", { 0, 0 }, NULL, OBJFS_META_INIT }
+void objfs_obj_info_release(struct objfs_obj_info *info);
+
+/* ---- data sources and sinks ------------------------------------------ */
+
+/* Where put/part uploads read bytes from.  read_at() may be called several
+ * times for the same range (a retried upload resends the same bytes) and
+ * from several threads at once for different ranges.  It fills buf with n
+ * bytes at offset off (relative to the source) and returns 0 or an errno;
+ * a short source is EIO. */
+struct objfs_source {
+	uint64_t size;
+	int (*read_at)(void *arg, uint64_t off, void *buf, size_t n);
+	void *arg;
+};
+
+/* Where get writes bytes to.  write_at() receives data at offsets relative
+ * to the start of the requested range, in increasing order within one
+ * attempt; a retried get rewrites the same offsets, so a sink must accept
+ * rewrites.  Returns 0 or an errno (which aborts the transfer). */
+struct objfs_sink {
+	int (*write_at)(void *arg, uint64_t off, const void *data, size_t n);
+	void *arg;
+};
+
+/* A source over caller memory (not copied; must outlive the op). */
+void objfs_source_mem(struct objfs_source *src, const void *data, size_t size);
+
+/* A source over fd bytes [off, off+size) read with pread.  ctx is caller
+ * storage that must outlive the op; the fd is not owned. */
+struct objfs_fd_source {
+	int fd;
+	uint64_t off;
+};
+void objfs_source_fd(struct objfs_source *src, struct objfs_fd_source *ctx,
+		     int fd, uint64_t off, uint64_t size);
+
+/* A source over bytes [off, off+size) of another source (for multipart
+ * parts).  ctx is caller storage that must outlive the op. */
+struct objfs_slice_source {
+	const struct objfs_source *parent;
+	uint64_t off;
+};
+void objfs_source_slice(struct objfs_source *src,
+			struct objfs_slice_source *ctx,
+			const struct objfs_source *parent, uint64_t off,
+			uint64_t size);
+
+/* A growable memory buffer sink.  OBJFS_MEMBUF_INIT(limit) is empty; limit
+ * caps its size (writes past it fail with EFBIG); 0 means no cap.
+ * data is owned by the struct: objfs_membuf_release(). */
+struct objfs_membuf {
+	char *data;
+	size_t len;   /* highest offset written + 1 */
+	size_t cap;
+	size_t limit;
+};
+#define OBJFS_MEMBUF_INIT(limit) { NULL, 0, 0, (limit) }
+void objfs_sink_membuf(struct objfs_sink *sink, struct objfs_membuf *mb);
+void objfs_membuf_release(struct objfs_membuf *mb);
+
+/* A sink into a fixed caller buffer of cap bytes; bytes past cap fail with
+ * EFBIG.  *got (caller-owned) ends as the highest offset written + 1. */
+struct objfs_fixedbuf {
+	char *data;
+	size_t cap;
+	size_t got;
+};
+void objfs_sink_fixed(struct objfs_sink *sink, struct objfs_fixedbuf *fb);
+
+/* ---- requests and results -------------------------------------------- */
+
+struct objfs_get_opts {
+	uint64_t off;             /* first byte */
+	uint64_t len;             /* bytes wanted, or OBJFS_LEN_ALL */
+	const char *if_match;     /* ETag the object must have, or NULL (ESTALE) */
+};
+#define OBJFS_GET_ALL { 0, OBJFS_LEN_ALL, NULL }
+
+struct objfs_put_opts {
+	const struct objfs_meta *meta;   /* NULL for none */
+	const char *content_type;        /* NULL for application/octet-stream */
+	bool if_none_match;              /* fail with EEXIST if the key exists
+					    (best effort: not every store) */
+};
+
+enum objfs_meta_directive {
+	OBJFS_META_COPY = 0,    /* keep the source's metadata */
+	OBJFS_META_REPLACE = 1, /* use the given metadata and content type */
+};
+
+struct objfs_copy_opts {
+	enum objfs_meta_directive directive;
+	const struct objfs_meta *meta;   /* with REPLACE */
+	const char *content_type;        /* with REPLACE */
+	const char *if_match;            /* source ETag, or NULL */
+};
+
+struct objfs_list_req {
+	const char *prefix;             /* "" or NULL for all keys */
+	const char *delimiter;          /* NULL for a flat listing, usually "/" */
+	const char *continuation;       /* token from a previous page, or NULL */
+	const char *start_after;        /* key, or NULL */
+	unsigned max_keys;              /* 1..1000; 0 means 1000 */
+};
+
+struct objfs_list_entry {
+	char *key;
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];
+	struct timespec mtime;
+};
+
+/* One page of a listing, owned by the caller: objfs_list_page_release().
+ * Entries and common prefixes are each in S3 (byte-wise) order.
+ * OBJFS_LIST_PAGE_INIT is empty. */
+struct objfs_list_page {
+	struct objfs_list_entry *entries;
+	size_t n_entries;
+	char **prefixes;                /* common prefixes, each ending in delimiter */
+	size_t n_prefixes;
+	char *next;                     /* continuation token, NULL on the last page */
+};
+#define OBJFS_LIST_PAGE_INIT { NULL, 0, NULL, 0, NULL }
+void objfs_list_page_release(struct objfs_list_page *page);
+
+struct objfs_part {
+	unsigned number;                /* 1..10000 */
+	char etag[OBJFS_ETAG_MAX];
+};
+
+/* ---- the interface ---------------------------------------------------- */
+
+/* Every slot must be set (layers forward with the objfs_store_* helpers).
+ * All ops are thread-safe on one store. */
+struct objfs_store_ops {
+	const char *name;               /* "s3", "local", "retry", ... */
+
+	/* Reads [opts->off, off+len) of key into sink.  A range past the end
+	 * is cut at the end of the object; a range starting past the end of a
+	 * non-empty object is ERANGE.  info, when not NULL, receives the
+	 * object's size (the whole object), ETag, mtime, content type and
+	 * metadata. */
+	int (*get)(struct objfs_store *s, const char *key,
+		   const struct objfs_get_opts *opts,
+		   const struct objfs_sink *sink, struct objfs_obj_info *info);
+
+	/* Creates or replaces key with src's bytes (at most 5 GiB).  info,
+	 * when not NULL, receives at least the new ETag. */
+	int (*put)(struct objfs_store *s, const char *key,
+		   const struct objfs_source *src,
+		   const struct objfs_put_opts *opts,
+		   struct objfs_obj_info *info);
+
+	/* Size, ETag, mtime, content type and metadata of key. */
+	int (*head)(struct objfs_store *s, const char *key,
+		    struct objfs_obj_info *info);
+
+	/* One page of keys.  A continuation token the store did not issue is
+	 * EINVAL. */
+	int (*list)(struct objfs_store *s, const struct objfs_list_req *req,
+		    struct objfs_list_page *page);
+
+	/* Server-side copy of src to dst (any size: stores split objects over
+	 * 5 GiB into part copies).  info receives the new ETag when not NULL. */
+	int (*copy)(struct objfs_store *s, const char *src, const char *dst,
+		    const struct objfs_copy_opts *opts,
+		    struct objfs_obj_info *info);
+
+	/* Deletes key; deleting a missing key succeeds. */
+	int (*del)(struct objfs_store *s, const char *key);
+
+	/* Deletes n keys (any n; stores batch by OBJFS_DELETE_BATCH).  Missing
+	 * keys count as deleted.  On error, *failed (when not NULL) is set to
+	 * the number of keys not deleted; the first error is returned. */
+	int (*del_many)(struct objfs_store *s, const char *const *keys,
+			size_t n, size_t *failed);
+
+	/* Multipart upload.  *upload_id is malloc'ed; the caller frees it. */
+	int (*mpu_create)(struct objfs_store *s, const char *key,
+			  const struct objfs_put_opts *opts, char **upload_id);
+	/* Uploads part `number` (1..10000) from src; part->etag is filled.
+	 * Parts of one upload may be sent from several threads at once. */
+	int (*mpu_part)(struct objfs_store *s, const char *key,
+			const char *upload_id, unsigned number,
+			const struct objfs_source *src, struct objfs_part *part);
+	/* Parts must be in increasing number order.  info gets the ETag. */
+	int (*mpu_complete)(struct objfs_store *s, const char *key,
+			    const char *upload_id,
+			    const struct objfs_part *parts, size_t n,
+			    struct objfs_obj_info *info);
+	/* Aborting an unknown upload succeeds. */
+	int (*mpu_abort)(struct objfs_store *s, const char *key,
+			 const char *upload_id);
+
+	/* Frees this instance and (for layers) its inner store. */
+	void (*destroy)(struct objfs_store *s);
+};
+
+/* An instance.  Created by each kind's constructor; freed by
+ * objfs_store_destroy(), which destroys the whole stack below it. */
+struct objfs_store {
+	const struct objfs_store_ops *ops;
+	struct objfs_store *inner;      /* NULL for leaves; owned by this store */
+	void *ctx;                      /* private to the kind */
+	struct objfs_log *log;          /* not owned; may be NULL */
+};
+
+/* ---- calling a store (thin wrappers over ops) ------------------------- */
+
+int objfs_store_get(struct objfs_store *s, const char *key,
+		    const struct objfs_get_opts *opts,
+		    const struct objfs_sink *sink, struct objfs_obj_info *info);
+int objfs_store_put(struct objfs_store *s, const char *key,
+		    const struct objfs_source *src,
+		    const struct objfs_put_opts *opts,
+		    struct objfs_obj_info *info);
+int objfs_store_head(struct objfs_store *s, const char *key,
+		     struct objfs_obj_info *info);
+int objfs_store_list(struct objfs_store *s, const struct objfs_list_req *req,
+		     struct objfs_list_page *page);
+int objfs_store_copy(struct objfs_store *s, const char *src, const char *dst,
+		     const struct objfs_copy_opts *opts,
+		     struct objfs_obj_info *info);
+int objfs_store_del(struct objfs_store *s, const char *key);
+int objfs_store_del_many(struct objfs_store *s, const char *const *keys,
+			 size_t n, size_t *failed);
+int objfs_store_mpu_create(struct objfs_store *s, const char *key,
+			   const struct objfs_put_opts *opts, char **upload_id);
+int objfs_store_mpu_part(struct objfs_store *s, const char *key,
+			 const char *upload_id, unsigned number,
+			 const struct objfs_source *src, struct objfs_part *part);
+int objfs_store_mpu_complete(struct objfs_store *s, const char *key,
+			     const char *upload_id,
+			     const struct objfs_part *parts, size_t n,
+			     struct objfs_obj_info *info);
+int objfs_store_mpu_abort(struct objfs_store *s, const char *key,
+			  const char *upload_id);
+/* Destroys s and everything below it; NULL is fine. */
+void objfs_store_destroy(struct objfs_store *s);
+
+/* Checks a key against the rules above: 0 or EINVAL. */
+int objfs_key_valid(const char *key);
+
+/* ---- conveniences built on the ops (store.c) --------------------------- */
+
+/* Uploads src to key: a single put when src->size <= part_size, otherwise a
+ * multipart upload with parts of part_size bytes sent by up to `parallel`
+ * threads; aborts the upload on any failure.  part_size is raised as needed
+ * to stay within 10,000 parts and at least OBJFS_MPU_MIN_PART. */
+int objfs_store_upload(struct objfs_store *s, const char *key,
+		       const struct objfs_source *src,
+		       const struct objfs_put_opts *opts, uint64_t part_size,
+		       unsigned parallel, struct objfs_obj_info *info);
+
+/* Deletes every key under prefix (listing and deleting in batches).
+ * *deleted (may be NULL) counts what was removed.  Restartable. */
+int objfs_store_del_prefix(struct objfs_store *s, const char *prefix,
+			   uint64_t *deleted);
+
+/* ---- the kinds --------------------------------------------------------- */
+
+/* Local directory store rooted at dir (created if missing, mode 0700). */
+int objfs_local_store_create(const char *dir, struct objfs_log *log,
+			     struct objfs_store **out);
+
+struct objfs_s3_config {
+	const char *endpoint;       /* "http://127.0.0.1:8080", "https://s3.example" */
+	const char *region;         /* "us-east-1" when NULL */
+	const char *bucket;
+	bool path_style;            /* true: endpoint/bucket/key; false: bucket.host */
+	const char *ca_file;        /* PEM bundle, or NULL for the system's */
+	bool insecure_skip_verify;  /* only when explicitly asked */
+	const char *access_key;     /* copied; never logged */
+	const char *secret_key;     /* copied; never logged */
+	const char *session_token;  /* copied; never logged; may be NULL */
+	bool unsigned_payload;      /* UNSIGNED-PAYLOAD instead of the hash */
+	long connect_timeout_ms;    /* 0: 10 s */
+	long low_speed_timeout_s;   /* abort a transfer stalled this long; 0: 30 s */
+	unsigned max_connections;   /* pooled handles; 0: 16 */
+};
+int objfs_s3_store_create(const struct objfs_s3_config *cfg,
+			  struct objfs_log *log, struct objfs_store **out);
+
+struct objfs_retry_config {
+	unsigned max_attempts;      /* total tries, 0: 5 */
+	unsigned base_delay_ms;     /* 0: 100 */
+	unsigned max_delay_ms;      /* cap of one sleep, 0: 5000 */
+	unsigned max_total_ms;      /* give up after this long, 0: 60000 */
+};
+/* Wraps inner (taking ownership, also on failure). */
+int objfs_retry_store_create(struct objfs_store *inner,
+			     const struct objfs_retry_config *cfg,
+			     struct objfs_store **out);
+
+/* Confines inner to keys under prefix ("" allowed; a non-empty prefix is
+ * normalised to end in "/").  Keys given to this store are relative to the
+ * prefix; listings return relative keys.  Takes ownership of inner, also on
+ * failure. */
+int objfs_prefix_store_create(struct objfs_store *inner, const char *prefix,
+			      struct objfs_store **out);
+
+/* The fault layer: see fault.h for its rules.  Takes ownership of inner. */
+struct objfs_fault;
+int objfs_fault_store_create(struct objfs_store *inner,
+			     struct objfs_store **out, struct objfs_fault **ctl);
+
+/* ---- assembling a stack from configuration (stack.c) ------------------ */
+
+/* Where a volume or bucket lives:
+ *   s3://BUCKET[/PREFIX]   the S3 leaf (endpoint etc. from cfg->s3), under
+ *                          a retry layer, under a prefix layer;
+ *   file:///DIR[/PREFIX]   the local leaf.  Its root is the nearest ancestor
+ *                          of the path (or the path itself) that holds a
+ *                          local store (a ".objfs-store" marker file); the
+ *                          rest is the prefix.  When no ancestor holds one,
+ *                          the path itself becomes a new store root.
+ * Parsing never touches the network. */
+struct objfs_store_config {
+	const char *url;
+	struct objfs_s3_config s3;        /* bucket is taken from url */
+	struct objfs_retry_config retry;
+};
+
+/* Splits url into scheme ("s3"/"file"), bucket-or-dir and prefix (may be
+ * ""), each malloc'ed and freed by the caller.  0 or EINVAL. */
+int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
+			  char **prefix);
+
+/* Builds prefix -> retry -> leaf for cfg.  0 or an errno; *out is owned by
+ * the caller (objfs_store_destroy). */
+int objfs_store_stack_create(const struct objfs_store_config *cfg,
+			     struct objfs_log *log, struct objfs_store **out);
+
+#endif
