@@ -40,7 +40,7 @@ int objfs_rangeset_remove(struct objfs_rangeset *rs, uint64_t start,
 /* True when [start, end) is fully in the set (an empty range always is). */
 bool objfs_rangeset_covers(const struct objfs_rangeset *rs, uint64_t start,
 			   uint64_t end);
-/* The first gap of the set inside [start, end): true and *gs/*ge set, or
+/* The first gap of the set inside [start, end): true with *gs and *ge set, or
  * false when the set covers [start, end). */
 bool objfs_rangeset_first_gap(const struct objfs_rangeset *rs, uint64_t start,
 			      uint64_t end, uint64_t *gs, uint64_t *ge);
