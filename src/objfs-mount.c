@@ -453,6 +453,11 @@ int main(int argc, char *argv[])
 	mounted = 1;
 	if (fuse_daemonize(co.foreground) != 0)
 		goto out_unmount;
+	err = objfs_fs_start(fs);
+	if (err != 0) {
+		objfs_error(log, "mount", "starting workers: %s", objfs_strerror(err));
+		goto out_unmount;
+	}
 	objfs_info(log, "mount", "%s mounted on %s", c.source, co.mountpoint);
 	if (s.ready_fd >= 0) {
 		ssize_t n = write(s.ready_fd, "R", 1);

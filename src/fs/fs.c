@@ -340,6 +340,72 @@ static void snap_drop(struct inode *dir)
 	}
 }
 
+/* Finds name in a snapshot: its index, or where it would go (*found). */
+static size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
+{
+	size_t lo = 0, hi = s->n;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->e[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Keeps dir's listing current after a local change (fs->lock): the name
+ * is added (add) or removed.  A listing that readdir handles share is
+ * dropped instead, so their offsets stay valid. */
+static void snap_note(struct inode *dir, const char *name, bool add,
+		      bool is_dir)
+{
+	struct dirsnap *s = dir != NULL ? dir->snap : NULL;
+	bool found;
+	size_t i;
+
+	if (s == NULL)
+		return;
+	if (s->refs > 1) {
+		snap_drop(dir);
+		return;
+	}
+	i = snap_find(s, name, &found);
+	if (add && !found) {
+		struct dent *e = realloc(s->e, (s->n + 1) * sizeof(*e));
+		char *nm = strdup(name);
+
+		if (e == NULL || nm == NULL) {
+			if (e != NULL)
+				s->e = e;
+			free(nm);
+			snap_drop(dir);
+			return;
+		}
+		s->e = e;
+		memmove(&e[i + 1], &e[i], (s->n - i) * sizeof(*e));
+		memset(&e[i], 0, sizeof(*e));
+		e[i].name = nm;
+		e[i].is_dir = is_dir;
+		s->n++;
+	} else if (add) {
+		s->e[i].is_dir = is_dir;
+		s->e[i].have_attr = false;
+	} else if (found) {
+		free(s->e[i].name);
+		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
+		s->n--;
+	}
+}
+
 static void inode_free(struct objfs_fs *fs, struct inode *in)
 {
 	struct inode **pp;
@@ -719,43 +785,79 @@ static int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self
 	return 0;
 }
 
+struct list_task {
+	struct objfs_fs *fs;
+	const char *prefix;
+	int err;
+	bool used;
+	bool marker;            /* the first key is the prefix itself */
+};
+
+static void list_run(void *arg)
+{
+	struct list_task *t = arg;
+	struct objfs_list_req rq = { t->prefix, NULL, NULL, NULL, 1 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+	t->err = objfs_store_list(t->fs->store, &rq, &pg);
+	if (t->err == 0) {
+		t->used = pg.n_entries > 0 || pg.n_prefixes > 0;
+		t->marker = pg.n_entries > 0 &&
+			    strcmp(pg.entries[0].key, t->prefix) == 0;
+	}
+	objfs_list_page_release(&pg);
+}
+
 /* Probes the name whose file key is key: object, marker, or implied
- * directory.  want_dir skips the file HEAD.  0, ENOENT or another errno. */
+ * directory.  The HEAD of the object and the listing of "key/" run in
+ * parallel, so a missing name costs one round trip.  want_dir skips the
+ * object HEAD.  0, ENOENT or another errno. */
 static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
 		     struct probe *p)
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct list_task lt;
+	struct objfs_group g;
 	char dkey[KEYBUF];
-	bool used;
-	int err;
+	int err, herr = ENOENT;
 
 	memset(p, 0, sizeof(*p));
+	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err != 0)
+		return err;
+	memset(&lt, 0, sizeof(lt));
+	lt.fs = fs;
+	lt.prefix = dkey;
+	objfs_group_init(&g);
+	if (fs->pool == NULL || objfs_pool_submit(fs->pool, &g, list_run, &lt) != 0)
+		list_run(&lt);
 	if (!want_dir) {
-		err = objfs_store_head(fs->store, key, &info);
-		if (err == 0) {
+		herr = objfs_store_head(fs->store, key, &info);
+		if (herr == 0)
 			probe_from_info(fs, &info, false, p);
+	}
+	objfs_group_wait(&g);
+	if (herr == 0 || herr != ENOENT) {
+		err = herr;
+		goto out;
+	}
+	objfs_obj_info_release(&info);
+	err = lt.err;
+	if (err != 0)
+		goto out;
+	if (!lt.used) {
+		err = ENOENT;
+		goto out;
+	}
+	if (lt.marker) {
+		err = objfs_store_head(fs->store, dkey, &info);
+		if (err == 0) {
+			probe_from_info(fs, &info, true, p);
 			goto out;
 		}
 		if (err != ENOENT)
 			goto out;
-		objfs_obj_info_release(&info);
-	}
-	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
-	if (err != 0)
-		goto out;
-	err = objfs_store_head(fs->store, dkey, &info);
-	if (err == 0) {
-		probe_from_info(fs, &info, true, p);
-		goto out;
-	}
-	if (err != ENOENT)
-		goto out;
-	err = prefix_used(fs, dkey, false, &used);
-	if (err != 0)
-		goto out;
-	if (!used) {
-		err = ENOENT;
-		goto out;
+		err = 0;
 	}
 	probe_implied_dir(fs, p);
 out:
@@ -825,24 +927,12 @@ static int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
-		size_t lo = 0, hi = parent->snap->n;
-		bool seen = false;
+		bool seen;
+		size_t i = snap_find(parent->snap, name, &seen);
 
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			int c = strcmp(parent->snap->e[mid].name, name);
-
-			if (c == 0) {
-				seen = true;
-				want_dir = parent->snap->e[mid].is_dir;
-				break;
-			}
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (!seen) {
+		if (seen)
+			want_dir = parent->snap->e[i].is_dir;
+		else {
 			err = ENOENT;
 			goto out_locked;
 		}
@@ -1545,7 +1635,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->nlookup++;
 		fill_entry(fs, in, &e);
 	}
-	snap_drop(dir);
+	snap_note(dir, name, true, S_ISDIR(mode));
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&fs->ns);
 out:
@@ -1669,7 +1759,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		charge_force(fs, in, 0);
 		par = detach(fs, in);
 		in->ctime = now_real();
-		snap_drop(par);
+		snap_note(par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
 	}
@@ -1727,7 +1817,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fs->scan_obj_delta--;
 		}
 		par = detach(fs, in);
-		snap_drop(par);
+		snap_note(par, name, false, true);
 		snap_drop(in);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
@@ -2036,8 +2126,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			fs->scan_obj_delta--;
 		}
 		charge_force(fs, dst, 0);
-		par = detach(fs, dst);
-		snap_drop(par);
+		detach(fs, dst);
 	}
 	if (src->linked) {
 		char *nn = strdup(newname);
@@ -2057,8 +2146,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			src->ctime = now_real();
 		}
 	}
-	snap_drop(sdir);
-	snap_drop(ddir);
+	snap_note(sdir, name, false, is_dir);
+	snap_note(ddir, newname, true, is_dir);
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
 out:
@@ -2279,7 +2368,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->nopen++;
 	in->nlookup++;
 	fill_entry(fs, in, &e);
-	snap_drop(dir);
+	snap_note(dir, name, true, false);
 	pthread_mutex_unlock(&fs->lock);
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->keep_cache = 1;
@@ -3182,18 +3271,9 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	err = load_root(fs);
 	if (err != 0)
 		goto err_root;
-	err = objfs_pool_create(fs->o.threads, &fs->pool);
-	if (err != 0)
-		goto err_root;
-	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
-	if (err != 0)
-		goto err_pool;
-	fs->scan_started = true;
 	*out = fs;
 	return 0;
 
-err_pool:
-	objfs_pool_destroy(fs->pool);
 err_root:
 	if (fs->root != NULL) {
 		pthread_mutex_destroy(&fs->root->mu);
@@ -3212,13 +3292,33 @@ err_free:
 	return err;
 }
 
+int objfs_fs_start(struct objfs_fs *fs)
+{
+	int err;
+
+	if (fs->pool != NULL)
+		return 0;
+	err = objfs_pool_create(fs->o.threads, &fs->pool);
+	if (err != 0)
+		return err;
+	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
+	if (err != 0) {
+		objfs_pool_destroy(fs->pool);
+		fs->pool = NULL;
+		return err;
+	}
+	fs->scan_started = true;
+	return 0;
+}
+
 void objfs_fs_destroy(struct objfs_fs *fs)
 {
 	unsigned h;
 
 	if (fs == NULL)
 		return;
-	objfs_fs_sync_all(fs);
+	if (fs->pool != NULL)
+		objfs_fs_sync_all(fs);
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
 	pthread_cond_broadcast(&fs->scan_cv);
