@@ -1230,7 +1230,8 @@ static int has_key(struct lister *ls, const char *path, bool *found)
 	err = read_logical(ls->L, path, "", 0, "", &it);
 	if (err != 0)
 		goto out;
-	qsort(it.v, it.n, sizeof(*it.v), item_cmp);
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof(*it.v), item_cmp);
 	for (i = it.n; i-- > 0 && !*found;) {
 		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
 			continue;
@@ -1267,7 +1268,8 @@ static int walk(struct lister *ls, const char *path)
 	err = read_logical(ls->L, path, "", 0, "", &it);
 	if (err != 0)
 		goto out;
-	qsort(it.v, it.n, sizeof(*it.v), item_cmp);
+	if (it.n > 1)
+		qsort(it.v, it.n, sizeof(*it.v), item_cmp);
 	for (i = 0; i < it.n && !ls->truncated; i++) {
 		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
 			continue;
