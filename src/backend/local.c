@@ -52,13 +52,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/io.h"
 #include "common/errors.h"
 #include "common/log.h"
 
@@ -122,57 +122,6 @@ static int hex_decode(const char *in, size_t n, unsigned char *out)
 		if (hi < 0 || lo < 0)
 			return EINVAL;
 		out[i / 2] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
-}
-
-static int random_bytes(void *buf, size_t n)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = getrandom((char *)buf + done, n - done, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = write(fd, (const char *)buf + done, n - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = pread(fd, (char *)buf + done, n - done,
-			  (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		if (r == 0)
-			return EIO;
-		done += (size_t)r;
 	}
 	return 0;
 }
@@ -470,7 +419,7 @@ static int obj_open(struct local *L, const char *path, struct robj *ro)
 		err = EIO;
 		goto out;
 	}
-	err = pread_all(ro->fd, footer, FOOTER_LEN,
+	err = objfs_pread_all(ro->fd, footer, FOOTER_LEN,
 			(uint64_t)st.st_size - FOOTER_LEN);
 	if (err != 0)
 		goto out;
@@ -491,7 +440,7 @@ static int obj_open(struct local *L, const char *path, struct robj *ro)
 		goto out;
 	}
 	ro->size = (uint64_t)st.st_size - tlen - FOOTER_LEN;
-	err = pread_all(ro->fd, trailer, tlen, ro->size);
+	err = objfs_pread_all(ro->fd, trailer, tlen, ro->size);
 	if (err != 0)
 		goto out;
 	trailer[tlen] = '\0';
@@ -538,7 +487,7 @@ static int tmp_open(struct local *L, struct wobj *w)
 		return ENOMEM;
 	if (EVP_DigestInit_ex(w->md5, EVP_md5(), NULL) != 1)
 		return EIO;
-	err = random_bytes(r, sizeof(r));
+	err = objfs_random_bytes(r, sizeof(r));
 	if (err != 0)
 		return err;
 	hex_encode(r, sizeof(r), hex);
@@ -564,7 +513,7 @@ static void tmp_discard(struct local *L, struct wobj *w)
 
 static int tmp_write(struct wobj *w, const void *data, size_t n)
 {
-	int err = write_all(w->fd, data, n);
+	int err = objfs_write_all(w->fd, data, n);
 
 	if (err != 0)
 		return err;
@@ -623,9 +572,9 @@ static int tmp_finish(struct wobj *w, const char *etag,
 		goto out;
 	}
 	snprintf(footer, sizeof(footer), "OBJFS1 %08zx\n", b.len);
-	err = write_all(w->fd, t, b.len);
+	err = objfs_write_all(w->fd, t, b.len);
 	if (err == 0)
-		err = write_all(w->fd, footer, FOOTER_LEN);
+		err = objfs_write_all(w->fd, footer, FOOTER_LEN);
 	if (err == 0 && fsync(w->fd) != 0)
 		err = errno;
 out:
@@ -733,7 +682,7 @@ static int tmp_fill_obj(struct wobj *w, struct robj *ro, char *buf)
 
 	for (off = 0; off < ro->size; off += n) {
 		n = ro->size - off > IO_BUF ? IO_BUF : (size_t)(ro->size - off);
-		err = pread_all(ro->fd, buf, n, off);
+		err = objfs_pread_all(ro->fd, buf, n, off);
 		if (err == 0)
 			err = tmp_write(w, buf, n);
 		if (err != 0)
@@ -792,7 +741,7 @@ static int local_get(struct objfs_store *s, const char *key,
 	}
 	for (pos = opts->off; pos < end; pos += n) {
 		n = end - pos > IO_BUF ? IO_BUF : (size_t)(end - pos);
-		err = pread_all(ro.fd, buf, n, pos);
+		err = objfs_pread_all(ro.fd, buf, n, pos);
 		if (err == 0)
 			err = sink->write_at(sink->arg, pos - opts->off, buf, n);
 		if (err != 0)
@@ -1125,6 +1074,13 @@ static bool past_marker(const struct lister *ls, const char *k, size_t n)
 	return !(ls->marker_cp && has_prefix(k, n, ls->marker, ls->mlen));
 }
 
+/* Whether cp[0..n) is the common prefix returned last. */
+static bool is_last_prefix(const struct lister *ls, const char *cp, size_t n)
+{
+	return ls->last_kind == 'p' && strlen(ls->last) == n &&
+	       memcmp(ls->last, cp, n) == 0;
+}
+
 /* Room for one more result; false (and truncated) when the page is full. */
 static bool room(struct lister *ls)
 {
@@ -1140,8 +1096,7 @@ static int emit_prefix(struct lister *ls, const char *cp, size_t n)
 	char **v;
 	char *d;
 
-	if (ls->last_kind == 'p' && strlen(ls->last) == n &&
-	    memcmp(ls->last, cp, n) == 0)
+	if (is_last_prefix(ls, cp, n))
 		return 0;
 	if (!room(ls))
 		return 0;
@@ -1217,8 +1172,32 @@ static size_t rollup(const struct lister *ls, const char *k, size_t n)
 	return (size_t)(d - k) + ls->dlen;
 }
 
+/* Reads the logical directory at path, sorted in key order. */
+static int read_sorted(struct local *L, const char *path, struct items *it)
+{
+	int err = read_logical(L, path, "", 0, "", it);
+
+	if (err == 0 && it->n > 1)
+		qsort(it->v, it->n, sizeof(*it->v), item_cmp);
+	return err;
+}
+
+/* Makes ls->key the key (or directory prefix) of item x of the directory
+ * at path whose keys start with ls->key[0..klen), and sub its on-disk
+ * path.  False when either would be too long (no such key can exist). */
+static bool item_enter(struct lister *ls, size_t klen, const char *path,
+		       const struct item *x, char *sub, size_t cap)
+{
+	if (klen + x->sklen > OBJFS_KEY_MAX + 1)
+		return false;
+	memcpy(ls->key + klen, x->skey, x->sklen);
+	ls->klen = klen + x->sklen;
+	return snprintf(sub, cap, "%s%s%s", path, path[0] != '\0' ? "/" : "",
+			x->rel) < (int)cap;
+}
+
 /* Whether the directory at path (keys starting with ls->key) holds a key
- * past the marker. */
+ * past the marker.  Tries the greatest keys first. */
 static int has_key(struct lister *ls, const char *path, bool *found)
 {
 	struct items it = { 0 };
@@ -1227,30 +1206,62 @@ static int has_key(struct lister *ls, const char *path, bool *found)
 	int err;
 
 	*found = false;
-	err = read_logical(ls->L, path, "", 0, "", &it);
-	if (err != 0)
-		goto out;
-	if (it.n > 1)
-		qsort(it.v, it.n, sizeof(*it.v), item_cmp);
-	for (i = it.n; i-- > 0 && !*found;) {
-		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
+	err = read_sorted(ls->L, path, &it);
+	for (i = it.n; err == 0 && i-- > 0 && !*found;) {
+		if (!item_enter(ls, klen, path, &it.v[i], sub, sizeof(sub)))
 			continue;
-		memcpy(ls->key + klen, it.v[i].skey, it.v[i].sklen);
-		ls->klen = klen + it.v[i].sklen;
-		if (!it.v[i].dir) {
+		if (it.v[i].dir)
+			err = has_key(ls, sub, found);
+		else
 			*found = past_marker(ls, ls->key, ls->klen);
-			continue;
-		}
-		if (snprintf(sub, sizeof(sub), "%s/%s", path, it.v[i].rel) >=
-		    (int)sizeof(sub))
-			continue;
-		err = has_key(ls, sub, found);
-		if (err != 0)
-			break;
 	}
-out:
 	ls->klen = klen;
 	items_free(&it);
+	return err;
+}
+
+/* Lists one object, ls->key, stored at path. */
+static int walk_key(struct lister *ls, const char *path)
+{
+	const char *k = ls->key;
+	size_t cpl;
+
+	if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) ||
+	    !past_marker(ls, k, ls->klen))
+		return 0;
+	cpl = rollup(ls, k, ls->klen);
+	return cpl > 0 ? emit_prefix(ls, k, cpl) : emit_key(ls, path);
+}
+
+static int walk(struct lister *ls, const char *path);
+
+/* Lists the directory at path holding the keys ls->key + "...": skips it
+ * when the prefix or the marker rule it out, reports it as one common
+ * prefix when all its keys roll up into one, else walks it. */
+static int walk_dir(struct lister *ls, const char *path)
+{
+	const char *k = ls->key;
+	size_t cpl;
+	bool found;
+	int err;
+
+	if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) &&
+	    !has_prefix(ls->prefix, ls->plen, k, ls->klen))
+		return 0;
+	if (ls->marker != NULL &&
+	    !has_prefix(ls->marker, ls->mlen, k, ls->klen) &&
+	    bytes_cmp(k, ls->klen, ls->marker, ls->mlen) < 0)
+		return 0;
+	if (ls->marker_cp && has_prefix(k, ls->klen, ls->marker, ls->mlen))
+		return 0;
+	cpl = rollup(ls, k, ls->klen);
+	if (cpl == 0)
+		return walk(ls, path);
+	if (is_last_prefix(ls, k, cpl))
+		return 0;
+	err = has_key(ls, path, &found);
+	if (err == 0 && found)
+		err = emit_prefix(ls, k, cpl);
 	return err;
 }
 
@@ -1260,64 +1271,15 @@ static int walk(struct lister *ls, const char *path)
 {
 	struct items it = { 0 };
 	char sub[PATH_MAX];
-	size_t i, klen = ls->klen, cpl;
-	const char *k;
-	bool found;
+	size_t i, klen = ls->klen;
 	int err;
 
-	err = read_logical(ls->L, path, "", 0, "", &it);
-	if (err != 0)
-		goto out;
-	if (it.n > 1)
-		qsort(it.v, it.n, sizeof(*it.v), item_cmp);
-	for (i = 0; i < it.n && !ls->truncated; i++) {
-		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
+	err = read_sorted(ls->L, path, &it);
+	for (i = 0; err == 0 && i < it.n && !ls->truncated; i++) {
+		if (!item_enter(ls, klen, path, &it.v[i], sub, sizeof(sub)))
 			continue;
-		memcpy(ls->key + klen, it.v[i].skey, it.v[i].sklen);
-		ls->klen = klen + it.v[i].sklen;
-		k = ls->key;
-		if (snprintf(sub, sizeof(sub), "%s%s%s", path,
-			     path[0] != '\0' ? "/" : "", it.v[i].rel) >=
-		    (int)sizeof(sub))
-			continue;
-		if (!it.v[i].dir) {
-			if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) ||
-			    !past_marker(ls, k, ls->klen))
-				continue;
-			cpl = rollup(ls, k, ls->klen);
-			if (cpl > 0)
-				err = emit_prefix(ls, k, cpl);
-			else
-				err = emit_key(ls, sub);
-			if (err != 0)
-				break;
-			continue;
-		}
-		/* A directory: keys k + "...". */
-		if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) &&
-		    !has_prefix(ls->prefix, ls->plen, k, ls->klen))
-			continue;
-		if (ls->marker != NULL &&
-		    !has_prefix(ls->marker, ls->mlen, k, ls->klen) &&
-		    bytes_cmp(k, ls->klen, ls->marker, ls->mlen) < 0)
-			continue;
-		if (ls->marker_cp && has_prefix(k, ls->klen, ls->marker, ls->mlen))
-			continue;
-		cpl = rollup(ls, k, ls->klen);
-		if (cpl > 0) {
-			if (ls->last_kind == 'p' && strlen(ls->last) == cpl &&
-			    memcmp(ls->last, k, cpl) == 0)
-				continue;
-			err = has_key(ls, sub, &found);
-			if (err == 0 && found)
-				err = emit_prefix(ls, k, cpl);
-		} else {
-			err = walk(ls, sub);
-		}
-		if (err != 0)
-			break;
+		err = it.v[i].dir ? walk_dir(ls, sub) : walk_key(ls, sub);
 	}
-out:
 	ls->klen = klen;
 	items_free(&it);
 	return err;
@@ -1487,7 +1449,7 @@ static int upload_open(struct local *L, const char *key, const char *id,
 		err = ENOENT;
 		goto out;
 	}
-	err = pread_all(rec->fd, k, n, 0);
+	err = objfs_pread_all(rec->fd, k, n, 0);
 	if (err == 0 && memcmp(k, key, n) != 0)
 		err = ENOENT;
 out:
@@ -1510,7 +1472,7 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 
 	if (objfs_key_valid(key) != 0)
 		return EINVAL;
-	err = random_bytes(r, sizeof(r));
+	err = objfs_random_bytes(r, sizeof(r));
 	if (err != 0)
 		return err;
 	hex_encode(r, sizeof(r), id);
@@ -1797,7 +1759,7 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 		err = errno;
 		goto fail_alloc;
 	}
-	err = random_bytes(L->secret, sizeof(L->secret));
+	err = objfs_random_bytes(L->secret, sizeof(L->secret));
 	if (err != 0)
 		goto fail_root;
 	err = mkdir_ok(L->rootfd, HIDDEN_DIR);
