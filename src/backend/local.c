@@ -603,28 +603,49 @@ static int make_parents(struct local *L, const char *path)
 	return 0;
 }
 
-/* Renames the temp file to path, creating parents; the temp file is gone
- * afterwards whatever happens.  noreplace: EEXIST if path exists. */
-static int tmp_install(struct local *L, struct wobj *w, const char *path,
-		       bool noreplace)
+/* How a finished temp file is renamed into place. */
+enum install {
+	INSTALL_REPLACE,        /* create parents, replace what is there */
+	INSTALL_NOREPLACE,      /* create parents, EEXIST if path exists */
+	INSTALL_IN_PLACE,       /* parents must exist (else ENOENT) */
+};
+
+static int rename_once(struct local *L, struct wobj *w, const char *path,
+		       enum install how)
 {
-	int tries, err = 0, r;
+	int r;
+
+	if (how == INSTALL_NOREPLACE) {
+		r = renameat2(L->rootfd, w->tmp, L->rootfd, path,
+			      RENAME_NOREPLACE);
+		if (r != 0 && errno == EINVAL) {
+			/* no RENAME_NOREPLACE here: best effort */
+			if (faccessat(L->rootfd, path, F_OK, 0) == 0)
+				return EEXIST;
+			r = renameat(L->rootfd, w->tmp, L->rootfd, path);
+		}
+	} else {
+		r = renameat(L->rootfd, w->tmp, L->rootfd, path);
+	}
+	if (r == 0)
+		return 0;
+	return errno == ENOTDIR ? ENOENT : errno;
+}
+
+/* Renames the temp file to path; the temp file is gone afterwards whatever
+ * happens.  Parents pruned by a concurrent delete are made again. */
+static int tmp_install(struct local *L, struct wobj *w, const char *path,
+		       enum install how)
+{
+	int tries, err = 0;
 
 	close(w->fd);
 	w->fd = -1;
 	for (tries = 0; tries < INSTALL_TRIES; tries++) {
-		err = make_parents(L, path);
-		if (err == ENOENT)
-			continue;
-		if (err != 0)
-			break;
-		if (noreplace)
-			r = renameat2(L->rootfd, w->tmp, L->rootfd, path,
-				      RENAME_NOREPLACE);
-		else
-			r = renameat(L->rootfd, w->tmp, L->rootfd, path);
-		err = r == 0 ? 0 : errno;
-		if (err != ENOENT)
+		err = how == INSTALL_IN_PLACE ? 0 : make_parents(L, path);
+		if (err == 0)
+			err = rename_once(L, w, path, how);
+		if (err != ENOENT || how == INSTALL_IN_PLACE)
 			break;
 	}
 	if (err != 0)
@@ -698,6 +719,55 @@ static struct local *local_of(struct objfs_store *s)
 
 /* ---- get / head / put / copy / del -------------------------------------- */
 
+/* Writes src as a new object file at path (via a temp file) with the
+ * given type and metadata; etag receives its ETag. */
+static int write_object(struct local *L, const char *path,
+			const struct objfs_source *src, const char *ctype,
+			const struct objfs_meta *meta, enum install how,
+			char *etag, size_t cap)
+{
+	struct wobj w = { .fd = -1 };
+	char *buf = malloc(IO_BUF);
+	int err;
+
+	if (buf == NULL)
+		return ENOMEM;
+	err = tmp_open(L, &w);
+	if (err == 0)
+		err = tmp_fill_source(&w, src, buf);
+	if (err == 0)
+		err = tmp_etag(&w, etag, cap);
+	if (err == 0)
+		err = tmp_finish(&w, etag, ctype, meta);
+	if (err == 0)
+		err = tmp_install(L, &w, path, how);
+	tmp_discard(L, &w);
+	free(buf);
+	return err;
+}
+
+/* The on-disk path of an object key: 0 or EINVAL. */
+static int obj_path(const char *key, char *path, size_t cap)
+{
+	if (objfs_key_valid(key) != 0 ||
+	    key_path(key, strlen(key), true, path, cap) != 0)
+		return EINVAL;
+	return 0;
+}
+
+/* obj_open() that also checks the If-Match ETag (ESTALE). */
+static int obj_open_match(struct local *L, const char *path,
+			  const char *if_match, struct robj *ro)
+{
+	int err = obj_open(L, path, ro);
+
+	if (err == 0 && if_match != NULL && !etag_equal(if_match, ro->info.etag)) {
+		obj_close(ro);
+		err = ESTALE;
+	}
+	return err;
+}
+
 static int local_get(struct objfs_store *s, const char *key,
 		     const struct objfs_get_opts *opts,
 		     const struct objfs_sink *sink, struct objfs_obj_info *info)
@@ -713,24 +783,17 @@ static int local_get(struct objfs_store *s, const char *key,
 
 	if (opts == NULL)
 		opts = &all;
-	err = objfs_key_valid(key);
+	err = obj_path(key, path, sizeof(path));
 	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
-	if (err != 0)
-		return EINVAL;
-	err = obj_open(L, path, &ro);
+		err = obj_open_match(L, path, opts->if_match, &ro);
 	if (err != 0)
 		return err;
-	if (opts->if_match != NULL && !etag_equal(opts->if_match, ro.info.etag)) {
-		err = ESTALE;
-		goto out;
-	}
 	if (ro.size > 0 && opts->off >= ro.size) {
 		err = ERANGE;
 		goto out;
 	}
 	end = ro.size;
-	if (opts->len != OBJFS_LEN_ALL && opts->off + opts->len < end)
+	if (opts->off < end && opts->len < end - opts->off)
 		end = opts->off + opts->len;
 	if (opts->off < end) {
 		buf = malloc(IO_BUF);
@@ -761,11 +824,9 @@ static int local_head(struct objfs_store *s, const char *key,
 	char path[PATH_MAX];
 	int err;
 
-	err = objfs_key_valid(key);
-	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
+	err = obj_path(key, path, sizeof(path));
 	if (err != 0)
-		return EINVAL;
+		return err;
 	err = obj_open(local_of(s), path, &ro);
 	if (err != 0)
 		return err;
@@ -790,37 +851,23 @@ static int local_put(struct objfs_store *s, const char *key,
 		     const struct objfs_put_opts *opts,
 		     struct objfs_obj_info *info)
 {
-	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
+	struct objfs_put_opts none = { NULL, NULL, false };
 	char path[PATH_MAX];
 	char etag[OBJFS_ETAG_MAX];
-	char *buf = NULL;
 	int err;
 
-	err = objfs_key_valid(key);
-	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
+	if (opts == NULL)
+		opts = &none;
+	err = obj_path(key, path, sizeof(path));
 	if (err != 0)
-		return EINVAL;
+		return err;
 	if (src->size > PUT_MAX)
 		return EFBIG;
-	buf = malloc(IO_BUF);
-	if (buf == NULL)
-		return ENOMEM;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_fill_source(&w, src, buf);
-	if (err == 0)
-		err = tmp_etag(&w, etag, sizeof(etag));
-	if (err == 0)
-		err = tmp_finish(&w, etag, opts != NULL ? opts->content_type : NULL,
-				 opts != NULL ? opts->meta : NULL);
-	if (err == 0)
-		err = tmp_install(L, &w, path, opts != NULL && opts->if_none_match);
+	err = write_object(local_of(s), path, src, opts->content_type,
+			   opts->meta, opts->if_none_match ? INSTALL_NOREPLACE :
+			   INSTALL_REPLACE, etag, sizeof(etag));
 	if (err == 0)
 		info_set_etag(info, etag, src->size);
-	tmp_discard(L, &w);
-	free(buf);
 	return err;
 }
 
@@ -840,17 +887,13 @@ static int local_copy(struct objfs_store *s, const char *src, const char *dst,
 
 	if (opts == NULL)
 		opts = &def;
-	if (objfs_key_valid(src) != 0 || objfs_key_valid(dst) != 0 ||
-	    key_path(src, strlen(src), true, spath, sizeof(spath)) != 0 ||
-	    key_path(dst, strlen(dst), true, dpath, sizeof(dpath)) != 0)
-		return EINVAL;
-	err = obj_open(L, spath, &ro);
+	err = obj_path(src, spath, sizeof(spath));
+	if (err == 0)
+		err = obj_path(dst, dpath, sizeof(dpath));
+	if (err == 0)
+		err = obj_open_match(L, spath, opts->if_match, &ro);
 	if (err != 0)
 		return err;
-	if (opts->if_match != NULL && !etag_equal(opts->if_match, ro.info.etag)) {
-		err = ESTALE;
-		goto out;
-	}
 	if (opts->directive == OBJFS_META_REPLACE) {
 		meta = opts->meta;
 		ctype = opts->content_type;
@@ -869,7 +912,7 @@ static int local_copy(struct objfs_store *s, const char *src, const char *dst,
 	if (err == 0)
 		err = tmp_finish(&w, ro.info.etag, ctype, meta);
 	if (err == 0)
-		err = tmp_install(L, &w, dpath, false);
+		err = tmp_install(L, &w, dpath, INSTALL_REPLACE);
 	if (err == 0)
 		info_set_etag(info, ro.info.etag, ro.size);
 out:
@@ -884,8 +927,7 @@ static int local_del(struct objfs_store *s, const char *key)
 	struct local *L = local_of(s);
 	char path[PATH_MAX];
 
-	if (objfs_key_valid(key) != 0 ||
-	    key_path(key, strlen(key), true, path, sizeof(path)) != 0)
+	if (obj_path(key, path, sizeof(path)) != 0)
 		return EINVAL;
 	if (unlinkat(L->rootfd, path, 0) != 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -1462,7 +1504,7 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 			    const struct objfs_put_opts *opts, char **upload_id)
 {
 	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
+	struct objfs_source ks;
 	unsigned char r[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
 	char dir[128], final[128], rec[160];
@@ -1484,16 +1526,10 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 		goto out;
 	}
 	made = true;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_write(&w, key, strlen(key));
-	if (err == 0)
-		err = tmp_etag(&w, etag, sizeof(etag));
-	if (err == 0)
-		err = tmp_finish(&w, etag, opts != NULL ? opts->content_type : NULL,
-				 opts != NULL ? opts->meta : NULL);
-	if (err == 0)
-		err = tmp_install(L, &w, rec, false);
+	objfs_source_mem(&ks, key, strlen(key));
+	err = write_object(L, rec, &ks, opts != NULL ? opts->content_type : NULL,
+			   opts != NULL ? opts->meta : NULL, INSTALL_IN_PLACE,
+			   etag, sizeof(etag));
 	if (err == 0 && renameat(L->rootfd, dir, L->rootfd, final) != 0)
 		err = errno;
 	if (err == 0) {
@@ -1502,7 +1538,6 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 			err = ENOMEM;
 	}
 out:
-	tmp_discard(L, &w);
 	if (err != 0 && made) {
 		unlinkat(L->rootfd, rec, 0);
 		unlinkat(L->rootfd, dir, AT_REMOVEDIR);
@@ -1518,10 +1553,8 @@ static int local_mpu_part(struct objfs_store *s, const char *key,
 			  const struct objfs_source *src, struct objfs_part *part)
 {
 	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
 	struct robj rec = { .fd = -1 };
 	char path[160];
-	char *buf = NULL;
 	int err;
 
 	if (objfs_key_valid(key) != 0 || number < 1 ||
@@ -1534,32 +1567,10 @@ static int local_mpu_part(struct objfs_store *s, const char *key,
 		return err;
 	obj_close(&rec);
 	snprintf(path, sizeof(path), "%s/%s/%05u", MPU_DIR, upload_id, number);
-	buf = malloc(IO_BUF);
-	if (buf == NULL) {
-		err = ENOMEM;
-		goto out;
-	}
 	part->number = number;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_fill_source(&w, src, buf);
-	if (err == 0)
-		err = tmp_etag(&w, part->etag, sizeof(part->etag));
-	if (err == 0)
-		err = tmp_finish(&w, part->etag, NULL, NULL);
-	if (err == 0) {
-		/* Not tmp_install: a vanished upload must not be recreated. */
-		close(w.fd);
-		w.fd = -1;
-		if (renameat(L->rootfd, w.tmp, L->rootfd, path) != 0) {
-			err = errno == ENOTDIR ? ENOENT : errno;
-			unlinkat(L->rootfd, w.tmp, 0);
-		}
-	}
-out:
-	tmp_discard(L, &w);
-	free(buf);
-	return err;
+	/* In place: a vanished (aborted) upload must not be recreated. */
+	return write_object(L, path, src, NULL, NULL, INSTALL_IN_PLACE,
+			    part->etag, sizeof(part->etag));
 }
 
 /* Removes an upload's directory and everything in it. */
@@ -1607,8 +1618,7 @@ static int local_mpu_complete(struct objfs_store *s, const char *key,
 	size_t i;
 	int err;
 
-	if (objfs_key_valid(key) != 0 ||
-	    key_path(key, strlen(key), true, path, sizeof(path)) != 0)
+	if (obj_path(key, path, sizeof(path)) != 0)
 		return EINVAL;
 	err = upload_open(L, key, upload_id, &rec);
 	if (err != 0)
@@ -1668,7 +1678,7 @@ static int local_mpu_complete(struct objfs_store *s, const char *key,
 	snprintf(etag, sizeof(etag), "\"%s-%zu\"", hex, n);
 	err = tmp_finish(&w, etag, rec.info.content_type, &rec.info.meta);
 	if (err == 0)
-		err = tmp_install(L, &w, path, false);
+		err = tmp_install(L, &w, path, INSTALL_REPLACE);
 	if (err != 0)
 		goto out;
 	info_set_etag(info, etag, w.size);

@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +22,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "store_testutil.h"
 
 /* A temp parent directory holding the store root "root" and a sentinel. */
 struct fixture {
@@ -30,15 +30,6 @@ struct fixture {
 	char root[96];
 	struct objfs_store *s;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static int setup(void **state)
 {
@@ -48,8 +39,7 @@ static int setup(void **state)
 
 	if (f == NULL)
 		return -1;
-	snprintf(f->parent, sizeof(f->parent), "/tmp/objfs-local-XXXXXX");
-	if (mkdtemp(f->parent) == NULL)
+	if (tu_tmpdir(f->parent, sizeof(f->parent), "local") != 0)
 		goto fail;
 	snprintf(f->root, sizeof(f->root), "%s/root", f->parent);
 	snprintf(sentinel, sizeof(sentinel), "%s/sentinel", f->parent);
@@ -71,7 +61,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	objfs_store_destroy(f->s);
-	nftw(f->parent, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(f->parent);
 	free(f);
 	return 0;
 }
@@ -98,23 +88,12 @@ static void dir_names(const char *dir, char *out, size_t cap)
 
 static void put_str(struct objfs_store *s, const char *key, const char *val)
 {
-	struct objfs_source src;
-
-	objfs_source_mem(&src, val, strlen(val));
-	assert_int_equal(objfs_store_put(s, key, &src, NULL, NULL), 0);
+	tu_put(s, key, val, strlen(val), NULL);
 }
 
 static void check_str(struct objfs_store *s, const char *key, const char *val)
 {
-	struct objfs_get_opts all = OBJFS_GET_ALL;
-	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
-	struct objfs_sink sink;
-
-	objfs_sink_membuf(&sink, &mb);
-	assert_int_equal(objfs_store_get(s, key, &all, &sink, NULL), 0);
-	assert_int_equal(mb.len, strlen(val));
-	assert_memory_equal(mb.data, val, mb.len);
-	objfs_membuf_release(&mb);
+	tu_check(s, key, val, strlen(val));
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/fault.h"
+#include "store_testutil.h"
 
 /* ---- fixture: fault -> local -------------------------------------------- */
 
@@ -31,15 +31,6 @@ struct fixture {
 	struct objfs_fault *fault;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -47,8 +38,7 @@ static int setup(void **state)
 
 	if (f == NULL)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "/tmp/objfs-util-XXXXXX");
-	if (mkdtemp(f->dir) == NULL ||
+	if (tu_tmpdir(f->dir, sizeof(f->dir), "util") != 0 ||
 	    objfs_local_store_create(f->dir, NULL, &local) != 0 ||
 	    objfs_fault_store_create(local, &f->s, &f->fault) != 0) {
 		free(f);
@@ -63,7 +53,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	objfs_store_destroy(f->s);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(f->dir);
 	free(f);
 	return 0;
 }
@@ -229,20 +219,6 @@ static char *pattern(size_t n)
 	return p;
 }
 
-static void check_obj(struct objfs_store *s, const char *key, const char *want,
-		      size_t n)
-{
-	struct objfs_get_opts all = OBJFS_GET_ALL;
-	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
-	struct objfs_sink sink;
-
-	objfs_sink_membuf(&sink, &mb);
-	assert_int_equal(objfs_store_get(s, key, &all, &sink, NULL), 0);
-	assert_int_equal(mb.len, n);
-	assert_memory_equal(mb.data, want, n);
-	objfs_membuf_release(&mb);
-}
-
 static void test_upload_single(void **state)
 {
 	struct fixture *f = *state;
@@ -258,7 +234,7 @@ static void test_upload_single(void **state)
 	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_CREATE), 0);
 	assert_null(strchr(info.etag, '-'));
 	objfs_obj_info_release(&info);
-	check_obj(f->s, "one", data, 1 << 20);
+	tu_check(f->s, "one", data, 1 << 20);
 	free(data);
 }
 
@@ -280,7 +256,7 @@ static void test_upload_multipart(void **state)
 	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_ABORT), 0);
 	assert_non_null(strstr(info.etag, "-4\""));
 	objfs_obj_info_release(&info);
-	check_obj(f->s, "multi", data, size);
+	tu_check(f->s, "multi", data, size);
 	assert_int_equal(uploads_left(f), 0);
 	free(data);
 }
