@@ -369,6 +369,181 @@ static void test_del_prefix(void **state)
 	assert_int_equal(count_keys(f->s, ""), 0);
 }
 
+/* ---- the prefix layer ---------------------------------------------------- */
+
+static void test_prefix_layer(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_store *vol = NULL;
+	struct objfs_list_req req = { NULL, "/", NULL, NULL, 0 };
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	char *id = NULL;
+	const char *dels[2] = { "d/two", "one" };
+	char k1024[OBJFS_KEY_MAX + 1];
+	size_t failed;
+
+	/* vol has its own store stack over a second local store instance
+	 * rooted at the same directory (the prefix layer owns its inner). */
+	{
+		struct objfs_store *local = NULL;
+
+		assert_int_equal(objfs_local_store_create(f->dir, NULL, &local), 0);
+		assert_int_equal(objfs_prefix_store_create(local, "vols/v1", &vol), 0);
+	}
+	tu_put(f->s, "outside", "o", 1, NULL);
+	tu_put(f->s, "vols/v10/near", "n", 1, NULL);
+	tu_put(vol, "one", "1", 1, NULL);
+	tu_put(vol, "d/two", "2", 1, NULL);
+	tu_check(f->s, "vols/v1/one", "1", 1);
+	tu_check(f->s, "vols/v1/d/two", "2", 1);
+	tu_check(vol, "d/two", "2", 1);
+
+	/* Relative listings: nothing from outside, not even vols/v10/. */
+	assert_int_equal(objfs_store_list(vol, &req, &page), 0);
+	assert_int_equal(page.n_entries, 1);
+	assert_string_equal(page.entries[0].key, "one");
+	assert_int_equal(page.n_prefixes, 1);
+	assert_string_equal(page.prefixes[0], "d/");
+	objfs_list_page_release(&page);
+	req.prefix = "d/";
+	req.start_after = "d/a";
+	assert_int_equal(objfs_store_list(vol, &req, &page), 0);
+	assert_int_equal(page.n_entries, 1);
+	assert_string_equal(page.entries[0].key, "d/two");
+	objfs_list_page_release(&page);
+
+	/* Pagination: tokens pass through. */
+	req.prefix = NULL;
+	req.delimiter = NULL;
+	req.start_after = NULL;
+	req.max_keys = 1;
+	assert_int_equal(objfs_store_list(vol, &req, &page), 0);
+	assert_string_equal(page.entries[0].key, "d/two");
+	assert_non_null(page.next);
+	req.continuation = page.next;
+	{
+		struct objfs_list_page p2 = OBJFS_LIST_PAGE_INIT;
+
+		assert_int_equal(objfs_store_list(vol, &req, &p2), 0);
+		assert_int_equal(p2.n_entries, 1);
+		assert_string_equal(p2.entries[0].key, "one");
+		assert_null(p2.next);
+		objfs_list_page_release(&p2);
+	}
+	objfs_list_page_release(&page);
+
+	/* Invalid relative keys, and keys too long once prefixed. */
+	memset(k1024, 'k', OBJFS_KEY_MAX);
+	k1024[OBJFS_KEY_MAX] = '\0';
+	assert_int_equal(objfs_store_head(vol, "", &info), EINVAL);
+	assert_int_equal(objfs_store_head(vol, k1024, &info), EINVAL);
+	assert_int_equal(objfs_store_del(vol, ""), EINVAL);
+	/* "../outside" is just a key under the prefix. */
+	assert_int_equal(objfs_store_head(vol, "../outside", &info), ENOENT);
+
+	/* copy, multipart and del_many stay inside. */
+	assert_int_equal(objfs_store_copy(vol, "one", "copy", &co, NULL), 0);
+	tu_check(f->s, "vols/v1/copy", "1", 1);
+	assert_int_equal(objfs_store_mpu_create(vol, "mp", NULL, &id), 0);
+	assert_int_equal(objfs_store_mpu_abort(vol, "mp", id), 0);
+	free(id);
+	assert_int_equal(objfs_store_del_many(vol, dels, 2, &failed), 0);
+	assert_int_equal(failed, 0);
+	assert_int_equal(objfs_store_head(f->s, "vols/v1/one", &info), ENOENT);
+	assert_int_equal(objfs_store_head(f->s, "outside", &info), 0);
+	objfs_obj_info_release(&info);
+	assert_int_equal(objfs_store_del_prefix(vol, "", NULL), 0);
+	assert_int_equal(count_keys(f->s, ""), 2);
+	objfs_store_destroy(vol);
+}
+
+/* ---- the fault layer ----------------------------------------------------- */
+
+/* Which of 64 heads fail, as bits. */
+static uint64_t fail_pattern(struct objfs_store *s)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	uint64_t bits = 0;
+	unsigned i;
+	int err;
+
+	for (i = 0; i < 64; i++) {
+		err = objfs_store_head(s, "k", &info);
+		objfs_obj_info_release(&info);
+		if (err == EAGAIN)
+			bits |= 1ULL << i;
+		else
+			assert_int_equal(err, 0);
+	}
+	return bits;
+}
+
+static void test_fault_layer(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts all = OBJFS_GET_ALL;
+	struct objfs_sink sink;
+	uint64_t a, b, c;
+	int n;
+
+	tu_put(f->s, "k", "0123456789", 10, NULL);
+
+	/* fail_next, per op and for all ops */
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_HEAD, 2, EACCES);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), EACCES);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), EACCES);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), 0);
+	objfs_obj_info_release(&info);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_HEAD), 3);
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_ALL, 1, EIO);
+	assert_int_equal(objfs_store_del(f->s, "x"), EIO);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), EIO);
+	assert_int_equal(objfs_store_del(f->s, "x"), 0);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_ALL), 7);
+
+	/* Probability: the same seed gives the same failures. */
+	objfs_fault_reset(f->fault);
+	objfs_fault_fail_prob(f->fault, OBJFS_FOP_HEAD, 0.5, EAGAIN, 1234);
+	a = fail_pattern(f->s);
+	objfs_fault_fail_prob(f->fault, OBJFS_FOP_HEAD, 0.5, EAGAIN, 1234);
+	b = fail_pattern(f->s);
+	objfs_fault_fail_prob(f->fault, OBJFS_FOP_HEAD, 0.5, EAGAIN, 99);
+	c = fail_pattern(f->s);
+	assert_true(a == b);
+	assert_true(a != c);
+	n = __builtin_popcountll(a);
+	assert_true(n > 16 && n < 48);
+	objfs_fault_fail_prob(f->fault, OBJFS_FOP_HEAD, 0, 0, 0);
+	assert_true(fail_pattern(f->s) == 0);
+
+	/* Short reads: the first K bytes arrive, then EIO. */
+	objfs_fault_short_read(f->fault, 4, 1);
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), EIO);
+	assert_int_equal(mb.len, 4);
+	assert_memory_equal(mb.data, "0123", 4);
+	mb.len = 0;
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), 0);
+	assert_int_equal(mb.len, 10);
+	objfs_fault_short_read(f->fault, 20, 0);
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), 0);
+	objfs_fault_short_read(f->fault, 9, 0);
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), EIO);
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), EIO);
+	objfs_fault_short_read(f->fault, UINT64_MAX, 0);
+	assert_int_equal(objfs_store_get(f->s, "k", &all, &sink, NULL), 0);
+	objfs_membuf_release(&mb);
+
+	/* A delayed call still goes through. */
+	objfs_fault_delay(f->fault, OBJFS_FOP_HEAD, 5);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), 0);
+	objfs_obj_info_release(&info);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +557,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_upload_failure_aborts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_del_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefix_layer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_layer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
