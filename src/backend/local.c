@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -76,6 +77,7 @@
 #define MAC_LEN 8
 #define MD5_LEN 16
 #define PUT_MAX (5ULL << 30)
+#define STALE_TMP_S (24 * 3600)
 
 struct local {
 	int rootfd;
@@ -1238,6 +1240,48 @@ static bool item_enter(struct lister *ls, size_t klen, const char *path,
 			x->rel) < (int)cap;
 }
 
+/* Whether the on-disk directory at path holds any object at all.  Stops
+ * at the first one found (directories hold something unless a delete is
+ * pruning them, so this rarely reads more than a few names). */
+static int any_key(struct local *L, const char *path, bool *found)
+{
+	char sub[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	size_t n;
+	int fd, err = 0;
+
+	*found = false;
+	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		err = errno;
+		close(fd);
+		return err;
+	}
+	while (!*found && err == 0) {
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL) {
+			err = errno;
+			break;
+		}
+		n = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (de->d_name[n - 1] == '+')
+			*found = true;
+		else if ((de->d_name[n - 1] == '@' || de->d_name[n - 1] == '#') &&
+			 snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) <
+			 (int)sizeof(sub))
+			err = any_key(L, sub, found);
+	}
+	closedir(d);
+	return err;
+}
+
 /* Whether the directory at path (keys starting with ls->key) holds a key
  * past the marker.  Tries the greatest keys first. */
 static int has_key(struct lister *ls, const char *path, bool *found)
@@ -1248,6 +1292,11 @@ static int has_key(struct lister *ls, const char *path, bool *found)
 	int err;
 
 	*found = false;
+	/* The whole directory is past the marker: any key will do. */
+	if (past_marker(ls, ls->key, ls->klen) &&
+	    (ls->marker == NULL ||
+	     !has_prefix(ls->marker, ls->mlen, ls->key, ls->klen)))
+		return any_key(ls->L, path, found);
 	err = read_sorted(ls->L, path, &it);
 	for (i = it.n; err == 0 && i-- > 0 && !*found;) {
 		if (!item_enter(ls, klen, path, &it.v[i], sub, sizeof(sub)))
@@ -1573,15 +1622,14 @@ static int local_mpu_part(struct objfs_store *s, const char *key,
 			    part->etag, sizeof(part->etag));
 }
 
-/* Removes an upload's directory and everything in it. */
-static void upload_remove(struct local *L, const char *id)
+/* Removes the directory at path (relative to the root) and the files in
+ * it (best effort). */
+static void remove_flat_dir(struct local *L, const char *path)
 {
-	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", MPU_DIR, id);
 	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -1591,11 +1639,55 @@ static void upload_remove(struct local *L, const char *id)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] != '.')
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			unlinkat(fd, de->d_name, 0);
 	}
 	closedir(d);
 	unlinkat(L->rootfd, path, AT_REMOVEDIR);
+}
+
+/* Removes an upload's directory and everything in it. */
+static void upload_remove(struct local *L, const char *id)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", MPU_DIR, id);
+	remove_flat_dir(L, path);
+}
+
+/* Removes what writers that crashed left in the temp area: files and
+ * half-made uploads older than STALE_TMP_S (younger ones may be in use by
+ * another process sharing the store). */
+static void sweep_tmp(struct local *L)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+	int fd;
+
+	fd = openat(L->rootfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    now - st.st_mtime < STALE_TMP_S)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(path, sizeof(path), "%s/%s", TMP_DIR, de->d_name);
+			remove_flat_dir(L, path);
+		} else {
+			unlinkat(fd, de->d_name, 0);
+		}
+	}
+	closedir(d);
 }
 
 static int local_mpu_complete(struct objfs_store *s, const char *key,
@@ -1785,6 +1877,7 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 		goto fail_root;
 	}
 	close(fd);
+	sweep_tmp(L);
 	s->ops = &local_ops;
 	s->ctx = L;
 	s->log = log;

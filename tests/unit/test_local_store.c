@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -427,6 +428,48 @@ static void test_tokens_and_ids(void **state)
 	assert_int_equal(objfs_store_mpu_abort(f->s, "k", "../x"), 0);
 }
 
+static void test_if_none_match_and_sweep(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_put_opts once = { NULL, NULL, true };
+	struct objfs_store *again = NULL;
+	struct objfs_source src;
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	char path[192], names[128];
+	FILE *fp;
+
+	objfs_source_mem(&src, "first", 5);
+	assert_int_equal(objfs_store_put(f->s, "once", &src, &once, NULL), 0);
+	objfs_source_mem(&src, "second", 6);
+	assert_int_equal(objfs_store_put(f->s, "once", &src, &once, NULL), EEXIST);
+	check_str(f->s, "once", "first");
+
+	/* Temp files of crashed writers: old ones are swept at open. */
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/stale", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale", f->root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale/upload", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale", f->root);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/fresh", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(objfs_local_store_create(f->root, NULL, &again), 0);
+	objfs_store_destroy(again);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp", f->root);
+	dir_names(path, names, sizeof(names));
+	assert_string_equal(names, "fresh");
+	check_str(f->s, "once", "first");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +479,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_and_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_if_none_match_and_sweep, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -519,6 +519,11 @@ static size_t list_all(struct objfs_store *s, const char *prefix,
 	return n;
 }
 
+static void put_n(struct objfs_store *s, const char *key)
+{
+	tu_put(s, key, "v", 1, NULL);
+}
+
 static void test_list_order_and_delimiter(void **state)
 {
 	struct objfs_store *s = S(state);
@@ -568,6 +573,20 @@ static void test_list_order_and_delimiter(void **state)
 	}
 	free(got);
 	assert_int_equal(pages, 3);
+
+	/* A delimiter other than "/". */
+	put_n(s, "dl/a-1/x");
+	put_n(s, "dl/a-2");
+	put_n(s, "dl/b/c-d");
+	put_n(s, "dl/e");
+	n = list_all(s, "dl/", "-", NULL, 0, &got, &pages);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0], "P:dl/a-");
+	assert_string_equal(got[1], "P:dl/b/c-");
+	assert_string_equal(got[2], "K:dl/e");
+	for (i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
 
 	/* A prefix that is not a whole component. */
 	n = list_all(s, "ord/a", "/", NULL, 0, &got, &pages);
