@@ -271,6 +271,7 @@ static int name_decode(const char *name, size_t n, char *out, size_t cap,
 		       size_t *outlen)
 {
 	size_t i, o = 0;
+	unsigned char c;
 	int hi, lo;
 
 	for (i = 0; i < n; i++) {
@@ -283,7 +284,14 @@ static int name_decode(const char *name, size_t n, char *out, size_t cap,
 			lo = hexval(name[i + 2]);
 			if (hi < 0 || lo < 0)
 				return EINVAL;
-			out[o++] = (char)(hi << 4 | lo);
+			c = (unsigned char)(hi << 4 | lo);
+			/* only what path_put_comp() writes: lower-case hex,
+			 * never a byte it writes as is, never NUL or '/' */
+			if (name[i + 1] != hexd[hi] ||
+			    name[i + 2] != hexd[lo] || name_safe(c, i == 0) ||
+			    c == '\0' || c == '/')
+				return EINVAL;
+			out[o++] = (char)c;
 			i += 2;
 		} else if (name_safe((unsigned char)name[i], false)) {
 			out[o++] = name[i];
@@ -1245,9 +1253,9 @@ static bool item_enter(struct lister *ls, size_t klen, const char *path,
  * pruning them, so this rarely reads more than a few names). */
 static int any_key(struct local *L, const char *path, bool *found)
 {
-	char sub[PATH_MAX];
+	char *sub = NULL;
 	struct dirent *de;
-	DIR *d;
+	DIR *d = NULL;
 	size_t n;
 	int fd, err = 0;
 
@@ -1259,7 +1267,13 @@ static int any_key(struct local *L, const char *path, bool *found)
 	if (d == NULL) {
 		err = errno;
 		close(fd);
-		return err;
+		goto out;
+	}
+	/* on the heap: this recurses once per key component */
+	sub = malloc(PATH_MAX);
+	if (sub == NULL) {
+		err = ENOMEM;
+		goto out;
 	}
 	while (!*found && err == 0) {
 		errno = 0;
@@ -1274,11 +1288,14 @@ static int any_key(struct local *L, const char *path, bool *found)
 		if (de->d_name[n - 1] == '+')
 			*found = true;
 		else if ((de->d_name[n - 1] == '@' || de->d_name[n - 1] == '#') &&
-			 snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) <
-			 (int)sizeof(sub))
+			 snprintf(sub, PATH_MAX, "%s/%s", path, de->d_name) <
+			 PATH_MAX)
 			err = any_key(L, sub, found);
 	}
-	closedir(d);
+out:
+	if (d != NULL)
+		closedir(d);
+	free(sub);
 	return err;
 }
 
@@ -1287,7 +1304,7 @@ static int any_key(struct local *L, const char *path, bool *found)
 static int has_key(struct lister *ls, const char *path, bool *found)
 {
 	struct items it = { 0 };
-	char sub[PATH_MAX];
+	char *sub;
 	size_t i, klen = ls->klen;
 	int err;
 
@@ -1297,9 +1314,12 @@ static int has_key(struct lister *ls, const char *path, bool *found)
 	    (ls->marker == NULL ||
 	     !has_prefix(ls->marker, ls->mlen, ls->key, ls->klen)))
 		return any_key(ls->L, path, found);
+	sub = malloc(PATH_MAX);         /* recursion: not on the stack */
+	if (sub == NULL)
+		return ENOMEM;
 	err = read_sorted(ls->L, path, &it);
 	for (i = it.n; err == 0 && i-- > 0 && !*found;) {
-		if (!item_enter(ls, klen, path, &it.v[i], sub, sizeof(sub)))
+		if (!item_enter(ls, klen, path, &it.v[i], sub, PATH_MAX))
 			continue;
 		if (it.v[i].dir)
 			err = has_key(ls, sub, found);
@@ -1308,6 +1328,7 @@ static int has_key(struct lister *ls, const char *path, bool *found)
 	}
 	ls->klen = klen;
 	items_free(&it);
+	free(sub);
 	return err;
 }
 
@@ -1361,18 +1382,21 @@ static int walk_dir(struct lister *ls, const char *path)
 static int walk(struct lister *ls, const char *path)
 {
 	struct items it = { 0 };
-	char sub[PATH_MAX];
+	char *sub = malloc(PATH_MAX);   /* recursion: not on the stack */
 	size_t i, klen = ls->klen;
 	int err;
 
+	if (sub == NULL)
+		return ENOMEM;
 	err = read_sorted(ls->L, path, &it);
 	for (i = 0; err == 0 && i < it.n && !ls->truncated; i++) {
-		if (!item_enter(ls, klen, path, &it.v[i], sub, sizeof(sub)))
+		if (!item_enter(ls, klen, path, &it.v[i], sub, PATH_MAX))
 			continue;
 		err = it.v[i].dir ? walk_dir(ls, sub) : walk_key(ls, sub);
 	}
 	ls->klen = klen;
 	items_free(&it);
+	free(sub);
 	return err;
 }
 
@@ -1638,7 +1662,10 @@ static void remove_flat_dir(struct local *L, const char *path)
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			unlinkat(fd, de->d_name, 0);
 	}
@@ -1675,7 +1702,10 @@ static void sweep_tmp(struct local *L)
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (de->d_name[0] == '.' ||
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    now - st.st_mtime < STALE_TMP_S)

@@ -69,7 +69,10 @@ static int uploads_left(struct fixture *f)
 	snprintf(path, sizeof(path), "%s/.objfs/mpu", f->dir);
 	d = opendir(path);
 	assert_non_null(d);
-	while ((de = readdir(d)) != NULL) {
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (de->d_name[0] != '.')
 			n++;
 	}
