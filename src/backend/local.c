@@ -1868,6 +1868,26 @@ static int mkdir_ok(int dirfd, const char *name)
 	return 0;
 }
 
+/* Creates dir and its missing parents (mode 0700). */
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t i, n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			return errno;
+		buf[i] = dir[i];
+	}
+	return 0;
+}
+
 int objfs_local_store_create(const char *dir, struct objfs_log *log,
 			     struct objfs_store **out)
 {
@@ -1878,8 +1898,9 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 	*out = NULL;
 	if (dir == NULL || dir[0] == '\0')
 		return EINVAL;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return errno;
+	err = mkdir_p(dir);
+	if (err != 0)
+		return err;
 	s = calloc(1, sizeof(*s));
 	L = calloc(1, sizeof(*L));
 	if (s == NULL || L == NULL) {

@@ -206,6 +206,8 @@ static int run(struct objfs_store *s, const struct call *c)
 			   objfs_strerror(err), attempt + 1,
 			   rc->cfg.max_attempts, delay);
 		h->sleep_ms(h->arg, delay);
+		if (c->op == C_LIST)
+			objfs_list_page_release(c->page);   /* defensive */
 	}
 	return err;
 }

@@ -113,6 +113,18 @@ static void test_marker(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	dir_names(f->root, names, sizeof(names));
 	assert_string_equal(names, ".objfs,.objfs-store");
+	/* Missing parents are made. */
+	{
+		struct objfs_store *deep = NULL;
+
+		snprintf(path, sizeof(path), "%s/x/y/z", f->parent);
+		assert_int_equal(objfs_local_store_create(path, NULL, &deep), 0);
+		objfs_store_destroy(deep);
+		snprintf(path, sizeof(path), "%s/x/y/z/.objfs-store", f->parent);
+		assert_int_equal(stat(path, &st), 0);
+		snprintf(path, sizeof(path), "%s/x", f->parent);
+		tu_rm_tree(path);
+	}
 	/* Opening an existing store again works. */
 	{
 		struct objfs_store *again = NULL;
