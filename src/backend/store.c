@@ -1,0 +1,585 @@
+/*
+ * store.c - the parts of the object store interface that are not a kind:
+ * metadata lists, object info, sources and sinks, the objfs_store_* call
+ * wrappers, key validation, and two conveniences built on the ops:
+ *
+ *   objfs_store_upload      one put, or a multipart upload whose parts are
+ *                           sent by up to `parallel` threads.  States:
+ *                           CREATED -> (all parts ok) COMPLETED
+ *                                   -> (any failure)  ABORTED
+ *                           An upload id never outlives the call: every
+ *                           failure after mpu_create ends in mpu_abort.
+ *   objfs_store_del_prefix  flat listing pages (start_after the last key of
+ *                           the previous page) fed to del_many.  Stateless,
+ *                           so a failed call can simply be run again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "common/errors.h"
+#include "common/log.h"
+
+/* ---- user metadata ---------------------------------------------------- */
+
+static char *dup_lower(const char *s)
+{
+	char *d = strdup(s);
+	char *p;
+
+	if (d == NULL)
+		return NULL;
+	for (p = d; *p != '\0'; p++) {
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	}
+	return d;
+}
+
+static ssize_t meta_find(const struct objfs_meta *m, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		if (strcasecmp(m->items[i].name, name) == 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+int objfs_meta_set(struct objfs_meta *m, const char *name, const char *value)
+{
+	struct objfs_meta_item *items;
+	char *n = NULL, *v = NULL;
+	ssize_t at;
+	int err = 0;
+
+	if (m == NULL || name == NULL || name[0] == '\0' || value == NULL)
+		return EINVAL;
+	v = strdup(value);
+	if (v == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	at = meta_find(m, name);
+	if (at >= 0) {
+		free(m->items[at].value);
+		m->items[at].value = v;
+		v = NULL;
+		goto out;
+	}
+	n = dup_lower(name);
+	if (n == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	items = realloc(m->items, (m->n + 1) * sizeof(*items));
+	if (items == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	m->items = items;
+	items[m->n].name = n;
+	items[m->n].value = v;
+	m->n++;
+	n = NULL;
+	v = NULL;
+out:
+	free(n);
+	free(v);
+	return err;
+}
+
+const char *objfs_meta_get(const struct objfs_meta *m, const char *name)
+{
+	ssize_t at;
+
+	if (m == NULL || name == NULL)
+		return NULL;
+	at = meta_find(m, name);
+	return at >= 0 ? m->items[at].value : NULL;
+}
+
+int objfs_meta_copy(struct objfs_meta *dst, const struct objfs_meta *src)
+{
+	size_t i;
+	int err = 0;
+
+	if (src == NULL)
+		return 0;
+	for (i = 0; i < src->n; i++) {
+		err = objfs_meta_set(dst, src->items[i].name, src->items[i].value);
+		if (err != 0)
+			break;
+	}
+	if (err != 0)
+		objfs_meta_release(dst);
+	return err;
+}
+
+void objfs_meta_release(struct objfs_meta *m)
+{
+	size_t i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->n; i++) {
+		free(m->items[i].name);
+		free(m->items[i].value);
+	}
+	free(m->items);
+	m->items = NULL;
+	m->n = 0;
+}
+
+/* ---- object info and list pages -------------------------------------- */
+
+void objfs_obj_info_release(struct objfs_obj_info *info)
+{
+	if (info == NULL)
+		return;
+	free(info->content_type);
+	objfs_meta_release(&info->meta);
+	*info = (struct objfs_obj_info)OBJFS_OBJ_INFO_INIT;
+}
+
+void objfs_list_page_release(struct objfs_list_page *page)
+{
+	size_t i;
+
+	if (page == NULL)
+		return;
+	for (i = 0; i < page->n_entries; i++)
+		free(page->entries[i].key);
+	free(page->entries);
+	for (i = 0; i < page->n_prefixes; i++)
+		free(page->prefixes[i]);
+	free(page->prefixes);
+	free(page->next);
+	*page = (struct objfs_list_page)OBJFS_LIST_PAGE_INIT;
+}
+
+/* ---- sources ---------------------------------------------------------- */
+
+static int mem_read_at(void *arg, uint64_t off, void *buf, size_t n)
+{
+	if (n > 0)
+		memcpy(buf, (const char *)arg + off, n);
+	return 0;
+}
+
+void objfs_source_mem(struct objfs_source *src, const void *data, size_t size)
+{
+	src->size = size;
+	src->read_at = mem_read_at;
+	src->arg = (void *)data;
+}
+
+static int fd_read_at(void *arg, uint64_t off, void *buf, size_t n)
+{
+	const struct objfs_fd_source *ctx = arg;
+	size_t done = 0;
+	ssize_t r;
+
+	while (done < n) {
+		r = pread(ctx->fd, (char *)buf + done, n - done,
+			  (off_t)(ctx->off + off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return errno;
+		if (r == 0)
+			return EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+void objfs_source_fd(struct objfs_source *src, struct objfs_fd_source *ctx,
+		     int fd, uint64_t off, uint64_t size)
+{
+	ctx->fd = fd;
+	ctx->off = off;
+	src->size = size;
+	src->read_at = fd_read_at;
+	src->arg = ctx;
+}
+
+static int slice_read_at(void *arg, uint64_t off, void *buf, size_t n)
+{
+	const struct objfs_slice_source *ctx = arg;
+
+	return ctx->parent->read_at(ctx->parent->arg, ctx->off + off, buf, n);
+}
+
+void objfs_source_slice(struct objfs_source *src,
+			struct objfs_slice_source *ctx,
+			const struct objfs_source *parent, uint64_t off,
+			uint64_t size)
+{
+	ctx->parent = parent;
+	ctx->off = off;
+	src->size = size;
+	src->read_at = slice_read_at;
+	src->arg = ctx;
+}
+
+/* ---- sinks ------------------------------------------------------------ */
+
+static int membuf_write_at(void *arg, uint64_t off, const void *data, size_t n)
+{
+	struct objfs_membuf *mb = arg;
+	uint64_t end = off + n;
+	size_t cap;
+	char *p;
+
+	if (end < off || end > SIZE_MAX / 2 ||
+	    (mb->limit != 0 && end > mb->limit))
+		return EFBIG;
+	if (end > mb->cap) {
+		cap = mb->cap != 0 ? mb->cap : 4096;
+		while (cap < end)
+			cap *= 2;
+		if (mb->limit != 0 && cap > mb->limit)
+			cap = mb->limit;
+		p = realloc(mb->data, cap);
+		if (p == NULL)
+			return ENOMEM;
+		mb->data = p;
+		mb->cap = cap;
+	}
+	if (off > mb->len)
+		memset(mb->data + mb->len, 0, (size_t)off - mb->len);
+	if (n > 0)
+		memcpy(mb->data + off, data, n);
+	if (end > mb->len)
+		mb->len = (size_t)end;
+	return 0;
+}
+
+void objfs_sink_membuf(struct objfs_sink *sink, struct objfs_membuf *mb)
+{
+	sink->write_at = membuf_write_at;
+	sink->arg = mb;
+}
+
+void objfs_membuf_release(struct objfs_membuf *mb)
+{
+	if (mb == NULL)
+		return;
+	free(mb->data);
+	mb->data = NULL;
+	mb->len = 0;
+	mb->cap = 0;
+}
+
+static int fixed_write_at(void *arg, uint64_t off, const void *data, size_t n)
+{
+	struct objfs_fixedbuf *fb = arg;
+	uint64_t end = off + n;
+
+	if (end < off || end > fb->cap)
+		return EFBIG;
+	if (n > 0)
+		memcpy(fb->data + off, data, n);
+	if (end > fb->got)
+		fb->got = (size_t)end;
+	return 0;
+}
+
+void objfs_sink_fixed(struct objfs_sink *sink, struct objfs_fixedbuf *fb)
+{
+	sink->write_at = fixed_write_at;
+	sink->arg = fb;
+}
+
+/* ---- calling a store -------------------------------------------------- */
+
+int objfs_store_get(struct objfs_store *s, const char *key,
+		    const struct objfs_get_opts *opts,
+		    const struct objfs_sink *sink, struct objfs_obj_info *info)
+{
+	return s->ops->get(s, key, opts, sink, info);
+}
+
+int objfs_store_put(struct objfs_store *s, const char *key,
+		    const struct objfs_source *src,
+		    const struct objfs_put_opts *opts,
+		    struct objfs_obj_info *info)
+{
+	return s->ops->put(s, key, src, opts, info);
+}
+
+int objfs_store_head(struct objfs_store *s, const char *key,
+		     struct objfs_obj_info *info)
+{
+	return s->ops->head(s, key, info);
+}
+
+int objfs_store_list(struct objfs_store *s, const struct objfs_list_req *req,
+		     struct objfs_list_page *page)
+{
+	return s->ops->list(s, req, page);
+}
+
+int objfs_store_copy(struct objfs_store *s, const char *src, const char *dst,
+		     const struct objfs_copy_opts *opts,
+		     struct objfs_obj_info *info)
+{
+	return s->ops->copy(s, src, dst, opts, info);
+}
+
+int objfs_store_del(struct objfs_store *s, const char *key)
+{
+	return s->ops->del(s, key);
+}
+
+int objfs_store_del_many(struct objfs_store *s, const char *const *keys,
+			 size_t n, size_t *failed)
+{
+	return s->ops->del_many(s, keys, n, failed);
+}
+
+int objfs_store_mpu_create(struct objfs_store *s, const char *key,
+			   const struct objfs_put_opts *opts, char **upload_id)
+{
+	return s->ops->mpu_create(s, key, opts, upload_id);
+}
+
+int objfs_store_mpu_part(struct objfs_store *s, const char *key,
+			 const char *upload_id, unsigned number,
+			 const struct objfs_source *src, struct objfs_part *part)
+{
+	return s->ops->mpu_part(s, key, upload_id, number, src, part);
+}
+
+int objfs_store_mpu_complete(struct objfs_store *s, const char *key,
+			     const char *upload_id,
+			     const struct objfs_part *parts, size_t n,
+			     struct objfs_obj_info *info)
+{
+	return s->ops->mpu_complete(s, key, upload_id, parts, n, info);
+}
+
+int objfs_store_mpu_abort(struct objfs_store *s, const char *key,
+			  const char *upload_id)
+{
+	return s->ops->mpu_abort(s, key, upload_id);
+}
+
+void objfs_store_destroy(struct objfs_store *s)
+{
+	if (s != NULL)
+		s->ops->destroy(s);
+}
+
+int objfs_key_valid(const char *key)
+{
+	size_t n;
+
+	if (key == NULL)
+		return EINVAL;
+	n = strnlen(key, OBJFS_KEY_MAX + 1);
+	if (n == 0 || n > OBJFS_KEY_MAX)
+		return EINVAL;
+	return 0;
+}
+
+/* ---- objfs_store_upload ----------------------------------------------- */
+
+/* Shared by the part senders of one upload.  Workers take the next part
+ * number under mu; after the first failure no new part is started. */
+struct upload_job {
+	struct objfs_store *s;
+	const char *key;
+	const char *upload_id;
+	const struct objfs_source *src;
+	uint64_t part_size;
+	size_t n_parts;
+	struct objfs_part *parts;   /* parts[i] is part i+1 */
+	pthread_mutex_t mu;
+	size_t next;                /* protected by mu */
+	int err;                    /* first failure; protected by mu */
+};
+
+static void *upload_worker(void *arg)
+{
+	struct upload_job *job = arg;
+	struct objfs_slice_source sctx;
+	struct objfs_source part;
+	uint64_t off, len;
+	size_t i;
+	int err;
+
+	for (;;) {
+		pthread_mutex_lock(&job->mu);
+		if (job->err != 0 || job->next >= job->n_parts) {
+			pthread_mutex_unlock(&job->mu);
+			break;
+		}
+		i = job->next++;
+		pthread_mutex_unlock(&job->mu);
+
+		off = (uint64_t)i * job->part_size;
+		len = job->src->size - off;
+		if (len > job->part_size)
+			len = job->part_size;
+		objfs_source_slice(&part, &sctx, job->src, off, len);
+		err = objfs_store_mpu_part(job->s, job->key, job->upload_id,
+					   (unsigned)(i + 1), &part,
+					   &job->parts[i]);
+		if (err != 0) {
+			pthread_mutex_lock(&job->mu);
+			if (job->err == 0)
+				job->err = err;
+			pthread_mutex_unlock(&job->mu);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Sends every part with up to `parallel` threads (the caller's thread is
+ * one of them).  Returns the first failure. */
+static int upload_parts(struct upload_job *job, unsigned parallel)
+{
+	pthread_t *tids = NULL;
+	size_t started = 0, i, want;
+
+	want = parallel > 1 ? parallel - 1 : 0;
+	if (want > job->n_parts - 1)
+		want = job->n_parts - 1;
+	if (want > 0)
+		tids = calloc(want, sizeof(*tids));
+	/* Without memory for threads the caller's thread sends every part. */
+	for (i = 0; tids != NULL && i < want; i++) {
+		if (pthread_create(&tids[i], NULL, upload_worker, job) != 0)
+			break;
+		started++;
+	}
+	upload_worker(job);
+	for (i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	return job->err;
+}
+
+int objfs_store_upload(struct objfs_store *s, const char *key,
+		       const struct objfs_source *src,
+		       const struct objfs_put_opts *opts, uint64_t part_size,
+		       unsigned parallel, struct objfs_obj_info *info)
+{
+	struct upload_job job = { 0 };
+	char *upload_id = NULL;
+	bool mu_init = false;
+	int err, aerr;
+
+	if (part_size < OBJFS_MPU_MIN_PART)
+		part_size = OBJFS_MPU_MIN_PART;
+	if (src->size <= part_size)
+		return objfs_store_put(s, key, src, opts, info);
+	/* Stay within 10,000 parts. */
+	if ((src->size + part_size - 1) / part_size > OBJFS_MPU_MAX_PARTS)
+		part_size = (src->size + OBJFS_MPU_MAX_PARTS - 1) /
+			    OBJFS_MPU_MAX_PARTS;
+	if (part_size > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+
+	job.s = s;
+	job.key = key;
+	job.src = src;
+	job.part_size = part_size;
+	job.n_parts = (size_t)((src->size + part_size - 1) / part_size);
+	job.parts = calloc(job.n_parts, sizeof(*job.parts));
+	if (job.parts == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	err = pthread_mutex_init(&job.mu, NULL);
+	if (err != 0)
+		goto out;
+	mu_init = true;
+
+	err = objfs_store_mpu_create(s, key, opts, &upload_id);
+	if (err != 0)
+		goto out;
+	job.upload_id = upload_id;
+	err = upload_parts(&job, parallel);
+	if (err == 0)
+		err = objfs_store_mpu_complete(s, key, upload_id, job.parts,
+					       job.n_parts, info);
+	if (err != 0) {
+		aerr = objfs_store_mpu_abort(s, key, upload_id);
+		if (aerr != 0)
+			objfs_warn(s->log, "store",
+				   "abort of a failed upload failed: %s",
+				   objfs_strerror(aerr));
+	}
+out:
+	if (mu_init)
+		pthread_mutex_destroy(&job.mu);
+	free(upload_id);
+	free(job.parts);
+	return err;
+}
+
+/* ---- objfs_store_del_prefix ------------------------------------------- */
+
+int objfs_store_del_prefix(struct objfs_store *s, const char *prefix,
+			   uint64_t *deleted)
+{
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_list_req req = { 0 };
+	const char **keys = NULL;
+	char *after = NULL;
+	size_t i, failed = 0;
+	uint64_t count = 0;
+	int err = 0;
+
+	req.prefix = prefix;
+	req.max_keys = OBJFS_DELETE_BATCH;
+	for (;;) {
+		req.start_after = after;
+		err = objfs_store_list(s, &req, &page);
+		if (err != 0)
+			goto out;
+		if (page.n_entries == 0)
+			break;
+		free(keys);
+		keys = calloc(page.n_entries, sizeof(*keys));
+		if (keys == NULL) {
+			err = ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < page.n_entries; i++)
+			keys[i] = page.entries[i].key;
+		err = objfs_store_del_many(s, keys, page.n_entries, &failed);
+		if (err != 0) {
+			count += page.n_entries - failed;
+			goto out;
+		}
+		count += page.n_entries;
+		free(after);
+		after = strdup(page.entries[page.n_entries - 1].key);
+		if (after == NULL) {
+			err = ENOMEM;
+			goto out;
+		}
+		if (page.next == NULL)
+			break;
+		objfs_list_page_release(&page);
+	}
+out:
+	if (deleted != NULL)
+		*deleted = count;
+	objfs_list_page_release(&page);
+	free(keys);
+	free(after);
+	return err;
+}
