@@ -32,6 +32,8 @@ static const struct handler_row handlers[] = {
 	{ "/csi.v1.Identity/GetPluginInfo", objfs_csi_get_plugin_info },
 	{ "/csi.v1.Identity/GetPluginCapabilities", objfs_csi_get_plugin_capabilities },
 	{ "/csi.v1.Identity/Probe", objfs_csi_probe },
+	/* -- controller (controller.c) -- */
+	/* -- node (node.c) -- */
 };
 
 static const struct {
@@ -149,6 +151,8 @@ int objfs_csi_create(const struct objfs_csi_config *cfg,
 	err = build_table(csi);
 	if (err != 0)
 		goto fail;
+	/* -- controller state: create here when the mode serves it -- */
+	/* -- node state: create here when the mode serves it -- */
 	*out = csi;
 	return 0;
 fail:
@@ -160,6 +164,8 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 {
 	if (csi == NULL)
 		return;
+	/* -- node state: destroy here -- */
+	/* -- controller state: destroy here -- */
 	free_methods(csi->methods, csi->n_methods);
 	objfs_store_destroy(csi->store);
 	free(csi);

@@ -19,6 +19,8 @@
 #include "csi/rpc.h"
 
 struct objfs_log;
+struct objfs_csi_controller;   /* controller.c: controller-side state */
+struct objfs_csi_node;         /* node.c: node-side state */
 
 #define OBJFS_CSI_DRIVER_NAME "objfs.csi.io"
 
@@ -52,6 +54,8 @@ struct objfs_csi {
 	struct objfs_store *store;      /* the default store; owned; may be NULL */
 	struct objfs_rpc_method *methods;   /* owned; every CSI method */
 	size_t n_methods;
+	struct objfs_csi_controller *controller;  /* owned; NULL unless served */
+	struct objfs_csi_node *node;              /* owned; NULL unless served */
 };
 
 /* Creates a driver.  store (may be NULL: Probe then reports not ready) is
@@ -66,6 +70,8 @@ void objfs_csi_destroy(struct objfs_csi *csi);
 bool objfs_csi_serves(const struct objfs_csi *csi, const char *path);
 
 /* ---- handlers (ctx is the struct objfs_csi) ----------------------------- */
+/* Controller handlers are declared in controller.h, node handlers in
+ * node.h; both are attached in driver.c's `handlers` table. */
 
 /* identity.c */
 enum objfs_rpc_code objfs_csi_get_plugin_info(void *ctx, const ProtobufCMessage *req,
