@@ -29,7 +29,7 @@ SECRET_KEYS_REQUIRED = {"accessKeyID", "secretAccessKey"}
 # Flags accepted by each kubernetes-csi sidecar, by image name and major
 # version, from the sidecars' READMEs (cmd/*/main.go) plus the klog/component
 # flags every sidecar registers.  Bool flags may be given without a value.
-KLOG = {"v", "vmodule", "logging-format", "log-flush-frequency"}
+KLOG = {"v", "vmodule", "logging-format", "log-flush-frequency", "version", "master"}
 LEADER = {"leader-election", "leader-election-namespace", "leader-election-lease-duration",
           "leader-election-renew-deadline", "leader-election-retry-period",
           "leader-election-labels"}
@@ -169,6 +169,21 @@ def check_sidecar(where, c):
     if "csi-address" not in flags:
         fail("%s/%s: missing --csi-address" % (where, c["name"]))
     return flags
+
+
+def health_port(where, flags):
+    """livenessprobe's port: --http-endpoint=[host]:port, else the deprecated
+    --health-port (default 9808); setting both is refused by livenessprobe."""
+    if "http-endpoint" in flags and "health-port" in flags:
+        fail("%s: livenessprobe refuses --http-endpoint with --health-port" % where)
+    ep = flags.get("http-endpoint")
+    if ep is not None:
+        m = re.match(r"^[^:]*:(\d+)$", ep)
+        if not m:
+            fail("%s: livenessprobe --http-endpoint %r is not [host]:port" % (where, ep))
+            return -1
+        return int(m.group(1))
+    return int(flags.get("health-port", "9808"))
 
 
 def mount_for(container, path, volumes):
@@ -452,7 +467,7 @@ def check_chart(case_name, docs):
                 if flags and name in ("csi-provisioner", "csi-snapshotter") and "extra-create-metadata" not in flags:
                     fail("%s/%s: --extra-create-metadata missing" % (where, name))
                 if flags and name == "liveness-probe":
-                    hp = int(flags.get("health-port", "9808"))
+                    hp = health_port(where, flags)
                     if not any(p["containerPort"] == hp for p in plugin.get("ports", [])):
                         fail("%s: livenessprobe --health-port %d is not the objfs-csi healthz port" % (where, hp))
             if not rules_allow(objs.get(("Role", fn + "-leader-election")), "coordination.k8s.io", "leases", "update"):
@@ -532,7 +547,7 @@ def check_chart(case_name, docs):
                 fail("%s: registrar /registration is not %s/plugins_registry" % (where, kd))
         lp = cs.get("liveness-probe")
         if lp:
-            hp = int(sidecar_args(lp).get("health-port", "9808"))
+            hp = health_port(where, sidecar_args(lp))
             if not any(p["containerPort"] == hp for p in plugin.get("ports", [])):
                 fail("%s: livenessprobe --health-port %d is not the objfs-csi healthz port" % (where, hp))
         hs = [vm for vm in plugin["volumeMounts"] if vm["mountPath"] == "/run/systemd"]

@@ -115,6 +115,12 @@ refuse 'storageClass.create needs' 'storageClass: {create: true}'
 refuse 'kubeletDir must be an absolute path' 'kubeletDir: var/lib/kubelet'
 refuse 'mountMemoryMiB must be at least' 'node: {mountMemoryMiB: 1}'
 
+if "$render" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
+   ! grep -q 'incompatible with Kubernetes' "$tmp/kv.err"; then
+	fail "chart accepted Kubernetes 1.25 (kubeVersion): $(cat "$tmp/kv.err")"
+fi
+"$render" -kube-version v1.26.0 "$chart" >/dev/null || fail "chart refused Kubernetes 1.26"
+
 # -- 4. values comments, examples, Dockerfile ---------------------------------
 $check values "$chart/values.yaml" || fail "values.yaml comments"
 if "$render" yaml2json "$srcdir"/examples/*.yaml >"$tmp/examples.json" 2>"$tmp/ex.err"; then

@@ -15,6 +15,7 @@
 //     override deletes the key; numbers are float64 (YAML -> JSON -> Go), as
 //     Helm's sigs.k8s.io/yaml does;
 //   - toYaml marshals through JSON and then yaml.v2, trailing newline trimmed;
+//   - the chart's kubeVersion constraint is checked against -kube-version;
 //   - output: "---\n# Source: <name>\n<text>" per non-blank rendered file.
 //
 // Second mode, "helmrender yaml2json FILE...": parses each (multi-document)
@@ -39,6 +40,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/Masterminds/sprig/v3"
 	yaml2 "gopkg.in/yaml.v2"
 	yaml3 "gopkg.in/yaml.v3"
@@ -340,6 +342,21 @@ func render(args []string, stdout io.Writer) error {
 	kver, err := parseKubeVersion(*kv)
 	if err != nil {
 		return err
+	}
+	// Like Helm: refuse a cluster outside the chart's kubeVersion range.
+	if meta.KubeVersion != "" {
+		c, err := semver.NewConstraint(meta.KubeVersion)
+		if err != nil {
+			return fmt.Errorf("Chart.yaml: kubeVersion %q: %w", meta.KubeVersion, err)
+		}
+		v, err := semver.NewVersion(kver.Version)
+		if err != nil {
+			return err
+		}
+		if !c.Check(v) {
+			return fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s",
+				meta.KubeVersion, kver.Version)
+		}
 	}
 	caps := capabilities{KubeVersion: kver, HelmVersion: map[string]string{"Version": "v3.16.0"},
 		APIVersions: apiVersions(append([]string{
