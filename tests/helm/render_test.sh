@@ -120,6 +120,12 @@ if "$render" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
 	fail "chart accepted Kubernetes 1.25 (kubeVersion): $(cat "$tmp/kv.err")"
 fi
 "$render" -kube-version v1.26.0 "$chart" >/dev/null || fail "chart refused Kubernetes 1.26"
+"$render" -notes -upgrade "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
+grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade.notes" ||
+	fail "NOTES.txt on upgrade does not explain the OnDelete node roll"
+if grep -q 'this upgrade did not replace' "$tmp/default.notes"; then
+	fail "NOTES.txt on install talks about an upgrade"
+fi
 
 # -- 4. values comments, examples, Dockerfile ---------------------------------
 $check values "$chart/values.yaml" || fail "values.yaml comments"

@@ -295,13 +295,14 @@ func render(args []string, stdout io.Writer) error {
 	ns := fs.String("namespace", "default", "release namespace")
 	kv := fs.String("kube-version", "v1.34.0", "Capabilities.KubeVersion")
 	notes := fs.Bool("notes", false, "render NOTES.txt instead of the manifests")
+	upgrade := fs.Bool("upgrade", false, "render as an upgrade (Release.IsUpgrade, Revision 2)")
 	var apis multiFlag
 	fs.Var(&apis, "api-versions", "extra Capabilities.APIVersions entry (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: helmrender [-f values.yaml]... [-name N] [-namespace NS] [-kube-version vX.Y.Z] [-notes] CHARTDIR")
+		return errors.New("usage: helmrender [-f values.yaml]... [-name N] [-namespace NS] [-kube-version vX.Y.Z] [-notes] [-upgrade] CHARTDIR")
 	}
 	dir := fs.Arg(0)
 
@@ -414,9 +415,10 @@ func render(args []string, stdout io.Writer) error {
 			continue
 		}
 		top := map[string]interface{}{
-			"Values":       values,
-			"Chart":        meta,
-			"Release":      release{Name: *name, Namespace: *ns, Service: "Helm", IsInstall: true, Revision: 1},
+			"Values": values,
+			"Chart":  meta,
+			"Release": release{Name: *name, Namespace: *ns, Service: "Helm",
+				IsInstall: !*upgrade, IsUpgrade: *upgrade, Revision: map[bool]int{false: 1, true: 2}[*upgrade]},
 			"Capabilities": caps,
 			"Files":        chartFiles,
 			"Template":     map[string]interface{}{"Name": n, "BasePath": path.Join(meta.Name, "templates")},
