@@ -33,9 +33,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 # Fail the build if a library is missing, then make the self-contained
-# objfs-mount bundle (binary, its libraries, the dynamic loader, CA
-# certificates) that the chart's node.hostSystemd option copies to the host,
-# where it runs as `<dir>/objfs-mount.sh ...` whatever the host distribution.
+# objfs-mount bundle (binary, its libraries, the dynamic loader, libgcc_s
+# which glibc loads at run time, CA certificates) that the chart's
+# node.hostSystemd option copies to the host, where it runs as
+# `<dir>/objfs-mount.sh ...` whatever the host distribution.
 RUN set -e; \
     for p in /usr/bin/objfs-csi /usr/bin/objfs-mount; do \
         test -x "$p"; \
@@ -46,6 +47,8 @@ RUN set -e; \
     ldd /usr/bin/objfs-mount | awk '$2 == "=>" && $3 ~ /^\// {print $3}' \
         | xargs -r -I{} cp -L {} "$b/lib/"; \
     cp -L "$(ldd /usr/bin/objfs-mount | awk '$1 ~ /^\// {print $1}')" "$b/lib/ld.so"; \
+    gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 /{print $NF; exit}'); \
+    if [ -n "$gcc_s" ]; then cp -L "$gcc_s" "$b/lib/"; fi; \
     cp -L /etc/ssl/certs/ca-certificates.crt "$b/"; \
     printf '%s\n' '#!/bin/sh' 'd=$(dirname "$(readlink -f "$0")")' \
         'exec "$d/lib/ld.so" --library-path "$d/lib" "$d/objfs-mount" "$@"' \
