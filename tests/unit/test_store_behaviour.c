@@ -50,7 +50,6 @@ static int make_store(struct objfs_store **out, char **tmpdir)
 		return objfs_local_store_create(tmpl, NULL, out);
 	}
 	if (strcmp(kind, "s3") == 0) {
-#ifdef OBJFS_HAVE_S3_STORE
 		struct objfs_s3_config cfg = { 0 };
 		struct objfs_retry_config rcfg = { 0 };
 		struct objfs_store *s3 = NULL;
@@ -68,10 +67,6 @@ static int make_store(struct objfs_store **out, char **tmpdir)
 		if (err != 0)
 			return err;
 		return objfs_retry_store_create(s3, &rcfg, out);
-#else
-		fprintf(stderr, "this build has no S3 store\n");
-		return ENOTSUP;
-#endif
 	}
 	fprintf(stderr, "unknown OBJFS_TEST_STORE=%s\n", kind);
 	return EINVAL;
