@@ -136,6 +136,12 @@ log_level = INFO
 EOF
 }
 
+# The object server gets two workers (parallel part uploads on 2 cores);
+# account and container servers run in one process.
+workers_for() {
+	[ "$1" = object ] && echo 2 || echo 0
+}
+
 for kind in account container object; do
 	case $kind in
 	account) port=$APORT ;;
@@ -143,7 +149,7 @@ for kind in account container object; do
 	object) port=$OPORT ;;
 	esac
 	{
-		common "$port" 0 "$kind-server"
+		common "$port" "$(workers_for $kind)" "$kind-server"
 		cat <<EOF
 
 [pipeline:main]
@@ -212,7 +218,14 @@ EOF
 # The server launcher: swift.conf from WORKDIR, then swift's own run_wsgi.
 cat > "$W/run.py" <<'EOF'
 import os, sys
-conf_dir, kind, conf_file = sys.argv[1], sys.argv[2], sys.argv[3]
+conf_dir, kind, conf_file, pid_file = sys.argv[1:5]
+try:
+    os.setsid()
+except OSError:
+    pass
+with open(pid_file + ".tmp", "w") as f:
+    f.write("%d\n" % os.getpid())
+os.rename(pid_file + ".tmp", pid_file)
 from swift.common import utils
 utils.SWIFT_CONF_FILE = os.path.join(conf_dir, "swift.conf")
 utils.HASH_PATH_SUFFIX = b""
@@ -237,17 +250,15 @@ chmod 600 "$W/netrc"
 # From here on, a failure stops whatever was started.
 trap 'do_stop' EXIT
 
-# setsid: each server leads its own process group (stop kills the group).
-setsid memcached -l 127.0.0.1 -p "$MPORT" -U 0 -u "$USER_NAME" -m 64 \
-	</dev/null >"$W/log/memcached.log" 2>&1 &
-echo $! > "$W/run/memcached.pid"
+# memcached daemonizes and writes its own pid; each swift server writes its
+# pid from run.py after making itself a session (and process group) leader,
+# so stop can kill the group (the proxy's workers with it).
+memcached -d -P "$W/run/memcached.pid" -l 127.0.0.1 -p "$MPORT" -U 0 \
+	-u "$USER_NAME" -m 64 </dev/null >"$W/log/memcached.log" 2>&1
 for kind in $SERVERS; do
-	setsid "$PY" "$W/run.py" "$W/etc" "$kind-server" \
-		"$W/etc/$kind-server.conf" </dev/null \
-		>"$W/log/$kind-server.log" 2>&1 &
-	echo $! > "$W/run/$kind.pid"
+	"$PY" "$W/run.py" "$W/etc" "$kind-server" "$W/etc/$kind-server.conf" \
+		"$W/run/$kind.pid" </dev/null >"$W/log/$kind-server.log" 2>&1 &
 done
-
 # Wait for a signed request (creating the bucket) to succeed.
 "$PY" - "http://127.0.0.1:$PPORT" "$REGION" "$BUCKET" "$ACCOUNT:$USERNAME" \
 	"$SECRET" <<'EOF'

@@ -1,0 +1,301 @@
+/*
+ * Unit tests of the CSI routing table, the dispatcher and the Identity
+ * handlers, called directly (no socket), over a stub store whose list()
+ * answers what the test chooses.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "csi.pb-c.h"
+#include "csi/driver.h"
+#include "csi/rpc.h"
+
+/* ---- a stub leaf store: list() returns stub_list_err -------------------- */
+
+struct stub {
+	int list_err;
+	int list_calls;
+};
+
+static int stub_list(struct objfs_store *s, const struct objfs_list_req *req,
+		     struct objfs_list_page *page)
+{
+	struct stub *st = s->ctx;
+
+	st->list_calls++;
+	assert_int_equal(req->max_keys, 1);
+	return st->list_err;
+}
+
+static void stub_destroy(struct objfs_store *s)
+{
+	free(s);
+}
+
+static const struct objfs_store_ops stub_ops = {
+	.name = "stub",
+	.list = stub_list,
+	.destroy = stub_destroy,
+};
+
+static struct objfs_store *stub_store(struct stub *st)
+{
+	struct objfs_store *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	s->ops = &stub_ops;
+	s->ctx = st;
+	return s;
+}
+
+static struct objfs_csi *make_driver(enum objfs_csi_mode mode, struct stub *st)
+{
+	struct objfs_csi_config cfg;
+	struct objfs_csi *csi = NULL;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mode = mode;
+	cfg.node_id = "node-1";
+	cfg.version = "9.9.9-test";
+	assert_int_equal(objfs_csi_create(&cfg, st != NULL ? stub_store(st) : NULL,
+					  NULL, &csi), 0);
+	return csi;
+}
+
+/* Packs msg, dispatches it to path, unpacks the answer as desc. */
+static enum objfs_rpc_code call(struct objfs_csi *csi, const char *path,
+				const ProtobufCMessage *msg,
+				const ProtobufCMessageDescriptor *desc,
+				ProtobufCMessage **resp, struct objfs_rpc_status *st)
+{
+	uint8_t buf[4096];
+	uint8_t *out = NULL;
+	size_t len = protobuf_c_message_pack(msg, buf);
+	size_t out_len = 0;
+	enum objfs_rpc_code code;
+
+	code = objfs_rpc_dispatch(csi->methods, csi->n_methods, csi, path, buf,
+				  len, &out, &out_len, st);
+	*resp = NULL;
+	if (code == OBJFS_RPC_OK) {
+		*resp = protobuf_c_message_unpack(desc, NULL, out_len, out);
+		assert_non_null(*resp);
+	} else {
+		assert_null(out);
+	}
+	free(out);
+	return code;
+}
+
+static void test_table_has_every_csi_method(void **state)
+{
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_ALL, NULL);
+	const ProtobufCServiceDescriptor *svcs[] = {
+		&csi__v1__identity__descriptor, &csi__v1__controller__descriptor,
+		&csi__v1__group_controller__descriptor,
+		&csi__v1__snapshot_metadata__descriptor, &csi__v1__node__descriptor,
+	};
+	size_t i, j, total = 0;
+	char path[256];
+
+	(void)state;
+	for (i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
+		for (j = 0; j < svcs[i]->n_methods; j++) {
+			snprintf(path, sizeof(path), "/%s/%s", svcs[i]->name,
+				 svcs[i]->methods[j].name);
+			assert_non_null(objfs_rpc_find(csi->methods, csi->n_methods, path));
+			total++;
+		}
+	}
+	assert_int_equal(total, csi->n_methods);
+	assert_int_equal(total, 32); /* 3 + 15 + 4 + 2 + 8 in CSI v1.12 */
+	assert_true(objfs_csi_serves(csi, "/csi.v1.Identity/Probe"));
+	assert_false(objfs_csi_serves(csi, "/csi.v1.Controller/ControllerPublishVolume"));
+	objfs_csi_destroy(csi);
+}
+
+static void test_dispatch_errors(void **state)
+{
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_ALL, NULL);
+	struct objfs_rpc_status st;
+	uint8_t *out = (uint8_t *)1;
+	size_t out_len = 7;
+	static const uint8_t garbage[] = { 0xff, 0xff, 0xff };
+
+	(void)state;
+	assert_int_equal(objfs_rpc_dispatch(csi->methods, csi->n_methods, csi,
+					    "/csi.v1.Identity/Nope", NULL, 0,
+					    &out, &out_len, &st),
+			 OBJFS_RPC_UNIMPLEMENTED);
+	assert_null(out);
+	assert_int_equal(out_len, 0);
+	assert_non_null(strstr(st.msg, "unknown method"));
+
+	assert_int_equal(objfs_rpc_dispatch(csi->methods, csi->n_methods, csi,
+					    "/csi.v1.Controller/ControllerPublishVolume",
+					    NULL, 0, &out, &out_len, &st),
+			 OBJFS_RPC_UNIMPLEMENTED);
+	assert_non_null(strstr(st.msg, "not implemented"));
+
+	assert_int_equal(objfs_rpc_dispatch(csi->methods, csi->n_methods, csi,
+					    "/csi.v1.Identity/GetPluginInfo",
+					    garbage, sizeof(garbage), &out, &out_len, &st),
+			 OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "csi.v1.GetPluginInfoRequest"));
+	assert_int_equal(st.code, OBJFS_RPC_INVALID_ARGUMENT);
+	objfs_csi_destroy(csi);
+}
+
+static void test_mode_filters_services(void **state)
+{
+	struct objfs_csi *ctrl = make_driver(OBJFS_CSI_MODE_CONTROLLER, NULL);
+	struct objfs_csi *node = make_driver(OBJFS_CSI_MODE_NODE, NULL);
+	const struct objfs_rpc_method *m;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < node->n_methods; i++) {
+		m = &node->methods[i];
+		if (strncmp(m->path, "/csi.v1.Controller/", 19) == 0)
+			assert_null(m->fn);
+	}
+	for (i = 0; i < ctrl->n_methods; i++) {
+		m = &ctrl->methods[i];
+		if (strncmp(m->path, "/csi.v1.Node/", 13) == 0)
+			assert_null(m->fn);
+	}
+	assert_true(objfs_csi_serves(ctrl, "/csi.v1.Identity/GetPluginInfo"));
+	assert_true(objfs_csi_serves(node, "/csi.v1.Identity/GetPluginInfo"));
+	objfs_csi_destroy(ctrl);
+	objfs_csi_destroy(node);
+}
+
+static void test_plugin_info(void **state)
+{
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_ALL, NULL);
+	Csi__V1__GetPluginInfoRequest req = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+	Csi__V1__GetPluginInfoResponse *resp;
+	struct objfs_rpc_status st;
+
+	(void)state;
+	assert_int_equal(call(csi, "/csi.v1.Identity/GetPluginInfo", &req.base,
+			      &csi__v1__get_plugin_info_response__descriptor,
+			      (ProtobufCMessage **)&resp, &st), OBJFS_RPC_OK);
+	assert_string_equal(resp->name, "objfs.csi.io");
+	assert_string_equal(resp->vendor_version, "9.9.9-test");
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	objfs_csi_destroy(csi);
+}
+
+static void test_capabilities_follow_table(void **state)
+{
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_NODE, NULL);
+	Csi__V1__GetPluginCapabilitiesRequest req = CSI__V1__GET_PLUGIN_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__GetPluginCapabilitiesResponse *resp;
+	struct objfs_rpc_status st;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(call(csi, "/csi.v1.Identity/GetPluginCapabilities", &req.base,
+			      &csi__v1__get_plugin_capabilities_response__descriptor,
+			      (ProtobufCMessage **)&resp, &st), OBJFS_RPC_OK);
+	/* A node-only plugin never claims the controller service. */
+	for (i = 0; i < resp->n_capabilities; i++) {
+		if (resp->capabilities[i]->type_case == CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE)
+			assert_int_not_equal(resp->capabilities[i]->service->type,
+					     CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
+	}
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	objfs_csi_destroy(csi);
+}
+
+static void test_probe(void **state)
+{
+	struct stub stub = { 0, 0 };
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_ALL, &stub);
+	struct objfs_csi *none = make_driver(OBJFS_CSI_MODE_ALL, NULL);
+	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
+	Csi__V1__ProbeResponse *resp;
+	struct objfs_rpc_status st;
+
+	(void)state;
+	assert_int_equal(call(csi, "/csi.v1.Identity/Probe", &req.base,
+			      &csi__v1__probe_response__descriptor,
+			      (ProtobufCMessage **)&resp, &st), OBJFS_RPC_OK);
+	assert_non_null(resp->ready);
+	assert_true(resp->ready->value);
+	assert_int_equal(stub.list_calls, 1);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+
+	/* The store does not answer: not ready, with the reason. */
+	stub.list_err = ECONNREFUSED;
+	assert_int_equal(call(csi, "/csi.v1.Identity/Probe", &req.base,
+			      &csi__v1__probe_response__descriptor,
+			      (ProtobufCMessage **)&resp, &st),
+			 OBJFS_RPC_FAILED_PRECONDITION);
+	assert_non_null(strstr(st.msg, "Connection refused"));
+
+	assert_int_equal(call(none, "/csi.v1.Identity/Probe", &req.base,
+			      &csi__v1__probe_response__descriptor,
+			      (ProtobufCMessage **)&resp, &st),
+			 OBJFS_RPC_FAILED_PRECONDITION);
+	assert_non_null(strstr(st.msg, "no object store"));
+	objfs_csi_destroy(csi);
+	objfs_csi_destroy(none);
+}
+
+static void test_errno_mapping(void **state)
+{
+	(void)state;
+	assert_int_equal(objfs_rpc_code_from_errno(0), OBJFS_RPC_OK);
+	assert_int_equal(objfs_rpc_code_from_errno(ENOENT), OBJFS_RPC_NOT_FOUND);
+	assert_int_equal(objfs_rpc_code_from_errno(EINVAL), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_int_equal(objfs_rpc_code_from_errno(EEXIST), OBJFS_RPC_ALREADY_EXISTS);
+	assert_int_equal(objfs_rpc_code_from_errno(EACCES), OBJFS_RPC_PERMISSION_DENIED);
+	assert_int_equal(objfs_rpc_code_from_errno(ENOSPC), OBJFS_RPC_RESOURCE_EXHAUSTED);
+	assert_int_equal(objfs_rpc_code_from_errno(ECONNREFUSED), OBJFS_RPC_UNAVAILABLE);
+	assert_int_equal(objfs_rpc_code_from_errno(ETIMEDOUT), OBJFS_RPC_DEADLINE_EXCEEDED);
+	assert_int_equal(objfs_rpc_code_from_errno(EBUSY), OBJFS_RPC_ABORTED);
+	assert_int_equal(objfs_rpc_code_from_errno(ENOMEM), OBJFS_RPC_INTERNAL);
+	assert_string_equal(objfs_rpc_code_name(OBJFS_RPC_ABORTED), "ABORTED");
+	assert_string_equal(objfs_rpc_code_name((enum objfs_rpc_code)99), "UNKNOWN");
+}
+
+static void test_mode_parse(void **state)
+{
+	enum objfs_csi_mode m;
+
+	(void)state;
+	assert_int_equal(objfs_csi_mode_parse("controller", &m), 0);
+	assert_int_equal(m, OBJFS_CSI_MODE_CONTROLLER);
+	assert_int_equal(objfs_csi_mode_parse("node", &m), 0);
+	assert_int_equal(m, OBJFS_CSI_MODE_NODE);
+	assert_int_equal(objfs_csi_mode_parse("all", &m), 0);
+	assert_int_equal(m, OBJFS_CSI_MODE_ALL);
+	assert_int_equal(objfs_csi_mode_parse("both", &m), EINVAL);
+	assert_int_equal(objfs_csi_mode_parse(NULL, &m), EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_has_every_csi_method),
+		cmocka_unit_test(test_dispatch_errors),
+		cmocka_unit_test(test_mode_filters_services),
+		cmocka_unit_test(test_plugin_info),
+		cmocka_unit_test(test_capabilities_follow_table),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_errno_mapping),
+		cmocka_unit_test(test_mode_parse),
+	};
+	return cmocka_run_group_tests_name("csi_identity", tests, NULL, NULL);
+}
