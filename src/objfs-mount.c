@@ -418,8 +418,11 @@ int main(int argc, char *argv[])
 	if (lc == NULL)
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-	fuse_loop_cfg_set_max_threads(lc, co.max_threads ? co.max_threads : 16);
-	fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads ? co.max_idle_threads : 8);
+	fuse_loop_cfg_set_max_threads(lc, co.max_threads > 0 && co.max_threads <= 1000 ?
+				      co.max_threads : 16);
+	fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads > 0 &&
+				       co.max_idle_threads <= 1000 ?
+				       co.max_idle_threads : 8);
 	if (co.singlethread)
 		ret = fuse_session_loop(se);
 	else
