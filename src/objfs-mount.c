@@ -326,6 +326,26 @@ static int build_settings(struct cli *c, struct settings *s)
 	return 0;
 }
 
+/* Frees the strings fuse_opt_parse() duplicated into c. */
+static void cli_release(struct cli *c)
+{
+	char **strs[] = {
+		&c->source, &c->endpoint, &c->region, &c->addressing,
+		&c->ca_file, &c->credentials_file, &c->uid, &c->gid, &c->umask,
+		&c->attr_ttl, &c->entry_ttl, &c->neg_ttl, &c->dir_ttl,
+		&c->mem_limit, &c->readahead, &c->readahead_chunks,
+		&c->part_size, &c->upload_parallel, &c->threads, &c->spool_dir,
+		&c->volrec_ttl, &c->usage_refresh, &c->ready_fd, &c->log_level,
+		&c->max_connections, &c->retries,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		free(*strs[i]);
+		*strs[i] = NULL;
+	}
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -450,6 +470,6 @@ out:
 	objfs_creds_release(&s.creds);
 	free(co.mountpoint);
 	fuse_opt_free_args(&args);
-	free(c.source);
+	cli_release(&c);
 	return ret == 0 ? 0 : 1;
 }

@@ -2996,7 +2996,8 @@ static int snap_build(struct objfs_fs *fs, struct inode *dir,
 				       &c->mtime);
 	}
 	if (err == 0) {
-		qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
+		if (s->n > 1)
+			qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
 		for (i = 0, j = 0; i < s->n; i++) {
 			if (j > 0 && strcmp(s->e[j - 1].name, s->e[i].name) == 0) {
 				free(s->e[i].name);

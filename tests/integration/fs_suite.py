@@ -146,7 +146,7 @@ class Env:
             subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
             raise Fail("mount %s did not exit after unmount" % m["dir"])
         if p.returncode != 0:
-            raise Fail("objfs-mount exited %d (log %s)" % (p.returncode, m["log"]))
+            raise Fail("objfs-mount exited %d; its log:\n%s" % (p.returncode, open(m["log"]).read()[-4000:]))
 
     def cleanup(self):
         for m in list(self.mounts):
