@@ -1418,6 +1418,27 @@ static void spool_drop_if_idle(struct objfs_fs *fs, struct inode *in)
 	objfs_spool_destroy(sp);
 }
 
+/* The FUSE boundary: store errors a file system call cannot mean
+ * (unreachable, throttled, a bad range) become EIO; errors are negated
+ * here and nowhere else (libfuse's reply does it). */
+static int fs_errno(int err)
+{
+	switch (err) {
+	case 0: case ENOENT: case EACCES: case EPERM: case EIO: case ENOSPC:
+	case EEXIST: case ENOTEMPTY: case ENOTDIR: case EISDIR: case EINVAL:
+	case ENAMETOOLONG: case EROFS: case ENOMEM: case EFBIG: case EXDEV:
+	case ENOSYS: case ENOTSUP: case EDQUOT: case EINTR:
+		return err;
+	default:
+		return EIO;
+	}
+}
+
+static void reply_err(fuse_req_t req, int err)
+{
+	fuse_reply_err(req, fs_errno(err));
+}
+
 /* ---- FUSE: init, lookup, forget, getattr ------------------------------ */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -1457,7 +1478,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = do_lookup(fs, dir, name, false, &in);
@@ -1467,7 +1488,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		e.entry_timeout = fs->o.neg_ttl;
 		fuse_reply_entry(req, &e);
 	} else if (err != 0) {
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	} else {
 		pthread_mutex_lock(&fs->lock);
 		fill_entry(fs, in, &e);
@@ -1540,7 +1561,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int err;
 
 	if (in == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = revalidate(fs, in, false);
@@ -1550,7 +1571,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_attr(req, &st, fs->o.attr_ttl);
 	} else {
-		fuse_reply_err(req, err == ESTALE ? ENOENT : err);
+		reply_err(req, err == ESTALE ? ENOENT : err);
 	}
 	unpin(fs, in);
 }
@@ -1625,7 +1646,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int err = 0;
 
 	if (in == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	if (fs->o.read_only) {
@@ -1686,7 +1707,7 @@ out_unlock:
 	pthread_rwlock_unlock(&fs->ns);
 out:
 	if (err != 0) {
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	} else {
 		pthread_mutex_lock(&fs->lock);
 		fill_stat(fs, in, &st);
@@ -1707,7 +1728,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	int err;
 
 	if (in == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -1737,7 +1758,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	pthread_mutex_unlock(&fs->lock);
 out:
 	if (err != 0)
-		fuse_reply_err(req, err == EFBIG ? ENAMETOOLONG : err);
+		reply_err(req, err == EFBIG ? ENAMETOOLONG : err);
 	else
 		fuse_reply_readlink(req, target);
 	free(target);
@@ -1799,7 +1820,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -1862,7 +1883,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 out:
 	objfs_obj_info_release(&info);
 	if (err != 0)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_entry(req, &e);
 	unpin(fs, dir);
@@ -1878,7 +1899,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
 	if (strlen(link) >= LINK_MAX_LEN) {
-		fuse_reply_err(req, ENAMETOOLONG);
+		reply_err(req, ENAMETOOLONG);
 		return;
 	}
 	make_node(req, parent, name, S_IFLNK | 0777, link);
@@ -1888,7 +1909,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
 	/* objects have one name: no hard links */
-	fuse_reply_err(req, EPERM);
+	reply_err(req, EPERM);
 }
 
 /* Keeps an implied directory alive when its last entry goes away, by
@@ -1949,7 +1970,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -1986,7 +2007,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
-	fuse_reply_err(req, err);
+	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
 }
@@ -2001,7 +2022,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -2045,7 +2066,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
-	fuse_reply_err(req, err);
+	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
 }
@@ -2374,7 +2395,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:
-	fuse_reply_err(req, err);
+	reply_err(req, err);
 	unpin(fs, dst);
 	unpin(fs, src);
 	unpin(fs, sdir);
@@ -2513,12 +2534,12 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int err;
 
 	if (in == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = do_open(fs, in, fi);
 	if (err != 0)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
 		undo_open(fs, fi);
 	unpin(fs, in);
@@ -2537,7 +2558,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -2602,7 +2623,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	return;
 out:
 	objfs_spool_destroy(sp);
-	fuse_reply_err(req, err);
+	reply_err(req, err);
 	unpin(fs, dir);
 }
 
@@ -2610,7 +2631,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
 
-	fuse_reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -2618,7 +2639,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
 
-	fuse_reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -2645,7 +2666,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pthread_mutex_lock(&fs->lock);
 	maybe_free(fs, in);
 	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, err);
+	reply_err(req, err);
 }
 
 /* ---- read, write ------------------------------------------------------ */
@@ -2833,7 +2854,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	buf = malloc(size ? size : 1);
 	if (buf == NULL) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		return;
 	}
 	pthread_mutex_lock(&in->mu);
@@ -2848,7 +2869,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		err = read_store(fh, (uint64_t)off, size, buf, &got);
 	}
 	if (err != 0)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_buf(req, buf, got);
 	free(buf);
@@ -2864,7 +2885,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int err;
 
 	if (fs->o.read_only) {
-		fuse_reply_err(req, EROFS);
+		reply_err(req, EROFS);
 		return;
 	}
 	pthread_mutex_lock(&in->mu);
@@ -2888,7 +2909,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	}
 	pthread_mutex_unlock(&in->mu);
 	if (err != 0)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_write(req, size);
 }
@@ -3117,7 +3138,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct dhandle *dh = calloc(1, sizeof(*dh));
 
 	if (dh == NULL) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		return;
 	}
 	fi->fh = (uint64_t)(uintptr_t)dh;
@@ -3136,7 +3157,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	snap_put_locked(dh->snap);
 	pthread_mutex_unlock(&fs->lock);
 	free(dh);
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static uint64_t name_ino(const char *name)
@@ -3220,7 +3241,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int err = 0;
 
 	if (dir == NULL) {
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 		return;
 	}
 	if (off == 0 || dh->snap == NULL) {
@@ -3304,7 +3325,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&fs->lock);
 out:
 	if (err != 0 && pos == 0)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_buf(req, buf, pos);
 	free(buf);
@@ -3356,7 +3377,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	/* regular files only (an empty object); no devices, fifos, sockets */
 	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
+		reply_err(req, EPERM);
 		return;
 	}
 	make_node(req, parent, name, S_IFREG | (mode & 07777), NULL);
