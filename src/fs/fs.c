@@ -2088,6 +2088,59 @@ static void copy_run(void *arg)
 	t->err = objfs_store_copy(t->fs->store, t->src, t->dst, &co, NULL);
 }
 
+struct del_task {
+	struct objfs_fs *fs;
+	const char **keys;
+	size_t n;
+	size_t failed;
+	int err;
+};
+
+static void del_run(void *arg)
+{
+	struct del_task *t = arg;
+
+	t->failed = 0;
+	t->err = objfs_store_del_many(t->fs->store, t->keys, t->n, &t->failed);
+	if (t->err != 0 && t->failed == 0)
+		t->failed = t->n;
+}
+
+/* Deletes keys in parallel batches of DEL_BATCH: some servers (Swift)
+ * take long enough over a 1,000-key request to hit transfer timeouts. */
+#define DEL_BATCH 100
+static int del_batches(struct objfs_fs *fs, const char **keys, size_t n,
+		       size_t *failed)
+{
+	size_t nb = (n + DEL_BATCH - 1) / DEL_BATCH, i;
+	struct del_task *t;
+	struct objfs_group g;
+	int err = 0;
+
+	*failed = 0;
+	if (n == 0)
+		return 0;
+	t = calloc(nb, sizeof(*t));
+	if (t == NULL)
+		return objfs_store_del_many(fs->store, keys, n, failed);
+	objfs_group_init(&g);
+	for (i = 0; i < nb; i++) {
+		t[i].fs = fs;
+		t[i].keys = keys + i * DEL_BATCH;
+		t[i].n = n - i * DEL_BATCH < DEL_BATCH ? n - i * DEL_BATCH : DEL_BATCH;
+		if (objfs_pool_submit(fs->pool, &g, del_run, &t[i]) != 0)
+			del_run(&t[i]);
+	}
+	objfs_group_wait(&g);
+	for (i = 0; i < nb; i++) {
+		*failed += t[i].failed;
+		if (err == 0)
+			err = t[i].err;
+	}
+	free(t);
+	return err;
+}
+
 /* Uploads every dirty inode at or under top (ns held for writing). */
 static int sync_under(struct objfs_fs *fs, struct inode *top)
 {
@@ -2208,7 +2261,7 @@ static int rename_tree(struct objfs_fs *fs, const char *sp, const char *dp)
 				if (tasks[i].err == 0)
 					keys[k++] = tasks[i].dst;
 			}
-			objfs_store_del_many(fs->store, keys, k, NULL);
+			del_batches(fs, keys, k, &failed);
 			free(keys);
 		}
 		goto out;
@@ -2222,7 +2275,7 @@ static int rename_tree(struct objfs_fs *fs, const char *sp, const char *dp)
 		}
 		for (i = 0; i < n; i++)
 			keys[i] = tasks[i].src;
-		err = objfs_store_del_many(fs->store, keys, n, &failed);
+		err = del_batches(fs, keys, n, &failed);
 		free(keys);
 		if (err != 0)
 			objfs_error(fs->log, SUB, "renamed %s to %s but %zu old "
