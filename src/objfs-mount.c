@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ struct cli {
 	char *upload_parallel;
 	char *threads;
 	char *spool_dir;
+	char *cache_dir;
+	char *cache_size;
 	char *volrec_ttl;
 	char *usage_refresh;
 	char *ready_fd;
@@ -86,6 +89,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("upload_parallel=%s", upload_parallel),
 	OPT("threads=%s", threads),
 	OPT("spool_dir=%s", spool_dir),
+	OPT("cache_dir=%s", cache_dir),
+	OPT("cache_size=%s", cache_size),
 	OPT("volrec_ttl=%s", volrec_ttl),
 	OPT("usage_refresh=%s", usage_refresh),
 	OPT("ready_fd=%s", ready_fd),
@@ -140,8 +145,11 @@ static void usage(const char *prog)
 "  part_size=BYTES        multipart upload part size (default: 8M)\n"
 "  upload_parallel=N      parts uploaded at once per file (default: 4)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
-"                         (default: 16)\n"
+"                         (default: 32)\n"
 "  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
+"  cache_dir=DIR          keep an on-disk cache of object data in a private\n"
+"                         directory under DIR (default: none)\n"
+"  cache_size=BYTES       bound of that cache (default: 1G)\n"
 "  volrec_ttl=SECONDS     re-read the volume record (capacity) after\n"
 "                         (default: 30)\n"
 "  usage_refresh=SECONDS  re-list the volume to refresh `used' (default: 600)\n"
@@ -277,6 +285,8 @@ static int build_settings(struct cli *c, struct settings *s)
 	}
 	if (c->spool_dir != NULL)
 		s->fo.spool_dir = c->spool_dir;
+	s->fo.cache_dir = c->cache_dir;
+	NUM(cache_size, &s->fo.cache_size, parse_u64);
 	s->fo.read_only = c->read_only != 0;
 	if (c->ready_fd != NULL) {
 		NUM(ready_fd, &v, parse_u64);
@@ -335,6 +345,7 @@ static void cli_release(struct cli *c)
 		&c->attr_ttl, &c->entry_ttl, &c->neg_ttl, &c->dir_ttl,
 		&c->mem_limit, &c->readahead, &c->readahead_chunks,
 		&c->part_size, &c->upload_parallel, &c->threads, &c->spool_dir,
+		&c->cache_dir, &c->cache_size,
 		&c->volrec_ttl, &c->usage_refresh, &c->ready_fd, &c->log_level,
 		&c->max_connections, &c->retries,
 	};
@@ -447,6 +458,10 @@ int main(int argc, char *argv[])
 		ret = fuse_session_loop(se);
 	else
 		ret = fuse_session_loop_mt(se, lc);
+	/* a loop ended by SIGTERM/SIGINT/SIGHUP reports the signal: that is
+	 * a requested stop, clean when everything is saved below */
+	if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
+		ret = 0;
 	/* SIGTERM or unmount: nothing unsaved may be left behind */
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)

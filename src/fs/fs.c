@@ -61,6 +61,7 @@
 #include "common/log.h"
 #include "common/volrec.h"
 #include "fs/attr.h"
+#include "fs/dcache.h"
 #include "fs/fs.h"
 #include "fs/pool.h"
 #include "fs/spool.h"
@@ -160,6 +161,7 @@ enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
 struct fhandle {
 	struct objfs_fs *fs;
 	struct inode *in;
+	struct fhandle *prev, *next;    /* fs->handles, fs->lock */
 	char key[KEYBUF];
 	pthread_mutex_t mu;             /* the read-ahead state */
 	pthread_cond_t cv;
@@ -179,7 +181,11 @@ struct objfs_fs {
 	char *spool_dir;
 	struct fuse_session *se;
 	struct objfs_pool *pool;
+	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
 	struct objfs_budget mem;
+	struct fhandle *handles;        /* open files (fs->lock), freed at
+					   destroy when the kernel went away
+					   without releasing them */
 	pthread_rwlock_t ns;
 	pthread_mutex_t lock;
 
@@ -241,10 +247,12 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->ra_chunks = 4;
 	o->part_size = 8ULL << 20;
 	o->upload_parallel = 4;
-	o->threads = 16;
+	o->threads = 32;
 	o->spool_dir = "/var/tmp";
 	o->spool_limit = 0;
 	o->read_only = false;
+	o->cache_dir = NULL;
+	o->cache_size = 1ULL << 30;
 	o->volrec_ttl = 30.0;
 	o->usage_refresh = 600.0;
 }
@@ -2470,6 +2478,27 @@ static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 	return fh;
 }
 
+/* Adds fh to the open handles (fs->lock). */
+static void fh_link(struct objfs_fs *fs, struct fhandle *fh)
+{
+	fh->prev = NULL;
+	fh->next = fs->handles;
+	if (fs->handles != NULL)
+		fs->handles->prev = fh;
+	fs->handles = fh;
+}
+
+static void fh_unlink(struct objfs_fs *fs, struct fhandle *fh)
+{
+	if (fh->prev != NULL)
+		fh->prev->next = fh->next;
+	else if (fs->handles == fh)
+		fs->handles = fh->next;
+	if (fh->next != NULL)
+		fh->next->prev = fh->prev;
+	fh->prev = fh->next = NULL;
+}
+
 static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
 {
 	if (c->buf != NULL) {
@@ -2482,6 +2511,10 @@ static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
 static void fh_free(struct fhandle *fh)
 {
 	unsigned i;
+
+	pthread_mutex_lock(&fh->fs->lock);
+	fh_unlink(fh->fs, fh);
+	pthread_mutex_unlock(&fh->fs->lock);
 
 	pthread_mutex_lock(&fh->mu);
 	for (i = 0; i < RA_MAX; i++) {
@@ -2556,6 +2589,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->nopen++;
+		fh_link(fs, fh);
 		pthread_mutex_unlock(&fs->lock);
 		fi->fh = (uint64_t)(uintptr_t)fh;
 	}
@@ -2665,6 +2699,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->dirty = true;
 	in->seq = true;
 	in->nopen++;
+	fh_link(fs, fh);
 	in->nlookup++;
 	fill_entry(fs, in, &e);
 	snap_note(dir, name, true, false);
@@ -2728,6 +2763,7 @@ struct ra_task {
 	struct fhandle *fh;
 	struct ra_chunk *c;
 	char key[KEYBUF];
+	char etag[OBJFS_ETAG_MAX];
 };
 
 static void ra_run(void *arg)
@@ -2741,6 +2777,9 @@ static void ra_run(void *arg)
 
 	objfs_sink_fixed(&sink, &fb);
 	err = objfs_store_get(fh->fs->store, t->key, &go, &sink, NULL);
+	if (err == 0 && fh->fs->dcache != NULL)
+		objfs_dcache_put(fh->fs->dcache, t->key, t->etag, t->c->off,
+				 t->c->buf, fb.got);
 	pthread_mutex_lock(&fh->mu);
 	t->c->got = fb.got;
 	t->c->err = err;
@@ -2750,15 +2789,16 @@ static void ra_run(void *arg)
 	free(t);
 }
 
-/* Starts read-ahead GETs for [off, off + window) (fh->mu held). */
-static void ra_schedule(struct fhandle *fh, const char *key, uint64_t off,
-			uint64_t fsize)
+/* Starts read-ahead GETs for n chunks from the one holding off (fh->mu
+ * held); chunks in the data cache are loaded from it at once. */
+static void ra_schedule(struct fhandle *fh, const char *key, const char *etag,
+			uint64_t off, uint64_t fsize, unsigned n)
 {
 	struct objfs_fs *fs = fh->fs;
 	uint64_t chunk = fs->o.ra_chunk, coff;
 	unsigned k, i;
 
-	for (k = 0; k < fs->o.ra_chunks && k < RA_MAX; k++) {
+	for (k = 0; k < n && k < RA_MAX; k++) {
 		struct ra_chunk *slot = NULL;
 		struct ra_task *t;
 		size_t len;
@@ -2791,10 +2831,19 @@ static void ra_schedule(struct fhandle *fh, const char *key, uint64_t off,
 		slot->off = coff;
 		slot->len = len;
 		slot->got = 0;
+		if (fs->dcache != NULL &&
+		    objfs_dcache_get(fs->dcache, key, etag, coff, slot->buf, len,
+				     &slot->got) && slot->got == len) {
+			slot->state = RA_READY;
+			free(t);
+			continue;
+		}
+		slot->got = 0;
 		slot->state = RA_LOADING;
 		t->fh = fh;
 		t->c = slot;
 		snprintf(t->key, sizeof(t->key), "%s", key);
+		snprintf(t->etag, sizeof(t->etag), "%s", etag);
 		if (objfs_pool_submit(fs->pool, NULL, ra_run, t) != 0) {
 			free(t);
 			ra_free_chunk(fs, slot);
@@ -2841,7 +2890,7 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 {
 	struct objfs_fs *fs = fh->fs;
 	struct inode *in = fh->in;
-	char key[KEYBUF];
+	char key[KEYBUF], etag[OBJFS_ETAG_MAX];
 	uint64_t fsize, end, window;
 	size_t done = 0;
 	unsigned i;
@@ -2849,6 +2898,7 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 
 	pthread_mutex_lock(&fs->lock);
 	fsize = in->size;
+	snprintf(etag, sizeof(etag), "%s", in->etag);
 	err = inode_key(fs, in, false, key, sizeof(key));
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
@@ -2874,7 +2924,12 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 		}
 	}
 	if ((fh->seq >= 1 || off == 0) && window > 0)
-		ra_schedule(fh, key, off, fsize);
+		ra_schedule(fh, key, etag, off, fsize, fs->o.ra_chunks);
+	else if (fs->dcache != NULL)
+		/* random reads go through whole cached chunks */
+		ra_schedule(fh, key, etag, off, fsize,
+			    (unsigned)((end - 1) / fs->o.ra_chunk -
+				       off / fs->o.ra_chunk + 1));
 	done = ra_copy(fh, off, end, buf);
 	pthread_mutex_unlock(&fh->mu);
 
@@ -3577,6 +3632,16 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	err = load_root(fs);
 	if (err != 0)
 		goto err_root;
+	if (fs->o.cache_dir != NULL && fs->o.cache_size > 0) {
+		err = objfs_dcache_create(fs->o.cache_dir, fs->o.cache_size,
+					  &fs->dcache);
+		if (err != 0) {
+			objfs_error(log, SUB, "data cache in %s: %s",
+				    fs->o.cache_dir, objfs_strerror(err));
+			goto err_root;
+		}
+	}
+	fs->o.cache_dir = NULL;         /* not kept: the cache has its own copy */
 	*out = fs;
 	return 0;
 
@@ -3632,6 +3697,9 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	if (fs->scan_started)
 		pthread_join(fs->scan_thread, NULL);
 	objfs_pool_destroy(fs->pool);
+	while (fs->handles != NULL)
+		fh_free(fs->handles);   /* the kernel never released them */
+	objfs_dcache_destroy(fs->dcache);
 	for (h = 0; h < HASH_SIZE; h++) {
 		while (fs->ino_tab[h] != NULL)
 			inode_free(fs, fs->ino_tab[h]);

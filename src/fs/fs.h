@@ -44,11 +44,14 @@ struct objfs_fs_opts {
 	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 4 */
 	uint64_t part_size;         /* multipart part size: 8 MiB */
 	unsigned upload_parallel;   /* parts in flight per upload: 4 */
-	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 16 */
+	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */
 	const char *spool_dir;      /* where dirty data waits: /var/tmp (copied) */
 	uint64_t spool_limit;       /* bytes of dirty data in all spools; 0 = no
 				       limit but the spool file system: 0 */
 	bool read_only;             /* EROFS for every change: false */
+	const char *cache_dir;      /* on-disk data cache under this directory
+				       (a private subdirectory): NULL = none */
+	uint64_t cache_size;        /* its bound in bytes: 1 GiB */
 	double volrec_ttl;          /* re-read the volume record after: 30 s */
 	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
 };

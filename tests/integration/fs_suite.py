@@ -485,6 +485,55 @@ def t_two_mounts(env):
     env.umount(b)
 
 
+def t_data_cache(env):
+    """The on-disk data cache serves chunks and never stale data."""
+    url = env.volume("dcache")
+    cdir = tempfile.mkdtemp(prefix="cache-", dir=env.work)
+    data = os.urandom(9 << 20)
+    w = env.mount(url)
+    wfile(w["dir"] + "/f", data)
+    a = env.mount(url, ["cache_dir=" + cdir, "cache_size=6M", "readahead=1M"])
+    check(rfile(a["dir"] + "/f") == data, "first read through the cache")
+    rng = random.Random(3)
+    with open(a["dir"] + "/f", "rb") as f:
+        for _ in range(50):
+            off = rng.randrange(0, len(data))
+            n = rng.randrange(1, 200000)
+            f.seek(off)
+            check(f.read(n) == data[off:off + n], "random read at %d" % off)
+    sub = [x for x in os.listdir(cdir)]
+    check(len(sub) == 1, "one private cache directory")
+    files = os.listdir(os.path.join(cdir, sub[0]))
+    total = sum(os.path.getsize(os.path.join(cdir, sub[0], x)) for x in files)
+    check(0 < total <= (6 << 20) + 64 * 1024, "cache within its bound (%d)" % total)
+    data2 = os.urandom(9 << 20)
+    wfile(w["dir"] + "/f", data2)
+    time.sleep(1.2)
+    check(rfile(a["dir"] + "/f") == data2, "changed object not served from the cache")
+    env.umount(a)
+    env.umount(w)
+    check(os.listdir(cdir) == [], "cache removed at unmount")
+
+
+def t_sigterm(env):
+    """SIGTERM uploads files still open and dirty before exiting."""
+    url = env.volume("sigterm")
+    m = env.mount(url)
+    data = os.urandom(3 << 20)
+    f = open(m["dir"] + "/open", "wb")
+    f.write(data)
+    f.flush()
+    m["proc"].send_signal(signal.SIGTERM)
+    rc = m["proc"].wait(timeout=120)
+    check(rc == 0, "clean exit on SIGTERM (%d)" % rc)
+    try:
+        f.close()
+    except OSError:
+        pass
+    env.umount(m, kill=True)
+    check(env.get(url, "open") == data, "open dirty file saved on SIGTERM")
+
+
 def t_crash(env):
     url = env.volume("crash")
     m = env.mount(url)
@@ -575,6 +624,8 @@ TESTS = [
     t_rename,
     t_capacity,
     t_two_mounts,
+    t_data_cache,
+    t_sigterm,
     t_crash,
     t_many_small_and_listing,
 ]

@@ -1,6 +1,7 @@
 /* Unit tests of the spool: range bookkeeping, writes past the end,
- * truncation, fills that never overwrite local data; and of the pool's
- * byte budget (the read-ahead memory bound) and task groups. */
+ * truncation, fills that never overwrite local data; of the pool's byte
+ * budget (the read-ahead memory bound) and task groups; and of the data
+ * cache's bound and identity checks. */
 #include "config.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "fs/dcache.h"
 #include "fs/pool.h"
 #include "fs/spool.h"
 
@@ -198,6 +200,46 @@ static void test_pool(void **state)
 	assert_int_equal(c.n, 120);
 }
 
+static void test_dcache(void **state)
+{
+	struct objfs_dcache *c = NULL;
+	char a[1000], b[1000], out[2000];
+	size_t got = 0;
+
+	(void)state;
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	assert_int_equal(objfs_dcache_create("/tmp", 2500, &c), 0);
+	assert_false(objfs_dcache_get(c, "k", "\"e1\"", 0, out, sizeof(out), &got));
+	objfs_dcache_put(c, "k", "\"e1\"", 0, a, sizeof(a));
+	objfs_dcache_put(c, "k", "\"e1\"", 1000, b, sizeof(b));
+	assert_true(objfs_dcache_get(c, "k", "\"e1\"", 0, out, sizeof(out), &got));
+	assert_int_equal(got, 1000);
+	assert_memory_equal(out, a, 1000);
+	/* another ETag or offset is another entry */
+	assert_false(objfs_dcache_get(c, "k", "\"e2\"", 0, out, sizeof(out), &got));
+	assert_false(objfs_dcache_get(c, "k", "\"e1\"", 5, out, sizeof(out), &got));
+	assert_false(objfs_dcache_get(c, "k", "", 0, out, sizeof(out), &got));
+	/* the bound: the least recently used entry (offset 1000) goes */
+	objfs_dcache_put(c, "other", "\"x\"", 0, b, sizeof(b));
+	assert_true(objfs_dcache_used(c) <= 2500);
+	assert_int_equal(objfs_dcache_count(c), 2);
+	assert_true(objfs_dcache_get(c, "k", "\"e1\"", 0, out, sizeof(out), &got));
+	assert_false(objfs_dcache_get(c, "k", "\"e1\"", 1000, out, sizeof(out), &got));
+	assert_true(objfs_dcache_get(c, "other", "\"x\"", 0, out, sizeof(out), &got));
+	/* larger than the whole cache: not cached */
+	{
+		char *big = calloc(1, 3000);
+
+		assert_non_null(big);
+		objfs_dcache_put(c, "big", "\"y\"", 0, big, 3000);
+		free(big);
+	}
+	assert_false(objfs_dcache_get(c, "big", "\"y\"", 0, out, sizeof(out), &got));
+	assert_true(objfs_dcache_used(c) <= 2500);
+	objfs_dcache_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_spool),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_dcache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
