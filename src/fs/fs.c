@@ -2910,7 +2910,9 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 	window = fs->o.ra_chunk * fs->o.ra_chunks;
 
 	pthread_mutex_lock(&fh->mu);
-	if (off == fh->next_off)
+	/* sequential: the next bytes, or a short skip forward (the kernel
+	 * skips pages its cache still holds) */
+	if (off >= fh->next_off && off - fh->next_off <= window)
 		fh->seq++;
 	else
 		fh->seq = 0;
