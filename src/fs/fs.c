@@ -242,9 +242,9 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->entry_ttl = 1.0;
 	o->neg_ttl = 1.0;
 	o->dir_ttl = 1.0;
-	o->mem_limit = 32ULL << 20;
-	o->ra_chunk = 2ULL << 20;
-	o->ra_chunks = 4;
+	o->mem_limit = 64ULL << 20;
+	o->ra_chunk = 4ULL << 20;
+	o->ra_chunks = 8;
 	o->part_size = 8ULL << 20;
 	o->upload_parallel = 4;
 	o->threads = 32;
