@@ -21,7 +21,9 @@
  *     status and S3 error code only).
  *   - Swift quirks handled here: DeleteObjects needs Content-MD5 (always
  *     sent); a continuation token Swift did not issue gives a 500 (mapped to
- *     EINVAL when the token is not even base64, which no server issues).
+ *     EINVAL when the token is not even base64, which no server issues);
+ *     PUT with If-None-Match is 501 (then, once per store, replaced by a
+ *     HEAD before the PUT: best effort, as backend.h allows).
  */
 #include "config.h"
 
@@ -73,6 +75,8 @@ struct s3_ctx {
 	long connect_timeout_ms;
 	long low_speed_s;
 	unsigned max_conn;
+	int no_cond_put;         /* the server refused If-None-Match on PUT
+				    (Swift: 501); atomic */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -685,7 +689,12 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	}
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS,
+			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
 	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -904,30 +913,23 @@ out:
 	return rc;
 }
 
-static int s3_put(struct objfs_store *s, const char *key,
-		  const struct objfs_source *src,
-		  const struct objfs_put_opts *opts,
-		  struct objfs_obj_info *info)
+static int put_once(struct objfs_store *s, const char *key,
+		    const struct objfs_source *src,
+		    const struct objfs_put_opts *opts, bool if_none_match,
+		    struct objfs_obj_info *info)
 {
 	struct s3_req r;
 	int rc;
 
-	rc = objfs_key_valid(key);
-	if (rc != 0)
-		return rc;
-	if (src == NULL)
-		return EINVAL;
-	if (src->size > OBJFS_MPU_MAX_PART)
-		return EFBIG;
 	req_init(&r, "PUT", key);
 	r.src = src;
 	rc = req_meta(&r, opts ? opts->meta : NULL,
 		      opts ? opts->content_type : NULL);
-	if (rc == 0 && opts != NULL && opts->if_none_match)
+	if (rc == 0 && if_none_match)
 		rc = req_header(&r, "", "If-None-Match", "*");
 	if (rc == 0)
 		rc = s3_perform(s, &r);
-	if (rc == ESTALE && opts != NULL && opts->if_none_match)
+	if (rc == ESTALE && if_none_match)
 		rc = EEXIST;
 	if (rc == 0 && info != NULL) {
 		objfs_obj_info_release(info);
@@ -937,6 +939,42 @@ static int s3_put(struct objfs_store *s, const char *key,
 	}
 	req_release(&r);
 	return rc;
+}
+
+static int s3_put(struct objfs_store *s, const char *key,
+		  const struct objfs_source *src,
+		  const struct objfs_put_opts *opts,
+		  struct objfs_obj_info *info)
+{
+	struct s3_ctx *c = s->ctx;
+	bool cond = opts != NULL && opts->if_none_match;
+	int rc;
+
+	rc = objfs_key_valid(key);
+	if (rc != 0)
+		return rc;
+	if (src == NULL)
+		return EINVAL;
+	if (src->size > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+	if (cond && __atomic_load_n(&c->no_cond_put, __ATOMIC_RELAXED) == 0) {
+		rc = put_once(s, key, src, opts, true, info);
+		if (rc != ENOSYS)
+			return rc;
+		/* Not implemented by this server: remember, fall back. */
+		__atomic_store_n(&c->no_cond_put, 1, __ATOMIC_RELAXED);
+		objfs_info(s->log, "s3", "server refuses conditional PUT; "
+			   "checking existence first instead");
+	}
+	if (cond) {
+		/* Best effort: a racing writer can slip in between. */
+		rc = s3_head(s, key, NULL);
+		if (rc == 0)
+			return EEXIST;
+		if (rc != ENOENT)
+			return rc;
+	}
+	return put_once(s, key, src, opts, false, info);
 }
 
 static bool is_base64(const char *s)

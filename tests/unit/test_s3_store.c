@@ -573,6 +573,53 @@ static void test_live_odd_keys(void **state)
 	objfs_store_destroy(s);
 }
 
+static void test_live_conditional(void **state)
+{
+	struct objfs_put_opts po = { NULL, NULL, true };
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts go = { 0, OBJFS_LEN_ALL, NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s;
+	struct objfs_source src, empty;
+	struct objfs_sink sink;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 2);
+	objfs_source_mem(&src, "abc", 3);
+	objfs_source_mem(&empty, "", 0);
+	objfs_sink_membuf(&sink, &mb);
+	(void)objfs_store_del(s, "cond/k");
+	/* If-None-Match: * creates once, then refuses. */
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, &info), 0);
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, NULL), EEXIST);
+	/* If-Match with the current ETag reads, a stale one is ESTALE. */
+	go.if_match = info.etag;
+	assert_int_equal(objfs_store_get(s, "cond/k", &go, &sink, NULL), 0);
+	assert_int_equal(mb.len, 3);
+	go.if_match = "\"00000000000000000000000000000000\"";
+	assert_int_equal(objfs_store_get(s, "cond/k", &go, &sink, NULL),
+			 ESTALE);
+	/* An empty object reads as empty, also with a range from 0. */
+	assert_int_equal(objfs_store_put(s, "cond/empty", &empty, NULL, NULL),
+			 0);
+	go.if_match = NULL;
+	go.len = 10;
+	mb.len = 0;
+	assert_int_equal(objfs_store_get(s, "cond/empty", &go, &sink, &info),
+			 0);
+	assert_int_equal(mb.len, 0);
+	assert_int_equal(info.size, 0);
+	assert_int_equal(objfs_store_del(s, "cond/k"), 0);
+	assert_int_equal(objfs_store_del(s, "cond/empty"), 0);
+	/* Deleting again is fine. */
+	assert_int_equal(objfs_store_del(s, "cond/k"), 0);
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+}
+
 struct worker {
 	struct objfs_store *s;
 	int id;
@@ -647,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_delete_many_shape),
 		cmocka_unit_test(test_live_wrong_secret),
 		cmocka_unit_test(test_live_odd_keys),
+		cmocka_unit_test(test_live_conditional),
 		cmocka_unit_test(test_live_threads),
 	};
 
