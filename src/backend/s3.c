@@ -43,6 +43,7 @@
 
 #include "backend/backend.h"
 #include "backend/s3_errors.h"
+#include "backend/s3_internal.h"
 #include "backend/s3_sign.h"
 #include "backend/s3_xml.h"
 #include "common/errors.h"
@@ -1063,9 +1064,10 @@ static int s3_mpu_abort(struct objfs_store *s, const char *key,
 
 /* CopyObject is limited to 5 GiB: bigger objects are copied part by part
  * with UploadPartCopy, each part conditional on the source ETag seen. */
-static int copy_multipart(struct objfs_store *s, const char *src,
-			  const char *dst, const struct objfs_copy_opts *opts,
-			  struct objfs_obj_info *info)
+int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
+			    const char *dst,
+			    const struct objfs_copy_opts *opts,
+			    uint64_t part_size, struct objfs_obj_info *info)
 {
 	struct s3_ctx *c = s->ctx;
 	struct objfs_obj_info sinfo = OBJFS_OBJ_INFO_INIT;
@@ -1089,7 +1091,15 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 		popts.meta = &sinfo.meta;
 		popts.content_type = sinfo.content_type;
 	}
-	n = (size_t)((sinfo.size + S3_COPY_PART - 1) / S3_COPY_PART);
+	if (part_size < OBJFS_MPU_MIN_PART || part_size > OBJFS_MPU_MAX_PART) {
+		rc = EINVAL;
+		goto out;
+	}
+	n = (size_t)((sinfo.size + part_size - 1) / part_size);
+	if (n > OBJFS_MPU_MAX_PARTS) {
+		rc = EFBIG;
+		goto out;
+	}
 	if (n == 0)
 		n = 1;
 	parts = calloc(n, sizeof(*parts));
@@ -1101,8 +1111,8 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 	if (rc != 0)
 		goto out;
 	for (i = 0; i < n && rc == 0; i++) {
-		uint64_t a = (uint64_t)i * S3_COPY_PART;
-		uint64_t b = a + S3_COPY_PART - 1;
+		uint64_t a = (uint64_t)i * part_size;
+		uint64_t b = a + part_size - 1;
 		char num[16], range[64];
 		struct s3_req r;
 
@@ -1195,7 +1205,8 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 		struct objfs_obj_info sinfo = OBJFS_OBJ_INFO_INIT;
 
 		if (s3_head(s, src, &sinfo) == 0 && sinfo.size > S3_COPY_MAX)
-			rc = copy_multipart(s, src, dst, opts, info);
+			rc = objfs_s3_copy_multipart(s, src, dst, opts,
+						     S3_COPY_PART, info);
 		objfs_obj_info_release(&sinfo);
 	}
 out:

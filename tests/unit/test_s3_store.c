@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "backend/s3_internal.h"
 
 /* ---- the canned server ------------------------------------------------- */
 
@@ -620,6 +621,73 @@ static void test_live_conditional(void **state)
 	objfs_store_destroy(s);
 }
 
+static void test_live_copy_parts(void **state)
+{
+	const size_t size = 11u << 20;
+	struct objfs_meta meta = OBJFS_META_INIT, meta2 = OBJFS_META_INIT;
+	struct objfs_put_opts po = { &meta, "text/x-test", false };
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_store *s;
+	struct objfs_source src;
+	struct objfs_sink sink;
+	char *data;
+	size_t i;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 2);
+	data = malloc(size);
+	assert_non_null(data);
+	for (i = 0; i < size; i++)
+		data[i] = (char)(i * 7 + i / 4096);
+	assert_int_equal(objfs_meta_set(&meta, "color", "blue"), 0);
+	objfs_source_mem(&src, data, size);
+	assert_int_equal(objfs_store_put(s, "cp/src", &src, &po, NULL), 0);
+
+	/* Three UploadPartCopy parts (5 + 5 + 1 MiB), metadata kept. */
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst a+b",
+						 &co, 5u << 20, &info), 0);
+	assert_int_equal(info.size, size);
+	assert_true(strstr(info.etag, "-3") != NULL);
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "cp/dst a+b", NULL, &sink, &info),
+			 0);
+	assert_int_equal(mb.len, size);
+	assert_memory_equal(mb.data, data, size);
+	assert_string_equal(objfs_meta_get(&info.meta, "color"), "blue");
+	assert_string_equal(info.content_type, "text/x-test");
+
+	/* REPLACE takes the new metadata; a stale source ETag is ESTALE. */
+	assert_int_equal(objfs_meta_set(&meta2, "color", "red"), 0);
+	co.directive = OBJFS_META_REPLACE;
+	co.meta = &meta2;
+	co.content_type = "text/plain";
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst2", &co,
+						 5u << 20, NULL), 0);
+	assert_int_equal(objfs_store_head(s, "cp/dst2", &info), 0);
+	assert_string_equal(objfs_meta_get(&info.meta, "color"), "red");
+	co.if_match = "\"0123\"";
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst3", &co,
+						 5u << 20, NULL), ESTALE);
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/missing", "cp/dst3",
+						 &co, 5u << 20, NULL), ENOENT);
+	{
+		const char *keys[] = { "cp/src", "cp/dst a+b", "cp/dst2" };
+		size_t failed = 0;
+
+		assert_int_equal(objfs_store_del_many(s, keys, 3, &failed), 0);
+	}
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+	objfs_meta_release(&meta);
+	objfs_meta_release(&meta2);
+	free(data);
+	objfs_store_destroy(s);
+}
+
 struct worker {
 	struct objfs_store *s;
 	int id;
@@ -695,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_live_wrong_secret),
 		cmocka_unit_test(test_live_odd_keys),
 		cmocka_unit_test(test_live_conditional),
+		cmocka_unit_test(test_live_copy_parts),
 		cmocka_unit_test(test_live_threads),
 	};
 
