@@ -34,6 +34,7 @@
 
 #include "backend/backend.h"
 #include "backend/s3_internal.h"
+#include "common/log.h"
 
 /* ---- the canned server ------------------------------------------------- */
 
@@ -374,6 +375,55 @@ static void test_error_mapping(void **state)
 	objfs_membuf_release(&mb);
 	objfs_store_destroy(s);
 	canned_stop(cs);
+}
+
+/* Debug logging of failures and transport errors never shows the secret
+ * key, the session token or the signature. */
+static void test_no_secrets_in_logs(void **state)
+{
+	static const char *const r[] = {
+		RESP("403 Forbidden", "")
+		"<Error><Code>SignatureDoesNotMatch</Code><Message>x</Message>"
+		"</Error>",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s = NULL;
+	struct objfs_log *log;
+	char ep[64], buf[65536];
+	ssize_t n;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	log = objfs_log_create(p[1], OBJFS_LOG_DEBUG);
+	assert_non_null(log);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", cs->port);
+	cfg.endpoint = ep;
+	cfg.bucket = "bkt";
+	cfg.path_style = true;
+	cfg.access_key = "AKIDPUBLIC";
+	cfg.secret_key = "TOPSECRETKEY";
+	cfg.session_token = "TOPSECRETTOKEN";
+	assert_int_equal(objfs_s3_store_create(&cfg, log, &s), 0);
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_head(s, "k", &info), EACCES);
+	/* The token is sent (and signed), the secret never is. */
+	assert_non_null(strcasestr(cs->req,
+				   "\r\nx-amz-security-token: TOPSECRETTOKEN"));
+	assert_non_null(strstr(cs->req, "x-amz-security-token, Signature="));
+	assert_null(strstr(cs->req, "TOPSECRETKEY"));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+	objfs_log_destroy(log);
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	assert_true(n > 0);     /* something was logged */
+	buf[n] = '\0';
+	assert_null(strstr(buf, "TOPSECRET"));
+	assert_null(strstr(buf, "Signature"));
 }
 
 static void test_range_ignored(void **state)
@@ -909,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_list_query),
 		cmocka_unit_test(test_error_mapping),
 		cmocka_unit_test(test_range_ignored),
+		cmocka_unit_test(test_no_secrets_in_logs),
 		cmocka_unit_test(test_multipart_shapes),
 		cmocka_unit_test(test_delete_many_shape),
 		cmocka_unit_test(test_tls),
