@@ -57,7 +57,7 @@
 #define MOPT_RO "ro"
 #define MOPT_GID "gid="
 #define MOPT_UMASK_GROUP "umask=0002"
-#define MOPT_MEMORY "memory_mib="
+#define MOPT_MEMORY "mem_limit="
 #define MOPT_ENDPOINT "endpoint="
 #define MOPT_REGION "region="
 #define MOPT_ADDRESSING "addressing="
@@ -689,7 +689,10 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		err |= opt_add(opts, sizeof(opts), MOPT_UMASK_GROUP);
 	}
 	if (cfg->mount_memory_mib != 0) {
-		snprintf(num, sizeof(num), "%u", cfg->mount_memory_mib);
+		/* objfs-mount's mem_limit bounds its read-ahead buffers: half
+		 * the process's budget, the rest is for threads, HTTP
+		 * connections and metadata. */
+		snprintf(num, sizeof(num), "%uM", cfg->mount_memory_mib / 2);
 		err |= opt_add2(opts, sizeof(opts), MOPT_MEMORY, num);
 	}
 	if (s3) {

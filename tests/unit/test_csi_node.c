@@ -779,7 +779,7 @@ static void test_lifecycle(void **state)
 	assert_non_null(strstr(x->fake.last_options, "allow_other"));
 	assert_non_null(strstr(x->fake.last_options, "gid=1000"));
 	assert_non_null(strstr(x->fake.last_options, "umask=0002"));
-	assert_non_null(strstr(x->fake.last_options, "memory_mib=64"));
+	assert_non_null(strstr(x->fake.last_options, "mem_limit=32M"));
 	assert_non_null(strstr(x->fake.last_options, "endpoint=http://127.0.0.1:9"));
 	assert_non_null(strstr(x->fake.last_options, "addressing=path"));
 	assert_null(strstr(x->fake.last_options, PLUGIN_SECRET));
@@ -904,7 +904,7 @@ static void test_secrets_and_context(void **state)
 	a.staging = x->staging;
 	a.source = "s3://other-bucket/prefix/pvc-1";
 	a.mount_options = "attr_ttl=5,dir_ttl=2";
-	a.flag = "neg_ttl=1";
+	a.flag = "negative_ttl=1";
 	a.secret_key = STAGE_SECRET;
 	a.mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
@@ -913,7 +913,7 @@ static void test_secrets_and_context(void **state)
 	assert_string_equal(x->fake.last_secret, STAGE_SECRET);
 	assert_null(strstr(x->fake.last_options, STAGE_SECRET));
 	assert_non_null(strstr(x->fake.last_options, "attr_ttl=5,dir_ttl=2"));
-	assert_non_null(strstr(x->fake.last_options, "neg_ttl=1"));
+	assert_non_null(strstr(x->fake.last_options, "negative_ttl=1"));
 	assert_non_null(strstr(x->fake.last_options, ",ro"));
 	/* The record holds no secret; the secrets file is 0600. */
 	assert_int_equal(objfs_node_rec_name("pvc-1", name), 0);
