@@ -490,7 +490,7 @@ static void log_tail(const char *path, char *msg, size_t cap)
 	ssize_t n;
 	off_t size;
 	int fd;
-	char *end, *start;
+	char *end, *start, *m;
 
 	if (path == NULL || cap == 0)
 		return;
@@ -512,6 +512,14 @@ static void log_tail(const char *path, char *msg, size_t cap)
 		*--end = '\0';
 	start = strrchr(buf, '\n');
 	start = start != NULL ? start + 1 : buf;
+	/* A JSON log line: keep its message. */
+	m = strstr(start, "\"msg\":\"");
+	if (start[0] == '{' && m != NULL) {
+		start = m + 7;
+		end = strrchr(start, '"');
+		if (end != NULL)
+			*end = '\0';
+	}
 	if (*start != '\0')
 		snprintf(msg, cap, ": %s", start);
 }
