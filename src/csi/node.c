@@ -65,7 +65,7 @@
 
 #define OPTS_MAX 4096
 #define FP_MAX (OPTS_MAX + PATH_MAX + 512)
-#define COND_MAX 256
+#define COND_MAX 512
 #define DETACH_TRIES 8
 
 /* Secret keys of NodeStageVolume. */
@@ -79,6 +79,8 @@ struct vol {
 	struct objfs_creds creds;       /* stage secrets; empty: the plugin's */
 	bool abnormal;                  /* set by a failed repair */
 	char cond[COND_MAX];
+	unsigned failed_repairs;        /* in a row; the watchdog backs off */
+	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
 };
 
 struct busy {
@@ -374,6 +376,17 @@ static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
 	return 0;
 }
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets the condition a volume reports besides its live checks; an
+ * abnormal one set by a failed repair also delays the next try (1 s, 2 s,
+ * 4 s ... 60 s), so a store that is down is not hammered. */
 static void vol_set_condition(struct objfs_csi_node *n, const char *id,
 			      bool abnormal, const char *msg)
 {
@@ -384,8 +397,41 @@ static void vol_set_condition(struct objfs_csi_node *n, const char *id,
 	if (v != NULL) {
 		v->abnormal = abnormal;
 		snprintf(v->cond, sizeof(v->cond), "%s", msg != NULL ? msg : "");
+		if (!abnormal) {
+			v->failed_repairs = 0;
+			v->next_repair_ms = 0;
+		}
 	}
 	pthread_mutex_unlock(&n->lock);
+}
+
+static void vol_repair_failed(struct objfs_csi_node *n, const char *id)
+{
+	struct vol *v;
+	long long delay;
+
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL) {
+		if (v->failed_repairs < 16)
+			v->failed_repairs++;
+		delay = 1000LL << (v->failed_repairs - 1);
+		v->next_repair_ms = now_ms() + (delay > 60000 ? 60000 : delay);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+static bool vol_repair_due(struct objfs_csi_node *n, const char *id)
+{
+	struct vol *v;
+	bool due = false;
+
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL)
+		due = v->next_repair_ms == 0 || now_ms() >= v->next_repair_ms;
+	pthread_mutex_unlock(&n->lock);
+	return due;
 }
 
 /* ---- paths ------------------------------------------------------------- */
@@ -1466,9 +1512,16 @@ enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMe
 	}
 	if (rmdir(target) != 0 && errno != ENOENT) {
 		err = errno;
-		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot remove %s: %s", target,
-				      objfs_strerror(err));
-		goto out;
+		if (err != ENOTEMPTY && err != EEXIST) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot remove %s: %s",
+					      target, objfs_strerror(err));
+			goto out;
+		}
+		/* Files written into the bare directory while nothing was
+		 * mounted: not ours to delete, and no reason to keep the
+		 * pod in Terminating. */
+		objfs_warn(n->log, "node", "unpublish %s: %s is not empty; left in place",
+			   r->volume_id, target);
 	}
 	if (i >= 0) {
 		objfs_node_rec_del_pub(&cur, (size_t)i);
@@ -1524,7 +1577,7 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 	Csi__V1__NodeGetVolumeStatsResponse *out;
 	char path[PATH_MAX];
 	char cond[COND_MAX] = "";
-	char msg[COND_MAX + 128] = "";
+	char msg[COND_MAX + 160] = "";
 	bool abnormal = false, watchdog_abnormal = false;
 	enum objfs_rpc_code code;
 	struct statvfs sv;
@@ -1569,8 +1622,12 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 	}
 	if (!proc_alive(n, &cur)) {
 		abnormal = true;
-		snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; the plugin is restarting it",
-			 (long)cur.pid);
+		if (watchdog_abnormal)
+			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; %s",
+				 (long)cur.pid, cond);
+		else
+			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; the plugin is restarting it",
+				 (long)cur.pid);
 	} else {
 		err = n->m.ops->statfs(n->m.ctx, path, n->m.stats_timeout_ms, &sv);
 		if (err == 0) {
@@ -1718,11 +1775,12 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 	for (i = 0; i < n_ids; i++) {
 		struct objfs_node_rec rec = OBJFS_NODE_REC_INIT;
 		struct objfs_creds creds = OBJFS_CREDS_INIT;
-		char msg[COND_MAX];
-		char cond[COND_MAX * 2];
+		char msg[COND_MAX / 2];
+		char cond[COND_MAX];
 		int err;
 
-		if (ids[i] == NULL || !busy_acquire(n, ids[i]))
+		if (ids[i] == NULL || !vol_repair_due(n, ids[i]) ||
+		    !busy_acquire(n, ids[i]))
 			continue;
 		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && needs_repair(n, &rec)) {
 			vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
@@ -1736,6 +1794,7 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 				snprintf(cond, sizeof(cond), "the mount is broken and its repair failed: %s",
 					 msg[0] != '\0' ? msg : objfs_strerror(err));
 				vol_set_condition(n, ids[i], true, cond);
+				vol_repair_failed(n, ids[i]);
 				objfs_error(n->log, "node", "volume %s: %s", ids[i], cond);
 			}
 		}

@@ -1123,12 +1123,20 @@ static void test_stats_conditions(void **state)
 	assert_int_equal(x->fake.starts, 2);
 	assert_non_null(top_mount(&x->fake, x->target1));
 
-	/* A failing repair is reported in the condition. */
+	/* A failing repair is reported in the condition and retried after
+	 * a back-off (1 s first). */
 	x->fake.alive[101] = false;
 	x->fake.start_err = EIO;
 	assert_int_equal(objfs_csi_node_check(x->csi->node), 0);
-	x->fake.alive[102] = true;  /* pretend: stats sees a live process... */
+	assert_int_equal(x->fake.starts, 3);
 	x->fake.start_err = 0;
+	assert_int_equal(objfs_csi_node_check(x->csi->node), 0);
+	assert_int_equal(x->fake.starts, 3);
+	assert_int_equal(do_stats(x->csi, "vol1", x->staging, &r, &st), OBJFS_RPC_OK);
+	assert_true(r->volume_condition->abnormal);
+	assert_non_null(strstr(r->volume_condition->message, "repair failed: fake start failure"));
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	usleep(1100 * 1000);
 	assert_int_equal(objfs_csi_node_check(x->csi->node), 1);
 	assert_int_equal(do_stats(x->csi, "vol1", x->target1, &r, &st), OBJFS_RPC_OK);
 	assert_false(r->volume_condition->abnormal);
