@@ -120,20 +120,64 @@ static bool real_alive(void *ctx, const struct objfs_csi_proc *p)
 	return p->start == 0 || start == p->start;
 }
 
+/* Bytes the process has read and written (sockets included), or 0. */
+static unsigned long long proc_io(pid_t pid)
+{
+	char path[64], buf[512];
+	unsigned long long rchar = 0, wchar = 0;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/io", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "rchar: ");
+	if (p != NULL)
+		rchar = strtoull(p + 7, NULL, 10);
+	p = strstr(buf, "wchar: ");
+	if (p != NULL)
+		wchar = strtoull(p + 7, NULL, 10);
+	return rchar + wchar;
+}
+
+/* Waiting for the exit on its own: a process still uploading what it had
+ * not saved (its I/O counters move) gets all the time it needs, up to
+ * STOP_MAX_MS; one that makes no progress for grace_ms is signalled. */
+#define STOP_MAX_MS (15 * 60 * 1000)
+
 static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_ms)
 {
-	static const int sigs[] = { 0, SIGTERM, SIGKILL };
-	static const unsigned waits[] = { 0, 5000, 3000 };
+	static const int sigs[] = { SIGTERM, SIGKILL };
+	static const unsigned waits[] = { 5000, 3000 };
+	long long start = now_ms(), progress = start;
+	unsigned long long io = proc_io(p->pid);
 	size_t i;
 
-	for (i = 0; i < 3; i++) {
+	while (real_alive(ctx, p) && now_ms() - progress < grace_ms &&
+	       now_ms() - start < STOP_MAX_MS) {
+		unsigned long long io2;
+
+		sleep_ms(50);
+		io2 = proc_io(p->pid);
+		if (io2 != io) {
+			io = io2;
+			progress = now_ms();
+		}
+	}
+	for (i = 0; i < 2; i++) {
 		long long deadline;
 
 		if (!real_alive(ctx, p))
 			return 0;
-		if (sigs[i] != 0)
-			kill(p->pid, sigs[i]);
-		deadline = now_ms() + (i == 0 ? grace_ms : waits[i]);
+		kill(p->pid, sigs[i]);
+		deadline = now_ms() + waits[i];
 		while (real_alive(ctx, p) && now_ms() < deadline)
 			sleep_ms(20);
 	}
@@ -826,7 +870,7 @@ static const struct objfs_csi_mounter real_mounter = {
 	.ctx = NULL,
 	.watchdog_ms = 2000,
 	.ready_timeout_ms = 30000,
-	.stop_grace_ms = 20000,
+	.stop_grace_ms = 10000,
 	.stats_timeout_ms = 5000,
 };
 

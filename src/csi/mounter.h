@@ -61,8 +61,9 @@ struct objfs_csi_mounter_ops {
 		     struct objfs_csi_proc *out, char *msg, size_t cap);
 	/* True while p runs (not a zombie, same start time). */
 	bool (*alive)(void *ctx, const struct objfs_csi_proc *p);
-	/* Waits up to grace_ms for p to exit on its own (it flushes and
-	 * exits once unmounted), then SIGTERM, then SIGKILL.  0 once gone. */
+	/* Waits for p to exit on its own (it flushes and exits once
+	 * unmounted) as long as it makes progress (no progress for grace_ms:
+	 * it is hung), then SIGTERM, then SIGKILL.  0 once gone. */
 	int (*stop)(void *ctx, const struct objfs_csi_proc *p, unsigned grace_ms);
 	/* Bind-mounts src at dst (an existing directory), then remounts it
 	 * read-only when asked. */
@@ -94,12 +95,15 @@ struct objfs_csi_mounter {
 	unsigned watchdog_ms;       /* period of the repair thread; 0: none
 				       (tests call objfs_csi_node_check) */
 	unsigned ready_timeout_ms;  /* NodeStageVolume waits this long */
-	unsigned stop_grace_ms;     /* NodeUnstageVolume waits for the flush */
+	unsigned stop_grace_ms;     /* NodeUnstageVolume waits for the flush
+				       while the process makes progress;
+				       this long without any: hung */
 	unsigned stats_timeout_ms;  /* statvfs and the store probe */
 };
 
-/* The real mounter: real mounts, watchdog every 2 s, 30 s to mount, 30 s
- * to flush, 5 s for stats.  A static constant; never freed. */
+/* The real mounter: real mounts, watchdog every 2 s, 30 s to mount, 10 s
+ * without progress while flushing, 5 s for stats.  A static constant;
+ * never freed. */
 const struct objfs_csi_mounter *objfs_csi_mounter_real(void);
 
 /* Parses one /proc/self/mountinfo text for path's top mount (exposed for

@@ -513,6 +513,7 @@ static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
 {
 	char norm[PATH_MAX];
 	size_t klen = strlen(n->kubelet);
+	struct objfs_csi_mount_info mi;
 	struct stat sb;
 	int err;
 
@@ -533,7 +534,10 @@ static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
 	    out[klen + 1] == '\0')
 		return objfs_rpc_fail(st, code, "%s \"%s\" is outside the kubelet directory %s",
 				      field, path, n->kubelet);
-	if (lstat(out, &sb) == 0 && S_ISLNK(sb.st_mode))
+	/* A mount point is no symbolic link; and an lstat() there would ask
+	 * the mounted filesystem, which may hang. */
+	if (n->m.ops->mount_info(n->m.ctx, out, &mi) != 0 &&
+	    lstat(out, &sb) == 0 && S_ISLNK(sb.st_mode))
 		return objfs_rpc_fail(st, code, "%s \"%s\" is a symbolic link", field, path);
 	return OBJFS_RPC_OK;
 }
@@ -858,8 +862,11 @@ static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *re
 	detach_all(n, rec->staging);
 }
 
-static int ensure_dir(const char *path, bool *created)
+/* Creates the directory path when missing.  Never stat()s a mount point
+ * (a hung FUSE daemon would hold the call). */
+static int ensure_dir(struct objfs_csi_node *n, const char *path, bool *created)
 {
+	struct objfs_csi_mount_info mi;
 	struct stat sb;
 
 	*created = false;
@@ -869,9 +876,11 @@ static int ensure_dir(const char *path, bool *created)
 	}
 	if (errno != EEXIST)
 		return errno;
-	if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+	if (n->m.ops->mount_info(n->m.ctx, path, &mi) == 0)
+		return 0;
+	if (lstat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
 		return ENOTDIR;
-	return 0;   /* a directory, or a dead mount point (ENOTCONN) */
+	return 0;
 }
 
 /* Binds the staging path at target (creating it).  0 or an errno. */
@@ -881,7 +890,7 @@ static int bind_target(struct objfs_csi_node *n, const char *staging,
 	bool created = false;
 	int err;
 
-	err = ensure_dir(target, &created);
+	err = ensure_dir(n, target, &created);
 	if (err != 0)
 		return err;
 	err = n->m.ops->bind(n->m.ctx, staging, target, readonly);
@@ -1026,7 +1035,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 		goto out;
 	}
 	rec.secrets = secrets->access_key != NULL && n->rec_dir[0] != '\0';
-	err = ensure_dir(staging, &created);
+	err = ensure_dir(n, staging, &created);
 	if (err != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "staging_target_path %s is not a directory: %s",

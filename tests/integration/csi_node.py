@@ -387,6 +387,49 @@ def main():
             assert not stats(na3, t1).volume_condition.abnormal
             return na3
 
+        def busy_and_hung(stub):
+            # Busy: a pod still holds a file open; unpublish still succeeds.
+            t4 = os.path.join(kubelet, "pods/p4/volumes/kubernetes.io~csi/pv1/mount")
+            os.makedirs(os.path.dirname(t4), exist_ok=True)
+            publish(stub, stage_a, t4)
+            f = open(os.path.join(t4, "data.bin"), "rb")
+            try:
+                unpublish(stub, t4)
+                assert not is_mountpoint(t4) and not os.path.exists(t4)
+                assert len(f.read(10)) == 10     # the open file keeps working
+            finally:
+                f.close()
+            # Hung: the mount process stops answering (SIGSTOP).
+            hang_stage = os.path.join(kubelet, "plugins/kubernetes.io/csi/objfs.csi.io/h1/globalmount")
+            t5 = os.path.join(kubelet, "pods/p5/volumes/kubernetes.io~csi/pvh/mount")
+            os.makedirs(hang_stage, exist_ok=True)
+            os.makedirs(os.path.dirname(t5), exist_ok=True)
+            hctx = {"source": "s3://%s/vols/vol-hang" % bucket}
+            stage(stub, hang_stage, volume_id="vol-hang", ctx=hctx, group="")
+            publish(stub, hang_stage, t5, volume_id="vol-hang", group="")
+            write_file(os.path.join(t5, "x"), b"x")
+            pid = mount_pid(hang_stage)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                t0 = time.time()
+                resp = stats(stub, t5, volume_id="vol-hang")
+                assert resp.volume_condition.abnormal, resp
+                assert "does not answer" in resp.volume_condition.message, resp
+                assert time.time() - t0 < 15, time.time() - t0
+                t0 = time.time()
+                unpublish(stub, t5, volume_id="vol-hang")
+                unstage(stub, hang_stage, volume_id="vol-hang")
+                took = time.time() - t0
+                print("  hung mount released in %.1fs" % took)
+                assert took < 60, took
+                assert not is_mountpoint(t5) and not is_mountpoint(hang_stage)
+                assert mount_pids(hang_stage) == []
+            finally:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
         def s3_down(stub):
             subprocess.run(["sh", SWIFT, "stop", swift_dir], check=True, timeout=60,
                            stdout=subprocess.DEVNULL)
@@ -442,6 +485,7 @@ def main():
         holder = {}
         r.run("restart of objfs-csi", lambda: holder.update(stub=restart_plugin()))
         stub = holder.get("stub") or pbg.NodeStub(a.channel)
+        r.run("busy and hung mounts are released", busy_and_hung, stub)
         r.run("S3 server down", s3_down, stub)
         swift_up = False
         r.run("unpublish and unstage (twice each)", teardown_idempotent, stub)
