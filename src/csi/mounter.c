@@ -31,6 +31,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -877,4 +878,292 @@ static const struct objfs_csi_mounter real_mounter = {
 const struct objfs_csi_mounter *objfs_csi_mounter_real(void)
 {
 	return &real_mounter;
+}
+
+/* ---- the host-systemd runner ------------------------------------------- */
+
+/* Runs argv (PATH lookup) with a clean environment, its stdout into out
+ * (cap bytes, NUL-terminated; may be NULL), killed after timeout_ms.
+ * *status gets the exit code (-1 when killed).  0 or an errno. */
+static int run_cmd(char *const argv[], char *out, size_t cap, unsigned timeout_ms,
+		   int *status)
+{
+	char pathenv[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	char *envp[2] = { pathenv, NULL };
+	const char *path = getenv("PATH");
+	char pathbuf[4096];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	int pp[2] = { -1, -1 };
+	size_t len = 0;
+	long long deadline = now_ms() + timeout_ms;
+	pid_t pid = -1;
+	int err, ws = 0;
+
+	*status = -1;
+	if (out != NULL && cap > 0)
+		out[0] = '\0';
+	/* Tests put fake systemctl/systemd-run first in PATH. */
+	if (path != NULL && (size_t)snprintf(pathbuf, sizeof(pathbuf), "PATH=%s", path) <
+	    sizeof(pathbuf))
+		envp[0] = pathbuf;
+	if (pipe2(pp, O_CLOEXEC) != 0)
+		return errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pp[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	/* posix_spawnp searches the caller's PATH. */
+	err = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(pp[1]);
+	if (err != 0) {
+		close(pp[0]);
+		return err;
+	}
+	for (;;) {
+		struct pollfd pfd = { pp[0], POLLIN, 0 };
+		long long left = deadline - now_ms();
+		char buf[256];
+		ssize_t n;
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			err = ETIMEDOUT;
+			break;
+		}
+		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) <= 0)
+			continue;
+		n = read(pp[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (out != NULL && len + 1 < cap) {
+			size_t k = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
+
+			memcpy(out + len, buf, k);
+			len += k;
+			out[len] = '\0';
+		}
+	}
+	close(pp[0]);
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (err == 0 && WIFEXITED(ws))
+		*status = WEXITSTATUS(ws);
+	return err;
+}
+
+/* systemctl VERB [ARG] UNIT; the exit status, or -1. */
+static int systemctl(const char *verb, const char *arg, const char *unit, char *out,
+		     size_t cap)
+{
+	char *argv[6];
+	int i = 0, status = -1;
+
+	argv[i++] = (char *)"systemctl";
+	argv[i++] = (char *)verb;
+	if (arg != NULL)
+		argv[i++] = (char *)arg;
+	argv[i++] = (char *)unit;
+	argv[i] = NULL;
+	if (run_cmd(argv, out, cap, 20000, &status) != 0)
+		return -1;
+	return status;
+}
+
+static bool sd_alive(void *ctx, const struct objfs_csi_proc *p)
+{
+	char state[64];
+
+	if (p->unit[0] == '\0')
+		return real_alive(ctx, p);
+	if (systemctl("is-active", NULL, p->unit, state, sizeof(state)) == 0)
+		return true;
+	/* "active", "activating", "deactivating" and a systemctl that did
+	 * not answer all count as alive: only a unit known to be gone is. */
+	return strncmp(state, "inactive", 8) != 0 && strncmp(state, "failed", 6) != 0 &&
+	       state[0] != '\0';
+}
+
+static void sd_wait_gone(void *ctx, const struct objfs_csi_proc *p, unsigned ms)
+{
+	long long deadline = now_ms() + ms;
+
+	while (sd_alive(ctx, p) && now_ms() < deadline)
+		sleep_ms(200);
+}
+
+static int sd_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_ms)
+{
+	if (p->unit[0] == '\0')
+		return real_stop(ctx, p, grace_ms);
+	/* No view of the process's I/O from here: a longer wait, then
+	 * SIGTERM (objfs-mount uploads what is unsaved and exits). */
+	sd_wait_gone(ctx, p, grace_ms);
+	if (sd_alive(ctx, p)) {
+		systemctl("kill", "--signal=SIGTERM", p->unit, NULL, 0);
+		sd_wait_gone(ctx, p, 60000);
+	}
+	if (sd_alive(ctx, p)) {
+		systemctl("kill", "--signal=SIGKILL", p->unit, NULL, 0);
+		sd_wait_gone(ctx, p, 5000);
+	}
+	systemctl("reset-failed", NULL, p->unit, NULL, 0);
+	return sd_alive(ctx, p) ? EBUSY : 0;
+}
+
+static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
+		    struct objfs_csi_proc *out, char *msg, size_t cap)
+{
+	char creds_path[PATH_MAX] = "";
+	char opts[OPTS_MAX];
+	char unit_arg[OBJFS_CSI_UNIT_MAX + 8];
+	char mem[48];
+	char name[OBJFS_NODE_REC_NAME_MAX];
+	char pidbuf[32];
+	char *argv[20];
+	struct objfs_csi_proc proc;
+	long long deadline, next_check = 0;
+	bool up = false;
+	int i = 0, status = -1, err;
+
+	msg[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	memset(&proc, 0, sizeof(proc));
+	err = objfs_node_rec_name(spec->mountpoint, name);
+	if (err != 0)
+		return err;
+	snprintf(proc.unit, sizeof(proc.unit), "objfs-mount-%.16s.service", name + 2);
+	if (spec->creds != NULL && spec->creds->access_key != NULL) {
+		err = write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
+		if (err != 0) {
+			snprintf(msg, cap, "cannot write the credentials file: %s",
+				 objfs_strerror(err));
+			goto out;
+		}
+	}
+	if ((size_t)snprintf(opts, sizeof(opts), "%s%s%s%s", spec->options,
+			     spec->options[0] != '\0' && creds_path[0] != '\0' ? "," : "",
+			     creds_path[0] != '\0' ? "credentials_file=" : "", creds_path) >=
+	    sizeof(opts)) {
+		err = E2BIG;
+		snprintf(msg, cap, "mount options too long");
+		goto out;
+	}
+	/* A unit of that name left failed by an earlier run. */
+	systemctl("reset-failed", NULL, proc.unit, NULL, 0);
+	snprintf(unit_arg, sizeof(unit_arg), "--unit=%s", proc.unit);
+	argv[i++] = (char *)"systemd-run";
+	argv[i++] = unit_arg;
+	argv[i++] = (char *)"--collect";
+	argv[i++] = (char *)"--quiet";
+	argv[i++] = (char *)"--property=KillMode=mixed";
+	argv[i++] = (char *)"--property=TimeoutStopSec=900";
+	if (spec->memory_mib != 0) {
+		snprintf(mem, sizeof(mem), "--property=MemoryMax=%uM", spec->memory_mib);
+		argv[i++] = mem;
+	}
+	argv[i++] = (char *)"--";
+	argv[i++] = (char *)spec->program;
+	argv[i++] = (char *)"-f";
+	argv[i++] = (char *)"-o";
+	argv[i++] = opts;
+	argv[i++] = (char *)spec->source;
+	argv[i++] = (char *)spec->mountpoint;
+	argv[i] = NULL;
+	err = run_cmd(argv, NULL, 0, 30000, &status);
+	if (err == 0 && status != 0)
+		err = EIO;
+	if (err != 0) {
+		snprintf(msg, cap, "systemd-run %s failed (is /run/systemd of the host mounted?)",
+			 proc.unit);
+		goto out;
+	}
+	deadline = now_ms() + spec->timeout_ms;
+	while (!up) {
+		struct objfs_csi_mount_info mi;
+
+		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse) {
+			up = true;
+			break;
+		}
+		if (now_ms() >= deadline) {
+			err = ETIMEDOUT;
+			snprintf(msg, cap, "the mount did not come up within %u ms (journalctl -u %s)",
+				 spec->timeout_ms, proc.unit);
+			break;
+		}
+		if (now_ms() >= next_check) {
+			if (!sd_alive(ctx, &proc)) {
+				err = EIO;
+				snprintf(msg, cap, "%s exited before the mount was ready (journalctl -u %s on the node)",
+					 spec->program, proc.unit);
+				break;
+			}
+			next_check = now_ms() + 500;
+		}
+		sleep_ms(50);
+	}
+	if (err != 0) {
+		struct objfs_csi_mount_info mi;
+
+		systemctl("kill", "--signal=SIGKILL", proc.unit, NULL, 0);
+		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse) {
+			real_abort_conn(ctx, mi.dev);
+			real_unmount(ctx, spec->mountpoint, true);
+		}
+		sd_wait_gone(ctx, &proc, 5000);
+		systemctl("reset-failed", NULL, proc.unit, NULL, 0);
+		goto out;
+	}
+	/* The host's pid, for the logs only (not visible without hostPID). */
+	if (systemctl("show", "--property=MainPID", proc.unit, pidbuf, sizeof(pidbuf)) == 0) {
+		const char *eq = strchr(pidbuf, '=');
+
+		proc.pid = (pid_t)strtol(eq != NULL ? eq + 1 : pidbuf, NULL, 10);
+	}
+	*out = proc;
+out:
+	if (creds_path[0] != '\0')
+		unlink(creds_path);
+	return err;
+}
+
+static const struct objfs_csi_mounter_ops sd_ops = {
+	.start = sd_start,
+	.alive = sd_alive,
+	.stop = sd_stop,
+	.bind = real_bind,
+	.unmount = real_unmount,
+	.abort_conn = real_abort_conn,
+	.mount_info = real_mount_info,
+	.statfs = real_statfs,
+	.probe = real_probe,
+};
+
+static const struct objfs_csi_mounter sd_mounter = {
+	.ops = &sd_ops,
+	.ctx = NULL,
+	.watchdog_ms = 2000,
+	.ready_timeout_ms = 30000,
+	.stop_grace_ms = 30000,
+	.stats_timeout_ms = 5000,
+};
+
+const struct objfs_csi_mounter *objfs_csi_mounter_host_systemd(void)
+{
+	return &sd_mounter;
 }

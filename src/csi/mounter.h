@@ -33,13 +33,18 @@ struct objfs_csi_mount_spec {
 	const char *log_path;           /* the process's stdout/stderr
 					   (appended); NULL: /dev/null */
 	unsigned timeout_ms;            /* until the mount answers */
+	unsigned memory_mib;            /* host-systemd runner: MemoryMax of
+					   the unit; 0: none */
 };
 
 /* A process, identified beyond its pid by its start time (clock ticks
  * after boot, /proc/PID/stat field 22) so a reused pid is not mistaken. */
+#define OBJFS_CSI_UNIT_MAX 64
 struct objfs_csi_proc {
 	pid_t pid;
 	unsigned long long start;
+	char unit[OBJFS_CSI_UNIT_MAX];  /* host-systemd runner: the transient
+					   unit; "" otherwise */
 };
 
 /* The top mount at a path (from /proc/self/mountinfo). */
@@ -105,6 +110,18 @@ struct objfs_csi_mounter {
  * without progress while flushing, 5 s for stats.  A static constant;
  * never freed. */
 const struct objfs_csi_mounter *objfs_csi_mounter_real(void);
+
+/* The host-systemd runner: like the real mounter, but every objfs-mount
+ * runs as a transient unit of the host's systemd (`systemd-run --unit
+ * objfs-mount-HASH --collect -p MemoryMax=...`), reached through
+ * /run/systemd (systemctl/systemd-run in PATH).  The process then lives in
+ * its own cgroup, outside the plugin's container: it survives restarts and
+ * upgrades of the node pod, and its memory bound is enforced by the kernel.
+ * Readiness comes from mountinfo (the mount propagates back through the
+ * kubelet directory); liveness from `systemctl is-active`.  The program
+ * and every path handed to it (mount point, credentials file) must be the
+ * same on the host.  A static constant; never freed. */
+const struct objfs_csi_mounter *objfs_csi_mounter_host_systemd(void);
 
 /* Parses one /proc/self/mountinfo text for path's top mount (exposed for
  * tests).  0 or ENOENT. */

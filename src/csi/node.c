@@ -790,6 +790,15 @@ static struct objfs_creds creds_for(struct objfs_csi_node *n, const struct objfs
 	return c;
 }
 
+static void proc_of(const struct objfs_node_rec *rec, struct objfs_csi_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->pid = rec->pid;
+	p->start = rec->start;
+	if (rec->unit != NULL)
+		snprintf(p->unit, sizeof(p->unit), "%s", rec->unit);
+}
+
 /* Starts the mount process of rec at rec->staging; sets rec->pid/start. */
 static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 		       const struct objfs_creds *vc, char *msg, size_t cap)
@@ -810,6 +819,7 @@ static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 	spec.creds = c.access_key != NULL ? &c : NULL;
 	spec.work_dir = n->tmp_dir;
 	spec.timeout_ms = n->m.ready_timeout_ms;
+	spec.memory_mib = n->csi->cfg.mount_memory_mib;
 	if (n->log_dir[0] != '\0' && objfs_node_rec_name(rec->volume_id, name) == 0 &&
 	    objfs_node_rec_mkdir(n->log_dir) == 0 &&
 	    (size_t)snprintf(log_path, sizeof(log_path), "%s/%s.log", n->log_dir, name) <
@@ -822,6 +832,11 @@ static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 		return err;
 	rec->pid = proc.pid;
 	rec->start = proc.start;
+	err = objfs_pb_set_str(&rec->unit, proc.unit);
+	if (err != 0) {
+		(void)n->m.ops->stop(n->m.ctx, &proc, 0);
+		return err;
+	}
 	objfs_info(n->log, "node", "volume %s mounted at %s by process %ld",
 		   rec->volume_id, rec->staging, (long)proc.pid);
 	return 0;
@@ -829,9 +844,10 @@ static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 
 static bool proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 {
-	struct objfs_csi_proc p = { rec->pid, rec->start };
+	struct objfs_csi_proc p;
 
-	return rec->pid > 0 && n->m.ops->alive(n->m.ctx, &p);
+	proc_of(rec, &p);
+	return (p.pid > 0 || p.unit[0] != '\0') && n->m.ops->alive(n->m.ctx, &p);
 }
 
 /* Detaches every mount stacked at path (no waiting on the filesystem). */
@@ -853,11 +869,12 @@ static void detach_all(struct objfs_csi_node *n, const char *path)
 static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 {
 	struct objfs_csi_mount_info mi;
-	struct objfs_csi_proc p = { rec->pid, rec->start };
+	struct objfs_csi_proc p;
 
+	proc_of(rec, &p);
 	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse)
 		n->m.ops->abort_conn(n->m.ctx, mi.dev);
-	if (rec->pid > 0)
+	if (p.pid > 0 || p.unit[0] != '\0')
 		(void)n->m.ops->stop(n->m.ctx, &p, 0);
 	detach_all(n, rec->staging);
 }
@@ -1219,11 +1236,12 @@ static void vol_remove(struct objfs_csi_node *n, const char *id)
  * sure nothing is left (SIGTERM, SIGKILL, abort, detach). */
 static int unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 {
-	struct objfs_csi_proc p = { rec->pid, rec->start };
+	struct objfs_csi_proc p;
 	struct objfs_csi_mount_info mi;
 	bool alive = proc_alive(n, rec);
 	int err;
 
+	proc_of(rec, &p);
 	if (!alive) {
 		detach_all(n, rec->staging);
 		return 0;

@@ -46,6 +46,7 @@ void objfs_node_rec_release(struct objfs_node_rec *r)
 	free(r->options);
 	free(r->fingerprint);
 	free(r->group);
+	free(r->unit);
 	for (i = 0; i < r->n_pubs; i++)
 		free_pub(&r->pubs[i]);
 	free(r->pubs);
@@ -116,6 +117,7 @@ int objfs_node_rec_copy(struct objfs_node_rec *dst, const struct objfs_node_rec 
 	err |= dup_str(&dst->options, src->options);
 	err |= dup_str(&dst->fingerprint, src->fingerprint);
 	err |= dup_str(&dst->group, src->group);
+	err |= dup_str(&dst->unit, src->unit);
 	dst->pid = src->pid;
 	dst->start = src->start;
 	dst->secrets = src->secrets;
@@ -236,6 +238,8 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 	buf_kv(&b, "options", r->options);
 	buf_kv(&b, "fingerprint", r->fingerprint);
 	buf_kv(&b, "group", r->group);
+	if (r->unit != NULL && r->unit[0] != '\0')
+		buf_kv(&b, "unit", r->unit);
 	snprintf(num, sizeof(num), "%ld", (long)r->pid);
 	buf_kv(&b, "pid", num);
 	snprintf(num, sizeof(num), "%llu", r->start);
@@ -355,6 +359,7 @@ static int parse_line(struct objfs_node_rec *r, const char *line, size_t n)
 		{ "options", offsetof(struct objfs_node_rec, options) },
 		{ "fingerprint", offsetof(struct objfs_node_rec, fingerprint) },
 		{ "group", offsetof(struct objfs_node_rec, group) },
+		{ "unit", offsetof(struct objfs_node_rec, unit) },
 	};
 	const char *eq = memchr(line, '=', n);
 	size_t klen, vlen, i;

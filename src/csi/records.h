@@ -18,6 +18,7 @@
  *   group=1000                          the volume mount group, or empty
  *   pid=4242                            the mount process
  *   start=123456                        its start time (/proc/PID/stat #22)
+ *   unit=objfs-mount-0123abcd.service   host-systemd runner: its unit
  *   secrets=1                           a secrets file exists
  *   publish=0|FINGERPRINT|/var/lib/kubelet/pods/.../mount   (0 rw, 1 ro)
  *
@@ -60,6 +61,7 @@ struct objfs_node_rec {
 	char *options;
 	char *fingerprint;
 	char *group;
+	char *unit;
 	pid_t pid;
 	unsigned long long start;
 	bool secrets;

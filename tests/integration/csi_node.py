@@ -12,6 +12,7 @@ of them is absent.  Every mount and process is cleaned up in finally blocks.
 """
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -430,6 +431,61 @@ def main():
                 except OSError:
                     pass
 
+        def host_systemd_runner():
+            # objfs-csi's host-systemd runner against fake systemd-run and
+            # systemctl (no systemd here): the contract objfs-csi keeps.
+            fake = os.path.join(work, "fake-systemd")
+            os.makedirs(fake, exist_ok=True)
+            for name in ("systemd-run", "systemctl"):
+                shutil.copy2(os.path.join(csilib.SRCDIR, "tests", "integration",
+                                          "fake-systemd", name), fake)
+            c = make_driver("c", "node-c")
+            c.env["OBJFS_MOUNT_RUNNER"] = "host-systemd"
+            c.env["PATH"] = fake + ":" + c.env.get("PATH", "/usr/bin:/bin")
+            c.start()
+            nc = pbg.NodeStub(c.channel)
+            stage_c = os.path.join(kubelet, "plugins/kubernetes.io/csi/objfs.csi.io/c1/globalmount")
+            t6 = os.path.join(kubelet, "pods/p6/volumes/kubernetes.io~csi/pv1/mount")
+            os.makedirs(stage_c, exist_ok=True)
+            os.makedirs(os.path.dirname(t6), exist_ok=True)
+            stage(nc, stage_c)
+            stage(nc, stage_c)
+            publish(nc, stage_c, t6)
+            units = os.path.join(fake, "units")
+            pidfiles = [f for f in os.listdir(units) if f.endswith(".pid")]
+            assert len(pidfiles) == 1, os.listdir(units)
+            unit = pidfiles[0][:-4]
+            assert unit.startswith("objfs-mount-") and unit.endswith(".service"), unit
+            with open(os.path.join(units, unit + ".props")) as f:
+                props = f.read()
+            assert "MemoryMax=64M" in props, props
+            pid = int(open(os.path.join(units, unit + ".pid")).read())
+            assert mount_pid(stage_c) == pid
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                assert s3["OBJFS_TEST_S3_SECRET_KEY"].encode() not in f.read()
+            wait_for(lambda: read_file(os.path.join(t6, "data.bin")) == payload, 15,
+                     "reading through the systemd-run mount")
+            assert not stats(nc, t6).volume_condition.abnormal
+            # The unit dies: the watchdog starts it again.
+            os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: mount_pids(stage_c) and mount_pid(stage_c) != pid and
+                     read_file(os.path.join(t6, "data.bin")) == payload, 20,
+                     "the repair of the unit")
+            pid = mount_pid(stage_c)
+            # The plugin restarts: the unit is adopted.
+            c.stop(signal.SIGKILL)
+            c.start()
+            nc = pbg.NodeStub(c.channel)
+            assert not stats(nc, t6).volume_condition.abnormal
+            assert mount_pid(stage_c) == pid
+            unpublish(nc, t6)
+            unstage(nc, stage_c)
+            unstage(nc, stage_c)
+            assert mount_pids(stage_c) == [] and not is_mountpoint(stage_c)
+            assert "active" != subprocess.run([os.path.join(fake, "systemctl"), "is-active", unit],
+                                              capture_output=True, text=True).stdout.strip()
+            c.stop()
+
         def s3_down(stub):
             subprocess.run(["sh", SWIFT, "stop", swift_dir], check=True, timeout=60,
                            stdout=subprocess.DEVNULL)
@@ -486,6 +542,7 @@ def main():
         r.run("restart of objfs-csi", lambda: holder.update(stub=restart_plugin()))
         stub = holder.get("stub") or pbg.NodeStub(a.channel)
         r.run("busy and hung mounts are released", busy_and_hung, stub)
+        r.run("host-systemd runner (fake systemd)", host_systemd_runner)
         r.run("S3 server down", s3_down, stub)
         swift_up = False
         r.run("unpublish and unstage (twice each)", teardown_idempotent, stub)
