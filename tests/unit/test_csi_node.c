@@ -1216,13 +1216,15 @@ static void test_records_roundtrip(void **state)
 	r.options = strdup("allow_other,gid=5");
 	r.fingerprint = strdup("mode=5;ctx=00ff");
 	r.group = strdup("5");
+	r.unit = strdup("objfs-mount-0123456789abcdef.service");
 	r.pid = 4242;
 	r.start = 123456789012ULL;
 	r.secrets = true;
 	assert_int_equal(objfs_node_rec_add_pub(&r, "/var/lib/kubelet/pods/a|b/mount", "fp1", true), 0);
 	assert_int_equal(objfs_node_rec_add_pub(&r, "/var/lib/kubelet/pods/c/mount", "", false), 0);
 	assert_int_equal(objfs_node_rec_format(&r, &text, &len), 0);
-	assert_null(strchr(strstr(text, "volume_id=") + 10, '|') == NULL ? NULL : NULL);
+	/* Escaped: one line per key, no raw '|' or newline in values. */
+	assert_non_null(strstr(text, "volume_id=weird%7Cid%25with%0Anewline and spaces\n"));
 	assert_int_equal(objfs_node_rec_parse(text, len, &back), 0);
 	assert_string_equal(back.volume_id, r.volume_id);
 	assert_string_equal(back.staging, r.staging);
@@ -1230,6 +1232,7 @@ static void test_records_roundtrip(void **state)
 	assert_string_equal(back.options, r.options);
 	assert_string_equal(back.fingerprint, r.fingerprint);
 	assert_string_equal(back.group, "5");
+	assert_string_equal(back.unit, "objfs-mount-0123456789abcdef.service");
 	assert_int_equal(back.pid, 4242);
 	assert_true(back.start == 123456789012ULL);
 	assert_true(back.secrets);
