@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs.h"
@@ -119,7 +120,7 @@ static void usage(const char *prog)
 "  insecure_skip_verify   do not verify the server's certificate\n"
 "  unsigned_payload       sign requests with UNSIGNED-PAYLOAD\n"
 "  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
-"                         session_token= (default: $AWS_ACCESS_KEY_ID,\n"
+"                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
 "                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
 "  retries=N              attempts per request (default: 5)\n"
@@ -206,59 +207,12 @@ static int parse_double(const char *s, double *out)
 	return 0;
 }
 
-/* Reads the credentials file: key=value lines. */
-static int read_credentials(const char *path, char **ak, char **sk, char **st)
-{
-	char line[4096];
-	FILE *f = fopen(path, "re");
-	int err = 0;
-
-	if (f == NULL)
-		return errno;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		size_t n = strcspn(line, "\r\n");
-		char *eq, **dst = NULL;
-
-		line[n] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		eq = strchr(line, '=');
-		if (eq == NULL)
-			continue;
-		*eq = '\0';
-		if (strcmp(line, "access_key_id") == 0)
-			dst = ak;
-		else if (strcmp(line, "secret_access_key") == 0)
-			dst = sk;
-		else if (strcmp(line, "session_token") == 0)
-			dst = st;
-		if (dst == NULL)
-			continue;
-		free(*dst);
-		*dst = strdup(eq + 1);
-		if (*dst == NULL) {
-			err = ENOMEM;
-			break;
-		}
-	}
-	explicit_bzero(line, sizeof(line));
-	fclose(f);
-	return err;
-}
-
-static char *env_dup(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v != NULL && *v != '\0' ? strdup(v) : NULL;
-}
-
 struct settings {
 	struct objfs_fs_opts fo;
 	struct objfs_store_config sc;
 	int ready_fd;
 	enum objfs_log_level level;
-	char *ak, *sk, *st;
+	struct objfs_creds creds;
 };
 
 #define NUM(field, dst, fn) do {                                        \
@@ -353,30 +307,23 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->sc.s3.insecure_skip_verify = c->insecure != 0;
 	s->sc.s3.unsigned_payload = c->unsigned_payload != 0;
 	if (c->credentials_file != NULL) {
-		err = read_credentials(c->credentials_file, &s->ak, &s->sk, &s->st);
+		int line = 0;
+
+		err = objfs_creds_load_file(c->credentials_file, &s->creds, &line);
 		if (err != 0) {
-			fprintf(stderr, "objfs-mount: reading %s: %s\n",
-				c->credentials_file, objfs_strerror(err));
+			fprintf(stderr, "objfs-mount: reading %s: %s (line %d)\n",
+				c->credentials_file, objfs_strerror(err), line);
 			return err;
 		}
 	} else {
-		s->ak = env_dup("AWS_ACCESS_KEY_ID");
-		s->sk = env_dup("AWS_SECRET_ACCESS_KEY");
-		s->st = env_dup("AWS_SESSION_TOKEN");
+		err = objfs_creds_load_env(&s->creds);
+		if (err != 0)
+			return err;
 	}
-	s->sc.s3.access_key = s->ak;
-	s->sc.s3.secret_key = s->sk;
-	s->sc.s3.session_token = s->st;
+	s->sc.s3.access_key = s->creds.access_key;
+	s->sc.s3.secret_key = s->creds.secret_key;
+	s->sc.s3.session_token = s->creds.session_token;
 	return 0;
-}
-
-static void wipe(char **p)
-{
-	if (*p != NULL) {
-		explicit_bzero(*p, strlen(*p));
-		free(*p);
-		*p = NULL;
-	}
 }
 
 int main(int argc, char *argv[])
@@ -422,8 +369,8 @@ int main(int argc, char *argv[])
 	if (log == NULL)
 		goto out;
 	err = objfs_store_stack_create(&s.sc, log, &store);
-	wipe(&s.sk);
-	wipe(&s.st);
+	/* the store copied what it needs */
+	objfs_creds_release(&s.creds);
 	if (err != 0) {
 		objfs_error(log, "mount", "opening %s: %s", c.source,
 			    objfs_strerror(err));
@@ -453,6 +400,11 @@ int main(int argc, char *argv[])
 	mounted = 1;
 	if (fuse_daemonize(co.foreground) != 0)
 		goto out_unmount;
+	err = objfs_fs_start(fs);
+	if (err != 0) {
+		objfs_error(log, "mount", "starting workers: %s", objfs_strerror(err));
+		goto out_unmount;
+	}
 	objfs_info(log, "mount", "%s mounted on %s", c.source, co.mountpoint);
 	if (s.ready_fd >= 0) {
 		ssize_t n = write(s.ready_fd, "R", 1);
@@ -466,8 +418,11 @@ int main(int argc, char *argv[])
 	if (lc == NULL)
 		goto out_unmount;
 	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-	fuse_loop_cfg_set_max_threads(lc, co.max_threads ? co.max_threads : 16);
-	fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads ? co.max_idle_threads : 8);
+	fuse_loop_cfg_set_max_threads(lc, co.max_threads > 0 && co.max_threads <= 1000 ?
+				      co.max_threads : 16);
+	fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads > 0 &&
+				       co.max_idle_threads <= 1000 ?
+				       co.max_idle_threads : 8);
 	if (co.singlethread)
 		ret = fuse_session_loop(se);
 	else
@@ -492,9 +447,7 @@ out:
 	objfs_fs_destroy(fs);
 	objfs_store_destroy(store);
 	objfs_log_destroy(log);
-	wipe(&s.ak);
-	wipe(&s.sk);
-	wipe(&s.st);
+	objfs_creds_release(&s.creds);
 	free(co.mountpoint);
 	fuse_opt_free_args(&args);
 	free(c.source);

@@ -93,6 +93,23 @@ struct dirsnap {
 	bool attrs_done;
 };
 
+/* A multipart upload fed while a file is written sequentially: every
+ * completed part_size bytes go up at once, so closing a large file only
+ * sends the tail.  The parts array and counters are under mu (tasks finish
+ * without the inode's lock); the rest belongs to the inode (in->mu). */
+struct stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char key[KEYBUF];
+	char *upload_id;
+	struct objfs_part *parts;       /* index = part number - 1 */
+	unsigned n_parts;               /* parts started */
+	unsigned inflight;              /* mu */
+	int err;                        /* first failure, mu */
+	uint64_t off;                   /* bytes handed to parts */
+	struct objfs_fattr fa;          /* attributes sent at create */
+};
+
 struct inode {
 	fuse_ino_t ino;
 	struct inode *ino_next;         /* ino hash chain */
@@ -126,6 +143,8 @@ struct inode {
 	pthread_mutex_t mu;
 	struct objfs_spool *spool;
 	bool dirty;                      /* also read under fs->lock */
+	bool seq;                        /* written only at its end since empty */
+	struct stream *stream;           /* parts already on their way */
 };
 
 struct ra_chunk {
@@ -337,6 +356,72 @@ static void snap_drop(struct inode *dir)
 	if (dir != NULL && dir->snap != NULL) {
 		snap_put_locked(dir->snap);
 		dir->snap = NULL;
+	}
+}
+
+/* Finds name in a snapshot: its index, or where it would go (*found). */
+static size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
+{
+	size_t lo = 0, hi = s->n;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->e[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Keeps dir's listing current after a local change (fs->lock): the name
+ * is added (add) or removed.  A listing that readdir handles share is
+ * dropped instead, so their offsets stay valid. */
+static void snap_note(struct inode *dir, const char *name, bool add,
+		      bool is_dir)
+{
+	struct dirsnap *s = dir != NULL ? dir->snap : NULL;
+	bool found;
+	size_t i;
+
+	if (s == NULL)
+		return;
+	if (s->refs > 1) {
+		snap_drop(dir);
+		return;
+	}
+	i = snap_find(s, name, &found);
+	if (add && !found) {
+		struct dent *e = realloc(s->e, (s->n + 1) * sizeof(*e));
+		char *nm = strdup(name);
+
+		if (e == NULL || nm == NULL) {
+			if (e != NULL)
+				s->e = e;
+			free(nm);
+			snap_drop(dir);
+			return;
+		}
+		s->e = e;
+		memmove(&e[i + 1], &e[i], (s->n - i) * sizeof(*e));
+		memset(&e[i], 0, sizeof(*e));
+		e[i].name = nm;
+		e[i].is_dir = is_dir;
+		s->n++;
+	} else if (add) {
+		s->e[i].is_dir = is_dir;
+		s->e[i].have_attr = false;
+	} else if (found) {
+		free(s->e[i].name);
+		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
+		s->n--;
 	}
 }
 
@@ -719,43 +804,79 @@ static int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self
 	return 0;
 }
 
+struct list_task {
+	struct objfs_fs *fs;
+	const char *prefix;
+	int err;
+	bool used;
+	bool marker;            /* the first key is the prefix itself */
+};
+
+static void list_run(void *arg)
+{
+	struct list_task *t = arg;
+	struct objfs_list_req rq = { t->prefix, NULL, NULL, NULL, 1 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+	t->err = objfs_store_list(t->fs->store, &rq, &pg);
+	if (t->err == 0) {
+		t->used = pg.n_entries > 0 || pg.n_prefixes > 0;
+		t->marker = pg.n_entries > 0 &&
+			    strcmp(pg.entries[0].key, t->prefix) == 0;
+	}
+	objfs_list_page_release(&pg);
+}
+
 /* Probes the name whose file key is key: object, marker, or implied
- * directory.  want_dir skips the file HEAD.  0, ENOENT or another errno. */
+ * directory.  The HEAD of the object and the listing of "key/" run in
+ * parallel, so a missing name costs one round trip.  want_dir skips the
+ * object HEAD.  0, ENOENT or another errno. */
 static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
 		     struct probe *p)
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct list_task lt;
+	struct objfs_group g;
 	char dkey[KEYBUF];
-	bool used;
-	int err;
+	int err, herr = ENOENT;
 
 	memset(p, 0, sizeof(*p));
+	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err != 0)
+		return err;
+	memset(&lt, 0, sizeof(lt));
+	lt.fs = fs;
+	lt.prefix = dkey;
+	objfs_group_init(&g);
+	if (fs->pool == NULL || objfs_pool_submit(fs->pool, &g, list_run, &lt) != 0)
+		list_run(&lt);
 	if (!want_dir) {
-		err = objfs_store_head(fs->store, key, &info);
-		if (err == 0) {
+		herr = objfs_store_head(fs->store, key, &info);
+		if (herr == 0)
 			probe_from_info(fs, &info, false, p);
+	}
+	objfs_group_wait(&g);
+	if (herr == 0 || herr != ENOENT) {
+		err = herr;
+		goto out;
+	}
+	objfs_obj_info_release(&info);
+	err = lt.err;
+	if (err != 0)
+		goto out;
+	if (!lt.used) {
+		err = ENOENT;
+		goto out;
+	}
+	if (lt.marker) {
+		err = objfs_store_head(fs->store, dkey, &info);
+		if (err == 0) {
+			probe_from_info(fs, &info, true, p);
 			goto out;
 		}
 		if (err != ENOENT)
 			goto out;
-		objfs_obj_info_release(&info);
-	}
-	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
-	if (err != 0)
-		goto out;
-	err = objfs_store_head(fs->store, dkey, &info);
-	if (err == 0) {
-		probe_from_info(fs, &info, true, p);
-		goto out;
-	}
-	if (err != ENOENT)
-		goto out;
-	err = prefix_used(fs, dkey, false, &used);
-	if (err != 0)
-		goto out;
-	if (!used) {
-		err = ENOENT;
-		goto out;
+		err = 0;
 	}
 	probe_implied_dir(fs, p);
 out:
@@ -825,24 +946,12 @@ static int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
-		size_t lo = 0, hi = parent->snap->n;
-		bool seen = false;
+		bool seen;
+		size_t i = snap_find(parent->snap, name, &seen);
 
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			int c = strcmp(parent->snap->e[mid].name, name);
-
-			if (c == 0) {
-				seen = true;
-				want_dir = parent->snap->e[mid].is_dir;
-				break;
-			}
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (!seen) {
+		if (seen)
+			want_dir = parent->snap->e[i].is_dir;
+		else {
 			err = ENOENT;
 			goto out_locked;
 		}
@@ -1011,6 +1120,189 @@ static int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 	return 0;
 }
 
+
+/* ---- streaming uploads of sequential writers (in->mu) ----------------- */
+
+struct part_task {
+	struct objfs_fs *fs;
+	struct stream *st;
+	int fd;
+	unsigned number;
+	uint64_t off;
+	uint64_t len;
+};
+
+static void part_run(void *arg)
+{
+	struct part_task *t = arg;
+	struct objfs_fd_source fdctx;
+	struct objfs_source src;
+	struct objfs_part part;
+	int err;
+
+	memset(&part, 0, sizeof(part));
+	objfs_source_fd(&src, &fdctx, t->fd, t->off, t->len);
+	err = objfs_store_mpu_part(t->fs->store, t->st->key, t->st->upload_id,
+				   t->number, &src, &part);
+	pthread_mutex_lock(&t->st->mu);
+	if (err == 0)
+		t->st->parts[t->number - 1] = part;
+	else if (t->st->err == 0)
+		t->st->err = err;
+	t->st->inflight--;
+	pthread_cond_broadcast(&t->st->cv);
+	pthread_mutex_unlock(&t->st->mu);
+	free(t);
+}
+
+/* Waits for the parts in flight; returns the first error. */
+static int stream_wait(struct stream *st, unsigned max_inflight)
+{
+	int err;
+
+	pthread_mutex_lock(&st->mu);
+	while (st->inflight > max_inflight)
+		pthread_cond_wait(&st->cv, &st->mu);
+	err = st->err;
+	pthread_mutex_unlock(&st->mu);
+	return err;
+}
+
+/* Abandons the stream (its parts are aborted in the store). */
+static void stream_abort(struct objfs_fs *fs, struct inode *in)
+{
+	struct stream *st = in->stream;
+
+	if (st == NULL)
+		return;
+	stream_wait(st, 0);
+	objfs_store_mpu_abort(fs->store, st->key, st->upload_id);
+	in->stream = NULL;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->upload_id);
+	free(st->parts);
+	free(st);
+}
+
+/* Sends every complete part of a sequentially written file (after a
+ * write).  Errors only stop streaming: the close uploads the spool. */
+static void stream_feed(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = in->spool;
+	struct stream *st = in->stream;
+	uint64_t ps = fs->o.part_size;
+
+	if (!in->seq || fs->pool == NULL || sp->size < (st ? st->off : 0) + ps)
+		return;
+	if (st == NULL) {
+		struct objfs_meta meta = OBJFS_META_INIT;
+		struct objfs_put_opts po = { &meta, NULL, false };
+		int err;
+
+		/* S3 allows 10,000 parts: stream files up to that many parts */
+		st = calloc(1, sizeof(*st));
+		if (st == NULL)
+			return;
+		st->parts = calloc(OBJFS_MPU_MAX_PARTS, sizeof(*st->parts));
+		pthread_mutex_lock(&fs->lock);
+		err = st->parts == NULL ? ENOMEM :
+		      inode_key(fs, in, false, st->key, sizeof(st->key));
+		st->fa.mode = in->mode;
+		st->fa.uid = in->uid;
+		st->fa.gid = in->gid;
+		st->fa.mtime = in->mtime;
+		pthread_mutex_unlock(&fs->lock);
+		if (err == 0)
+			err = objfs_fattr_to_meta(&st->fa, &meta);
+		if (err == 0)
+			err = objfs_store_mpu_create(fs->store, st->key, &po,
+						     &st->upload_id);
+		objfs_meta_release(&meta);
+		if (err != 0) {
+			free(st->parts);
+			free(st);
+			in->seq = false;
+			return;
+		}
+		pthread_mutex_init(&st->mu, NULL);
+		pthread_cond_init(&st->cv, NULL);
+		in->stream = st;
+		objfs_debug(fs->log, SUB, "streaming %s", st->key);
+	}
+	while (sp->size >= st->off + ps && st->n_parts + 1 < OBJFS_MPU_MAX_PARTS) {
+		struct part_task *t;
+
+		/* at most upload_parallel parts in flight: writers wait */
+		if (stream_wait(st, fs->o.upload_parallel ? fs->o.upload_parallel - 1 : 0) != 0)
+			return;
+		t = calloc(1, sizeof(*t));
+		if (t == NULL)
+			return;
+		t->fs = fs;
+		t->st = st;
+		t->fd = sp->fd;
+		t->number = ++st->n_parts;
+		t->off = st->off;
+		t->len = ps;
+		st->off += ps;
+		pthread_mutex_lock(&st->mu);
+		st->inflight++;
+		pthread_mutex_unlock(&st->mu);
+		if (objfs_pool_submit(fs->pool, NULL, part_run, t) != 0)
+			part_run(t);
+	}
+}
+
+/* Completes the stream with the tail of the spool.  0, or an errno after
+ * which the caller uploads the whole spool instead. */
+static int stream_finish(struct objfs_fs *fs, struct inode *in,
+			 const struct objfs_fattr *fa,
+			 struct objfs_obj_info *info)
+{
+	struct stream *st = in->stream;
+	struct objfs_spool *sp = in->spool;
+	int err;
+
+	err = stream_wait(st, 0);
+	if (err == 0 && sp->size > st->off) {
+		struct part_task *t = calloc(1, sizeof(*t));
+
+		if (t == NULL)
+			return ENOMEM;
+		t->fs = fs;
+		t->st = st;
+		t->fd = sp->fd;
+		t->number = ++st->n_parts;
+		t->off = st->off;
+		t->len = sp->size - st->off;
+		st->off = sp->size;
+		pthread_mutex_lock(&st->mu);
+		st->inflight++;
+		pthread_mutex_unlock(&st->mu);
+		part_run(t);
+		err = stream_wait(st, 0);
+	}
+	if (err == 0)
+		err = objfs_store_mpu_complete(fs->store, st->key, st->upload_id,
+					       st->parts, st->n_parts, info);
+	if (err != 0) {
+		objfs_warn(fs->log, SUB, "streamed upload of %s: %s; sending "
+			   "the file again", st->key, objfs_strerror(err));
+		return err;
+	}
+	objfs_debug(fs->log, SUB, "streamed %s in %u parts", st->key, st->n_parts);
+	free(st->upload_id);
+	st->upload_id = NULL;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->parts);
+	free(st);
+	in->stream = NULL;
+	(void)fa;
+	return 0;
+}
+
 /* Uploads a dirty inode: ns (read or write) and in->mu held. */
 static int inode_sync(struct objfs_fs *fs, struct inode *in)
 {
@@ -1036,11 +1328,24 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_unlock(&fs->lock);
 	if (!linked) {
 		/* unlinked: nobody can see the data again once closed */
+		stream_abort(fs, in);
 		in->dirty = false;
 		return 0;
 	}
 	if (err != 0)
 		return err;
+	if (in->stream != NULL) {
+		bool same;
+
+		same = strcmp(in->stream->key, key) == 0 &&
+		       in->stream->fa.mode == fa.mode &&
+		       in->stream->fa.uid == fa.uid &&
+		       in->stream->fa.gid == fa.gid;
+		if (same && stream_finish(fs, in, &fa, &info) == 0)
+			goto done;
+		stream_abort(fs, in);
+		objfs_obj_info_release(&info);
+	}
 	if (in->spool == NULL) {
 		err = spool_ensure(fs, in);
 		if (err != 0)
@@ -1061,6 +1366,9 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 			    key, in->spool->size, objfs_strerror(err));
 		goto out;
 	}
+done:
+	/* appends to an empty stored file may stream again */
+	in->seq = in->spool->size == 0;
 	pthread_mutex_lock(&fs->lock);
 	if (!in->in_store && fs->scan_done) {
 		fs->objects++;
@@ -1337,8 +1645,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		err = spool_ensure(fs, in);
 		if (err == 0)
 			err = charge(fs, in, (uint64_t)attr->st_size);
-		if (err == 0)
+		if (err == 0) {
+			stream_abort(fs, in);
 			err = objfs_spool_truncate(in->spool, (uint64_t)attr->st_size);
+			in->seq = err == 0 && attr->st_size == 0;
+		}
 		if (err != 0)
 			goto out_unlock;
 		pthread_mutex_lock(&fs->lock);
@@ -1545,7 +1856,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->nlookup++;
 		fill_entry(fs, in, &e);
 	}
-	snap_drop(dir);
+	snap_note(dir, name, true, S_ISDIR(mode));
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&fs->ns);
 out:
@@ -1669,7 +1980,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		charge_force(fs, in, 0);
 		par = detach(fs, in);
 		in->ctime = now_real();
-		snap_drop(par);
+		snap_note(par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
 	}
@@ -1727,7 +2038,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fs->scan_obj_delta--;
 		}
 		par = detach(fs, in);
-		snap_drop(par);
+		snap_note(par, name, false, true);
 		snap_drop(in);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
@@ -2036,8 +2347,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			fs->scan_obj_delta--;
 		}
 		charge_force(fs, dst, 0);
-		par = detach(fs, dst);
-		snap_drop(par);
+		detach(fs, dst);
 	}
 	if (src->linked) {
 		char *nn = strdup(newname);
@@ -2057,8 +2367,8 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			src->ctime = now_real();
 		}
 	}
-	snap_drop(sdir);
-	snap_drop(ddir);
+	snap_note(sdir, name, false, is_dir);
+	snap_note(ddir, newname, true, is_dir);
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
 out:
@@ -2151,9 +2461,12 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		err = spool_ensure(fs, in);
 		if (err == 0)
 			err = charge(fs, in, 0);
-		if (err == 0)
-			err = objfs_spool_truncate(in->spool, 0);
 		if (err == 0) {
+			stream_abort(fs, in);
+			err = objfs_spool_truncate(in->spool, 0);
+		}
+		if (err == 0) {
+			in->seq = true;
 			pthread_mutex_lock(&fs->lock);
 			in->size = 0;
 			in->dirty = true;
@@ -2276,10 +2589,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->spool = sp;
 	sp = NULL;
 	in->dirty = true;
+	in->seq = true;
 	in->nopen++;
 	in->nlookup++;
 	fill_entry(fs, in, &e);
-	snap_drop(dir);
+	snap_note(dir, name, true, false);
 	pthread_mutex_unlock(&fs->lock);
 	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->keep_cache = 1;
@@ -2557,6 +2871,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	err = spool_ensure(fs, in);
 	if (err == 0)
 		err = charge(fs, in, end > in->spool->size ? end : in->spool->size);
+	if (err == 0 && (uint64_t)off != in->spool->size) {
+		/* not an append: the parts sent so far may change */
+		in->seq = false;
+		stream_abort(fs, in);
+	}
 	if (err == 0)
 		err = objfs_spool_write(in->spool, (uint64_t)off, buf, size);
 	if (err == 0) {
@@ -2565,6 +2884,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		in->dirty = true;
 		in->mtime = now_real();
 		pthread_mutex_unlock(&fs->lock);
+		stream_feed(fs, in);
 	}
 	pthread_mutex_unlock(&in->mu);
 	if (err != 0)
@@ -3182,18 +3502,9 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	err = load_root(fs);
 	if (err != 0)
 		goto err_root;
-	err = objfs_pool_create(fs->o.threads, &fs->pool);
-	if (err != 0)
-		goto err_root;
-	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
-	if (err != 0)
-		goto err_pool;
-	fs->scan_started = true;
 	*out = fs;
 	return 0;
 
-err_pool:
-	objfs_pool_destroy(fs->pool);
 err_root:
 	if (fs->root != NULL) {
 		pthread_mutex_destroy(&fs->root->mu);
@@ -3212,13 +3523,33 @@ err_free:
 	return err;
 }
 
+int objfs_fs_start(struct objfs_fs *fs)
+{
+	int err;
+
+	if (fs->pool != NULL)
+		return 0;
+	err = objfs_pool_create(fs->o.threads, &fs->pool);
+	if (err != 0)
+		return err;
+	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
+	if (err != 0) {
+		objfs_pool_destroy(fs->pool);
+		fs->pool = NULL;
+		return err;
+	}
+	fs->scan_started = true;
+	return 0;
+}
+
 void objfs_fs_destroy(struct objfs_fs *fs)
 {
 	unsigned h;
 
 	if (fs == NULL)
 		return;
-	objfs_fs_sync_all(fs);
+	if (fs->pool != NULL)
+		objfs_fs_sync_all(fs);
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
 	pthread_cond_broadcast(&fs->scan_cv);

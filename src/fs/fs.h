@@ -6,10 +6,12 @@
  * with its own store, options and FUSE session.
  *
  * Use:
- *   objfs_fs_create(store, &opts, log, &fs);
+ *   objfs_fs_create(store, &opts, log, &fs);   (checks the store, no threads)
  *   se = fuse_session_new(args, objfs_fs_ops(), objfs_fs_ops_size(), fs);
  *   objfs_fs_set_session(fs, se);          (for cache invalidation)
- *   fuse_session_mount(se, dir); ... fuse_session_loop_mt(se, cfg);
+ *   fuse_session_mount(se, dir); fuse_daemonize(fg);
+ *   objfs_fs_start(fs);                    (threads: after any fork)
+ *   fuse_session_loop_mt(se, cfg);
  *   objfs_fs_sync_all(fs);                 (upload whatever is still dirty)
  *   fuse_session_unmount(se); fuse_session_destroy(se);
  *   objfs_fs_destroy(fs); objfs_store_destroy(store);
@@ -57,6 +59,10 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o);
  * starts the usage scan in the background.  0 or an errno. */
 int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		    struct objfs_log *log, struct objfs_fs **out);
+/* Starts the worker threads and the usage scan.  Separate from create so
+ * a daemon starts them after fork(); must be called before the session
+ * loop.  0 or an errno. */
+int objfs_fs_start(struct objfs_fs *fs);
 /* Uploads everything dirty, stops the workers, frees the fs. */
 void objfs_fs_destroy(struct objfs_fs *fs);
 

@@ -521,6 +521,49 @@ def t_many_small_and_listing(env):
     env.umount(m)
 
 
+def t_stream(env):
+    """Sequential writers stream parts while writing (part_size=5M)."""
+    url = env.volume("stream")
+    m = env.mount(url, ["part_size=5M", "upload_parallel=2"])
+    d = m["dir"]
+    blob = os.urandom(1 << 20)
+    # plain sequential file of 23 MiB: 4 streamed parts + a tail
+    with open(d + "/seq", "wb") as f:
+        for i in range(23):
+            f.write(bytes([i]) + blob[1:])
+    want = b"".join(bytes([i]) + blob[1:] for i in range(23))
+    check(rfile(d + "/seq") == want, "streamed file reads back")
+    check(env.get(url, "seq") == want, "streamed file in the store")
+    # a writer that turns random half way: the stream is dropped, the
+    # whole spool goes up at close
+    with open(d + "/mixed", "wb") as f:
+        for i in range(12):
+            f.write(blob)
+        f.seek(100)
+        f.write(b"RANDOM")
+        f.seek(0, 2)
+        f.write(b"end")
+    want = bytearray(blob * 12 + b"end")
+    want[100:106] = b"RANDOM"
+    check(env.get(url, "mixed") == bytes(want), "stream dropped on a seek")
+    # unlinked while streaming: nothing left behind
+    f = open(d + "/gone", "wb")
+    for i in range(12):
+        f.write(blob)
+    os.unlink(d + "/gone")
+    f.close()
+    check(env.get(url, "gone") is None, "unlinked streamed file absent")
+    # chmod while streaming: the attributes still land in the store
+    with open(d + "/chm", "wb") as f:
+        for i in range(11):
+            f.write(blob)
+        os.chmod(d + "/chm", 0o600)
+    env.umount(m)
+    h = env.head(url, "chm")
+    check(h is not None and h["meta"].get("mode") == str(stat.S_IFREG | 0o600), "chmod during stream")
+    check(env.get(url, "chm") == blob * 11, "chmod stream content")
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -528,6 +571,7 @@ TESTS = [
     t_dirs,
     t_symlink_attrs,
     t_random_writes,
+    t_stream,
     t_rename,
     t_capacity,
     t_two_mounts,

@@ -9,6 +9,8 @@
  *   objfs-store-tool URL list [PREFIX]    every key under PREFIX, one a line
  *   objfs-store-tool URL del KEY
  *   objfs-store-tool URL capacity BYTES   writes the volume record
+ *   objfs-store-tool URL put-many PREFIX N SIZE   N objects PREFIXnnnnnn of
+ *                                         SIZE bytes (16 threads)
  *
  * URL as for objfs-mount; S3 settings from AWS_ENDPOINT_URL, AWS_REGION,
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (path-style addressing).
@@ -16,6 +18,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +106,64 @@ static int cmd_list(struct objfs_store *s, const char *prefix)
 	return err;
 }
 
+struct many {
+	struct objfs_store *s;
+	const char *prefix;
+	unsigned n;
+	size_t size;
+	char *data;
+	pthread_mutex_t mu;
+	unsigned next;
+	int err;
+};
+
+static void *many_run(void *arg)
+{
+	struct many *m = arg;
+
+	for (;;) {
+		struct objfs_put_opts po = { NULL, NULL, false };
+		struct objfs_source src;
+		char key[1100];
+		unsigned i;
+		int err;
+
+		pthread_mutex_lock(&m->mu);
+		i = m->next++;
+		pthread_mutex_unlock(&m->mu);
+		if (i >= m->n)
+			break;
+		snprintf(key, sizeof(key), "%s%06u", m->prefix, i);
+		objfs_source_mem(&src, m->data, m->size);
+		err = objfs_store_put(m->s, key, &src, &po, NULL);
+		if (err != 0) {
+			pthread_mutex_lock(&m->mu);
+			m->err = err;
+			pthread_mutex_unlock(&m->mu);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int cmd_put_many(struct objfs_store *s, const char *prefix, unsigned n,
+			size_t size)
+{
+	struct many m = { s, prefix, n, size, NULL, PTHREAD_MUTEX_INITIALIZER, 0, 0 };
+	pthread_t th[16];
+	unsigned i;
+
+	m.data = calloc(1, size ? size : 1);
+	if (m.data == NULL)
+		return ENOMEM;
+	for (i = 0; i < 16; i++)
+		pthread_create(&th[i], NULL, many_run, &m);
+	for (i = 0; i < 16; i++)
+		pthread_join(th[i], NULL);
+	free(m.data);
+	return m.err;
+}
+
 int main(int argc, char **argv)
 {
 	struct objfs_store_config cfg;
@@ -147,6 +208,9 @@ int main(int argc, char **argv)
 		}
 	} else if (strcmp(argv[2], "list") == 0) {
 		err = cmd_list(s, argc > 3 ? argv[3] : "");
+	} else if (strcmp(argv[2], "put-many") == 0 && argc == 6) {
+		err = cmd_put_many(s, argv[3], (unsigned)strtoul(argv[4], NULL, 10),
+				   (size_t)strtoull(argv[5], NULL, 10));
 	} else if (strcmp(argv[2], "del") == 0 && argc == 4) {
 		err = objfs_store_del(s, argv[3]);
 	} else if (strcmp(argv[2], "capacity") == 0 && argc == 4) {
