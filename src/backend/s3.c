@@ -54,6 +54,8 @@
 /* Objects above this are copied with UploadPartCopy. */
 #define S3_COPY_MAX OBJFS_MPU_MAX_PART
 #define S3_COPY_PART (1ULL << 30)
+/* Stall timeout multiplier for requests that do server-side work. */
+#define S3_SLOW_FACTOR 4
 
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
@@ -91,6 +93,8 @@ struct s3_req {
 	const struct objfs_source *src;          /* body, or NULL */
 	const char *payload_hash;                /* NULL: computed */
 	bool want_body;                          /* keep a 2xx body (XML) */
+	bool slow;                               /* server-side work before
+						    the first response byte */
 
 	/* response */
 	const struct objfs_sink *sink;           /* 2xx data, or NULL */
@@ -690,7 +694,11 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, c->low_speed_s);
+	/* DeleteObjects, CompleteMultipartUpload and copies may work for a
+	 * long time before answering (Swift sends no keep-alive bytes). */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+			 r->slow ? S3_SLOW_FACTOR * c->low_speed_s :
+			 c->low_speed_s);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
@@ -1067,6 +1075,7 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 			 (unsigned long long)a, (unsigned long long)b);
 		req_init(&r, "PUT", dst);
 		r.want_body = true;
+		r.slow = true;
 		req_param(&r, "partNumber", num);
 		req_param(&r, "uploadId", upload_id);
 		rc = copy_source_header(&r, c, src);
@@ -1116,6 +1125,7 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 		return EINVAL;
 	req_init(&r, "PUT", dst);
 	r.want_body = true;
+	r.slow = true;
 	rc = copy_source_header(&r, c, src);
 	if (rc == 0)
 		rc = req_header(&r, "", "x-amz-metadata-directive",
@@ -1215,6 +1225,7 @@ static int del_batch(struct objfs_store *s, const char *const *keys, size_t n,
 	}
 	req_init(&r, "POST", NULL);
 	r.want_body = true;
+	r.slow = true;
 	req_param(&r, "delete", NULL);
 	objfs_source_mem(&src, doc, len);
 	r.src = &src;
@@ -1352,6 +1363,7 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 		return rc;
 	req_init(&r, "POST", key);
 	r.want_body = true;
+	r.slow = true;
 	req_param(&r, "uploadId", upload_id);
 	objfs_source_mem(&src, doc, len);
 	r.src = &src;
