@@ -248,6 +248,19 @@ def main():
             assert t2 in details, details
             assert is_mountpoint(t1) and is_mountpoint(t2)
             assert mount_pid(stage_a) == pid    # one process for every pod
+            # Not a child of the plugin; in a session of its own.
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ppid, sid = int(fields[1]), int(fields[3])
+            assert ppid != a.proc.pid and sid != os.getsid(a.proc.pid), (ppid, sid, pid)
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+            opts = argv[argv.index(b"-o") + 1].split(b",")
+            for want in (b"allow_other", b"mem_limit=32M", b"gid=1234", b"umask=0002",
+                         b"ready_fd=3", b"addressing=path"):
+                assert want in opts, (want, opts)
+            assert argv[-3:-1] == [("s3://%s/vols/%s" % (bucket, vol)).encode(),
+                                   stage_a.encode()], argv
             print("  stage took %.2fs" % took)
 
         def secrets_stay_secret():
