@@ -964,6 +964,15 @@ static int repair(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 			continue;
 		detach_all(n, p->target);
 		e = bind_target(n, rec->staging, p->target, p->readonly);
+		if (e == ENOENT) {
+			/* The pod's directory is gone: kubelet cleaned it up;
+			 * nothing to bind any more. */
+			objfs_warn(n->log, "node", "volume %s: %s no longer exists; dropping that publication",
+				   rec->volume_id, p->target);
+			objfs_node_rec_del_pub(rec, i);
+			i--;
+			continue;
+		}
 		if (e != 0) {
 			objfs_error(n->log, "node", "volume %s: cannot bind %s again: %s",
 				    rec->volume_id, p->target, objfs_strerror(e));
@@ -1192,9 +1201,10 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 	code = OBJFS_RPC_OK;
 	if (needs_repair(n, &cur)) {
 		int err = repair(n, &cur, &cur_creds, msg, sizeof(msg));
+		int cerr = vol_commit(n, &cur);
 
 		if (err == 0)
-			err = vol_commit(n, &cur);
+			err = cerr;
 		if (err != 0)
 			code = mount_fail(st, r->volume_id, err, msg);
 		else
@@ -1804,7 +1814,7 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		struct objfs_creds creds = OBJFS_CREDS_INIT;
 		char msg[COND_MAX / 2];
 		char cond[COND_MAX];
-		int err;
+		int err, cerr;
 
 		if (ids[i] == NULL || !vol_repair_due(n, ids[i]) ||
 		    !busy_acquire(n, ids[i]))
@@ -1812,8 +1822,11 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && needs_repair(n, &rec)) {
 			vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
 			err = repair(n, &rec, &creds, msg, sizeof(msg));
+			/* Recorded even when a bind failed: the process may
+			 * be new. */
+			cerr = vol_commit(n, &rec);
 			if (err == 0)
-				err = vol_commit(n, &rec);
+				err = cerr;
 			if (err == 0) {
 				repaired++;
 				vol_set_condition(n, ids[i], false, "mounted");

@@ -1192,10 +1192,31 @@ static void test_restart_adopts_and_repairs(void **state)
 	assert_true(top_mount(&x->fake, x->target2)->readonly);
 	/* ... and the stale mounts underneath were detached first. */
 	assert_int_equal(x->fake.n_mounts, 3);
+
+	/* A pod directory kubelet removed meanwhile: that publication is
+	 * dropped, the others are bound again. */
+	{
+		char cmd[512];
+		Csi__V1__NodeGetVolumeStatsResponse *r2;
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s/pods/p2'", x->kubelet);
+		assert_int_equal(system(cmd), 0);
+		x->fake.alive[101] = false;
+		assert_int_equal(objfs_csi_node_check(x->csi->node), 1);
+		assert_non_null(top_mount(&x->fake, x->target1));
+		assert_null(top_mount(&x->fake, x->target2));
+		assert_int_equal(do_stats(x->csi, "vol1", x->target2, &r2, &st),
+				 OBJFS_RPC_NOT_FOUND);
+		assert_int_equal(do_stats(x->csi, "vol1", x->target1, &r2, &st), OBJFS_RPC_OK);
+		assert_false(r2->volume_condition->abnormal);
+		protobuf_c_message_free_unpacked(&r2->base, NULL);
+		assert_int_equal(x->fake.n_mounts, 2);
+	}
 	assert_int_equal(do_unpublish(x->csi, "vol1", x->target1, &st), OBJFS_RPC_OK);
 	assert_int_equal(do_unpublish(x->csi, "vol1", x->target2, &st), OBJFS_RPC_OK);
 	assert_int_equal(do_unstage(x->csi, "vol1", x->staging, &st), OBJFS_RPC_OK);
 	assert_int_equal(x->fake.n_mounts, 0);
+	assert_int_equal(x->fake.starts, 3);
 }
 
 static void test_records_roundtrip(void **state)
