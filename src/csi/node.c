@@ -469,7 +469,8 @@ static int normalise(const char *path, char *out, size_t cap)
 	if (len == 0) {
 		if (cap < 2)
 			return ENAMETOOLONG;
-		strcpy(out, "/");
+		out[0] = '/';
+		out[1] = '\0';
 	}
 	return 0;
 }
@@ -483,9 +484,8 @@ static int resolve_parents(const char *norm, char *out, size_t cap)
 	char *slash;
 	size_t plen;
 
-	if (strlen(norm) >= sizeof(probe))
+	if ((size_t)snprintf(probe, sizeof(probe), "%s", norm) >= sizeof(probe))
 		return ENAMETOOLONG;
-	strcpy(probe, norm);
 	slash = strrchr(probe, '/');
 	*slash = '\0';              /* probe: the parent ("" for /x) */
 	for (;;) {
