@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "csi.pb-c.h"
 #include "csi/driver.h"
+#include "csi/node.h"
 
 enum service_kind {
 	SVC_IDENTITY,      /* every mode */
@@ -34,6 +35,13 @@ static const struct handler_row handlers[] = {
 	{ "/csi.v1.Identity/Probe", objfs_csi_probe },
 	/* -- controller (controller.c) -- */
 	/* -- node (node.c) -- */
+	{ "/csi.v1.Node/NodeStageVolume", objfs_csi_node_stage_volume },
+	{ "/csi.v1.Node/NodeUnstageVolume", objfs_csi_node_unstage_volume },
+	{ "/csi.v1.Node/NodePublishVolume", objfs_csi_node_publish_volume },
+	{ "/csi.v1.Node/NodeUnpublishVolume", objfs_csi_node_unpublish_volume },
+	{ "/csi.v1.Node/NodeGetVolumeStats", objfs_csi_node_get_volume_stats },
+	{ "/csi.v1.Node/NodeGetCapabilities", objfs_csi_node_get_capabilities },
+	{ "/csi.v1.Node/NodeGetInfo", objfs_csi_node_get_info },
 };
 
 static const struct {
@@ -153,6 +161,11 @@ int objfs_csi_create(const struct objfs_csi_config *cfg,
 		goto fail;
 	/* -- controller state: create here when the mode serves it -- */
 	/* -- node state: create here when the mode serves it -- */
+	if (mode_serves(csi->cfg.mode, SVC_NODE)) {
+		err = objfs_csi_node_create(csi, cfg->mounter, &csi->node);
+		if (err != 0)
+			goto fail;
+	}
 	*out = csi;
 	return 0;
 fail:
@@ -165,6 +178,7 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 	if (csi == NULL)
 		return;
 	/* -- node state: destroy here -- */
+	objfs_csi_node_destroy(csi->node);
 	/* -- controller state: destroy here -- */
 	free_methods(csi->methods, csi->n_methods);
 	objfs_store_destroy(csi->store);

@@ -1,0 +1,212 @@
+/* Unit tests of the spool: range bookkeeping, writes past the end,
+ * truncation, fills that never overwrite local data; and of the pool's
+ * byte budget (the read-ahead memory bound) and task groups. */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fs/pool.h"
+#include "fs/spool.h"
+
+static void expect_ranges(const struct objfs_rangeset *rs, const uint64_t *r,
+			  size_t n)
+{
+	size_t i;
+
+	assert_int_equal(rs->n, n);
+	for (i = 0; i < n; i++) {
+		assert_true(rs->r[i].start == r[2 * i]);
+		assert_true(rs->r[i].end == r[2 * i + 1]);
+	}
+}
+
+static void test_rangeset(void **state)
+{
+	struct objfs_rangeset rs = OBJFS_RANGESET_INIT;
+	uint64_t gs, ge;
+
+	(void)state;
+	assert_int_equal(objfs_rangeset_add(&rs, 10, 20), 0);
+	assert_int_equal(objfs_rangeset_add(&rs, 30, 40), 0);
+	assert_int_equal(objfs_rangeset_add(&rs, 5, 5), 0);     /* empty */
+	expect_ranges(&rs, (const uint64_t[]){ 10, 20, 30, 40 }, 2);
+	assert_int_equal(objfs_rangeset_add(&rs, 20, 30), 0);   /* touching */
+	expect_ranges(&rs, (const uint64_t[]){ 10, 40 }, 1);
+	assert_int_equal(objfs_rangeset_add(&rs, 0, 5), 0);
+	assert_int_equal(objfs_rangeset_add(&rs, 50, 60), 0);
+	assert_int_equal(objfs_rangeset_add(&rs, 3, 55), 0);    /* swallows */
+	expect_ranges(&rs, (const uint64_t[]){ 0, 60 }, 1);
+	assert_int_equal(objfs_rangeset_remove(&rs, 10, 20), 0); /* split */
+	expect_ranges(&rs, (const uint64_t[]){ 0, 10, 20, 60 }, 2);
+	assert_int_equal(objfs_rangeset_remove(&rs, 5, 25), 0);
+	expect_ranges(&rs, (const uint64_t[]){ 0, 5, 25, 60 }, 2);
+	assert_true(objfs_rangeset_bytes(&rs) == 40);
+	assert_true(objfs_rangeset_covers(&rs, 30, 60));
+	assert_false(objfs_rangeset_covers(&rs, 0, 6));
+	assert_true(objfs_rangeset_covers(&rs, 7, 7));
+	assert_true(objfs_rangeset_first_gap(&rs, 0, 100, &gs, &ge));
+	assert_true(gs == 5 && ge == 25);
+	assert_true(objfs_rangeset_first_gap(&rs, 26, 100, &gs, &ge));
+	assert_true(gs == 60 && ge == 100);
+	assert_false(objfs_rangeset_first_gap(&rs, 25, 60, &gs, &ge));
+	assert_int_equal(objfs_rangeset_remove(&rs, 0, UINT64_MAX), 0);
+	assert_int_equal(rs.n, 0);
+	objfs_rangeset_release(&rs);
+}
+
+static void test_rangeset_random(void **state)
+{
+	struct objfs_rangeset rs = OBJFS_RANGESET_INIT;
+	unsigned char ref[1000];
+	unsigned i, k;
+
+	(void)state;
+	memset(ref, 0, sizeof(ref));
+	srand(7);
+	for (k = 0; k < 2000; k++) {
+		unsigned a = (unsigned)rand() % 1000, b = (unsigned)rand() % 1000;
+		bool add = rand() % 3 != 0;
+
+		if (a > b) {
+			unsigned t = a;
+
+			a = b;
+			b = t;
+		}
+		if (add)
+			assert_int_equal(objfs_rangeset_add(&rs, a, b), 0);
+		else
+			assert_int_equal(objfs_rangeset_remove(&rs, a, b), 0);
+		for (i = a; i < b; i++)
+			ref[i] = add;
+		/* invariants: sorted, disjoint, non-adjacent, non-empty */
+		for (i = 0; i < rs.n; i++) {
+			assert_true(rs.r[i].start < rs.r[i].end);
+			if (i > 0)
+				assert_true(rs.r[i - 1].end < rs.r[i].start);
+		}
+		for (i = 0; i < 1000; i++)
+			assert_int_equal(objfs_rangeset_covers(&rs, i, i + 1), ref[i]);
+	}
+	objfs_rangeset_release(&rs);
+}
+
+static void test_spool(void **state)
+{
+	struct objfs_spool *sp = NULL;
+	char buf[64];
+	size_t got;
+	uint64_t gs, ge;
+
+	(void)state;
+	/* a stored object of 100 bytes, nothing local yet */
+	assert_int_equal(objfs_spool_create("/tmp", 100, "\"etag\"", &sp), 0);
+	assert_true(sp->size == 100);
+	assert_true(objfs_spool_missing(sp, 0, 100, &gs, &ge));
+	assert_true(gs == 0 && ge == 100);
+	/* a local write, then a fill that must not overwrite it */
+	assert_int_equal(objfs_spool_write(sp, 10, "LOCAL", 5), 0);
+	memset(buf, 'B', sizeof(buf));
+	assert_int_equal(objfs_spool_fill(sp, 0, buf, 20), 0);
+	assert_int_equal(objfs_spool_read(sp, 0, buf, 20, &got), 0);
+	assert_int_equal(got, 20);
+	assert_memory_equal(buf, "BBBBBBBBBBLOCALBBBBB", 20);
+	assert_true(objfs_spool_missing(sp, 0, 200, &gs, &ge));
+	assert_true(gs == 20 && ge == 100);
+	/* a write past the end: the hole is zeros and present */
+	assert_int_equal(objfs_spool_write(sp, 150, "END", 3), 0);
+	assert_true(sp->size == 153);
+	assert_true(objfs_spool_missing(sp, 0, 200, &gs, &ge));
+	assert_true(gs == 20 && ge == 100);
+	assert_false(objfs_spool_missing(sp, 100, 200, &gs, &ge));
+	assert_int_equal(objfs_spool_read(sp, 140, buf, 64, &got), 0);
+	assert_int_equal(got, 13);
+	assert_memory_equal(buf, "\0\0\0\0\0\0\0\0\0\0END", 13);
+	/* truncate down below the base, then up: the tail is zeros */
+	assert_int_equal(objfs_spool_truncate(sp, 12), 0);
+	assert_true(sp->base_size == 12);
+	assert_int_equal(objfs_spool_truncate(sp, 30), 0);
+	assert_false(objfs_spool_missing(sp, 12, 30, &gs, &ge));
+	assert_int_equal(objfs_spool_read(sp, 8, buf, 10, &got), 0);
+	assert_memory_equal(buf, "BBLO\0\0\0\0\0\0", 10);
+	objfs_spool_destroy(sp);
+}
+
+static void test_budget(void **state)
+{
+	struct objfs_budget b;
+
+	(void)state;
+	objfs_budget_init(&b, 100);
+	assert_true(objfs_budget_take(&b, 60));
+	assert_false(objfs_budget_take(&b, 41));
+	assert_true(objfs_budget_take(&b, 40));
+	assert_false(objfs_budget_take(&b, 1));
+	assert_true(objfs_budget_used(&b) == 100);
+	objfs_budget_give(&b, 60);
+	assert_true(objfs_budget_take(&b, 50));
+	assert_true(b.peak == 100);
+	objfs_budget_give(&b, 1000);            /* never below zero */
+	assert_true(objfs_budget_used(&b) == 0);
+	objfs_budget_release(&b);
+	objfs_budget_init(&b, 0);               /* 0: unlimited */
+	assert_true(objfs_budget_take(&b, 1ULL << 40));
+	objfs_budget_release(&b);
+}
+
+struct counter {
+	pthread_mutex_t mu;
+	unsigned n;
+};
+
+static void bump(void *arg)
+{
+	struct counter *c = arg;
+
+	usleep(1000);
+	pthread_mutex_lock(&c->mu);
+	c->n++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void test_pool(void **state)
+{
+	struct objfs_pool *p = NULL;
+	struct objfs_group g;
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0 };
+	unsigned i;
+
+	(void)state;
+	assert_int_equal(objfs_pool_create(4, &p), 0);
+	objfs_group_init(&g);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(objfs_pool_submit(p, &g, bump, &c), 0);
+	objfs_group_wait(&g);
+	assert_int_equal(c.n, 100);
+	/* tasks still queued at destroy run before it returns */
+	for (i = 0; i < 20; i++)
+		assert_int_equal(objfs_pool_submit(p, NULL, bump, &c), 0);
+	objfs_pool_destroy(p);
+	assert_int_equal(c.n, 120);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rangeset),
+		cmocka_unit_test(test_rangeset_random),
+		cmocka_unit_test(test_spool),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_pool),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
