@@ -1,0 +1,58 @@
+/*
+ * fault.h - control of the fault layer (fault.c).
+ *
+ * The fault layer wraps a store and, per operation, can fail calls with a
+ * chosen errno (the next N calls, or each call with probability P drawn
+ * from a seeded, deterministic generator), delay calls, and cut gets short
+ * (deliver the first K bytes, then fail with EIO).  It counts the calls of
+ * every operation.  Used by retry tests and by FUSE/CSI tests.
+ *
+ * The control handle is created with the store by objfs_fault_store_create()
+ * (backend.h), is owned by the store and stays valid until the store is
+ * destroyed.  Every function here is thread-safe and may be called while
+ * ops run.  A failed call never reaches the inner store.
+ */
+#ifndef OBJFS_FAULT_H
+#define OBJFS_FAULT_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+enum objfs_fault_op {
+	OBJFS_FOP_GET = 0,
+	OBJFS_FOP_PUT,
+	OBJFS_FOP_HEAD,
+	OBJFS_FOP_LIST,
+	OBJFS_FOP_COPY,
+	OBJFS_FOP_DEL,
+	OBJFS_FOP_DEL_MANY,
+	OBJFS_FOP_MPU_CREATE,
+	OBJFS_FOP_MPU_PART,
+	OBJFS_FOP_MPU_COMPLETE,
+	OBJFS_FOP_MPU_ABORT,
+	OBJFS_FOP_COUNT,
+	/* Applies a rule to every operation. */
+	OBJFS_FOP_ALL = OBJFS_FOP_COUNT,
+};
+
+/* Fails the next n calls of op with err (replacing any earlier count). */
+void objfs_fault_fail_next(struct objfs_fault *f, enum objfs_fault_op op,
+			   unsigned n, int err);
+/* Fails each call of op with probability p (0 disables) with err; draws
+ * from a generator seeded with seed, so a run is reproducible. */
+void objfs_fault_fail_prob(struct objfs_fault *f, enum objfs_fault_op op,
+			   double p, int err, uint64_t seed);
+/* Delays each call of op by ms milliseconds (0 disables). */
+void objfs_fault_delay(struct objfs_fault *f, enum objfs_fault_op op,
+		       unsigned ms);
+/* Cuts the next n gets (0: every get until cleared with k = UINT64_MAX)
+ * after k bytes: they deliver the first k bytes of their range and fail
+ * with EIO.  Gets of k bytes or less are not affected. */
+void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n);
+/* Calls of op so far (failed ones included); OBJFS_FOP_ALL sums them. */
+uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op);
+/* Clears every rule and counter. */
+void objfs_fault_reset(struct objfs_fault *f);
+
+#endif

@@ -1,0 +1,404 @@
+/*
+ * retry.c - the retry layer: retries transient failures of the inner store.
+ *
+ * Every op is retried while its error is retryable (objfs_retry_retryable)
+ * and the budget lasts:
+ *
+ *   TRY -> ok                              -> return 0
+ *       -> error, not retryable            -> return it
+ *       -> error, attempts == max_attempts -> return it (the last error)
+ *       -> error, elapsed + delay > max_total_ms -> return it
+ *       -> else sleep(delay), TRY again
+ *
+ * delay is full jitter over a capped exponential (objfs_retry_delay_ms)
+ * drawn from a per-instance xorshift64* generator seeded from getrandom and
+ * guarded by a mutex.  Gets are retried from the start of their range
+ * (sinks accept rewrites); puts and parts re-read their source (sources
+ * may be read more than once).  Each retry is logged at warn with the op,
+ * key and error; nothing secret is known to this layer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "backend/retry.h"
+#include "common/errors.h"
+#include "common/log.h"
+
+struct retry_ctx {
+	struct objfs_retry_config cfg;          /* resolved */
+	struct objfs_retry_hooks hooks;
+	pthread_mutex_t mu;
+	uint64_t rng;                           /* protected by mu */
+};
+
+bool objfs_retry_retryable(int err)
+{
+	switch (err) {
+	case EAGAIN:
+	case EIO:
+	case ETIMEDOUT:
+	case ECONNRESET:
+	case ECONNREFUSED:
+	case EPIPE:
+	case EHOSTUNREACH:
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct objfs_retry_config objfs_retry_config_resolve(
+	const struct objfs_retry_config *cfg)
+{
+	struct objfs_retry_config c = { 0 };
+
+	if (cfg != NULL)
+		c = *cfg;
+	if (c.max_attempts == 0)
+		c.max_attempts = 5;
+	if (c.base_delay_ms == 0)
+		c.base_delay_ms = 100;
+	if (c.max_delay_ms == 0)
+		c.max_delay_ms = 5000;
+	if (c.max_total_ms == 0)
+		c.max_total_ms = 60000;
+	return c;
+}
+
+unsigned objfs_retry_delay_ms(const struct objfs_retry_config *cfg,
+			      unsigned attempt, uint64_t rnd)
+{
+	uint64_t cap = cfg->base_delay_ms;
+	unsigned i;
+
+	for (i = 1; i < attempt && cap < cfg->max_delay_ms; i++)
+		cap *= 2;
+	if (cap > cfg->max_delay_ms)
+		cap = cfg->max_delay_ms;
+	return (unsigned)(rnd % (cap + 1));
+}
+
+static void real_sleep_ms(void *arg, unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static uint64_t real_now_ms(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t next_random(struct retry_ctx *c)
+{
+	uint64_t x;
+
+	pthread_mutex_lock(&c->mu);
+	c->rng ^= c->rng >> 12;
+	c->rng ^= c->rng << 25;
+	c->rng ^= c->rng >> 27;
+	x = c->rng * 0x2545F4914F6CDD1DULL;
+	pthread_mutex_unlock(&c->mu);
+	return x;
+}
+
+/* One call to the inner store, with its arguments. */
+enum call_op {
+	C_GET, C_PUT, C_HEAD, C_LIST, C_COPY, C_DEL, C_DEL_MANY,
+	C_MPU_CREATE, C_MPU_PART, C_MPU_COMPLETE, C_MPU_ABORT,
+};
+
+static const char *const call_names[] = {
+	"get", "put", "head", "list", "copy", "del", "del_many",
+	"mpu_create", "mpu_part", "mpu_complete", "mpu_abort",
+};
+
+struct call {
+	enum call_op op;
+	const char *key;
+	const char *key2;
+	const char *upload_id;
+	unsigned number;
+	const struct objfs_get_opts *get_opts;
+	const struct objfs_sink *sink;
+	const struct objfs_source *src;
+	const struct objfs_put_opts *put_opts;
+	const struct objfs_copy_opts *copy_opts;
+	const struct objfs_list_req *req;
+	struct objfs_list_page *page;
+	const char *const *keys;
+	size_t n;
+	size_t *failed;
+	const struct objfs_part *parts;
+	struct objfs_part *part;
+	char **upload_id_out;
+	struct objfs_obj_info *info;
+};
+
+static int call_once(struct objfs_store *in, const struct call *c)
+{
+	switch (c->op) {
+	case C_GET:
+		return objfs_store_get(in, c->key, c->get_opts, c->sink, c->info);
+	case C_PUT:
+		return objfs_store_put(in, c->key, c->src, c->put_opts, c->info);
+	case C_HEAD:
+		return objfs_store_head(in, c->key, c->info);
+	case C_LIST:
+		return objfs_store_list(in, c->req, c->page);
+	case C_COPY:
+		return objfs_store_copy(in, c->key, c->key2, c->copy_opts,
+					c->info);
+	case C_DEL:
+		return objfs_store_del(in, c->key);
+	case C_DEL_MANY:
+		return objfs_store_del_many(in, c->keys, c->n, c->failed);
+	case C_MPU_CREATE:
+		return objfs_store_mpu_create(in, c->key, c->put_opts,
+					      c->upload_id_out);
+	case C_MPU_PART:
+		return objfs_store_mpu_part(in, c->key, c->upload_id, c->number,
+					    c->src, c->part);
+	case C_MPU_COMPLETE:
+		return objfs_store_mpu_complete(in, c->key, c->upload_id,
+						c->parts, c->n, c->info);
+	case C_MPU_ABORT:
+		return objfs_store_mpu_abort(in, c->key, c->upload_id);
+	}
+	return EINVAL;
+}
+
+static int run(struct objfs_store *s, const struct call *c)
+{
+	struct retry_ctx *rc = s->ctx;
+	const struct objfs_retry_hooks *h = &rc->hooks;
+	uint64_t start = h->now_ms(h->arg), elapsed;
+	unsigned attempt, delay;
+	int err;
+
+	for (attempt = 1;; attempt++) {
+		err = call_once(s->inner, c);
+		if (err == 0 || !objfs_retry_retryable(err) ||
+		    attempt >= rc->cfg.max_attempts)
+			break;
+		delay = objfs_retry_delay_ms(&rc->cfg, attempt,
+					     next_random(rc));
+		elapsed = h->now_ms(h->arg) - start;
+		if (elapsed + delay > rc->cfg.max_total_ms)
+			break;
+		objfs_warn(s->log, "retry",
+			   "%s %s failed: %s; try %u of %u in %u ms",
+			   call_names[c->op], c->key != NULL ? c->key : "",
+			   objfs_strerror(err), attempt + 1,
+			   rc->cfg.max_attempts, delay);
+		h->sleep_ms(h->arg, delay);
+	}
+	return err;
+}
+
+static int retry_get(struct objfs_store *s, const char *key,
+		     const struct objfs_get_opts *opts,
+		     const struct objfs_sink *sink, struct objfs_obj_info *info)
+{
+	struct call c = { .op = C_GET, .key = key, .get_opts = opts,
+			  .sink = sink, .info = info };
+
+	return run(s, &c);
+}
+
+static int retry_put(struct objfs_store *s, const char *key,
+		     const struct objfs_source *src,
+		     const struct objfs_put_opts *opts,
+		     struct objfs_obj_info *info)
+{
+	struct call c = { .op = C_PUT, .key = key, .src = src,
+			  .put_opts = opts, .info = info };
+
+	return run(s, &c);
+}
+
+static int retry_head(struct objfs_store *s, const char *key,
+		      struct objfs_obj_info *info)
+{
+	struct call c = { .op = C_HEAD, .key = key, .info = info };
+
+	return run(s, &c);
+}
+
+static int retry_list(struct objfs_store *s, const struct objfs_list_req *req,
+		      struct objfs_list_page *page)
+{
+	struct call c = { .op = C_LIST, .key = req->prefix, .req = req,
+			  .page = page };
+
+	return run(s, &c);
+}
+
+static int retry_copy(struct objfs_store *s, const char *src, const char *dst,
+		      const struct objfs_copy_opts *opts,
+		      struct objfs_obj_info *info)
+{
+	struct call c = { .op = C_COPY, .key = src, .key2 = dst,
+			  .copy_opts = opts, .info = info };
+
+	return run(s, &c);
+}
+
+static int retry_del(struct objfs_store *s, const char *key)
+{
+	struct call c = { .op = C_DEL, .key = key };
+
+	return run(s, &c);
+}
+
+static int retry_del_many(struct objfs_store *s, const char *const *keys,
+			  size_t n, size_t *failed)
+{
+	struct call c = { .op = C_DEL_MANY, .keys = keys, .n = n,
+			  .failed = failed };
+
+	return run(s, &c);
+}
+
+static int retry_mpu_create(struct objfs_store *s, const char *key,
+			    const struct objfs_put_opts *opts, char **upload_id)
+{
+	struct call c = { .op = C_MPU_CREATE, .key = key, .put_opts = opts,
+			  .upload_id_out = upload_id };
+
+	return run(s, &c);
+}
+
+static int retry_mpu_part(struct objfs_store *s, const char *key,
+			  const char *upload_id, unsigned number,
+			  const struct objfs_source *src, struct objfs_part *part)
+{
+	struct call c = { .op = C_MPU_PART, .key = key,
+			  .upload_id = upload_id, .number = number, .src = src,
+			  .part = part };
+
+	return run(s, &c);
+}
+
+static int retry_mpu_complete(struct objfs_store *s, const char *key,
+			      const char *upload_id,
+			      const struct objfs_part *parts, size_t n,
+			      struct objfs_obj_info *info)
+{
+	struct call c = { .op = C_MPU_COMPLETE, .key = key,
+			  .upload_id = upload_id, .parts = parts, .n = n,
+			  .info = info };
+
+	return run(s, &c);
+}
+
+static int retry_mpu_abort(struct objfs_store *s, const char *key,
+			   const char *upload_id)
+{
+	struct call c = { .op = C_MPU_ABORT, .key = key,
+			  .upload_id = upload_id };
+
+	return run(s, &c);
+}
+
+static void retry_destroy(struct objfs_store *s)
+{
+	struct retry_ctx *rc = s->ctx;
+
+	objfs_store_destroy(s->inner);
+	if (rc != NULL) {
+		pthread_mutex_destroy(&rc->mu);
+		free(rc);
+	}
+	free(s);
+}
+
+static const struct objfs_store_ops retry_ops = {
+	.name = "retry",
+	.get = retry_get,
+	.put = retry_put,
+	.head = retry_head,
+	.list = retry_list,
+	.copy = retry_copy,
+	.del = retry_del,
+	.del_many = retry_del_many,
+	.mpu_create = retry_mpu_create,
+	.mpu_part = retry_mpu_part,
+	.mpu_complete = retry_mpu_complete,
+	.mpu_abort = retry_mpu_abort,
+	.destroy = retry_destroy,
+};
+
+int objfs_retry_store_set_hooks(struct objfs_store *s,
+				const struct objfs_retry_hooks *hooks)
+{
+	struct retry_ctx *rc;
+
+	if (s == NULL || s->ops != &retry_ops || hooks == NULL ||
+	    hooks->sleep_ms == NULL || hooks->now_ms == NULL)
+		return EINVAL;
+	rc = s->ctx;
+	rc->hooks = *hooks;
+	return 0;
+}
+
+int objfs_retry_store_create(struct objfs_store *inner,
+			     const struct objfs_retry_config *cfg,
+			     struct objfs_store **out)
+{
+	struct objfs_store *s = NULL;
+	struct retry_ctx *rc = NULL;
+	ssize_t r;
+	int err;
+
+	*out = NULL;
+	if (inner == NULL)
+		return EINVAL;
+	s = calloc(1, sizeof(*s));
+	rc = calloc(1, sizeof(*rc));
+	if (s == NULL || rc == NULL) {
+		err = ENOMEM;
+		goto fail_alloc;
+	}
+	do {
+		r = getrandom(&rc->rng, sizeof(rc->rng), 0);
+	} while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)sizeof(rc->rng)) {
+		err = r < 0 ? errno : EIO;
+		goto fail_alloc;
+	}
+	if (rc->rng == 0)
+		rc->rng = 0x9E3779B97F4A7C15ULL;
+	err = pthread_mutex_init(&rc->mu, NULL);
+	if (err != 0)
+		goto fail_alloc;
+	rc->cfg = objfs_retry_config_resolve(cfg);
+	rc->hooks.sleep_ms = real_sleep_ms;
+	rc->hooks.now_ms = real_now_ms;
+	s->ops = &retry_ops;
+	s->inner = inner;
+	s->ctx = rc;
+	s->log = inner->log;
+	*out = s;
+	return 0;
+
+fail_alloc:
+	free(rc);
+	free(s);
+	objfs_store_destroy(inner);
+	return err;
+}
