@@ -74,6 +74,7 @@ struct objfs_csi_controller {
 	size_t n_busy;                          /* protected by mu */
 	unsigned char token_key[32];            /* MAC key of list tokens */
 	unsigned copy_workers;
+	unsigned page_keys;                     /* keys per listing page */
 };
 
 /* ---- state ------------------------------------------------------------ */
@@ -91,6 +92,7 @@ int objfs_csi_controller_create(struct objfs_csi *csi,
 		return ENOMEM;
 	c->csi = csi;
 	c->copy_workers = COPY_WORKERS;
+	c->page_keys = PAGE_KEYS;
 	while (got < sizeof(c->token_key)) {
 		r = getrandom(c->token_key + got, sizeof(c->token_key) - got, 0);
 		if (r <= 0) {
@@ -105,6 +107,15 @@ int objfs_csi_controller_create(struct objfs_csi *csi,
 	}
 	*out = c;
 	return 0;
+}
+
+void objfs_csi_controller_tune(struct objfs_csi_controller *c,
+			       unsigned page_keys, unsigned copy_workers)
+{
+	if (page_keys >= 1 && page_keys <= PAGE_KEYS)
+		c->page_keys = page_keys;
+	if (copy_workers >= 1 && copy_workers <= COPY_WORKERS)
+		c->copy_workers = copy_workers;
 }
 
 void objfs_csi_controller_destroy(struct objfs_csi_controller *c)
@@ -555,9 +566,12 @@ static enum objfs_rpc_code root_open(struct objfs_csi *csi,
 	}
 	err = csi->cfg.store_open(&sc, csi->log, &r->store);
 	if (err != 0) {
+		enum objfs_rpc_code code = objfs_rpc_code_from_errno(err);
+
 		r->store = NULL;
-		return objfs_rpc_fail(st, err == EINVAL ? OBJFS_RPC_INVALID_ARGUMENT :
-				      objfs_rpc_code_from_errno(err),
+		if (code == OBJFS_RPC_NOT_FOUND || code == OBJFS_RPC_ALREADY_EXISTS)
+			code = OBJFS_RPC_FAILED_PRECONDITION;
+		return objfs_rpc_fail(st, code,
 				      "cannot open bucket %s at %s: %s", id->bucket,
 				      r->conn.endpoint, objfs_strerror(err));
 	}
@@ -609,8 +623,8 @@ static enum objfs_rpc_code root_open_by_id(struct objfs_csi *csi,
 typedef int (*page_fn)(void *arg, const struct objfs_list_page *page);
 
 /* Calls fn on every page of the flat listing of prefix (full keys). */
-static int walk_prefix(struct objfs_store *s, const char *prefix, page_fn fn,
-		       void *arg)
+static int walk_prefix(struct objfs_store *s, const char *prefix,
+		       unsigned page_keys, page_fn fn, void *arg)
 {
 	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
 	struct objfs_list_req req;
@@ -622,7 +636,7 @@ static int walk_prefix(struct objfs_store *s, const char *prefix, page_fn fn,
 		memset(&req, 0, sizeof(req));
 		req.prefix = prefix;
 		req.start_after = after;
-		req.max_keys = PAGE_KEYS;
+		req.max_keys = page_keys;
 		err = objfs_store_list(s, &req, &page);
 		if (err != 0)
 			break;
@@ -711,6 +725,7 @@ static int copy_parallel(struct objfs_store *s, char **src, char **dst,
 /* Keys relative to a prefix that a copy leaves out. */
 struct tree_op {
 	struct objfs_store *s;
+	unsigned page_keys;
 	const char *src;        /* "a/b/" */
 	const char *dst;        /* "c/" (copy) */
 	const char *const *skip;        /* relative keys left out, NULL-ended */
@@ -814,22 +829,23 @@ static int delete_page(void *arg, const struct objfs_list_page *page)
 
 /* Copies every key under src (ending in '/') to dst + the same relative
  * key, skipping skip[].  *bytes gets the bytes copied. */
-static int tree_copy(struct objfs_store *s, const char *src, const char *dst,
-		     const char *const *skip, unsigned workers, uint64_t *bytes)
+static int tree_copy(struct objfs_csi_controller *c, struct objfs_store *s,
+		     const char *src, const char *dst, const char *const *skip,
+		     uint64_t *bytes)
 {
-	struct tree_op op = { s, src, dst, skip, workers, 0, 0 };
-	int err = walk_prefix(s, src, copy_page, &op);
+	struct tree_op op = { s, c->page_keys, src, dst, skip, c->copy_workers, 0, 0 };
+	int err = walk_prefix(s, src, op.page_keys, copy_page, &op);
 
 	if (bytes != NULL)
 		*bytes = op.bytes;
 	return err;
 }
 
-static int tree_size(struct objfs_store *s, const char *prefix,
-		     const char *const *skip, uint64_t *bytes)
+static int tree_size(struct objfs_csi_controller *c, struct objfs_store *s,
+		     const char *prefix, const char *const *skip, uint64_t *bytes)
 {
-	struct tree_op op = { s, prefix, NULL, skip, 0, 0, 0 };
-	int err = walk_prefix(s, prefix, size_page, &op);
+	struct tree_op op = { s, c->page_keys, prefix, NULL, skip, 0, 0, 0 };
+	int err = walk_prefix(s, prefix, op.page_keys, size_page, &op);
 
 	*bytes = op.bytes;
 	return err;
@@ -837,11 +853,11 @@ static int tree_size(struct objfs_store *s, const char *prefix,
 
 /* Deletes every key under prefix but skip[] (which the caller deletes
  * last).  Restartable. */
-static int tree_delete(struct objfs_store *s, const char *prefix,
-		       const char *const *skip, uint64_t *count)
+static int tree_delete(struct objfs_csi_controller *c, struct objfs_store *s,
+		       const char *prefix, const char *const *skip, uint64_t *count)
 {
-	struct tree_op op = { s, prefix, NULL, skip, 0, 0, 0 };
-	int err = walk_prefix(s, prefix, delete_page, &op);
+	struct tree_op op = { s, c->page_keys, prefix, NULL, skip, 0, 0, 0 };
+	int err = walk_prefix(s, prefix, op.page_keys, delete_page, &op);
 
 	if (count != NULL)
 		*count = op.count;
@@ -1432,7 +1448,7 @@ static enum objfs_rpc_code source_measure(struct objfs_csi *csi, struct root *r,
 				      idtext);
 	if (err != 0)
 		return store_fail(csi, st, err, "cannot read the source", idtext);
-	err = tree_size(r->store, src->prefix, src->skip, &src->bytes);
+	err = tree_size(csi->controller, r->store, src->prefix, src->skip, &src->bytes);
 	if (err != 0)
 		return store_fail(csi, st, err, "cannot measure the source", idtext);
 	return OBJFS_RPC_OK;
@@ -1594,8 +1610,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	}
 	if (src.text[0] != '\0') {
 		vol_prefix(&id, dst, sizeof(dst));
-		err = tree_copy(root.store, src.prefix, dst, src.skip,
-				csi->controller->copy_workers, NULL);
+		err = tree_copy(csi->controller, root.store, src.prefix, dst,
+				src.skip, NULL);
 		if (err != 0) {
 			code = store_fail(csi, st, err, "cannot copy the content source into", idtext);
 			goto out;
@@ -1713,14 +1729,14 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 			snprintf(dst, sizeof(dst), "%s/%s/",
 				 archive != NULL ? archive : ARCHIVE_DEFAULT, id.path);
 			/* The record too, so the archive says what it was. */
-			err = tree_copy(root.store, prefix, dst, NULL,
-					csi->controller->copy_workers, NULL);
+			err = tree_copy(csi->controller, root.store, prefix, dst,
+					NULL, NULL);
 			if (err != 0) {
 				code = store_fail(csi, st, err, "cannot archive", rq->volume_id);
 				goto out;
 			}
 		}
-		err = tree_delete(root.store, prefix, vol_skip, &n);
+		err = tree_delete(csi->controller, root.store, prefix, vol_skip, &n);
 		if (err == 0)
 			err = objfs_store_del(root.store, key);
 		if (err != 0) {
@@ -2032,7 +2048,7 @@ static enum objfs_rpc_code index_walk(struct objfs_csi *csi, const char *dir,
 		memset(&lr, 0, sizeof(lr));
 		lr.prefix = dir;
 		lr.start_after = have_after ? after : NULL;
-		lr.max_keys = PAGE_KEYS;
+		lr.max_keys = csi->controller->page_keys;
 		err = objfs_store_list(csi->store, &lr, &page);
 		if (err != 0) {
 			code = store_fail(csi, st, err, "cannot list", "the index");
@@ -2481,8 +2497,7 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 	now_rfc3339(created, sizeof(created), &ts);
 	vol_prefix(&vid, src, sizeof(src));
 	snap_prefix(&sid, dst, sizeof(dst));
-	err = tree_copy(root.store, src, dst, vol_skip, csi->controller->copy_workers,
-			&bytes);
+	err = tree_copy(csi->controller, root.store, src, dst, vol_skip, &bytes);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot copy the volume into snapshot", sidtext);
 		goto out;
@@ -2575,7 +2590,7 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 	{
 		static const char *const keep[] = { SNAPREC_KEY, NULL };
 
-		err = tree_delete(root.store, prefix, keep, NULL);
+		err = tree_delete(csi->controller, root.store, prefix, keep, NULL);
 	}
 	if (err == 0)
 		err = objfs_store_del(root.store, key);

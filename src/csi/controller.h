@@ -76,6 +76,10 @@ struct objfs_csi_controller;
 int objfs_csi_controller_create(struct objfs_csi *csi,
 				struct objfs_csi_controller **out);
 void objfs_csi_controller_destroy(struct objfs_csi_controller *c);
+/* Tests: keys per listing page (1..1000, default 1000) and copy threads
+ * (1..8, default 8); 0 keeps a value. */
+void objfs_csi_controller_tune(struct objfs_csi_controller *c,
+			       unsigned page_keys, unsigned copy_workers);
 
 /* Handlers (ctx is the struct objfs_csi). */
 #define OBJFS_CSI_HANDLER(fn) \
