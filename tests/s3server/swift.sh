@@ -1,0 +1,316 @@
+#!/bin/sh
+# swift.sh - a throwaway one-node OpenStack Swift with the s3api middleware on
+# 127.0.0.1, for tests and benchmarks.
+#
+#   swift.sh start WORKDIR   configure and start memcached, the account,
+#                            container and object servers and the proxy on
+#                            free ports; wait (at most 30 s) until a signed
+#                            S3 request succeeds; create the test bucket;
+#                            write WORKDIR/env (shell assignments:
+#                            OBJFS_TEST_S3_ENDPOINT, _REGION, _BUCKET,
+#                            _ACCESS_KEY, _SECRET_KEY, and _NETRC, a netrc
+#                            file for curl --aws-sigv4).
+#   swift.sh stop WORKDIR    stop everything start started (pid files);
+#                            safe to call twice.
+#
+# Everything lives in WORKDIR: configs, rings, devices, logs (WORKDIR/log).
+# Swift reads /etc/swift/swift.conf when its modules load; the servers are
+# started through WORKDIR/run.py, which points swift at WORKDIR/etc/swift.conf
+# before the rest of swift is imported, so /etc is never written.
+#
+# Debian packages: swift swift-proxy swift-object swift-container
+# swift-account python3-swift memcached python3-memcache.
+set -eu
+
+PY=/usr/bin/python3
+REGION=us-east-1
+BUCKET=objfs-test
+ACCOUNT=test
+USERNAME=tester
+SECRET=testing
+SERVERS="account container object proxy"
+
+usage() {
+	echo "usage: $0 start|stop WORKDIR" >&2
+	exit 2
+}
+
+[ $# -eq 2 ] || usage
+CMD=$1
+W=$2
+
+stop_pid() {
+	# $1: pid file.  Each server runs in its own process group.
+	[ -f "$1" ] || return 0
+	pid=$(cat "$1")
+	rm -f "$1"
+	case "$pid" in ''|*[!0-9]*) return 0 ;; esac
+	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || return 0
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+}
+
+do_stop() {
+	[ -d "$W/run" ] || return 0
+	for s in proxy object container account memcached; do
+		stop_pid "$W/run/$s.pid"
+	done
+}
+
+if [ "$CMD" = stop ]; then
+	do_stop
+	exit 0
+fi
+[ "$CMD" = start ] || usage
+
+for p in /usr/bin/swift-proxy-server /usr/bin/memcached; do
+	if [ ! -x "$p" ]; then
+		echo "swift.sh: $p missing: apt-get install swift swift-proxy swift-object swift-container swift-account python3-swift memcached python3-memcache" >&2
+		exit 1
+	fi
+done
+
+mkdir -p "$W/etc" "$W/srv/node/d1" "$W/run" "$W/log"
+W=$(cd "$W" && pwd)
+USER_NAME=$(id -un)
+
+# Free ports and the three rings, in one Python process.
+PORTS=$("$PY" - "$W/etc" <<'EOF'
+import os, socket, sys
+from swift.common.ring import RingBuilder
+
+socks = []
+for _ in range(5):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+ports = [s.getsockname()[1] for s in socks]
+for s in socks:
+    s.close()
+for name, port in zip(("account", "container", "object"), ports):
+    b = RingBuilder(8, 1, 1)
+    b.add_dev({"id": 0, "region": 1, "zone": 1, "ip": "127.0.0.1",
+               "port": port, "device": "d1", "weight": 100})
+    b.rebalance()
+    b.get_ring().save(os.path.join(sys.argv[1], name + ".ring.gz"))
+print(" ".join(str(p) for p in ports))
+EOF
+)
+set -- $PORTS
+APORT=$1 CPORT=$2 OPORT=$3 PPORT=$4 MPORT=$5
+
+cat > "$W/etc/swift.conf" <<EOF
+[swift-hash]
+swift_hash_path_suffix = objfs-test
+swift_hash_path_prefix = objfs-test
+
+[storage-policy:0]
+name = Policy-0
+default = yes
+
+[swift-constraints]
+max_meta_name_length = 128
+max_meta_value_length = 8192
+max_meta_count = 512
+max_meta_overall_size = 65536
+max_header_size = 65536
+max_object_name_length = 1024
+EOF
+
+common() {
+	cat <<EOF
+[DEFAULT]
+bind_ip = 127.0.0.1
+bind_port = $1
+workers = $2
+user = $USER_NAME
+swift_dir = $W/etc
+devices = $W/srv/node
+mount_check = false
+log_name = $3
+log_level = INFO
+EOF
+}
+
+for kind in account container object; do
+	case $kind in
+	account) port=$APORT ;;
+	container) port=$CPORT ;;
+	object) port=$OPORT ;;
+	esac
+	{
+		common "$port" 0 "$kind-server"
+		cat <<EOF
+
+[pipeline:main]
+pipeline = $kind-server
+
+[app:$kind-server]
+use = egg:swift#$kind
+EOF
+	} > "$W/etc/$kind-server.conf"
+done
+
+{
+	common "$PPORT" 2 proxy-server
+	cat <<EOF
+
+[pipeline:main]
+pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk s3api tempauth copy slo dlo proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+account_autocreate = true
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+
+[filter:healthcheck]
+use = egg:swift#healthcheck
+
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+
+[filter:cache]
+use = egg:swift#memcache
+memcache_servers = 127.0.0.1:$MPORT
+
+[filter:listing_formats]
+use = egg:swift#listing_formats
+
+[filter:bulk]
+use = egg:swift#bulk
+
+[filter:s3api]
+use = egg:swift#s3api
+location = $REGION
+max_upload_part_num = 10000
+max_multi_delete_objects = 1000
+
+[filter:tempauth]
+use = egg:swift#tempauth
+user_${ACCOUNT}_${USERNAME} = $SECRET .admin
+
+[filter:copy]
+use = egg:swift#copy
+
+[filter:slo]
+use = egg:swift#slo
+
+[filter:dlo]
+use = egg:swift#dlo
+EOF
+} > "$W/etc/proxy-server.conf"
+
+# The server launcher: swift.conf from WORKDIR, then swift's own run_wsgi.
+cat > "$W/run.py" <<'EOF'
+import os, sys
+conf_dir, kind, conf_file, pid_file = sys.argv[1:5]
+try:
+    os.setsid()
+except OSError:
+    pass
+with open(pid_file + ".tmp", "w") as f:
+    f.write("%d\n" % os.getpid())
+os.rename(pid_file + ".tmp", pid_file)
+from swift.common import utils
+utils.SWIFT_CONF_FILE = os.path.join(conf_dir, "swift.conf")
+utils.HASH_PATH_SUFFIX = b""
+utils.HASH_PATH_PREFIX = b""
+utils.validate_hash_conf()
+from swift.common import constraints, storage_policy
+constraints.reload_constraints()
+storage_policy.reload_storage_policies()
+from swift.common.wsgi import run_wsgi
+kw = {}
+if kind == "object-server":
+    from swift.obj import server
+    kw["global_conf_callback"] = server.global_conf_callback
+sys.exit(run_wsgi(conf_file, kind, verbose=True, **kw))
+EOF
+
+cat > "$W/netrc" <<EOF
+machine 127.0.0.1 login $ACCOUNT:$USERNAME password $SECRET
+EOF
+chmod 600 "$W/netrc"
+
+# From here on, a failure stops whatever was started.
+trap 'do_stop' EXIT
+
+# memcached daemonizes and writes its own pid; each swift server writes its
+# pid from run.py after making itself a session (and process group) leader,
+# so stop can kill the group (the proxy's workers with it).
+memcached -d -P "$W/run/memcached.pid" -l 127.0.0.1 -p "$MPORT" -U 0 \
+	-u "$USER_NAME" -m 64 </dev/null >"$W/log/memcached.log" 2>&1
+for kind in $SERVERS; do
+	"$PY" "$W/run.py" "$W/etc" "$kind-server" "$W/etc/$kind-server.conf" \
+		"$W/run/$kind.pid" </dev/null >"$W/log/$kind-server.log" 2>&1 &
+done
+# Wait for a signed request (creating the bucket) to succeed.
+"$PY" - "http://127.0.0.1:$PPORT" "$REGION" "$BUCKET" "$ACCOUNT:$USERNAME" \
+	"$SECRET" <<'EOF'
+import datetime, hashlib, hmac, sys, time, urllib.error, urllib.request
+
+endpoint, region, bucket, ak, sk = sys.argv[1:6]
+host = endpoint.split("://", 1)[1]
+
+
+def sign(method, path):
+    now = datetime.datetime.utcnow()
+    amz = now.strftime("%Y%m%dT%H%M%SZ")
+    day = amz[:8]
+    ph = hashlib.sha256(b"").hexdigest()
+    creq = "\n".join([method, path, "", "host:" + host,
+                      "x-amz-content-sha256:" + ph, "x-amz-date:" + amz, "",
+                      "host;x-amz-content-sha256;x-amz-date", ph])
+    scope = "%s/%s/s3/aws4_request" % (day, region)
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + sk).encode()
+    for m in (day, region, "s3", "aws4_request"):
+        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return {"x-amz-date": amz, "x-amz-content-sha256": ph,
+            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, "
+            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+            "Signature=%s" % (ak, scope, sig)}
+
+
+deadline = time.time() + 30
+last = None
+while time.time() < deadline:
+    try:
+        req = urllib.request.Request(endpoint + "/" + bucket, method="PUT",
+                                     headers=sign("PUT", "/" + bucket),
+                                     data=b"")
+        urllib.request.urlopen(req, timeout=5).read()
+        sys.exit(0)
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        if e.code == 409:       # BucketAlreadyOwnedByYou
+            sys.exit(0)
+        last = "HTTP %d %r" % (e.code, body[:200])
+    except Exception as e:      # not listening yet
+        last = repr(e)
+    time.sleep(0.25)
+sys.stderr.write("swift.sh: no signed request succeeded in 30 s: %s\n" % last)
+sys.exit(1)
+EOF
+
+cat > "$W/env" <<EOF
+OBJFS_TEST_S3_ENDPOINT=http://127.0.0.1:$PPORT
+OBJFS_TEST_S3_REGION=$REGION
+OBJFS_TEST_S3_BUCKET=$BUCKET
+OBJFS_TEST_S3_ACCESS_KEY=$ACCOUNT:$USERNAME
+OBJFS_TEST_S3_SECRET_KEY=$SECRET
+OBJFS_TEST_S3_NETRC=$W/netrc
+EOF
+trap - EXIT
+echo "swift.sh: s3api ready at http://127.0.0.1:$PPORT (bucket $BUCKET)"

@@ -1,0 +1,654 @@
+/*
+ * Tests of the S3 leaf (s3.c) over real HTTP.
+ *
+ * Always: against a tiny canned HTTP server on 127.0.0.1 (one thread, one
+ * request per connection) that records each request, so the tests see what
+ * the leaf sends (encoded paths, sorted queries, Content-MD5, payload
+ * hashes) and how it maps what comes back (error documents, 200 with an
+ * <Error> body, a server ignoring Range, a refused or silent port).
+ *
+ * With OBJFS_TEST_S3_ENDPOINT etc. set (tests/integration/store_s3.sh, a
+ * real Swift): a wrong secret key is EACCES, odd keys round-trip, many
+ * threads share a small connection pool.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+
+/* ---- the canned server ------------------------------------------------- */
+
+#define MAX_REQ (256 * 1024)
+
+struct canned {
+	int lfd;
+	int port;
+	pthread_t thr;
+	pthread_mutex_t mu;
+	/* the next responses, consumed in order (protected by mu) */
+	const char *responses[8];
+	size_t n_responses;
+	size_t next;
+	/* the last request seen */
+	char req[MAX_REQ];
+	size_t req_len;
+	bool stop;
+};
+
+static size_t find_hdr_end(const char *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 3 < n; i++)
+		if (memcmp(b + i, "\r\n\r\n", 4) == 0)
+			return i + 4;
+	return 0;
+}
+
+static void *canned_main(void *arg)
+{
+	struct canned *cs = arg;
+
+	for (;;) {
+		char buf[MAX_REQ];
+		size_t n = 0, he = 0, need = 0;
+		const char *resp;
+		int fd = accept(cs->lfd, NULL, NULL);
+
+		if (fd < 0)
+			break;
+		pthread_mutex_lock(&cs->mu);
+		if (cs->stop) {
+			pthread_mutex_unlock(&cs->mu);
+			close(fd);
+			break;
+		}
+		pthread_mutex_unlock(&cs->mu);
+		while (n < sizeof(buf) - 1) {
+			ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+			buf[n] = '\0';
+			if (he == 0) {
+				he = find_hdr_end(buf, n);
+				if (he != 0) {
+					const char *cl = strcasestr(buf,
+						"\r\ncontent-length:");
+
+					if (cl != NULL && cl < buf + he)
+						need = strtoul(cl + 17, NULL,
+							       10);
+				}
+			}
+			if (he != 0 && n >= he + need)
+				break;
+		}
+		pthread_mutex_lock(&cs->mu);
+		memcpy(cs->req, buf, n);
+		cs->req[n] = '\0';
+		cs->req_len = n;
+		resp = cs->next < cs->n_responses ? cs->responses[cs->next++] :
+			"HTTP/1.1 500 Internal Server Error\r\n"
+			"Content-Length: 0\r\nConnection: close\r\n\r\n";
+		pthread_mutex_unlock(&cs->mu);
+		if (write(fd, resp, strlen(resp)) < 0)
+			(void)0;
+		shutdown(fd, SHUT_WR);
+		close(fd);
+	}
+	return NULL;
+}
+
+static int listen_any(int *port)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static struct canned *canned_start(void)
+{
+	struct canned *cs = calloc(1, sizeof(*cs));
+
+	assert_non_null(cs);
+	pthread_mutex_init(&cs->mu, NULL);
+	cs->lfd = listen_any(&cs->port);
+	assert_int_equal(pthread_create(&cs->thr, NULL, canned_main, cs), 0);
+	return cs;
+}
+
+static void canned_stop(struct canned *cs)
+{
+	pthread_mutex_lock(&cs->mu);
+	cs->stop = true;
+	pthread_mutex_unlock(&cs->mu);
+	shutdown(cs->lfd, SHUT_RDWR);
+	close(cs->lfd);
+	pthread_join(cs->thr, NULL);
+	pthread_mutex_destroy(&cs->mu);
+	free(cs);
+}
+
+static void canned_set(struct canned *cs, const char *const *r, size_t n)
+{
+	size_t i;
+
+	pthread_mutex_lock(&cs->mu);
+	for (i = 0; i < n; i++)
+		cs->responses[i] = r[i];
+	cs->n_responses = n;
+	cs->next = 0;
+	cs->req[0] = '\0';
+	pthread_mutex_unlock(&cs->mu);
+}
+
+static struct objfs_store *canned_store(struct canned *cs, bool path_style)
+{
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_store *s = NULL;
+	char ep[64];
+
+	/* curl resolves localhost and *.localhost itself, without DNS. */
+	snprintf(ep, sizeof(ep), "http://%s:%d",
+		 path_style ? "127.0.0.1" : "localhost", cs->port);
+	cfg.endpoint = ep;
+	cfg.bucket = "bkt";
+	cfg.region = "us-east-1";
+	cfg.path_style = path_style;
+	cfg.access_key = "AKID";
+	cfg.secret_key = "SECRET-never-in-logs";
+	cfg.max_connections = 2;
+	cfg.low_speed_timeout_s = 2;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	return s;
+}
+
+/* Bodies run to the end of the connection (no Content-Length). */
+#define RESP(status, extra) \
+	"HTTP/1.1 " status "\r\nConnection: close\r\n" extra "\r\n"
+
+static void test_config(void **state)
+{
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_store *s = NULL;
+
+	(void)state;
+	cfg.bucket = "b";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.endpoint = "ftp://127.0.0.1";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.endpoint = "http://127.0.0.1:1/some/path";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.endpoint = "http://user@127.0.0.1:1";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.endpoint = "http://127.0.0.1:1/";
+	cfg.bucket = "a/b";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.bucket = "b";
+	cfg.access_key = "only-the-id";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), EINVAL);
+	cfg.secret_key = "x";
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_string_equal(s->ops->name, "s3");
+	objfs_store_destroy(s);
+}
+
+static void test_refused_and_silent(void **state)
+{
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s = NULL;
+	char ep[64];
+	int port, fd;
+
+	(void)state;
+	/* A port nobody listens on. */
+	fd = listen_any(&port);
+	close(fd);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+	cfg.endpoint = ep;
+	cfg.bucket = "b";
+	cfg.path_style = true;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), ECONNREFUSED);
+	objfs_store_destroy(s);
+
+	/* A port that accepts but never answers: the stall timeout. */
+	fd = listen_any(&port);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+	cfg.low_speed_timeout_s = 1;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), ETIMEDOUT);
+	objfs_store_destroy(s);
+	close(fd);
+}
+
+static void test_request_shape(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "ETag: \"e1\"\r\nContent-Length: 0\r\n"),
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_put_opts po = { &meta, "text/plain", false };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_source src;
+
+	(void)state;
+	assert_int_equal(objfs_meta_set(&meta, "mode", "0644"), 0);
+	objfs_source_mem(&src, "hello", 5);
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_put(s, "dir/a b+c%d~e=f\xc3\xbc", &src,
+					 &po, &info), 0);
+	assert_string_equal(info.etag, "\"e1\"");
+	assert_non_null(strstr(cs->req,
+		"PUT /bkt/dir/a%20b%2Bc%25d~e%3Df%C3%BC HTTP/1.1\r\n"));
+	assert_non_null(strcasestr(cs->req, "\r\nx-amz-meta-mode: 0644\r\n"));
+	assert_non_null(strcasestr(cs->req, "\r\nContent-Type: text/plain\r\n"));
+	/* The payload hash is sent and signed (sha256("hello")). */
+	assert_non_null(strcasestr(cs->req, "\r\nx-amz-content-sha256: "
+		"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\r\n"));
+	assert_non_null(strstr(cs->req, "Credential=AKID/"));
+	assert_non_null(strstr(cs->req, "x-amz-content-sha256;x-amz-date"));
+	assert_null(strstr(cs->req, "SECRET"));
+	assert_non_null(strstr(cs->req, "\r\n\r\nhello"));
+
+	/* Keys are not normalised: dot segments reach the server. */
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_put(s, "a/../b/./c//d", &src, NULL,
+					 NULL), 0);
+	assert_non_null(strstr(cs->req, "PUT /bkt/a/../b/./c//d HTTP/1.1"));
+	/* Header injection through metadata is refused before sending. */
+	assert_int_equal(objfs_meta_set(&meta, "evil", "x\r\nHost: y"), 0);
+	assert_int_equal(objfs_store_put(s, "k", &src, &po, NULL), EINVAL);
+	objfs_meta_release(&meta);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+
+	/* Virtual-hosted addressing: the bucket moves into Host. */
+	s = canned_store(cs, false);
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_del(s, "x y"), 0);
+	assert_non_null(strstr(cs->req, "DELETE /x%20y HTTP/1.1\r\n"));
+	assert_non_null(strcasestr(cs->req, "\r\nHost: bkt.localhost:"));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+static void test_list_query(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<ListBucketResult><IsTruncated>true</IsTruncated>"
+		"<Contents><Key>p/a%20b</Key><Size>3</Size><ETag>\"x\"</ETag>"
+		"</Contents><CommonPrefixes><Prefix>p/d%2B/</Prefix>"
+		"</CommonPrefixes><NextContinuationToken>dG9r</NextContinuationToken>"
+		"<EncodingType>url</EncodingType></ListBucketResult>",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_list_req lr = { "p/", "/", NULL, "p/0", 10 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+	(void)state;
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_list(s, &lr, &pg), 0);
+	assert_non_null(strstr(cs->req, "GET /bkt/?delimiter=%2F&encoding-type"
+		"=url&list-type=2&max-keys=10&prefix=p%2F&start-after=p%2F0 "));
+	assert_int_equal(pg.n_entries, 1);
+	assert_string_equal(pg.entries[0].key, "p/a b");
+	assert_int_equal(pg.entries[0].size, 3);
+	assert_string_equal(pg.prefixes[0], "p/d+/");
+	assert_string_equal(pg.next, "dG9r");
+	objfs_list_page_release(&pg);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+static void test_error_mapping(void **state)
+{
+	static const char *const r[] = {
+		RESP("404 Not Found", "Content-Type: application/xml\r\n")
+		"<Error><Code>NoSuchKey</Code><Message/></Error>\n\n\n\n\n",
+		RESP("503 Slow Down", "")
+		"<Error><Code>SlowDown</Code></Error>\n\n\n\n\n\n\n\n\n",
+		RESP("403 Forbidden", "")
+		"<Error><Code>SignatureDoesNotMatch</Code></Error>\n\n\n\n\n\n\n\n\n",
+		RESP("412 Precondition Failed", ""),
+		RESP("500 Internal Server Error", ""),
+		RESP("429 Too Many Requests", ""),
+		RESP("416 Requested Range Not Satisfiable", ""),
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts go = { 10, 5, NULL };
+	struct objfs_sink sink;
+
+	(void)state;
+	objfs_sink_membuf(&sink, &mb);
+	canned_set(cs, r, 7);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), ENOENT);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), EAGAIN);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), EACCES);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), ESTALE);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), EIO);
+	assert_int_equal(objfs_store_get(s, "k", NULL, &sink, NULL), EAGAIN);
+	assert_int_equal(objfs_store_get(s, "k", &go, &sink, NULL), ERANGE);
+	assert_non_null(strcasestr(cs->req, "\r\nRange: bytes=10-14\r\n"));
+	assert_int_equal(mb.len, 0);
+	objfs_membuf_release(&mb);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+static void test_range_ignored(void **state)
+{
+	/* A server that ignores Range and sends the whole object. */
+	static const char *const r[] = {
+		RESP("200 OK", "ETag: \"z\"\r\nContent-Length: 10\r\n") "0123456789",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts go = { 3, 4, NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_sink sink;
+
+	(void)state;
+	objfs_sink_membuf(&sink, &mb);
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_get(s, "k", &go, &sink, &info), 0);
+	assert_int_equal(mb.len, 4);
+	assert_memory_equal(mb.data, "3456", 4);
+	assert_int_equal(info.size, 10);
+	assert_string_equal(info.etag, "\"z\"");
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+static void test_multipart_shapes(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<InitiateMultipartUploadResult><UploadId>u+1/=</UploadId>"
+		"</InitiateMultipartUploadResult>\n\n\n",
+		RESP("200 OK", "ETag: \"p1\"\r\nContent-Length: 0\r\n"),
+		/* 200 whose body is an error */
+		RESP("200 OK", "")
+		"<Error><Code>InternalError</Code></Error>\n\n\n\n\n\n\n\n\n\n\n\n",
+		RESP("404 Not Found", "")
+		"<Error><Code>NoSuchUpload</Code></Error>\n\n\n\n\n\n\n\n\n",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_part part;
+	struct objfs_source src;
+	char *id = NULL;
+
+	(void)state;
+	canned_set(cs, r, 4);
+	assert_int_equal(objfs_store_mpu_create(s, "m", NULL, &id), 0);
+	assert_string_equal(id, "u+1/=");
+	assert_non_null(strstr(cs->req, "POST /bkt/m?uploads= HTTP/1.1"));
+	objfs_source_mem(&src, "abc", 3);
+	assert_int_equal(objfs_store_mpu_part(s, "m", id, 7, &src, &part), 0);
+	assert_non_null(strstr(cs->req,
+		"PUT /bkt/m?partNumber=7&uploadId=u%2B1%2F%3D HTTP/1.1"));
+	assert_int_equal(part.number, 7);
+	assert_string_equal(part.etag, "\"p1\"");
+	assert_int_equal(objfs_store_mpu_complete(s, "m", id, &part, 1, NULL),
+			 EIO);
+	assert_non_null(strstr(cs->req, "<PartNumber>7</PartNumber><ETag>"
+				       "&quot;p1&quot;</ETag>"));
+	/* Aborting an unknown upload succeeds. */
+	assert_int_equal(objfs_store_mpu_abort(s, "m", id), 0);
+	assert_non_null(strstr(cs->req, "DELETE /bkt/m?uploadId=u%2B1%2F%3D "));
+	free(id);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+static void test_delete_many_shape(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<DeleteResult><Error><Key>b</Key><Code>AccessDenied</Code>"
+		"</Error><Error><Key>c</Key><Code>NoSuchKey</Code></Error>"
+		"</DeleteResult>",
+	};
+	const char *keys[] = { "a", "b", "c&d" };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	size_t failed = 0;
+
+	(void)state;
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_del_many(s, keys, 3, &failed), EACCES);
+	assert_int_equal(failed, 1);
+	assert_non_null(strstr(cs->req, "POST /bkt/?delete= HTTP/1.1"));
+	assert_non_null(strcasestr(cs->req, "\r\nContent-MD5: "));
+	assert_non_null(strstr(cs->req, "<Key>c&amp;d</Key>"));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* ---- against a real server (store_s3.sh) --------------------------------- */
+
+static bool have_live(void)
+{
+	return getenv("OBJFS_TEST_S3_ENDPOINT") != NULL &&
+	       getenv("OBJFS_TEST_S3_BUCKET") != NULL;
+}
+
+static struct objfs_store *live_store(const char *secret, unsigned maxconn)
+{
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_store *s = NULL;
+
+	cfg.endpoint = getenv("OBJFS_TEST_S3_ENDPOINT");
+	cfg.bucket = getenv("OBJFS_TEST_S3_BUCKET");
+	cfg.region = getenv("OBJFS_TEST_S3_REGION");
+	cfg.access_key = getenv("OBJFS_TEST_S3_ACCESS_KEY");
+	cfg.secret_key = secret != NULL ? secret :
+		getenv("OBJFS_TEST_S3_SECRET_KEY");
+	cfg.path_style = true;
+	cfg.max_connections = maxconn;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	return s;
+}
+
+static void test_live_wrong_secret(void **state)
+{
+	struct objfs_store *bad, *good;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_list_req lr = { NULL, NULL, NULL, NULL, 1 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+	struct objfs_source src;
+
+	(void)state;
+	if (!have_live())
+		return;
+	good = live_store(NULL, 2);
+	bad = live_store("not-the-secret", 2);
+	objfs_source_mem(&src, "x", 1);
+	assert_int_equal(objfs_store_put(good, "auth-check", &src, NULL, NULL),
+			 0);
+	assert_int_equal(objfs_store_head(bad, "auth-check", &info), EACCES);
+	assert_int_equal(objfs_store_put(bad, "auth-check", &src, NULL, NULL),
+			 EACCES);
+	assert_int_equal(objfs_store_list(bad, &lr, &pg), EACCES);
+	assert_int_equal(objfs_store_head(good, "auth-check", &info), 0);
+	assert_int_equal(info.size, 1);
+	assert_int_equal(objfs_store_del(good, "auth-check"), 0);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(bad);
+	objfs_store_destroy(good);
+}
+
+static void test_live_odd_keys(void **state)
+{
+	static const char *const keys[] = {
+		"odd/a b", "odd/a+b", "odd/a%b", "odd/a~b", "odd/a=b",
+		"odd/\xc3\xa9t\xc3\xa9 \xe2\x82\xac", "odd/a&b<c>'\"",
+		"odd/a?b#c", "odd/tab\there", "odd/x//y", "odd/./z",
+	};
+	const size_t n = sizeof(keys) / sizeof(keys[0]);
+	struct objfs_store *s;
+	struct objfs_list_req lr = { "odd/", NULL, NULL, NULL, 0 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+	size_t i, j, failed = 0;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 4);
+	for (i = 0; i < n; i++) {
+		struct objfs_source src;
+		struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+		struct objfs_sink sink;
+
+		objfs_source_mem(&src, keys[i], strlen(keys[i]));
+		objfs_sink_membuf(&sink, &mb);
+		assert_int_equal(objfs_store_put(s, keys[i], &src, NULL, NULL),
+				 0);
+		assert_int_equal(objfs_store_get(s, keys[i], NULL, &sink,
+						 NULL), 0);
+		assert_int_equal(mb.len, strlen(keys[i]));
+		assert_memory_equal(mb.data, keys[i], mb.len);
+		objfs_membuf_release(&mb);
+	}
+	assert_int_equal(objfs_store_list(s, &lr, &pg), 0);
+	assert_int_equal(pg.n_entries, n);
+	for (i = 0; i < n; i++) {
+		bool found = false;
+
+		for (j = 0; j < pg.n_entries; j++)
+			if (strcmp(pg.entries[j].key, keys[i]) == 0)
+				found = true;
+		assert_true(found);
+	}
+	objfs_list_page_release(&pg);
+	/* The copy source header carries the odd key too. */
+	assert_int_equal(objfs_store_copy(s, keys[1], "odd-copy/a+b %", NULL,
+					  NULL), 0);
+	assert_int_equal(objfs_store_del(s, "odd-copy/a+b %"), 0);
+	assert_int_equal(objfs_store_del_many(s, (const char *const *)keys, n,
+					      &failed), 0);
+	assert_int_equal(failed, 0);
+	assert_int_equal(objfs_store_list(s, &lr, &pg), 0);
+	assert_int_equal(pg.n_entries, 0);
+	objfs_list_page_release(&pg);
+	objfs_store_destroy(s);
+}
+
+struct worker {
+	struct objfs_store *s;
+	int id;
+	int err;
+};
+
+static void *hammer(void *arg)
+{
+	struct worker *w = arg;
+	char key[64], data[64];
+	int i;
+
+	for (i = 0; i < 20 && w->err == 0; i++) {
+		struct objfs_source src;
+		struct objfs_fixedbuf fb = { NULL, 0, 0 };
+		struct objfs_sink sink;
+		char got[64];
+
+		snprintf(key, sizeof(key), "hammer/%d/%d", w->id, i);
+		snprintf(data, sizeof(data), "worker %d item %d", w->id, i);
+		objfs_source_mem(&src, data, strlen(data));
+		w->err = objfs_store_put(w->s, key, &src, NULL, NULL);
+		if (w->err != 0)
+			break;
+		fb.data = got;
+		fb.cap = sizeof(got);
+		objfs_sink_fixed(&sink, &fb);
+		w->err = objfs_store_get(w->s, key, NULL, &sink, NULL);
+		if (w->err == 0 && (fb.got != strlen(data) ||
+				    memcmp(got, data, fb.got) != 0))
+			w->err = EIO;
+		if (w->err == 0)
+			w->err = objfs_store_del(w->s, key);
+	}
+	return NULL;
+}
+
+static void test_live_threads(void **state)
+{
+	struct worker w[8];
+	pthread_t t[8];
+	struct objfs_store *s;
+	int i;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 3);
+	for (i = 0; i < 8; i++) {
+		w[i].s = s;
+		w[i].id = i;
+		w[i].err = 0;
+		assert_int_equal(pthread_create(&t[i], NULL, hammer, &w[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].err, 0);
+	}
+	objfs_store_destroy(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_refused_and_silent),
+		cmocka_unit_test(test_request_shape),
+		cmocka_unit_test(test_list_query),
+		cmocka_unit_test(test_error_mapping),
+		cmocka_unit_test(test_range_ignored),
+		cmocka_unit_test(test_multipart_shapes),
+		cmocka_unit_test(test_delete_many_shape),
+		cmocka_unit_test(test_live_wrong_secret),
+		cmocka_unit_test(test_live_odd_keys),
+		cmocka_unit_test(test_live_threads),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
