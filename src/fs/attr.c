@@ -1,0 +1,223 @@
+/*
+ * attr.c - metadata encoding and key mapping (see attr.h).  No state.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/backend.h"
+#include "fs/attr.h"
+
+int objfs_mtime_format(const struct timespec *ts, char *buf, size_t cap)
+{
+	int n;
+
+	if (ts->tv_nsec == 0)
+		n = snprintf(buf, cap, "%lld", (long long)ts->tv_sec);
+	else
+		n = snprintf(buf, cap, "%lld.%09ld", (long long)ts->tv_sec,
+			     (long)ts->tv_nsec);
+	if (n < 0 || (size_t)n >= cap)
+		return ENOSPC;
+	return 0;
+}
+
+int objfs_mtime_parse(const char *s, struct timespec *out)
+{
+	long long sec = 0;
+	long nsec = 0, scale = 100000000;
+	bool neg = false;
+	const char *p = s;
+	int digits = 0;
+
+	if (*p == '-') {
+		neg = true;
+		p++;
+	}
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (sec > (INT64_MAX - 9) / 10)
+			return EINVAL;
+		sec = sec * 10 + (*p - '0');
+	}
+	if (digits == 0)
+		return EINVAL;
+	if (*p == '.') {
+		p++;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			nsec += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*p != '\0')
+		return EINVAL;
+	if (neg) {
+		sec = -sec;
+		if (nsec != 0) {
+			sec -= 1;
+			nsec = 1000000000 - nsec;
+		}
+	}
+	out->tv_sec = (time_t)sec;
+	out->tv_nsec = nsec;
+	return 0;
+}
+
+int objfs_mode_parse(const char *s, mode_t *out)
+{
+	unsigned long long v = 0;
+	unsigned base = 10;
+	const char *p = s;
+
+	if (*p == '\0')
+		return EINVAL;
+	if (p[0] == '0' && p[1] != '\0')
+		base = 8;
+	for (; *p != '\0'; p++) {
+		unsigned d;
+
+		if (*p < '0' || *p > '9')
+			return EINVAL;
+		d = (unsigned)(*p - '0');
+		if (d >= base)
+			return EINVAL;
+		v = v * base + d;
+		if (v > 0xffffffULL)
+			return EINVAL;
+	}
+	*out = (mode_t)v;
+	return 0;
+}
+
+int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
+{
+	char buf[48];
+	int err;
+
+	snprintf(buf, sizeof(buf), "%u", (unsigned)a->mode);
+	err = objfs_meta_set(m, OBJFS_META_MODE, buf);
+	if (err != 0)
+		return err;
+	snprintf(buf, sizeof(buf), "%u", (unsigned)a->uid);
+	err = objfs_meta_set(m, OBJFS_META_UID, buf);
+	if (err != 0)
+		return err;
+	snprintf(buf, sizeof(buf), "%u", (unsigned)a->gid);
+	err = objfs_meta_set(m, OBJFS_META_GID, buf);
+	if (err != 0)
+		return err;
+	err = objfs_mtime_format(&a->mtime, buf, sizeof(buf));
+	if (err != 0)
+		return err;
+	return objfs_meta_set(m, OBJFS_META_MTIME, buf);
+}
+
+static int parse_id(const char *s, unsigned *out)
+{
+	unsigned long long v = 0;
+
+	if (*s == '\0')
+		return EINVAL;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return EINVAL;
+		v = v * 10 + (unsigned)(*s - '0');
+		if (v > UINT32_MAX)
+			return EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
+			       struct objfs_fattr *a)
+{
+	unsigned found = 0, id;
+	const char *v;
+	mode_t mode;
+	struct timespec ts;
+
+	v = objfs_meta_get(m, OBJFS_META_MODE);
+	if (v != NULL && objfs_mode_parse(v, &mode) == 0 &&
+	    (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
+		a->mode = mode;
+		found |= OBJFS_FATTR_MODE;
+	}
+	v = objfs_meta_get(m, OBJFS_META_UID);
+	if (v != NULL && parse_id(v, &id) == 0) {
+		a->uid = (uid_t)id;
+		found |= OBJFS_FATTR_UID;
+	}
+	v = objfs_meta_get(m, OBJFS_META_GID);
+	if (v != NULL && parse_id(v, &id) == 0) {
+		a->gid = (gid_t)id;
+		found |= OBJFS_FATTR_GID;
+	}
+	v = objfs_meta_get(m, OBJFS_META_MTIME);
+	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
+		a->mtime = ts;
+		found |= OBJFS_FATTR_MTIME;
+	}
+	return found;
+}
+
+int objfs_name_check(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strchr(name, '/') != NULL)
+		return EINVAL;
+	if (n > OBJFS_NAME_MAX)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+bool objfs_name_reserved(bool parent_is_root, const char *name)
+{
+	return parent_is_root && strcmp(name, OBJFS_RESERVED_NAME) == 0;
+}
+
+int objfs_key_join(const char *dir_key, const char *name, bool dir,
+		   char *buf, size_t cap)
+{
+	int n;
+
+	if (cap > OBJFS_KEY_MAX + 1)
+		cap = OBJFS_KEY_MAX + 1;
+	n = snprintf(buf, cap, "%s%s%s", dir_key, name, dir ? "/" : "");
+	if (n < 0 || (size_t)n >= cap)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+bool objfs_key_child(const char *dir_key, const char *key, bool is_prefix,
+		     char *name, size_t cap)
+{
+	size_t dl = strlen(dir_key), kl = strlen(key), n;
+	const char *rest;
+
+	if (kl <= dl || strncmp(key, dir_key, dl) != 0)
+		return false;
+	rest = key + dl;
+	n = kl - dl;
+	if (is_prefix) {
+		if (rest[n - 1] != '/')
+			return false;
+		n--;
+	}
+	if (n == 0 || n > OBJFS_NAME_MAX || n + 1 > cap ||
+	    memchr(rest, '/', n) != NULL)
+		return false;
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	if ((n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	if (objfs_name_reserved(dl == 0, name))
+		return false;
+	return true;
+}

@@ -1,0 +1,3245 @@
+/*
+ * fs.c - the objfs filesystem over the libfuse3 low-level API.
+ *
+ * Objects: an inode per name the kernel knows (inode number = a counter,
+ * never reused), found by number (ino hash) and by (parent, name) (name
+ * hash).  An inode lives while the kernel holds lookups on it (nlookup),
+ * files are open on it (nopen), children or running operations pin it
+ * (refs), or it holds unsaved data (dirty).
+ *
+ * Locks, always taken in this order:
+ *   fs->ns     rwlock.  Read side: any operation that writes or deletes
+ *              keys of existing names (upload, unlink, rmdir, setattr).
+ *              Write side: rename, so a renamed tree never changes under
+ *              it and no upload writes to an old key meanwhile.
+ *   in->mu     the inode's data: spool, dirty.  Held across store I/O of
+ *              that file (upload, fetch into the spool).
+ *   fs->lock   mutex.  Tables, tree links, nlookup/nopen/refs, every
+ *              attribute field, listing snapshots, capacity counters.
+ *              Never held across store I/O.
+ *
+ * File data states:
+ *   clean, no spool   reads are ranged GETs (with read-ahead per handle)
+ *   spool, clean      the spool mirrors the stored object (present ranges
+ *                     plus fetch on demand); kept while the file is open
+ *   spool, dirty      local changes not yet uploaded; uploaded (whole
+ *                     object, multipart when large) on flush, fsync,
+ *                     release, setattr without a handle, rename, and at
+ *                     unmount.  A dirty inode is never freed.
+ * An acknowledged flush/fsync/close means the object is in the store.
+ *
+ * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
+ * every open of a clean file revalidates it with a HEAD; the kernel page
+ * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
+ * data it caches (cache_etag), and attributes are invalidated when it
+ * changed.  Listings are cached for dir_ttl and dropped on local changes.
+ *
+ * Capacity: `used` is one listing of the volume (a background scan at
+ * start and every usage_refresh seconds) plus local deltas; every size
+ * change is charged against the capacity of the volume record before it is
+ * made (ENOSPC otherwise), so nothing past the capacity is ever uploaded.
+ */
+#define FUSE_USE_VERSION 312
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/volrec.h"
+#include "fs/attr.h"
+#include "fs/fs.h"
+#include "fs/pool.h"
+#include "fs/spool.h"
+
+#define HASH_BITS 16
+#define HASH_SIZE (1u << HASH_BITS)
+#define KEYBUF (OBJFS_KEY_MAX + 2)
+#define ROOT_ATTR_KEY ".objfs/root"
+#define RA_MAX 16
+#define LINK_MAX_LEN 4096
+#define SUB "fs"
+
+struct dent {
+	char *name;
+	bool is_dir;
+	bool have_attr;         /* fa/size/etag from a HEAD */
+	bool marker;            /* a directory with a marker object */
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];
+	struct timespec mtime;  /* Last-Modified from the listing */
+	struct objfs_fattr fa;
+};
+
+/* A directory listing; shared by readdir handles (refs, fs->lock). */
+struct dirsnap {
+	unsigned refs;
+	size_t n;
+	struct dent *e;
+	double time;
+	bool attrs_done;
+};
+
+struct inode {
+	fuse_ino_t ino;
+	struct inode *ino_next;         /* ino hash chain */
+	struct inode *name_next;        /* name hash chain (when linked) */
+	struct inode *parent;           /* pinned (refs); NULL for root/unlinked */
+	struct inode *child;            /* first child (linked ones) */
+	struct inode *sib_prev, *sib_next;
+	char *name;
+	uint64_t nlookup;
+	unsigned nopen;
+	unsigned refs;
+	bool linked;
+
+	/* attributes (fs->lock) */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec mtime;
+	struct timespec ctime;
+	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
+	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
+	double attr_time;                /* when attributes were fetched */
+	bool in_store;                   /* the object (or marker) exists */
+	uint64_t stored_size;
+	uint64_t charged;                /* bytes counted in fs->used */
+	struct dirsnap *snap;
+	char *link;
+
+	/* data (mu) */
+	pthread_mutex_t mu;
+	struct objfs_spool *spool;
+	bool dirty;                      /* also read under fs->lock */
+};
+
+struct ra_chunk {
+	uint64_t off;
+	size_t len;
+	char *buf;
+	size_t got;
+	int state;          /* RA_FREE, RA_LOADING, RA_READY, RA_ERROR */
+	int err;
+};
+enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
+
+struct fhandle {
+	struct objfs_fs *fs;
+	struct inode *in;
+	char key[KEYBUF];
+	pthread_mutex_t mu;             /* the read-ahead state */
+	pthread_cond_t cv;
+	uint64_t next_off;
+	unsigned seq;
+	struct ra_chunk ra[RA_MAX];
+};
+
+struct dhandle {
+	struct dirsnap *snap;
+};
+
+struct objfs_fs {
+	struct objfs_store *store;
+	struct objfs_log *log;
+	struct objfs_fs_opts o;
+	char *spool_dir;
+	struct fuse_session *se;
+	struct objfs_pool *pool;
+	struct objfs_budget mem;
+	pthread_rwlock_t ns;
+	pthread_mutex_t lock;
+
+	/* fs->lock */
+	struct inode *ino_tab[HASH_SIZE];
+	struct inode *name_tab[HASH_SIZE];
+	fuse_ino_t next_ino;
+	struct inode *root;
+	uint64_t n_inodes;
+
+	/* capacity (fs->lock) */
+	uint64_t capacity;              /* 0: unlimited */
+	int64_t used;
+	int64_t objects;
+	int64_t scan_delta;
+	int64_t scan_obj_delta;
+	bool scan_done;
+	double volrec_time;
+	pthread_cond_t scan_cv;
+	bool stopping;
+	pthread_t scan_thread;
+	bool scan_started;
+	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+};
+
+static double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct timespec now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+static struct objfs_fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+void objfs_fs_opts_default(struct objfs_fs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->uid = getuid();
+	o->gid = getgid();
+	o->umask = 022;
+	o->attr_ttl = 1.0;
+	o->entry_ttl = 1.0;
+	o->neg_ttl = 1.0;
+	o->dir_ttl = 1.0;
+	o->mem_limit = 32ULL << 20;
+	o->ra_chunk = 2ULL << 20;
+	o->ra_chunks = 4;
+	o->part_size = 8ULL << 20;
+	o->upload_parallel = 4;
+	o->threads = 16;
+	o->spool_dir = "/var/tmp";
+	o->spool_limit = 0;
+	o->read_only = false;
+	o->volrec_ttl = 30.0;
+	o->usage_refresh = 600.0;
+}
+
+/* ---- tables (fs->lock) ------------------------------------------------ */
+
+static unsigned hash_ino(fuse_ino_t ino)
+{
+	uint64_t h = ino * 0x9E3779B97F4A7C15ULL;
+
+	return (unsigned)(h >> (64 - HASH_BITS));
+}
+
+static unsigned hash_name(const struct inode *parent, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)parent;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 1099511628211ULL;
+	}
+	return (unsigned)(h >> (64 - HASH_BITS)) ^ (unsigned)(h & (HASH_SIZE - 1));
+}
+
+static struct inode *find_ino(struct objfs_fs *fs, fuse_ino_t ino)
+{
+	struct inode *in;
+
+	if (ino == FUSE_ROOT_ID)
+		return fs->root;
+	for (in = fs->ino_tab[hash_ino(ino)]; in != NULL; in = in->ino_next) {
+		if (in->ino == ino)
+			return in;
+	}
+	return NULL;
+}
+
+static struct inode *find_child(struct objfs_fs *fs, struct inode *parent,
+				const char *name)
+{
+	struct inode *in;
+
+	for (in = fs->name_tab[hash_name(parent, name) & (HASH_SIZE - 1)];
+	     in != NULL; in = in->name_next) {
+		if (in->parent == parent && in->linked &&
+		    strcmp(in->name, name) == 0)
+			return in;
+	}
+	return NULL;
+}
+
+static void name_unhash(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode **pp;
+	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
+
+	for (pp = &fs->name_tab[h]; *pp != NULL; pp = &(*pp)->name_next) {
+		if (*pp == in) {
+			*pp = in->name_next;
+			break;
+		}
+	}
+	in->name_next = NULL;
+}
+
+static void name_hash(struct objfs_fs *fs, struct inode *in)
+{
+	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
+
+	in->name_next = fs->name_tab[h];
+	fs->name_tab[h] = in;
+}
+
+static void sib_unlink(struct inode *in)
+{
+	if (in->sib_prev != NULL)
+		in->sib_prev->sib_next = in->sib_next;
+	else if (in->parent != NULL)
+		in->parent->child = in->sib_next;
+	if (in->sib_next != NULL)
+		in->sib_next->sib_prev = in->sib_prev;
+	in->sib_prev = NULL;
+	in->sib_next = NULL;
+}
+
+static void sib_link(struct inode *parent, struct inode *in)
+{
+	in->sib_prev = NULL;
+	in->sib_next = parent->child;
+	if (parent->child != NULL)
+		parent->child->sib_prev = in;
+	parent->child = in;
+}
+
+static void snap_put_locked(struct dirsnap *s)
+{
+	size_t i;
+
+	if (s == NULL || --s->refs > 0)
+		return;
+	for (i = 0; i < s->n; i++)
+		free(s->e[i].name);
+	free(s->e);
+	free(s);
+}
+
+static void snap_drop(struct inode *dir)
+{
+	if (dir != NULL && dir->snap != NULL) {
+		snap_put_locked(dir->snap);
+		dir->snap = NULL;
+	}
+}
+
+static void inode_free(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode **pp;
+
+	for (pp = &fs->ino_tab[hash_ino(in->ino)]; *pp != NULL;
+	     pp = &(*pp)->ino_next) {
+		if (*pp == in) {
+			*pp = in->ino_next;
+			break;
+		}
+	}
+	fs->n_inodes--;
+	snap_drop(in);
+	objfs_spool_destroy(in->spool);
+	pthread_mutex_destroy(&in->mu);
+	free(in->link);
+	free(in->name);
+	free(in);
+}
+
+/* Detaches in from its name and parent (fs->lock).  The parent loses the
+ * pin the child held; the caller must run maybe_free(parent) after. */
+static struct inode *detach(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode *parent = in->parent;
+
+	if (parent == NULL)
+		return NULL;
+	if (in->linked)
+		name_unhash(fs, in);
+	sib_unlink(in);
+	in->linked = false;
+	in->parent = NULL;
+	parent->refs--;
+	return parent;
+}
+
+/* Frees in (and parents left unused) when nothing holds it (fs->lock). */
+static void maybe_free(struct objfs_fs *fs, struct inode *in)
+{
+	while (in != NULL && in != fs->root && in->nlookup == 0 &&
+	       in->nopen == 0 && in->refs == 0 && !in->dirty &&
+	       in->child == NULL) {
+		struct inode *parent = detach(fs, in);
+
+		inode_free(fs, in);
+		in = parent;
+	}
+}
+
+static struct inode *inode_new(struct objfs_fs *fs, struct inode *parent,
+			       const char *name, mode_t mode)
+{
+	struct inode *in = calloc(1, sizeof(*in));
+
+	if (in == NULL)
+		return NULL;
+	in->name = strdup(name);
+	if (in->name == NULL) {
+		free(in);
+		return NULL;
+	}
+	pthread_mutex_init(&in->mu, NULL);
+	in->ino = fs->next_ino++;
+	in->mode = mode;
+	in->uid = fs->o.uid;
+	in->gid = fs->o.gid;
+	in->ino_next = fs->ino_tab[hash_ino(in->ino)];
+	fs->ino_tab[hash_ino(in->ino)] = in;
+	fs->n_inodes++;
+	if (parent != NULL) {
+		in->parent = parent;
+		in->linked = true;
+		parent->refs++;
+		name_hash(fs, in);
+		sib_link(parent, in);
+	}
+	return in;
+}
+
+/* The key of in into buf: "" for the root, "a/b" for a file, "a/b/" for a
+ * directory when dir_slash (fs->lock).  0 or ENAMETOOLONG/ENOENT. */
+static int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
+		     char *buf, size_t cap)
+{
+	const struct inode *chain[OBJFS_KEY_MAX / 2 + 2];
+	size_t n = 0, len = 0, i;
+	const struct inode *p;
+
+	(void)fs;
+	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
+		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))
+			return p->linked ? ENAMETOOLONG : ENOENT;
+		chain[n++] = p;
+	}
+	if (p != fs->root)
+		return ENOENT;
+	for (i = n; i-- > 0;) {
+		size_t nl = strlen(chain[i]->name);
+
+		if (len + nl + 2 > cap || len + nl + 1 > OBJFS_KEY_MAX)
+			return ENAMETOOLONG;
+		memcpy(buf + len, chain[i]->name, nl);
+		len += nl;
+		if (i > 0 || (dir_slash && S_ISDIR(in->mode)))
+			buf[len++] = '/';
+	}
+	buf[len] = '\0';
+	return 0;
+}
+
+static bool is_root(struct objfs_fs *fs, struct inode *in)
+{
+	return in == fs->root;
+}
+
+static mode_t default_mode(struct objfs_fs *fs, mode_t type)
+{
+	if (type == S_IFDIR)
+		return S_IFDIR | (0777 & ~fs->o.umask);
+	if (type == S_IFLNK)
+		return S_IFLNK | 0777;
+	return S_IFREG | (0666 & ~fs->o.umask);
+}
+
+static void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = in->mode;
+	st->st_nlink = S_ISDIR(in->mode) ? 2 : (in->linked || in == fs->root ? 1 : 0);
+	st->st_uid = in->uid;
+	st->st_gid = in->gid;
+	st->st_size = (off_t)(S_ISDIR(in->mode) ? 4096 : in->size);
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
+	st->st_mtim = in->mtime;
+	st->st_atim = in->mtime;
+	st->st_ctim = in->ctime.tv_sec != 0 ? in->ctime : in->mtime;
+}
+
+static void fill_entry(struct objfs_fs *fs, struct inode *in,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = in->ino;
+	e->generation = 1;
+	e->attr_timeout = fs->o.attr_ttl;
+	e->entry_timeout = fs->o.entry_ttl;
+	fill_stat(fs, in, &e->attr);
+}
+
+/* ---- capacity (fs->lock) ---------------------------------------------- */
+
+static void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int64_t d = (int64_t)size - (int64_t)in->charged;
+
+	fs->used += d;
+	fs->scan_delta += d;
+	in->charged = size;
+}
+
+/* Charges in for size bytes; ENOSPC when that passes the capacity. */
+static int charge_locked(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int64_t d = (int64_t)size - (int64_t)in->charged;
+
+	if (d > 0 && fs->capacity != 0) {
+		while (!fs->scan_done && !fs->stopping)
+			pthread_cond_wait(&fs->scan_cv, &fs->lock);
+		if (fs->used + d > (int64_t)fs->capacity)
+			return ENOSPC;
+	}
+	charge_force(fs, in, size);
+	return 0;
+}
+
+static void volrec_refresh(struct objfs_fs *fs, double max_age)
+{
+	struct objfs_volrec v = OBJFS_VOLREC_INIT;
+	double now = now_mono();
+	int err;
+
+	pthread_mutex_lock(&fs->volrec_mu);
+	pthread_mutex_lock(&fs->lock);
+	if (now - fs->volrec_time < max_age) {
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	err = objfs_volrec_load(fs->store, &v);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 || err == ENOENT) {
+		if (fs->capacity != v.capacity_bytes)
+			objfs_info(fs->log, SUB, "capacity now %" PRIu64 " bytes",
+				   v.capacity_bytes);
+		fs->capacity = v.capacity_bytes;
+		fs->volrec_time = now;
+	} else {
+		objfs_warn(fs->log, SUB, "reading the volume record: %s",
+			   objfs_strerror(err));
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	pthread_mutex_unlock(&fs->volrec_mu);
+	objfs_volrec_release(&v);
+}
+
+/* charge_locked() that re-reads a stale volume record before ENOSPC (the
+ * capacity may have been raised).  Takes and releases fs->lock. */
+static int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	err = charge_locked(fs, in, size);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == ENOSPC) {
+		volrec_refresh(fs, 5.0);
+		pthread_mutex_lock(&fs->lock);
+		err = charge_locked(fs, in, size);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err;
+}
+
+static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
+{
+	struct objfs_list_req rq = { NULL, NULL, NULL, NULL, 1000 };
+	char *token = NULL;
+	int err = 0;
+
+	*bytes = 0;
+	*count = 0;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			break;
+		for (i = 0; i < pg.n_entries; i++) {
+			if (strncmp(pg.entries[i].key, OBJFS_RESERVED_NAME "/",
+				    sizeof(OBJFS_RESERVED_NAME)) == 0)
+				continue;
+			*bytes += pg.entries[i].size;
+			(*count)++;
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+		pthread_mutex_lock(&fs->lock);
+		if (fs->stopping)
+			err = ECANCELED;
+		pthread_mutex_unlock(&fs->lock);
+	} while (err == 0 && token != NULL);
+	free(token);
+	return err;
+}
+
+static void *scan_main(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		uint64_t bytes, count;
+		int64_t pending = 0;
+		unsigned i;
+		struct inode *in;
+		struct timespec until;
+		int err;
+
+		for (i = 0; i < HASH_SIZE; i++) {
+			for (in = fs->ino_tab[i]; in != NULL; in = in->ino_next) {
+				if (in->dirty)
+					pending += (int64_t)in->charged -
+						   (int64_t)(in->in_store ?
+							     in->stored_size : 0);
+			}
+		}
+		fs->scan_delta = pending;
+		fs->scan_obj_delta = 0;
+		pthread_mutex_unlock(&fs->lock);
+		err = scan_usage(fs, &bytes, &count);
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0) {
+			fs->used = (int64_t)bytes + fs->scan_delta;
+			fs->objects = (int64_t)count + fs->scan_obj_delta;
+			objfs_debug(fs->log, SUB, "usage: %" PRIu64 " bytes in %"
+				    PRIu64 " objects", bytes, count);
+		} else if (err != ECANCELED) {
+			objfs_warn(fs->log, SUB, "usage scan: %s",
+				   objfs_strerror(err));
+		}
+		if (!fs->scan_done) {
+			/* even after an error: writes must not wait forever */
+			fs->scan_done = true;
+			pthread_cond_broadcast(&fs->scan_cv);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(err == 0 ? fs->o.usage_refresh : 10);
+		while (!fs->stopping &&
+		       pthread_cond_timedwait(&fs->scan_cv, &fs->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+/* ---- finding names in the store --------------------------------------- */
+
+/* What the store says about one name. */
+struct probe {
+	bool is_dir;
+	bool marker;            /* directory with a marker object */
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];
+	struct objfs_fattr fa;
+};
+
+static void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
+			    bool dir, struct probe *p)
+{
+	p->is_dir = dir;
+	p->marker = dir;
+	p->size = dir ? 0 : info->size;
+	snprintf(p->etag, sizeof(p->etag), "%s", info->etag);
+	p->fa.mode = default_mode(fs, dir ? S_IFDIR : S_IFREG);
+	p->fa.uid = fs->o.uid;
+	p->fa.gid = fs->o.gid;
+	p->fa.mtime = info->mtime;
+	objfs_fattr_from_meta(&info->meta, &p->fa);
+	if (dir && !S_ISDIR(p->fa.mode))
+		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
+	if (!dir && S_ISDIR(p->fa.mode)) {
+		/* an old s3fs-style "dir" object without the slash */
+		p->is_dir = true;
+		p->size = 0;
+	}
+}
+
+static void probe_implied_dir(struct objfs_fs *fs, struct probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->is_dir = true;
+	p->fa.mode = default_mode(fs, S_IFDIR);
+	p->fa.uid = fs->o.uid;
+	p->fa.gid = fs->o.gid;
+	p->fa.mtime = now_real();
+}
+
+/* True when some key starts with prefix (which ends in "/").  0 or errno. */
+static int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self,
+		       bool *used)
+{
+	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 2 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+	size_t i;
+	int err;
+
+	*used = false;
+	err = objfs_store_list(fs->store, &rq, &pg);
+	if (err != 0)
+		return err;
+	for (i = 0; i < pg.n_entries; i++) {
+		if (!ignore_self || strcmp(pg.entries[i].key, prefix) != 0)
+			*used = true;
+	}
+	if (pg.n_prefixes > 0)
+		*used = true;
+	objfs_list_page_release(&pg);
+	return 0;
+}
+
+/* Probes the name whose file key is key: object, marker, or implied
+ * directory.  want_dir skips the file HEAD.  0, ENOENT or another errno. */
+static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
+		     struct probe *p)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	char dkey[KEYBUF];
+	bool used;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (!want_dir) {
+		err = objfs_store_head(fs->store, key, &info);
+		if (err == 0) {
+			probe_from_info(fs, &info, false, p);
+			goto out;
+		}
+		if (err != ENOENT)
+			goto out;
+		objfs_obj_info_release(&info);
+	}
+	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err != 0)
+		goto out;
+	err = objfs_store_head(fs->store, dkey, &info);
+	if (err == 0) {
+		probe_from_info(fs, &info, true, p);
+		goto out;
+	}
+	if (err != ENOENT)
+		goto out;
+	err = prefix_used(fs, dkey, false, &used);
+	if (err != 0)
+		goto out;
+	if (!used) {
+		err = ENOENT;
+		goto out;
+	}
+	probe_implied_dir(fs, p);
+out:
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+/* Copies probe results into an inode's attributes (fs->lock).  Local state
+ * wins while the inode has unsaved data or a spool. */
+static void apply_probe(struct objfs_fs *fs, struct inode *in,
+			const struct probe *p)
+{
+	in->attr_time = now_mono();
+	in->in_store = p->is_dir ? p->marker : true;
+	if (in->dirty || in->spool != NULL)
+		return;
+	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
+		free(in->link);
+		in->link = NULL;
+	}
+	in->mode = p->fa.mode;
+	in->uid = p->fa.uid;
+	in->gid = p->fa.gid;
+	in->mtime = p->fa.mtime;
+	in->size = p->size;
+	in->stored_size = p->size;
+	snprintf(in->etag, sizeof(in->etag), "%s", p->etag);
+	if (!S_ISDIR(in->mode) && in->charged != p->size)
+		in->charged = p->size;  /* the scan counts other writers */
+}
+
+static bool same_type(mode_t a, mode_t b)
+{
+	return (a & S_IFMT) == (b & S_IFMT);
+}
+
+/* Looks up (parent, name) for the kernel (nlookup++) or for internal use
+ * (pin: refs++).  *out is set with the reference taken.  0, ENOENT, ... */
+static int do_lookup(struct objfs_fs *fs, struct inode *parent,
+		     const char *name, bool pin, struct inode **out)
+{
+	char key[KEYBUF], dkey[KEYBUF];
+	struct inode *in;
+	struct probe p;
+	bool want_dir = false, fresh;
+	double now = now_mono();
+	int err;
+
+	err = objfs_name_check(name);
+	if (err != 0)
+		return err;
+	if (objfs_name_reserved(is_root(fs, parent), name))
+		return ENOENT;
+	pthread_mutex_lock(&fs->lock);
+	if (!S_ISDIR(parent->mode)) {
+		err = ENOTDIR;
+		goto out_locked;
+	}
+	in = find_child(fs, parent, name);
+	if (in != NULL) {
+		fresh = in->dirty || in->spool != NULL ||
+			(!in->in_store && !S_ISDIR(in->mode)) ||
+			now - in->attr_time < fs->o.entry_ttl;
+		if (fresh)
+			goto found;
+		want_dir = S_ISDIR(in->mode);
+	} else if (parent->snap != NULL &&
+		   now - parent->snap->time < fs->o.dir_ttl) {
+		/* a fresh listing without the name: a quick ENOENT */
+		size_t lo = 0, hi = parent->snap->n;
+		bool seen = false;
+
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(parent->snap->e[mid].name, name);
+
+			if (c == 0) {
+				seen = true;
+				want_dir = parent->snap->e[mid].is_dir;
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!seen) {
+			err = ENOENT;
+			goto out_locked;
+		}
+	}
+	err = inode_key(fs, parent, true, dkey, sizeof(dkey));
+	if (err == 0)
+		err = objfs_key_join(dkey, name, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return err;
+
+	err = probe_key(fs, key, want_dir, &p);
+	if (err == ENOENT && want_dir)
+		err = probe_key(fs, key, false, &p);
+
+	pthread_mutex_lock(&fs->lock);
+	in = find_child(fs, parent, name);
+	if (err != 0) {
+		if (err == ENOENT && in != NULL && !in->dirty &&
+		    in->spool == NULL && in->in_store) {
+			/* gone from the store: forget the name */
+			struct inode *par = detach(fs, in);
+
+			maybe_free(fs, in);
+			maybe_free(fs, par);
+		} else if (err == ENOENT && in != NULL) {
+			err = 0;        /* local data we still hold */
+			goto found;
+		}
+		goto out_locked;
+	}
+	if (in != NULL && !same_type(in->mode, p.fa.mode) && !in->dirty &&
+	    in->spool == NULL) {
+		struct inode *par = detach(fs, in);
+
+		maybe_free(fs, in);
+		maybe_free(fs, par);
+		in = NULL;
+	}
+	if (in == NULL) {
+		in = inode_new(fs, parent, name, p.fa.mode);
+		if (in == NULL) {
+			err = ENOMEM;
+			goto out_locked;
+		}
+	}
+	apply_probe(fs, in, &p);
+found:
+	if (pin)
+		in->refs++;
+	else
+		in->nlookup++;
+	*out = in;
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}
+
+static void unpin(struct objfs_fs *fs, struct inode *in)
+{
+	if (in == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	in->refs--;
+	maybe_free(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Pins the inode the kernel calls ino; NULL when unknown. */
+static struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino)
+{
+	struct inode *in;
+
+	pthread_mutex_lock(&fs->lock);
+	in = find_ino(fs, ino);
+	if (in != NULL)
+		in->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	return in;
+}
+
+/* ---- spool and upload (in->mu held) ----------------------------------- */
+
+struct spool_sink {
+	struct objfs_spool *sp;
+	uint64_t base;
+};
+
+static int spool_sink_write(void *arg, uint64_t off, const void *data, size_t n)
+{
+	struct spool_sink *ss = arg;
+
+	return objfs_spool_fill(ss->sp, ss->base + off, data, n);
+}
+
+/* Starts a spool for in if it has none (in->mu). */
+static int spool_ensure(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = NULL;
+	uint64_t base = 0;
+	char etag[OBJFS_ETAG_MAX] = "";
+	int err;
+
+	if (in->spool != NULL)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	if (in->in_store) {
+		base = in->stored_size;
+		snprintf(etag, sizeof(etag), "%s", in->etag);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	err = objfs_spool_create(fs->spool_dir, base, etag, &sp);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "creating a spool file in %s: %s",
+			    fs->spool_dir, objfs_strerror(err));
+		return err;
+	}
+	pthread_mutex_lock(&fs->lock);
+	in->spool = sp;
+	in->size = sp->size;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+/* Fetches whatever of [off, end) the spool lacks (in->mu).  Fetches are
+ * rounded to 1 MiB so small reads do not become many GETs. */
+static int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
+		       uint64_t end)
+{
+	struct objfs_spool *sp = in->spool;
+	char key[KEYBUF];
+	uint64_t gs, ge;
+	int err = 0;
+
+	if (end > sp->base_size)
+		end = sp->base_size;
+	if (off >= end || !objfs_spool_missing(sp, off, end, &gs, &ge))
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, in, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return EIO;     /* unlinked before its data was saved */
+	while (off < end && objfs_spool_missing(sp, off, end, &gs, &ge)) {
+		struct objfs_get_opts go = { 0, 0, NULL };
+		struct spool_sink ss = { sp, 0 };
+		struct objfs_sink sink = { spool_sink_write, &ss };
+
+		gs &= ~((1ULL << 20) - 1);
+		if (ge - gs < (1ULL << 20))
+			ge = gs + (1ULL << 20);
+		if (ge > sp->base_size)
+			ge = sp->base_size;
+		go.off = gs;
+		go.len = ge - gs;
+		go.if_match = sp->base_etag[0] != '\0' ? sp->base_etag : NULL;
+		ss.base = gs;
+		err = objfs_store_get(fs->store, key, &go, &sink, NULL);
+		if (err != 0) {
+			objfs_warn(fs->log, SUB, "fetching %s: %s", key,
+				   objfs_strerror(err));
+			return err == ESTALE ? EIO : err;
+		}
+		off = ge;
+	}
+	return 0;
+}
+
+/* Uploads a dirty inode: ns (read or write) and in->mu held. */
+static int inode_sync(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_fd_source fdctx;
+	struct objfs_source src;
+	struct objfs_fattr fa;
+	char key[KEYBUF];
+	bool linked;
+	int err;
+
+	if (!in->dirty)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	linked = in->linked;
+	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
+	fa.mode = in->mode;
+	fa.uid = in->uid;
+	fa.gid = in->gid;
+	fa.mtime = in->mtime;
+	pthread_mutex_unlock(&fs->lock);
+	if (!linked) {
+		/* unlinked: nobody can see the data again once closed */
+		in->dirty = false;
+		return 0;
+	}
+	if (err != 0)
+		return err;
+	if (in->spool == NULL) {
+		err = spool_ensure(fs, in);
+		if (err != 0)
+			return err;
+	}
+	err = spool_fetch(fs, in, 0, in->spool->size);
+	if (err != 0)
+		return err;
+	err = objfs_fattr_to_meta(&fa, &meta);
+	if (err != 0)
+		goto out;
+	po.meta = &meta;
+	objfs_source_fd(&src, &fdctx, in->spool->fd, 0, in->spool->size);
+	err = objfs_store_upload(fs->store, key, &src, &po, fs->o.part_size,
+				 fs->o.upload_parallel, &info);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "uploading %s (%" PRIu64 " bytes): %s",
+			    key, in->spool->size, objfs_strerror(err));
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (!in->in_store && fs->scan_done) {
+		fs->objects++;
+		fs->scan_obj_delta++;
+	}
+	in->in_store = true;
+	in->stored_size = in->spool->size;
+	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
+	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
+	in->attr_time = now_mono();
+	in->dirty = false;
+	in->spool->base_size = in->spool->size;
+	snprintf(in->spool->base_etag, sizeof(in->spool->base_etag), "%s",
+		 info.etag);
+	pthread_mutex_unlock(&fs->lock);
+	objfs_debug(fs->log, SUB, "uploaded %s", key);
+out:
+	objfs_meta_release(&meta);
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+/* Takes ns (read) and in->mu, uploads, releases. */
+static int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
+{
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = inode_sync(fs, in);
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	return err;
+}
+
+/* Drops the spool of a clean file nobody has open (in->mu). */
+static void spool_drop_if_idle(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	if (in->nopen == 0 && !in->dirty && in->spool != NULL) {
+		sp = in->spool;
+		in->spool = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	objfs_spool_destroy(sp);
+}
+
+/* ---- FUSE: init, lookup, forget, getattr ------------------------------ */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct objfs_fs *fs = userdata;
+
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* we compare ETags ourselves on open */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	conn->max_readahead = 1U << 20;
+	objfs_info(fs->log, SUB, "mounted (max_write %u, max_readahead %u)",
+		   conn->max_write, conn->max_readahead);
+}
+
+static void op_destroy(void *userdata)
+{
+	struct objfs_fs *fs = userdata;
+
+	objfs_fs_sync_all(fs);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct inode *dir, *in = NULL;
+	int err;
+
+	dir = pin_ino(fs, parent);
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = do_lookup(fs, dir, name, false, &in);
+	if (err == ENOENT) {
+		memset(&e, 0, sizeof(e));
+		e.ino = 0;
+		e.entry_timeout = fs->o.neg_ttl;
+		fuse_reply_entry(req, &e);
+	} else if (err != 0) {
+		fuse_reply_err(req, err);
+	} else {
+		pthread_mutex_lock(&fs->lock);
+		fill_entry(fs, in, &e);
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_entry(req, &e);
+	}
+	unpin(fs, dir);
+}
+
+static void forget_one(struct objfs_fs *fs, fuse_ino_t ino, uint64_t n)
+{
+	struct inode *in;
+
+	pthread_mutex_lock(&fs->lock);
+	in = find_ino(fs, ino);
+	if (in != NULL && in != fs->root) {
+		in->nlookup = n > in->nlookup ? 0 : in->nlookup - n;
+		maybe_free(fs, in);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	forget_one(req_fs(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		forget_one(req_fs(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+/* Re-reads the attributes of a clean, stale inode from the store. */
+static int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
+{
+	char key[KEYBUF];
+	struct probe p;
+	bool need;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	need = in != fs->root && !in->dirty && in->spool == NULL &&
+	       in->linked && (in->in_store || S_ISDIR(in->mode)) &&
+	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
+	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!need || err != 0)
+		return err;
+	err = probe_key(fs, key, S_ISDIR(in->mode), &p);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 && same_type(p.fa.mode, in->mode))
+		apply_probe(fs, in, &p);
+	else if (err == 0)
+		err = ESTALE;
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *in = pin_ino(fs, ino);
+	struct stat st;
+	int err;
+
+	if (in == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = revalidate(fs, in, false);
+	if (err == 0 || (fi != NULL && err == ENOENT)) {
+		pthread_mutex_lock(&fs->lock);
+		fill_stat(fs, in, &st);
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_attr(req, &st, fs->o.attr_ttl);
+	} else {
+		fuse_reply_err(req, err == ESTALE ? ENOENT : err);
+	}
+	unpin(fs, in);
+}
+
+/* ---- metadata changes ------------------------------------------------- */
+
+/* Stores the attributes of a clean file, symlink or directory (ns read). */
+static int store_attrs(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_fattr fa;
+	char key[KEYBUF];
+	bool dir, root, in_store;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	root = in == fs->root;
+	dir = S_ISDIR(in->mode);
+	in_store = in->in_store;
+	fa.mode = in->mode;
+	fa.uid = in->uid;
+	fa.gid = in->gid;
+	fa.mtime = in->mtime;
+	err = root ? 0 : inode_key(fs, in, true, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return err;
+	if (root)
+		snprintf(key, sizeof(key), "%s", ROOT_ATTR_KEY);
+	err = objfs_fattr_to_meta(&fa, &meta);
+	if (err != 0)
+		goto out;
+	if (dir || !in_store) {
+		struct objfs_put_opts po = { &meta, NULL, false };
+		struct objfs_source src;
+
+		objfs_source_mem(&src, "", 0);
+		err = objfs_store_put(fs->store, key, &src, &po, &info);
+	} else {
+		struct objfs_copy_opts co = { OBJFS_META_REPLACE, &meta, NULL, NULL };
+
+		err = objfs_store_copy(fs->store, key, key, &co, &info);
+	}
+	if (err != 0)
+		goto out;
+	pthread_mutex_lock(&fs->lock);
+	if (!root)
+		in->in_store = true;
+	if (!dir && !root) {
+		/* same bytes, new ETag: the page cache stays valid */
+		if (strcmp(in->cache_etag, in->etag) == 0)
+			snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
+				 info.etag);
+		snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
+	}
+	in->attr_time = now_mono();
+	pthread_mutex_unlock(&fs->lock);
+out:
+	objfs_meta_release(&meta);
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *in = pin_ino(fs, ino);
+	struct stat st;
+	bool has_data, meta_change;
+	int err = 0;
+
+	if (in == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (fs->o.read_only) {
+		err = EROFS;
+		goto out;
+	}
+	meta_change = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+				FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MTIME |
+				FUSE_SET_ATTR_MTIME_NOW);
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (!S_ISREG(in->mode)) {
+			err = S_ISDIR(in->mode) ? EISDIR : EINVAL;
+			goto out_unlock;
+		}
+		err = spool_ensure(fs, in);
+		if (err == 0)
+			err = charge(fs, in, (uint64_t)attr->st_size);
+		if (err == 0)
+			err = objfs_spool_truncate(in->spool, (uint64_t)attr->st_size);
+		if (err != 0)
+			goto out_unlock;
+		pthread_mutex_lock(&fs->lock);
+		in->size = in->spool->size;
+		in->dirty = true;
+		in->mtime = now_real();
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		in->mode = (in->mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		in->uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		in->gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		in->mtime = now_real();
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		in->mtime = attr->st_mtim;
+	in->ctime = now_real();
+	has_data = in->dirty || in->spool != NULL;
+	if (meta_change && has_data)
+		in->dirty = true;
+	pthread_mutex_unlock(&fs->lock);
+	if (in->dirty) {
+		/* without a handle no close will follow: save now */
+		if (fi == NULL)
+			err = inode_sync(fs, in);
+	} else if (meta_change) {
+		err = store_attrs(fs, in);
+	}
+out_unlock:
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+out:
+	if (err != 0) {
+		fuse_reply_err(req, err);
+	} else {
+		pthread_mutex_lock(&fs->lock);
+		fill_stat(fs, in, &st);
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_attr(req, &st, fs->o.attr_ttl);
+	}
+	unpin(fs, in);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *in = pin_ino(fs, ino);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(LINK_MAX_LEN);
+	struct objfs_get_opts go = OBJFS_GET_ALL;
+	struct objfs_sink sink;
+	char key[KEYBUF], *target = NULL;
+	int err;
+
+	if (in == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (!S_ISLNK(in->mode))
+		err = EINVAL;
+	else if (in->link != NULL)
+		err = (target = strdup(in->link)) != NULL ? 0 : ENOMEM;
+	else
+		err = inode_key(fs, in, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0 || target != NULL)
+		goto out;
+	objfs_sink_membuf(&sink, &mb);
+	err = objfs_store_get(fs->store, key, &go, &sink, NULL);
+	if (err == ERANGE)
+		err = 0;
+	if (err != 0)
+		goto out;
+	target = strndup(mb.data != NULL ? mb.data : "", mb.len);
+	if (target == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (in->link == NULL)
+		in->link = strdup(target);
+	pthread_mutex_unlock(&fs->lock);
+out:
+	if (err != 0)
+		fuse_reply_err(req, err == EFBIG ? ENAMETOOLONG : err);
+	else
+		fuse_reply_readlink(req, target);
+	free(target);
+	objfs_membuf_release(&mb);
+	unpin(fs, in);
+}
+
+/* ---- names: mkdir, symlink, create, unlink, rmdir --------------------- */
+
+static int new_name_check(struct objfs_fs *fs, struct inode *parent,
+			  const char *name)
+{
+	int err;
+
+	if (fs->o.read_only)
+		return EROFS;
+	err = objfs_name_check(name);
+	if (err != 0)
+		return err;
+	if (objfs_name_reserved(is_root(fs, parent), name))
+		return EPERM;
+	if (!S_ISDIR(parent->mode))
+		return ENOTDIR;
+	return 0;
+}
+
+/* Puts a zero-byte object (a marker or a symlink body) with attributes. */
+static int put_with_attrs(struct objfs_fs *fs, const char *key,
+			  const struct objfs_fattr *fa, const void *body,
+			  size_t len, struct objfs_obj_info *info)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_source src;
+	int err;
+
+	err = objfs_fattr_to_meta(fa, &meta);
+	if (err == 0) {
+		po.meta = &meta;
+		objfs_source_mem(&src, body, len);
+		err = objfs_store_put(fs->store, key, &src, &po, info);
+	}
+	objfs_meta_release(&meta);
+	return err;
+}
+
+/* Creates an object-backed name (mkdir, symlink) and replies the entry. */
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, const char *link)
+{
+	struct objfs_fs *fs = req_fs(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct fuse_entry_param e;
+	struct objfs_fattr fa;
+	struct inode *dir, *in;
+	char dkey[KEYBUF], key[KEYBUF];
+	int err;
+
+	dir = pin_ino(fs, parent);
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = new_name_check(fs, dir, name);
+	if (err != 0)
+		goto out;
+	fa.mode = mode;
+	fa.uid = ctx->uid;
+	fa.gid = ctx->gid;
+	fa.mtime = now_real();
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&fs->lock);
+	if (find_child(fs, dir, name) != NULL)
+		err = EEXIST;
+	else
+		err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0)
+		err = objfs_key_join(dkey, name, S_ISDIR(mode), key, sizeof(key));
+	if (err == 0)
+		err = put_with_attrs(fs, key, &fa, link != NULL ? link : "",
+				     link != NULL ? strlen(link) : 0, &info);
+	if (err != 0) {
+		pthread_rwlock_unlock(&fs->ns);
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	in = find_child(fs, dir, name);
+	if (in != NULL) {
+		/* raced with another creator; the object is ours now */
+		struct inode *par = detach(fs, in);
+
+		maybe_free(fs, in);
+		maybe_free(fs, par);
+	}
+	in = inode_new(fs, dir, name, mode);
+	if (in == NULL) {
+		err = ENOMEM;
+	} else {
+		in->uid = fa.uid;
+		in->gid = fa.gid;
+		in->mtime = fa.mtime;
+		in->ctime = fa.mtime;
+		in->in_store = true;
+		in->size = S_ISLNK(mode) ? strlen(link) : 0;
+		in->stored_size = in->size;
+		in->charged = in->size;
+		fs->used += (int64_t)in->size;
+		fs->objects++;
+		fs->scan_obj_delta++;
+		snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
+		in->attr_time = now_mono();
+		if (link != NULL)
+			in->link = strdup(link);
+		in->nlookup++;
+		fill_entry(fs, in, &e);
+	}
+	snap_drop(dir);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_rwlock_unlock(&fs->ns);
+out:
+	objfs_obj_info_release(&info);
+	if (err != 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_entry(req, &e);
+	unpin(fs, dir);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	make_node(req, parent, name, S_IFDIR | (mode & 07777), NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	if (strlen(link) >= LINK_MAX_LEN) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	make_node(req, parent, name, S_IFLNK | 0777, link);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	/* objects have one name: no hard links */
+	fuse_reply_err(req, EPERM);
+}
+
+/* Keeps an implied directory alive when its last entry goes away, by
+ * writing its marker (ns held). */
+static void keep_dir(struct objfs_fs *fs, struct inode *dir)
+{
+	struct objfs_fattr fa;
+	char dkey[KEYBUF];
+	bool need, used = true;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	need = dir != fs->root && dir->linked && !dir->in_store;
+	err = need ? inode_key(fs, dir, true, dkey, sizeof(dkey)) : 0;
+	fa.mode = dir->mode;
+	fa.uid = dir->uid;
+	fa.gid = dir->gid;
+	fa.mtime = dir->mtime;
+	pthread_mutex_unlock(&fs->lock);
+	if (!need || err != 0)
+		return;
+	if (prefix_used(fs, dkey, false, &used) != 0 || used)
+		return;
+	if (put_with_attrs(fs, dkey, &fa, "", 0, NULL) == 0) {
+		pthread_mutex_lock(&fs->lock);
+		dir->in_store = true;
+		pthread_mutex_unlock(&fs->lock);
+	}
+}
+
+/* Makes an open file's data local before its object goes away, so open
+ * handles can still read it (in->mu not held; takes it). */
+static int keep_open_data(struct objfs_fs *fs, struct inode *in)
+{
+	bool open;
+	int err = 0;
+
+	pthread_mutex_lock(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	open = in->nopen > 0 && S_ISREG(in->mode);
+	pthread_mutex_unlock(&fs->lock);
+	if (open) {
+		err = spool_ensure(fs, in);
+		if (err == 0)
+			err = spool_fetch(fs, in, 0, in->spool->size);
+	}
+	pthread_mutex_unlock(&in->mu);
+	return err;
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *dir, *in = NULL, *par;
+	char key[KEYBUF];
+	bool in_store;
+	int err;
+
+	dir = pin_ino(fs, parent);
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = new_name_check(fs, dir, name);
+	if (err == EPERM)
+		err = ENOENT;
+	if (err != 0)
+		goto out;
+	pthread_rwlock_rdlock(&fs->ns);
+	err = do_lookup(fs, dir, name, true, &in);
+	if (err == 0 && S_ISDIR(in->mode))
+		err = EISDIR;
+	if (err == 0)
+		err = keep_open_data(fs, in);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in_store = in->in_store;
+		err = inode_key(fs, in, false, key, sizeof(key));
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (err == 0 && in_store)
+		err = objfs_store_del(fs->store, key);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		if (in_store) {
+			fs->objects--;
+			fs->scan_obj_delta--;
+		}
+		charge_force(fs, in, 0);
+		par = detach(fs, in);
+		in->ctime = now_real();
+		snap_drop(par);
+		pthread_mutex_unlock(&fs->lock);
+		keep_dir(fs, dir);
+	}
+	pthread_rwlock_unlock(&fs->ns);
+out:
+	fuse_reply_err(req, err);
+	unpin(fs, in);
+	unpin(fs, dir);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *dir, *in = NULL, *par;
+	char dkey[KEYBUF];
+	bool used = false, local_children;
+	int err;
+
+	dir = pin_ino(fs, parent);
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = new_name_check(fs, dir, name);
+	if (err == EPERM)
+		err = ENOENT;
+	if (err != 0)
+		goto out;
+	pthread_rwlock_rdlock(&fs->ns);
+	err = do_lookup(fs, dir, name, true, &in);
+	if (err == 0 && !S_ISDIR(in->mode))
+		err = ENOTDIR;
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		err = inode_key(fs, in, true, dkey, sizeof(dkey));
+		local_children = false;
+		for (par = in->child; par != NULL; par = par->sib_next) {
+			if (par->linked && (par->dirty || !par->in_store))
+				local_children = true;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (local_children)
+			err = ENOTEMPTY;
+	}
+	if (err == 0)
+		err = prefix_used(fs, dkey, true, &used);
+	if (err == 0 && used)
+		err = ENOTEMPTY;
+	if (err == 0)
+		err = objfs_store_del(fs->store, dkey);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		if (in->in_store) {
+			fs->objects--;
+			fs->scan_obj_delta--;
+		}
+		par = detach(fs, in);
+		snap_drop(par);
+		snap_drop(in);
+		pthread_mutex_unlock(&fs->lock);
+		keep_dir(fs, dir);
+	}
+	pthread_rwlock_unlock(&fs->ns);
+out:
+	fuse_reply_err(req, err);
+	unpin(fs, in);
+	unpin(fs, dir);
+}
+
+/* ---- rename ----------------------------------------------------------- */
+
+struct copy_task {
+	struct objfs_fs *fs;
+	char *src;
+	char *dst;
+	int err;
+};
+
+static void copy_run(void *arg)
+{
+	struct copy_task *t = arg;
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+
+	t->err = objfs_store_copy(t->fs->store, t->src, t->dst, &co, NULL);
+}
+
+/* Uploads every dirty inode at or under top (ns held for writing). */
+static int sync_under(struct objfs_fs *fs, struct inode *top)
+{
+	struct inode **list = NULL, *in, *p;
+	size_t n = 0, cap = 0, i;
+	unsigned h;
+	int err = 0, e;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = 0; h < HASH_SIZE; h++) {
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			if (!in->dirty)
+				continue;
+			for (p = in; p != NULL && p != top; p = p->parent)
+				;
+			if (p == NULL)
+				continue;
+			if (n == cap) {
+				struct inode **nl;
+
+				cap = cap ? cap * 2 : 16;
+				nl = realloc(list, cap * sizeof(*nl));
+				if (nl == NULL) {
+					err = ENOMEM;
+					goto out_locked;
+				}
+				list = nl;
+			}
+			in->refs++;
+			list[n++] = in;
+		}
+	}
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&list[i]->mu);
+		e = inode_sync(fs, list[i]);
+		pthread_mutex_unlock(&list[i]->mu);
+		if (err == 0)
+			err = e;
+		unpin(fs, list[i]);
+	}
+	free(list);
+	return err;
+}
+
+/* Copies every key under sp to dp (both ending in "/"), all or nothing:
+ * on failure the copies made are deleted and the source is untouched; on
+ * success the source keys are deleted.  (ns held for writing) */
+static int rename_tree(struct objfs_fs *fs, const char *sp, const char *dp)
+{
+	struct objfs_list_req rq = { sp, NULL, NULL, NULL, 1000 };
+	struct copy_task *tasks = NULL;
+	size_t n = 0, cap = 0, i, spl = strlen(sp), failed = 0;
+	char *token = NULL;
+	struct objfs_group g;
+	int err = 0;
+
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			goto out;
+		for (i = 0; i < pg.n_entries && err == 0; i++) {
+			char dst[KEYBUF];
+			struct copy_task *t;
+
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				t = realloc(tasks, cap * sizeof(*t));
+				if (t == NULL) {
+					err = ENOMEM;
+					break;
+				}
+				tasks = t;
+			}
+			err = objfs_key_join(dp, pg.entries[i].key + spl, false,
+					     dst, sizeof(dst));
+			if (err != 0)
+				break;
+			t = &tasks[n];
+			t->fs = fs;
+			t->err = 0;
+			t->src = strdup(pg.entries[i].key);
+			t->dst = strdup(dst);
+			n++;
+			if (t->src == NULL || t->dst == NULL)
+				err = ENOMEM;
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	if (err != 0)
+		goto out;
+
+	objfs_group_init(&g);
+	for (i = 0; i < n; i++) {
+		if (objfs_pool_submit(fs->pool, &g, copy_run, &tasks[i]) != 0)
+			copy_run(&tasks[i]);
+	}
+	objfs_group_wait(&g);
+	for (i = 0; i < n && err == 0; i++)
+		err = tasks[i].err;
+	if (err != 0) {
+		const char **keys = calloc(n ? n : 1, sizeof(*keys));
+
+		objfs_error(fs->log, SUB, "renaming %s to %s: %s; undoing",
+			    sp, dp, objfs_strerror(err));
+		if (keys != NULL) {
+			size_t k = 0;
+
+			for (i = 0; i < n; i++) {
+				if (tasks[i].err == 0)
+					keys[k++] = tasks[i].dst;
+			}
+			objfs_store_del_many(fs->store, keys, k, NULL);
+			free(keys);
+		}
+		goto out;
+	}
+	{
+		const char **keys = calloc(n ? n : 1, sizeof(*keys));
+
+		if (keys == NULL) {
+			err = ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < n; i++)
+			keys[i] = tasks[i].src;
+		err = objfs_store_del_many(fs->store, keys, n, &failed);
+		free(keys);
+		if (err != 0)
+			objfs_error(fs->log, SUB, "renamed %s to %s but %zu old "
+				    "keys remain: %s", sp, dp, failed,
+				    objfs_strerror(err));
+	}
+out:
+	for (i = 0; i < n; i++) {
+		free(tasks[i].src);
+		free(tasks[i].dst);
+	}
+	free(tasks);
+	free(token);
+	return err;
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
+	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
+	bool used, pending, is_dir;
+	int err;
+
+	sdir = pin_ino(fs, parent);
+	ddir = pin_ino(fs, newparent);
+	if (sdir == NULL || ddir == NULL) {
+		err = ENOENT;
+		goto out_nolock;
+	}
+	if (flags & ~RENAME_NOREPLACE) {
+		err = EINVAL;
+		goto out_nolock;
+	}
+	err = new_name_check(fs, ddir, newname);
+	if (err == 0 && objfs_name_reserved(is_root(fs, sdir), name))
+		err = ENOENT;
+	if (err != 0)
+		goto out_nolock;
+	pthread_rwlock_wrlock(&fs->ns);
+	err = do_lookup(fs, sdir, name, true, &src);
+	if (err != 0)
+		goto out;
+	err = do_lookup(fs, ddir, newname, true, &dst);
+	if (err == ENOENT) {
+		dst = NULL;
+		err = 0;
+	}
+	if (err != 0)
+		goto out;
+	if (dst == src)
+		goto out;       /* same name: nothing to do */
+	is_dir = S_ISDIR(src->mode);
+	if (dst != NULL) {
+		if (flags & RENAME_NOREPLACE)
+			err = EEXIST;
+		else if (is_dir && !S_ISDIR(dst->mode))
+			err = ENOTDIR;
+		else if (!is_dir && S_ISDIR(dst->mode))
+			err = EISDIR;
+		if (err != 0)
+			goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, src, true, skey, sizeof(skey));
+	if (err == 0)
+		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
+	if (err == 0)
+		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		goto out;
+	if (dst != NULL && S_ISDIR(dst->mode)) {
+		err = prefix_used(fs, dkey, true, &used);
+		if (err == 0 && used)
+			err = ENOTEMPTY;
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0 && dst->child != NULL) {
+			for (par = dst->child; par != NULL; par = par->sib_next)
+				if (par->linked && (par->dirty || !par->in_store))
+					err = ENOTEMPTY;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (err == 0)
+			err = objfs_store_del(fs->store, dkey);
+		if (err != 0)
+			goto out;
+	} else if (dst != NULL) {
+		err = keep_open_data(fs, dst);
+		if (err != 0)
+			goto out;
+	}
+
+	if (is_dir) {
+		err = sync_under(fs, src);
+		if (err == 0)
+			err = rename_tree(fs, skey, dkey);
+	} else {
+		pthread_mutex_lock(&src->mu);
+		pthread_mutex_lock(&fs->lock);
+		pending = !src->in_store;
+		pthread_mutex_unlock(&fs->lock);
+		if (!pending) {
+			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+			struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+
+			err = inode_sync(fs, src);
+			if (err == 0)
+				err = objfs_store_copy(fs->store, skey, dkey, &co,
+						       &info);
+			if (err == 0)
+				err = objfs_store_del(fs->store, skey);
+			if (err == 0) {
+				pthread_mutex_lock(&fs->lock);
+				if (strcmp(src->cache_etag, src->etag) == 0)
+					snprintf(src->cache_etag,
+						 sizeof(src->cache_etag), "%s",
+						 info.etag);
+				snprintf(src->etag, sizeof(src->etag), "%s",
+					 info.etag);
+				if (src->spool != NULL)
+					snprintf(src->spool->base_etag,
+						 sizeof(src->spool->base_etag),
+						 "%s", info.etag);
+				pthread_mutex_unlock(&fs->lock);
+			}
+			objfs_obj_info_release(&info);
+		} else if (dst != NULL && dst->in_store) {
+			/* the pending file will be uploaded under the new name */
+			err = objfs_store_del(fs->store, dkey);
+		}
+		pthread_mutex_unlock(&src->mu);
+	}
+	if (err != 0)
+		goto out;
+
+	pthread_mutex_lock(&fs->lock);
+	if (dst != NULL) {
+		if (dst->in_store && !S_ISDIR(dst->mode)) {
+			fs->objects--;
+			fs->scan_obj_delta--;
+		}
+		charge_force(fs, dst, 0);
+		par = detach(fs, dst);
+		snap_drop(par);
+	}
+	if (src->linked) {
+		char *nn = strdup(newname);
+
+		if (nn == NULL) {
+			err = ENOMEM;
+		} else {
+			name_unhash(fs, src);
+			sib_unlink(src);
+			src->parent->refs--;
+			free(src->name);
+			src->name = nn;
+			src->parent = ddir;
+			ddir->refs++;
+			sib_link(ddir, src);
+			name_hash(fs, src);
+			src->ctime = now_real();
+		}
+	}
+	snap_drop(sdir);
+	snap_drop(ddir);
+	pthread_mutex_unlock(&fs->lock);
+	keep_dir(fs, sdir);
+out:
+	pthread_rwlock_unlock(&fs->ns);
+out_nolock:
+	fuse_reply_err(req, err);
+	unpin(fs, dst);
+	unpin(fs, src);
+	unpin(fs, sdir);
+	unpin(fs, ddir);
+}
+
+/* ---- open, create, release -------------------------------------------- */
+
+static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
+{
+	struct fhandle *fh = calloc(1, sizeof(*fh));
+
+	if (fh == NULL)
+		return NULL;
+	fh->fs = fs;
+	fh->in = in;
+	pthread_mutex_init(&fh->mu, NULL);
+	pthread_cond_init(&fh->cv, NULL);
+	return fh;
+}
+
+static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
+{
+	if (c->buf != NULL) {
+		free(c->buf);
+		objfs_budget_give(&fs->mem, c->len);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void fh_free(struct fhandle *fh)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&fh->mu);
+	for (i = 0; i < RA_MAX; i++) {
+		while (fh->ra[i].state == RA_LOADING)
+			pthread_cond_wait(&fh->cv, &fh->mu);
+		ra_free_chunk(fh->fs, &fh->ra[i]);
+	}
+	pthread_mutex_unlock(&fh->mu);
+	pthread_cond_destroy(&fh->cv);
+	pthread_mutex_destroy(&fh->mu);
+	free(fh);
+}
+
+/* Opens in for fi: revalidation, O_TRUNC, the handle (pinned in). */
+static int do_open(struct objfs_fs *fs, struct inode *in,
+		   struct fuse_file_info *fi)
+{
+	struct fhandle *fh = NULL;
+	bool local, changed = false, writing;
+	int err = 0;
+
+	writing = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	if (writing && fs->o.read_only)
+		return EROFS;
+	if (S_ISDIR(in->mode))
+		return EISDIR;
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	local = in->dirty || in->spool != NULL || !in->in_store;
+	pthread_mutex_unlock(&fs->lock);
+	if (!local) {
+		/* close-to-open: a reopened file is revalidated */
+		err = revalidate(fs, in, true);
+		if (err == ESTALE)
+			err = ENOENT;
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0 && strcmp(in->cache_etag, in->etag) != 0) {
+			changed = in->cache_etag[0] != '\0';
+			snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
+				 in->etag);
+			fi->keep_cache = 0;
+		} else {
+			fi->keep_cache = 1;
+		}
+		pthread_mutex_unlock(&fs->lock);
+	} else {
+		fi->keep_cache = 1;
+	}
+	if (err == 0 && (fi->flags & O_TRUNC)) {
+		err = spool_ensure(fs, in);
+		if (err == 0)
+			err = charge(fs, in, 0);
+		if (err == 0)
+			err = objfs_spool_truncate(in->spool, 0);
+		if (err == 0) {
+			pthread_mutex_lock(&fs->lock);
+			in->size = 0;
+			in->dirty = true;
+			in->mtime = now_real();
+			pthread_mutex_unlock(&fs->lock);
+		}
+	}
+	if (err == 0) {
+		fh = fh_new(fs, in);
+		if (fh == NULL)
+			err = ENOMEM;
+	}
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->nopen++;
+		pthread_mutex_unlock(&fs->lock);
+		fi->fh = (uint64_t)(uintptr_t)fh;
+	}
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	if (changed && fs->se != NULL) {
+		/* the size may have changed: drop cached attributes */
+		fuse_lowlevel_notify_inval_inode(fs->se, in->ino, -1, 0);
+	}
+	return err;
+}
+
+/* Undoes do_open when the reply could not be sent. */
+static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
+{
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct inode *in = fh->in;
+
+	pthread_mutex_lock(&fs->lock);
+	in->nopen--;
+	pthread_mutex_unlock(&fs->lock);
+	fh_free(fh);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *in = pin_ino(fs, ino);
+	int err;
+
+	if (in == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = do_open(fs, in, fi);
+	if (err != 0)
+		fuse_reply_err(req, err);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		undo_open(fs, fi);
+	unpin(fs, in);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct inode *dir, *in = NULL, *old;
+	struct objfs_spool *sp = NULL;
+	struct fhandle *fh = NULL;
+	int err;
+
+	dir = pin_ino(fs, parent);
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	err = new_name_check(fs, dir, name);
+	if (err != 0)
+		goto out;
+	/* an existing name (stale negative entry) is opened, not replaced */
+	err = do_lookup(fs, dir, name, true, &old);
+	if (err == 0) {
+		if (fi->flags & O_EXCL)
+			err = EEXIST;
+		else if (S_ISDIR(old->mode))
+			err = EISDIR;
+		else
+			err = do_open(fs, old, fi);
+		if (err == 0) {
+			pthread_mutex_lock(&fs->lock);
+			old->nlookup++;
+			fill_entry(fs, old, &e);
+			pthread_mutex_unlock(&fs->lock);
+			if (fuse_reply_create(req, &e, fi) == -ENOENT)
+				undo_open(fs, fi);
+			unpin(fs, old);
+			unpin(fs, dir);
+			return;
+		}
+		unpin(fs, old);
+		goto out;
+	}
+	if (err != ENOENT)
+		goto out;
+	err = objfs_spool_create(fs->spool_dir, 0, NULL, &sp);
+	if (err != 0)
+		goto out;
+	pthread_mutex_lock(&fs->lock);
+	in = inode_new(fs, dir, name, S_IFREG | (mode & 07777));
+	fh = in != NULL ? fh_new(fs, in) : NULL;
+	if (in == NULL || fh == NULL) {
+		err = ENOMEM;
+		if (in != NULL)
+			maybe_free(fs, in);
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	in->uid = ctx->uid;
+	in->gid = ctx->gid;
+	in->mtime = now_real();
+	in->ctime = in->mtime;
+	in->attr_time = now_mono();
+	in->spool = sp;
+	sp = NULL;
+	in->dirty = true;
+	in->nopen++;
+	in->nlookup++;
+	fill_entry(fs, in, &e);
+	snap_drop(dir);
+	pthread_mutex_unlock(&fs->lock);
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->keep_cache = 1;
+	fuse_reply_create(req, &e, fi);
+	unpin(fs, dir);
+	return;
+out:
+	objfs_spool_destroy(sp);
+	fuse_reply_err(req, err);
+	unpin(fs, dir);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+
+	fuse_reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+
+	fuse_reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct inode *in = fh->in;
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = inode_sync(fs, in);
+	if (err != 0)
+		objfs_error(fs->log, SUB, "inode %" PRIu64 " keeps unsaved data "
+			    "after close: %s", (uint64_t)in->ino,
+			    objfs_strerror(err));
+	pthread_mutex_lock(&fs->lock);
+	in->nopen--;
+	pthread_mutex_unlock(&fs->lock);
+	spool_drop_if_idle(fs, in);
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	fh_free(fh);
+	pthread_mutex_lock(&fs->lock);
+	maybe_free(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_err(req, err);
+}
+
+/* ---- read, write ------------------------------------------------------ */
+
+struct ra_task {
+	struct fhandle *fh;
+	struct ra_chunk *c;
+	char key[KEYBUF];
+};
+
+static void ra_run(void *arg)
+{
+	struct ra_task *t = arg;
+	struct fhandle *fh = t->fh;
+	struct objfs_fixedbuf fb = { t->c->buf, t->c->len, 0 };
+	struct objfs_get_opts go = { t->c->off, t->c->len, NULL };
+	struct objfs_sink sink;
+	int err;
+
+	objfs_sink_fixed(&sink, &fb);
+	err = objfs_store_get(fh->fs->store, t->key, &go, &sink, NULL);
+	pthread_mutex_lock(&fh->mu);
+	t->c->got = fb.got;
+	t->c->err = err;
+	t->c->state = err == 0 ? RA_READY : RA_ERROR;
+	pthread_cond_broadcast(&fh->cv);
+	pthread_mutex_unlock(&fh->mu);
+	free(t);
+}
+
+/* Starts read-ahead GETs for [off, off + window) (fh->mu held). */
+static void ra_schedule(struct fhandle *fh, const char *key, uint64_t off,
+			uint64_t fsize)
+{
+	struct objfs_fs *fs = fh->fs;
+	uint64_t chunk = fs->o.ra_chunk, coff;
+	unsigned k, i;
+
+	for (k = 0; k < fs->o.ra_chunks && k < RA_MAX; k++) {
+		struct ra_chunk *slot = NULL;
+		struct ra_task *t;
+		size_t len;
+
+		coff = (off / chunk + k) * chunk;
+		if (coff >= fsize)
+			break;
+		for (i = 0; i < RA_MAX; i++) {
+			if (fh->ra[i].state != RA_FREE && fh->ra[i].off == coff)
+				break;
+			if (fh->ra[i].state == RA_FREE && slot == NULL)
+				slot = &fh->ra[i];
+		}
+		if (i < RA_MAX)
+			continue;
+		if (slot == NULL)
+			break;
+		len = (size_t)(fsize - coff < chunk ? fsize - coff : chunk);
+		if (!objfs_budget_take(&fs->mem, len))
+			break;
+		t = calloc(1, sizeof(*t));
+		slot->buf = malloc(len);
+		if (t == NULL || slot->buf == NULL) {
+			free(t);
+			free(slot->buf);
+			slot->buf = NULL;
+			objfs_budget_give(&fs->mem, len);
+			break;
+		}
+		slot->off = coff;
+		slot->len = len;
+		slot->got = 0;
+		slot->state = RA_LOADING;
+		t->fh = fh;
+		t->c = slot;
+		snprintf(t->key, sizeof(t->key), "%s", key);
+		if (objfs_pool_submit(fs->pool, NULL, ra_run, t) != 0) {
+			free(t);
+			ra_free_chunk(fs, slot);
+			break;
+		}
+	}
+}
+
+/* Serves [off, end) from read-ahead buffers; returns how many bytes from
+ * off it could copy into buf (fh->mu held; waits for loading chunks). */
+static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
+{
+	uint64_t pos = off;
+	unsigned i;
+
+	while (pos < end) {
+		struct ra_chunk *c = NULL;
+		uint64_t n;
+
+		for (i = 0; i < RA_MAX; i++) {
+			if (fh->ra[i].state != RA_FREE && fh->ra[i].off <= pos &&
+			    pos < fh->ra[i].off + fh->ra[i].len) {
+				c = &fh->ra[i];
+				break;
+			}
+		}
+		if (c == NULL)
+			break;
+		while (c->state == RA_LOADING)
+			pthread_cond_wait(&fh->cv, &fh->mu);
+		if (c->state != RA_READY || pos >= c->off + c->got)
+			break;
+		n = c->off + c->got - pos;
+		if (n > end - pos)
+			n = end - pos;
+		memcpy(buf + (pos - off), c->buf + (pos - c->off), n);
+		pos += n;
+	}
+	return (size_t)(pos - off);
+}
+
+static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
+		      size_t *got)
+{
+	struct objfs_fs *fs = fh->fs;
+	struct inode *in = fh->in;
+	char key[KEYBUF];
+	uint64_t fsize, end, window;
+	size_t done = 0;
+	unsigned i;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	fsize = in->size;
+	err = inode_key(fs, in, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return err == ENOENT ? EIO : err;
+	*got = 0;
+	if (off >= fsize)
+		return 0;
+	end = off + size < fsize ? off + size : fsize;
+	window = fs->o.ra_chunk * fs->o.ra_chunks;
+
+	pthread_mutex_lock(&fh->mu);
+	if (off == fh->next_off)
+		fh->seq++;
+	else
+		fh->seq = 0;
+	fh->next_off = end;
+	for (i = 0; i < RA_MAX; i++) {
+		struct ra_chunk *c = &fh->ra[i];
+
+		if (c->state == RA_READY || c->state == RA_ERROR) {
+			if (c->off + c->len <= off || c->off >= off + window)
+				ra_free_chunk(fs, c);
+		}
+	}
+	if ((fh->seq >= 1 || off == 0) && window > 0)
+		ra_schedule(fh, key, off, fsize);
+	done = ra_copy(fh, off, end, buf);
+	pthread_mutex_unlock(&fh->mu);
+
+	if (off + done < end) {
+		struct objfs_fixedbuf fb = { buf + done, (size_t)(end - off - done), 0 };
+		struct objfs_get_opts go = { off + done, end - off - done, NULL };
+		struct objfs_sink sink;
+
+		objfs_sink_fixed(&sink, &fb);
+		err = objfs_store_get(fs->store, key, &go, &sink, NULL);
+		if (err == ERANGE)
+			err = 0;        /* shrank meanwhile */
+		if (err != 0)
+			return err;
+		done += fb.got;
+	}
+	*got = done;
+	return 0;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct inode *in = fh->in;
+	size_t got = 0;
+	char *buf;
+	int err;
+
+	buf = malloc(size ? size : 1);
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&in->mu);
+	if (in->spool != NULL) {
+		err = spool_fetch(fs, in, (uint64_t)off, (uint64_t)off + size);
+		if (err == 0)
+			err = objfs_spool_read(in->spool, (uint64_t)off, buf,
+					       size, &got);
+		pthread_mutex_unlock(&in->mu);
+	} else {
+		pthread_mutex_unlock(&in->mu);
+		err = read_store(fh, (uint64_t)off, size, buf, &got);
+	}
+	if (err != 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, got);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct inode *in = fh->in;
+	uint64_t end = (uint64_t)off + size;
+	int err;
+
+	if (fs->o.read_only) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&in->mu);
+	err = spool_ensure(fs, in);
+	if (err == 0)
+		err = charge(fs, in, end > in->spool->size ? end : in->spool->size);
+	if (err == 0)
+		err = objfs_spool_write(in->spool, (uint64_t)off, buf, size);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->size = in->spool->size;
+		in->dirty = true;
+		in->mtime = now_real();
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&in->mu);
+	if (err != 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+static int dent_cmp(const void *a, const void *b)
+{
+	const struct dent *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	/* a file sorts before a directory of the same name */
+	return (int)x->is_dir - (int)y->is_dir;
+}
+
+static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
+		    bool is_dir, uint64_t size, const char *etag,
+		    const struct timespec *mtime)
+{
+	struct dent *d;
+
+	if (s->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+
+		d = realloc(s->e, nc * sizeof(*d));
+		if (d == NULL)
+			return ENOMEM;
+		s->e = d;
+		*cap = nc;
+	}
+	d = &s->e[s->n];
+	memset(d, 0, sizeof(*d));
+	d->name = strdup(name);
+	if (d->name == NULL)
+		return ENOMEM;
+	d->is_dir = is_dir;
+	d->size = size;
+	if (etag != NULL)
+		snprintf(d->etag, sizeof(d->etag), "%s", etag);
+	if (mtime != NULL)
+		d->mtime = *mtime;
+	s->n++;
+	return 0;
+}
+
+/* Lists dir into a new snapshot installed in dir->snap; *out gets a
+ * reference of its own. */
+static int snap_build(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap **out)
+{
+	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
+	struct dirsnap *s;
+	char dkey[KEYBUF], name[OBJFS_NAME_MAX + 1];
+	char *token = NULL;
+	size_t cap = 0, i, j;
+	struct inode *c;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return ENOMEM;
+	s->refs = 1;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		goto out;
+	rq.prefix = dkey;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			goto out;
+		for (i = 0; i < pg.n_entries && err == 0; i++) {
+			if (objfs_key_child(dkey, pg.entries[i].key, false, name,
+					    sizeof(name)))
+				err = snap_add(s, &cap, name, false,
+					       pg.entries[i].size,
+					       pg.entries[i].etag,
+					       &pg.entries[i].mtime);
+		}
+		for (i = 0; i < pg.n_prefixes && err == 0; i++) {
+			if (objfs_key_child(dkey, pg.prefixes[i], true, name,
+					    sizeof(name)))
+				err = snap_add(s, &cap, name, true, 0, NULL, NULL);
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	if (err != 0)
+		goto out;
+
+	pthread_mutex_lock(&fs->lock);
+	/* names created here and not yet uploaded */
+	for (c = dir->child; c != NULL && err == 0; c = c->sib_next) {
+		if (c->linked && !c->in_store && !S_ISDIR(c->mode))
+			err = snap_add(s, &cap, c->name, false, c->size, NULL,
+				       &c->mtime);
+	}
+	if (err == 0) {
+		qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
+		for (i = 0, j = 0; i < s->n; i++) {
+			if (j > 0 && strcmp(s->e[j - 1].name, s->e[i].name) == 0) {
+				free(s->e[i].name);
+				continue;
+			}
+			s->e[j++] = s->e[i];
+		}
+		s->n = j;
+		s->time = now_mono();
+		snap_drop(dir);
+		dir->snap = s;
+		s->refs++;
+		*out = s;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	free(token);
+	if (s != NULL) {
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(s);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err;
+}
+
+struct head_task {
+	struct objfs_fs *fs;
+	struct dent *d;
+	char key[KEYBUF];
+};
+
+static void head_run(void *arg)
+{
+	struct head_task *t = arg;
+	struct objfs_fs *fs = t->fs;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct probe p;
+	int err;
+
+	err = objfs_store_head(fs->store, t->key, &info);
+	if (err == 0)
+		probe_from_info(fs, &info, t->d->is_dir, &p);
+	else if (t->d->is_dir && err == ENOENT)
+		probe_implied_dir(fs, &p);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 || (t->d->is_dir && err == ENOENT)) {
+		t->d->fa = p.fa;
+		t->d->have_attr = true;
+		t->d->marker = p.marker;
+		if (!t->d->is_dir) {
+			t->d->size = p.size;
+			snprintf(t->d->etag, sizeof(t->d->etag), "%s", p.etag);
+			if (p.is_dir)
+				t->d->is_dir = true;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	objfs_obj_info_release(&info);
+	free(t);
+}
+
+/* Fetches the attributes of every entry the kernel will need (readdirplus):
+ * parallel HEADs for names without fresh inode attributes. */
+static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
+			     struct dirsnap *s)
+{
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	double now = now_mono();
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	if (s->attrs_done) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	s->attrs_done = true;
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return;
+	objfs_group_init(&g);
+	for (i = 0; i < s->n; i++) {
+		struct dent *d = &s->e[i];
+		struct inode *c;
+		struct head_task *t;
+		bool skip;
+
+		pthread_mutex_lock(&fs->lock);
+		c = find_child(fs, dir, d->name);
+		skip = d->have_attr ||
+		       (c != NULL && (c->dirty || c->spool != NULL || !c->in_store ||
+				      now - c->attr_time < fs->o.attr_ttl));
+		pthread_mutex_unlock(&fs->lock);
+		if (skip)
+			continue;
+		t = calloc(1, sizeof(*t));
+		if (t == NULL)
+			break;
+		t->fs = fs;
+		t->d = d;
+		if (objfs_key_join(dkey, d->name, d->is_dir, t->key,
+				   sizeof(t->key)) != 0) {
+			free(t);
+			continue;
+		}
+		if (objfs_pool_submit(fs->pool, &g, head_run, t) != 0)
+			head_run(t);
+	}
+	objfs_group_wait(&g);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dhandle *dh = calloc(1, sizeof(*dh));
+
+	if (dh == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)dh;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		free(dh);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+
+	pthread_mutex_lock(&fs->lock);
+	snap_put_locked(dh->snap);
+	pthread_mutex_unlock(&fs->lock);
+	free(dh);
+	fuse_reply_err(req, 0);
+}
+
+static uint64_t name_ino(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 1099511628211ULL;
+	}
+	return h | (1ULL << 63);
+}
+
+/* Finds or makes the inode for a listing entry (fs->lock); *created tells
+ * whether it is new (nlookup 0). */
+static struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
+				const struct dent *d, bool *created)
+{
+	struct inode *in = find_child(fs, dir, d->name);
+	mode_t mode;
+
+	*created = false;
+	mode = d->have_attr ? d->fa.mode :
+	       default_mode(fs, d->is_dir ? S_IFDIR : S_IFREG);
+	if (in != NULL) {
+		if (same_type(in->mode, mode) || in->dirty || in->spool != NULL) {
+			if (d->have_attr && !in->dirty && in->spool == NULL &&
+			    now_mono() - in->attr_time >= fs->o.attr_ttl) {
+				struct probe p;
+
+				memset(&p, 0, sizeof(p));
+				p.is_dir = d->is_dir;
+				p.marker = d->marker;
+				p.size = d->size;
+				snprintf(p.etag, sizeof(p.etag), "%s", d->etag);
+				p.fa = d->fa;
+				apply_probe(fs, in, &p);
+			}
+			return in;
+		}
+		if (in->nlookup == 0 && in->nopen == 0) {
+			struct inode *par = detach(fs, in);
+
+			maybe_free(fs, in);
+			(void)par;      /* dir stays pinned by the caller */
+		} else {
+			return in;
+		}
+	}
+	in = inode_new(fs, dir, d->name, mode);
+	if (in == NULL)
+		return NULL;
+	*created = true;
+	in->size = d->is_dir ? 0 : d->size;
+	in->stored_size = in->size;
+	in->charged = in->size;
+	in->in_store = d->is_dir ? d->marker : true;
+	snprintf(in->etag, sizeof(in->etag), "%s", d->etag);
+	if (d->have_attr) {
+		in->uid = d->fa.uid;
+		in->gid = d->fa.gid;
+		in->mtime = d->fa.mtime;
+		in->attr_time = now_mono();
+	} else {
+		in->mtime = d->mtime.tv_sec != 0 ? d->mtime : now_real();
+		in->attr_time = 0;
+	}
+	return in;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+	struct inode *dir = pin_ino(fs, ino);
+	struct dirsnap *s;
+	char *buf = NULL;
+	size_t pos = 0;
+	uint64_t i;
+	int err = 0;
+
+	if (dir == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (off == 0 || dh->snap == NULL) {
+		struct dirsnap *old = dh->snap;
+
+		s = NULL;
+		pthread_mutex_lock(&fs->lock);
+		if (dir->snap != NULL &&
+		    now_mono() - dir->snap->time < fs->o.dir_ttl) {
+			s = dir->snap;
+			s->refs++;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (s == NULL)
+			err = snap_build(fs, dir, &s);
+		if (err != 0)
+			goto out;
+		pthread_mutex_lock(&fs->lock);
+		dh->snap = s;
+		snap_put_locked(old);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	s = dh->snap;
+	if (plus)
+		snap_fetch_attrs(fs, dir, s);
+	buf = malloc(size);
+	if (buf == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	for (i = (uint64_t)off; i < s->n + 2; i++) {
+		const char *name;
+		struct fuse_entry_param e;
+		struct inode *in = NULL;
+		bool created = false;
+		size_t need;
+
+		memset(&e, 0, sizeof(e));
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			e.attr.st_ino = i == 0 ? dir->ino : FUSE_ROOT_ID;
+			e.attr.st_mode = S_IFDIR;
+		} else {
+			const struct dent *d = &s->e[i - 2];
+
+			name = d->name;
+			if (plus) {
+				in = dent_inode(fs, dir, d, &created);
+				if (in == NULL) {
+					err = ENOMEM;
+					break;
+				}
+				fill_entry(fs, in, &e);
+				if (!d->have_attr && in->attr_time == 0)
+					e.attr_timeout = 0;
+			} else {
+				in = find_child(fs, dir, name);
+				e.attr.st_ino = in != NULL ? in->ino : name_ino(name);
+				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;
+				if (in != NULL)
+					e.attr.st_mode = in->mode;
+				in = NULL;
+			}
+		}
+		if (plus)
+			need = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						      name, &e, (off_t)(i + 1));
+		else
+			need = fuse_add_direntry(req, buf + pos, size - pos,
+						 name, &e.attr, (off_t)(i + 1));
+		if (need > size - pos) {
+			if (created)
+				maybe_free(fs, in);
+			break;
+		}
+		if (in != NULL)
+			in->nlookup++;
+		pos += need;
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	if (err != 0 && pos == 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, buf, pos);
+	free(buf);
+	unpin(fs, dir);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct statvfs st;
+	const uint64_t bs = 4096;
+	uint64_t cap, used, blocks, ublocks, objects;
+
+	volrec_refresh(fs, fs->o.volrec_ttl);
+	pthread_mutex_lock(&fs->lock);
+	cap = fs->capacity != 0 ? fs->capacity : (1ULL << 50);
+	used = fs->used > 0 ? (uint64_t)fs->used : 0;
+	objects = fs->objects > 0 ? (uint64_t)fs->objects : 0;
+	pthread_mutex_unlock(&fs->lock);
+	memset(&st, 0, sizeof(st));
+	blocks = cap / bs;
+	ublocks = (used + bs - 1) / bs;
+	st.f_bsize = bs;
+	st.f_frsize = bs;
+	st.f_blocks = blocks;
+	st.f_bfree = blocks > ublocks ? blocks - ublocks : 0;
+	st.f_bavail = st.f_bfree;
+	st.f_ffree = 1ULL << 32;
+	st.f_favail = st.f_ffree;
+	st.f_files = objects + st.f_ffree;
+	st.f_namemax = OBJFS_NAME_MAX;
+	fuse_reply_statfs(req, &st);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	/* regular files only (an empty object); no devices, fifos, sockets */
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	make_node(req, parent, name, S_IFREG | (mode & 07777), NULL);
+}
+
+static const struct fuse_lowlevel_ops objfs_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.create = op_create,
+};
+
+const struct fuse_lowlevel_ops *objfs_fs_ops(void)
+{
+	return &objfs_ops;
+}
+
+size_t objfs_fs_ops_size(void)
+{
+	return sizeof(objfs_ops);
+}
+
+void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+int objfs_fs_sync_all(struct objfs_fs *fs)
+{
+	int err;
+
+	pthread_rwlock_wrlock(&fs->ns);
+	err = sync_under(fs, fs->root);
+	pthread_rwlock_unlock(&fs->ns);
+	if (err != 0)
+		objfs_error(fs->log, SUB, "saving dirty files: %s",
+			    objfs_strerror(err));
+	return err;
+}
+
+static int load_root(struct objfs_fs *fs)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_volrec v = OBJFS_VOLREC_INIT;
+	struct probe p;
+	int err;
+
+	err = objfs_store_head(fs->store, ROOT_ATTR_KEY, &info);
+	if (err == 0) {
+		probe_from_info(fs, &info, true, &p);
+		fs->root->mode = p.fa.mode;
+		fs->root->uid = p.fa.uid;
+		fs->root->gid = p.fa.gid;
+		fs->root->mtime = p.fa.mtime;
+	} else if (err != ENOENT) {
+		objfs_error(fs->log, SUB, "reaching the store: %s",
+			    objfs_strerror(err));
+		goto out;
+	}
+	err = objfs_volrec_load(fs->store, &v);
+	if (err == ENOENT) {
+		objfs_info(fs->log, SUB, "no volume record: no capacity limit");
+		err = 0;
+	} else if (err != 0) {
+		objfs_error(fs->log, SUB, "reading the volume record: %s",
+			    objfs_strerror(err));
+		goto out;
+	}
+	fs->capacity = v.capacity_bytes;
+	fs->volrec_time = now_mono();
+out:
+	objfs_obj_info_release(&info);
+	objfs_volrec_release(&v);
+	return err;
+}
+
+int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
+		    struct objfs_log *log, struct objfs_fs **out)
+{
+	struct objfs_fs *fs;
+	int err;
+
+	fs = calloc(1, sizeof(*fs));
+	if (fs == NULL)
+		return ENOMEM;
+	fs->store = store;
+	fs->log = log;
+	fs->o = *opts;
+	if (fs->o.ra_chunk == 0)
+		fs->o.ra_chunk = 1ULL << 20;
+	if (fs->o.ra_chunks > RA_MAX)
+		fs->o.ra_chunks = RA_MAX;
+	fs->spool_dir = strdup(opts->spool_dir != NULL ? opts->spool_dir : "/var/tmp");
+	if (fs->spool_dir == NULL) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	fs->o.spool_dir = fs->spool_dir;
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->volrec_mu, NULL);
+	pthread_rwlock_init(&fs->ns, NULL);
+	pthread_cond_init(&fs->scan_cv, NULL);
+	objfs_budget_init(&fs->mem, fs->o.mem_limit);
+	fs->next_ino = FUSE_ROOT_ID + 1;
+	fs->root = calloc(1, sizeof(*fs->root));
+	if (fs->root == NULL || (fs->root->name = strdup("")) == NULL) {
+		err = ENOMEM;
+		goto err_sync;
+	}
+	pthread_mutex_init(&fs->root->mu, NULL);
+	fs->root->ino = FUSE_ROOT_ID;
+	fs->root->mode = default_mode(fs, S_IFDIR);
+	fs->root->uid = fs->o.uid;
+	fs->root->gid = fs->o.gid;
+	fs->root->mtime = now_real();
+	fs->root->in_store = true;
+	fs->root->nlookup = 1;
+	fs->root->attr_time = 1e300;
+	err = load_root(fs);
+	if (err != 0)
+		goto err_root;
+	err = objfs_pool_create(fs->o.threads, &fs->pool);
+	if (err != 0)
+		goto err_root;
+	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
+	if (err != 0)
+		goto err_pool;
+	fs->scan_started = true;
+	*out = fs;
+	return 0;
+
+err_pool:
+	objfs_pool_destroy(fs->pool);
+err_root:
+	if (fs->root != NULL) {
+		pthread_mutex_destroy(&fs->root->mu);
+		free(fs->root->name);
+	}
+err_sync:
+	free(fs->root);
+	objfs_budget_release(&fs->mem);
+	pthread_cond_destroy(&fs->scan_cv);
+	pthread_rwlock_destroy(&fs->ns);
+	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs->spool_dir);
+err_free:
+	free(fs);
+	return err;
+}
+
+void objfs_fs_destroy(struct objfs_fs *fs)
+{
+	unsigned h;
+
+	if (fs == NULL)
+		return;
+	objfs_fs_sync_all(fs);
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	pthread_cond_broadcast(&fs->scan_cv);
+	pthread_mutex_unlock(&fs->lock);
+	if (fs->scan_started)
+		pthread_join(fs->scan_thread, NULL);
+	objfs_pool_destroy(fs->pool);
+	for (h = 0; h < HASH_SIZE; h++) {
+		while (fs->ino_tab[h] != NULL)
+			inode_free(fs, fs->ino_tab[h]);
+	}
+	snap_drop(fs->root);
+	pthread_mutex_destroy(&fs->root->mu);
+	free(fs->root->name);
+	free(fs->root->link);
+	free(fs->root);
+	objfs_budget_release(&fs->mem);
+	pthread_cond_destroy(&fs->scan_cv);
+	pthread_rwlock_destroy(&fs->ns);
+	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs->spool_dir);
+	free(fs);
+}

@@ -1,0 +1,71 @@
+/*
+ * fs.h - the objfs filesystem: one volume (a store confined to the volume
+ * prefix) served through the libfuse3 low-level API.
+ *
+ * Nothing here is global: a process may host several filesystems, each
+ * with its own store, options and FUSE session.
+ *
+ * Use:
+ *   objfs_fs_create(store, &opts, log, &fs);
+ *   se = fuse_session_new(args, objfs_fs_ops(), objfs_fs_ops_size(), fs);
+ *   objfs_fs_set_session(fs, se);          (for cache invalidation)
+ *   fuse_session_mount(se, dir); ... fuse_session_loop_mt(se, cfg);
+ *   objfs_fs_sync_all(fs);                 (upload whatever is still dirty)
+ *   fuse_session_unmount(se); fuse_session_destroy(se);
+ *   objfs_fs_destroy(fs); objfs_store_destroy(store);
+ */
+#ifndef OBJFS_FS_H
+#define OBJFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fuse_lowlevel_ops;
+struct fuse_session;
+struct objfs_fs;
+struct objfs_log;
+struct objfs_store;
+
+/* Options; objfs_fs_opts_default() fills the defaults noted here. */
+struct objfs_fs_opts {
+	uid_t uid;                  /* owner of objects without metadata: getuid() */
+	gid_t gid;                  /* getgid() */
+	mode_t umask;               /* applied to default modes: 022 */
+	double attr_ttl;            /* seconds attributes are trusted: 1 */
+	double entry_ttl;           /* seconds names are trusted: 1 */
+	double neg_ttl;             /* seconds a missing name is trusted: 1 */
+	double dir_ttl;             /* seconds a listing is trusted: 1 */
+	uint64_t mem_limit;         /* bytes of read-ahead buffers: 32 MiB */
+	uint64_t ra_chunk;          /* read-ahead GET size: 2 MiB */
+	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 4 */
+	uint64_t part_size;         /* multipart part size: 8 MiB */
+	unsigned upload_parallel;   /* parts in flight per upload: 4 */
+	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 16 */
+	const char *spool_dir;      /* where dirty data waits: /var/tmp (copied) */
+	uint64_t spool_limit;       /* bytes of dirty data in all spools; 0 = no
+				       limit but the spool file system: 0 */
+	bool read_only;             /* EROFS for every change: false */
+	double volrec_ttl;          /* re-read the volume record after: 30 s */
+	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
+};
+void objfs_fs_opts_default(struct objfs_fs_opts *o);
+
+/* Creates a filesystem over store (not owned: it must outlive the fs).
+ * Reads the volume record (a missing record means no capacity limit) and
+ * starts the usage scan in the background.  0 or an errno. */
+int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
+		    struct objfs_log *log, struct objfs_fs **out);
+/* Uploads everything dirty, stops the workers, frees the fs. */
+void objfs_fs_destroy(struct objfs_fs *fs);
+
+/* The low-level operations; pass fs as userdata to fuse_session_new(). */
+const struct fuse_lowlevel_ops *objfs_fs_ops(void);
+size_t objfs_fs_ops_size(void);
+/* Lets the fs send invalidations through se (not owned). */
+void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
+/* Uploads every dirty file.  0 or the first error. */
+int objfs_fs_sync_all(struct objfs_fs *fs);
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * spool.c - sparse on-disk spool files and their range bookkeeping
+ * (see spool.h for the invariant).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/spool.h"
+
+static int rs_reserve(struct objfs_rangeset *rs, size_t n)
+{
+	struct objfs_range *r;
+	size_t cap;
+
+	if (n <= rs->cap)
+		return 0;
+	cap = rs->cap ? rs->cap * 2 : 4;
+	while (cap < n)
+		cap *= 2;
+	r = realloc(rs->r, cap * sizeof(*r));
+	if (r == NULL)
+		return ENOMEM;
+	rs->r = r;
+	rs->cap = cap;
+	return 0;
+}
+
+int objfs_rangeset_add(struct objfs_rangeset *rs, uint64_t start, uint64_t end)
+{
+	size_t i, j;
+	int err;
+
+	if (start >= end)
+		return 0;
+	/* first range that ends at or after start (touching merges) */
+	for (i = 0; i < rs->n && rs->r[i].end < start; i++)
+		;
+	/* ranges [i, j) overlap or touch [start, end) */
+	for (j = i; j < rs->n && rs->r[j].start <= end; j++)
+		;
+	if (i == j) {
+		err = rs_reserve(rs, rs->n + 1);
+		if (err != 0)
+			return err;
+		memmove(&rs->r[i + 1], &rs->r[i], (rs->n - i) * sizeof(*rs->r));
+		rs->r[i].start = start;
+		rs->r[i].end = end;
+		rs->n++;
+		return 0;
+	}
+	if (rs->r[i].start < start)
+		start = rs->r[i].start;
+	if (rs->r[j - 1].end > end)
+		end = rs->r[j - 1].end;
+	rs->r[i].start = start;
+	rs->r[i].end = end;
+	memmove(&rs->r[i + 1], &rs->r[j], (rs->n - j) * sizeof(*rs->r));
+	rs->n -= j - i - 1;
+	return 0;
+}
+
+int objfs_rangeset_remove(struct objfs_rangeset *rs, uint64_t start,
+			  uint64_t end)
+{
+	size_t i = 0;
+	int err;
+
+	if (start >= end)
+		return 0;
+	while (i < rs->n) {
+		struct objfs_range *r = &rs->r[i];
+
+		if (r->end <= start || r->start >= end) {
+			i++;
+			continue;
+		}
+		if (r->start < start && r->end > end) {
+			/* split */
+			err = rs_reserve(rs, rs->n + 1);
+			if (err != 0)
+				return err;
+			r = &rs->r[i];
+			memmove(&rs->r[i + 1], &rs->r[i],
+				(rs->n - i) * sizeof(*rs->r));
+			rs->n++;
+			rs->r[i].end = start;
+			rs->r[i + 1].start = end;
+			return 0;
+		}
+		if (r->start < start) {
+			r->end = start;
+			i++;
+		} else if (r->end > end) {
+			r->start = end;
+			i++;
+		} else {
+			memmove(&rs->r[i], &rs->r[i + 1],
+				(rs->n - i - 1) * sizeof(*rs->r));
+			rs->n--;
+		}
+	}
+	return 0;
+}
+
+bool objfs_rangeset_first_gap(const struct objfs_rangeset *rs, uint64_t start,
+			      uint64_t end, uint64_t *gs, uint64_t *ge)
+{
+	size_t i;
+	uint64_t pos = start;
+
+	if (start >= end)
+		return false;
+	for (i = 0; i < rs->n && pos < end; i++) {
+		const struct objfs_range *r = &rs->r[i];
+
+		if (r->end <= pos)
+			continue;
+		if (r->start > pos) {
+			*gs = pos;
+			*ge = r->start < end ? r->start : end;
+			return true;
+		}
+		pos = r->end;
+	}
+	if (pos < end) {
+		*gs = pos;
+		*ge = end;
+		return true;
+	}
+	return false;
+}
+
+bool objfs_rangeset_covers(const struct objfs_rangeset *rs, uint64_t start,
+			   uint64_t end)
+{
+	uint64_t a, b;
+
+	return !objfs_rangeset_first_gap(rs, start, end, &a, &b);
+}
+
+uint64_t objfs_rangeset_bytes(const struct objfs_rangeset *rs)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < rs->n; i++)
+		t += rs->r[i].end - rs->r[i].start;
+	return t;
+}
+
+void objfs_rangeset_release(struct objfs_rangeset *rs)
+{
+	free(rs->r);
+	rs->r = NULL;
+	rs->n = 0;
+	rs->cap = 0;
+}
+
+int objfs_spool_create(const char *dir, uint64_t base_size,
+		       const char *base_etag, struct objfs_spool **out)
+{
+	struct objfs_spool *sp;
+	char path[4096];
+	int fd, err = 0;
+
+	sp = calloc(1, sizeof(*sp));
+	if (sp == NULL)
+		return ENOMEM;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* file systems without O_TMPFILE */
+		if (snprintf(path, sizeof(path), "%s/objfs-spool-XXXXXX", dir) >=
+		    (int)sizeof(path)) {
+			err = ENAMETOOLONG;
+			goto out;
+		}
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			goto out;
+		}
+		unlink(path);
+	}
+	if (ftruncate(fd, (off_t)base_size) != 0) {
+		err = errno;
+		close(fd);
+		goto out;
+	}
+	sp->fd = fd;
+	sp->size = base_size;
+	sp->base_size = base_size;
+	snprintf(sp->base_etag, sizeof(sp->base_etag), "%s",
+		 base_etag != NULL ? base_etag : "");
+	*out = sp;
+	sp = NULL;
+out:
+	free(sp);
+	return err;
+}
+
+void objfs_spool_destroy(struct objfs_spool *sp)
+{
+	if (sp == NULL)
+		return;
+	close(sp->fd);
+	objfs_rangeset_release(&sp->present);
+	free(sp);
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int objfs_spool_write(struct objfs_spool *sp, uint64_t off, const void *buf,
+		      size_t len)
+{
+	int err;
+
+	if (len == 0)
+		return 0;
+	err = pwrite_all(sp->fd, buf, len, off);
+	if (err != 0)
+		return err;
+	if (off > sp->size) {
+		err = objfs_rangeset_add(&sp->present, sp->size, off);
+		if (err != 0)
+			return err;
+	}
+	err = objfs_rangeset_add(&sp->present, off, off + len);
+	if (err != 0)
+		return err;
+	if (off + len > sp->size)
+		sp->size = off + len;
+	return 0;
+}
+
+int objfs_spool_fill(struct objfs_spool *sp, uint64_t off, const void *buf,
+		     size_t len)
+{
+	const char *p = buf;
+	uint64_t end = off + len, gs, ge, pos = off;
+	int err;
+
+	if (end > sp->size)
+		end = sp->size;
+	while (pos < end && objfs_rangeset_first_gap(&sp->present, pos, end,
+						     &gs, &ge)) {
+		err = pwrite_all(sp->fd, p + (gs - off), ge - gs, gs);
+		if (err != 0)
+			return err;
+		err = objfs_rangeset_add(&sp->present, gs, ge);
+		if (err != 0)
+			return err;
+		pos = ge;
+	}
+	return 0;
+}
+
+int objfs_spool_truncate(struct objfs_spool *sp, uint64_t size)
+{
+	int err;
+
+	if (ftruncate(sp->fd, (off_t)size) != 0)
+		return errno;
+	if (size < sp->size) {
+		err = objfs_rangeset_remove(&sp->present, size, UINT64_MAX);
+		if (err != 0)
+			return err;
+		/* bytes past the new end can no longer come from the base */
+		if (sp->base_size > size)
+			sp->base_size = size;
+	} else if (size > sp->size) {
+		err = objfs_rangeset_add(&sp->present, sp->size, size);
+		if (err != 0)
+			return err;
+	}
+	sp->size = size;
+	return 0;
+}
+
+bool objfs_spool_missing(const struct objfs_spool *sp, uint64_t off,
+			 uint64_t end, uint64_t *gs, uint64_t *ge)
+{
+	if (end > sp->size)
+		end = sp->size;
+	return objfs_rangeset_first_gap(&sp->present, off, end, gs, ge);
+}
+
+int objfs_spool_read(struct objfs_spool *sp, uint64_t off, void *buf,
+		     size_t len, size_t *got)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	if (off >= sp->size) {
+		*got = 0;
+		return 0;
+	}
+	if (off + len > sp->size)
+		len = (size_t)(sp->size - off);
+	while (done < len) {
+		ssize_t n = pread(sp->fd, p + done, len - done,
+				  (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (n == 0) {
+			/* sparse tail: zeros */
+			memset(p + done, 0, len - done);
+			break;
+		}
+		done += (size_t)n;
+	}
+	*got = len;
+	return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * spool.h - the local, on-disk copy of a file being written.
+ *
+ * A spool is an unlinked sparse file in the spool directory plus a range
+ * set of the bytes it holds ("present").  Invariant: every byte of
+ * [0, size) that is not present lies in [0, base_size) and equals the
+ * stored object the spool was started from (base_etag), so it can be
+ * fetched on demand.  Writes past the end mark the hole between the old
+ * end and the write as present (zeros); truncation cuts the ranges and, when
+ * growing, marks the new tail present.  The owner (the inode, under its
+ * data lock) serialises every call; spools are not thread-safe.
+ */
+#ifndef OBJFS_FS_SPOOL_H
+#define OBJFS_FS_SPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* A sorted set of disjoint, non-adjacent half-open ranges [start, end).
+ * OBJFS_RANGESET_INIT is empty; free with objfs_rangeset_release(). */
+struct objfs_range {
+	uint64_t start;
+	uint64_t end;
+};
+struct objfs_rangeset {
+	struct objfs_range *r;
+	size_t n;
+	size_t cap;
+};
+#define OBJFS_RANGESET_INIT { NULL, 0, 0 }
+
+/* Adds [start, end), merging with neighbours.  0 or ENOMEM. */
+int objfs_rangeset_add(struct objfs_rangeset *rs, uint64_t start, uint64_t end);
+/* Removes [start, end) (may split a range).  0 or ENOMEM. */
+int objfs_rangeset_remove(struct objfs_rangeset *rs, uint64_t start,
+			  uint64_t end);
+/* True when [start, end) is fully in the set (an empty range always is). */
+bool objfs_rangeset_covers(const struct objfs_rangeset *rs, uint64_t start,
+			   uint64_t end);
+/* The first gap of the set inside [start, end): true with *gs and *ge set, or
+ * false when the set covers [start, end). */
+bool objfs_rangeset_first_gap(const struct objfs_rangeset *rs, uint64_t start,
+			      uint64_t end, uint64_t *gs, uint64_t *ge);
+/* Total bytes in the set. */
+uint64_t objfs_rangeset_bytes(const struct objfs_rangeset *rs);
+void objfs_rangeset_release(struct objfs_rangeset *rs);
+
+struct objfs_spool {
+	int fd;
+	struct objfs_rangeset present;
+	uint64_t size;                  /* the file's current size */
+	uint64_t base_size;             /* size of the object it started from */
+	char base_etag[OBJFS_ETAG_MAX]; /* "" when it started from nothing */
+};
+
+/* Creates an empty spool file in dir for a file whose stored object has
+ * base_size bytes and ETag base_etag ("" or NULL and 0 for a new file);
+ * the spool's size starts at base_size with nothing present.  *out is
+ * freed with objfs_spool_destroy().  0 or an errno. */
+int objfs_spool_create(const char *dir, uint64_t base_size,
+		       const char *base_etag, struct objfs_spool **out);
+void objfs_spool_destroy(struct objfs_spool *sp);
+
+/* Writes len bytes at off, growing size.  0 or an errno (ENOSPC, EIO). */
+int objfs_spool_write(struct objfs_spool *sp, uint64_t off, const void *buf,
+		      size_t len);
+/* Stores fetched base bytes at off (only where not present).  0 or errno. */
+int objfs_spool_fill(struct objfs_spool *sp, uint64_t off, const void *buf,
+		     size_t len);
+/* Sets the size.  0 or an errno. */
+int objfs_spool_truncate(struct objfs_spool *sp, uint64_t size);
+/* The first range in [off, end) (clipped to size) not present. */
+bool objfs_spool_missing(const struct objfs_spool *sp, uint64_t off,
+			 uint64_t end, uint64_t *gs, uint64_t *ge);
+/* Reads up to len present bytes at off; *got gets the count (short at the
+ * end of the file).  The range must be present.  0 or an errno. */
+int objfs_spool_read(struct objfs_spool *sp, uint64_t off, void *buf,
+		     size_t len, size_t *got);
+
+#endif

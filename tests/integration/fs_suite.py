@@ -1,0 +1,587 @@
+#!/usr/bin/python3
+"""fs_suite.py - behaviour suite of objfs-mount.
+
+    fs_suite.py local          on a local directory store (file://)
+    fs_suite.py s3             on the S3 server described by OBJFS_TEST_S3_*
+                               (tests/integration/fs_s3.sh starts Swift)
+
+Every check mounts the volume with the real objfs-mount (-f, ready_fd), does
+what an application would, and compares with what a local file does or with
+what the store holds (through objfs-store-tool, which reads the store
+directly).  Needs root and /dev/fuse: exits 77 only when they are absent.
+Mounts are always unmounted and their processes killed, also on failure;
+the whole suite is bounded by an alarm.
+"""
+import errno
+import os
+import random
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+BUILD = os.environ.get("OBJFS_BUILDDIR", os.path.dirname(os.path.abspath(__file__)) + "/../..")
+MOUNT = os.path.join(BUILD, "objfs-mount")
+TOOL = os.path.join(BUILD, "tests/integration/objfs-store-tool")
+SUITE_TIMEOUT = int(os.environ.get("OBJFS_FS_SUITE_TIMEOUT", "900"))
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class Env:
+    def __init__(self, kind):
+        self.kind = kind
+        self.work = tempfile.mkdtemp(prefix="objfs-fs-suite-")
+        self.mounts = []
+        self.n = 0
+        if kind == "local":
+            root = os.path.join(self.work, "store")
+            os.makedirs(root)
+            # an empty marker file makes the directory a local store root
+            open(os.path.join(root, ".objfs-store"), "w").close()
+            self.base = "file://" + root
+            self.tool_env = dict(os.environ)
+        else:
+            e = os.environ
+            self.base = "s3://" + e["OBJFS_TEST_S3_BUCKET"]
+            self.tool_env = dict(os.environ)
+            self.tool_env.update({
+                "AWS_ENDPOINT_URL": e["OBJFS_TEST_S3_ENDPOINT"],
+                "AWS_REGION": e["OBJFS_TEST_S3_REGION"],
+                "AWS_ACCESS_KEY_ID": e["OBJFS_TEST_S3_ACCESS_KEY"],
+                "AWS_SECRET_ACCESS_KEY": e["OBJFS_TEST_S3_SECRET_KEY"],
+            })
+            self.tool_env.pop("AWS_SESSION_TOKEN", None)
+
+    def volume(self, name):
+        """A fresh volume URL (its own prefix)."""
+        self.n += 1
+        return "%s/%s-%d-%d" % (self.base, name, os.getpid(), self.n)
+
+    def tool(self, url, *args, data=None, check_rc=True):
+        p = subprocess.run([TOOL, url] + list(args), input=data,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=self.tool_env, timeout=120)
+        if check_rc and p.returncode != 0:
+            raise Fail("objfs-store-tool %s: %s" % (" ".join(args), p.stderr.decode()))
+        return p
+
+    def get(self, url, key):
+        p = self.tool(url, "get", key, check_rc=False)
+        if p.returncode == 3:
+            return None
+        if p.returncode != 0:
+            raise Fail("get %s: %s" % (key, p.stderr.decode()))
+        return p.stdout
+
+    def head(self, url, key):
+        p = self.tool(url, "head", key, check_rc=False)
+        if p.returncode == 3:
+            return None
+        if p.returncode != 0:
+            raise Fail("head %s: %s" % (key, p.stderr.decode()))
+        h = {"meta": {}}
+        for line in p.stdout.decode().splitlines():
+            parts = line.split(" ", 2)
+            if parts[0] == "meta":
+                h["meta"][parts[1]] = parts[2] if len(parts) > 2 else ""
+            else:
+                h[parts[0]] = parts[1]
+        return h
+
+    def keys(self, url, prefix=""):
+        return self.tool(url, "list", prefix).stdout.decode().splitlines()
+
+    def mount(self, url, opts=()):
+        mnt = tempfile.mkdtemp(prefix="mnt-", dir=self.work)
+        spool = tempfile.mkdtemp(prefix="spool-", dir=self.work)
+        r, w = os.pipe()
+        o = ["spool_dir=" + spool, "ready_fd=%d" % w] + list(opts)
+        env = dict(self.tool_env)
+        log = open(os.path.join(self.work, "mount-%d.log" % len(self.mounts)), "wb")
+        p = subprocess.Popen([MOUNT, "-f", "-o", ",".join(o), url, mnt],
+                             pass_fds=(w,), env=env, stdout=log, stderr=log,
+                             start_new_session=True)
+        os.close(w)
+        m = {"proc": p, "dir": mnt, "url": url, "log": log.name}
+        self.mounts.append(m)
+        ready, _, _ = select.select([r], [], [], 30)
+        byte = os.read(r, 1) if ready else b""
+        os.close(r)
+        if byte != b"R":
+            raise Fail("mount of %s not ready (log %s):\n%s" % (url, log.name, open(log.name).read()))
+        return m
+
+    def umount(self, m, kill=False):
+        if m not in self.mounts:
+            return
+        self.mounts.remove(m)
+        p = m["proc"]
+        if kill:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=30)
+            subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
+            return
+        subprocess.run(["fusermount3", "-u", m["dir"]], stderr=subprocess.DEVNULL, timeout=60)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
+            subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
+            raise Fail("mount %s did not exit after unmount" % m["dir"])
+        if p.returncode != 0:
+            raise Fail("objfs-mount exited %d (log %s)" % (p.returncode, m["log"]))
+
+    def cleanup(self):
+        for m in list(self.mounts):
+            try:
+                self.umount(m, kill=True)
+            except Exception:
+                pass
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def expect_errno(fn, codes, what):
+    try:
+        fn()
+    except OSError as e:
+        check(e.errno in codes, "%s: errno %d, wanted %s" % (what, e.errno, codes))
+        return
+    raise Fail("%s: succeeded, wanted errno %s" % (what, codes))
+
+
+def wfile(path, data, mode="wb"):
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def rfile(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# ---- the checks -----------------------------------------------------------
+
+def t_basic_and_layout(env):
+    url = env.volume("layout")
+    # written by "another tool" before the mount
+    env.tool(url, "put", "foreign/deep/obj.txt", data=b"foreign data")
+    env.tool(url, "put", "plain.txt", data=b"no metadata")
+    m = env.mount(url)
+    d = m["dir"]
+    os.makedirs(d + "/a")
+    wfile(d + "/a/b.txt", b"hello world\n")
+    os.mkdir(d + "/empty")
+    os.chmod(d + "/a/b.txt", 0o640)
+    check(rfile(d + "/a/b.txt") == b"hello world\n", "read back")
+    check(sorted(os.listdir(d)) == ["a", "empty", "foreign", "plain.txt"],
+          "root listing %s" % sorted(os.listdir(d)))
+    check(os.path.isdir(d + "/foreign/deep"), "implied directory")
+    check(rfile(d + "/foreign/deep/obj.txt") == b"foreign data", "foreign object")
+    st = os.stat(d + "/plain.txt")
+    check(stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644,
+          "default mode %o" % st.st_mode)
+    check(st.st_size == len(b"no metadata"), "size of foreign object")
+    env.umount(m)
+    # the store holds plain objects, readable by any S3 tool
+    check(env.get(url, "a/b.txt") == b"hello world\n", "plain object a/b.txt")
+    h = env.head(url, "a/b.txt")
+    check(h["meta"].get("mode") == str(stat.S_IFREG | 0o640), "mode metadata %s" % h["meta"])
+    check(h["meta"].get("uid") == "0" and h["meta"].get("gid") == "0", "uid/gid metadata")
+    check("mtime" in h["meta"], "mtime metadata")
+    check(env.head(url, "empty/") is not None, "empty directory marker")
+    # reserved names
+    env.tool(url, "capacity", "0")
+    m = env.mount(url)
+    d = m["dir"]
+    check(".objfs" not in os.listdir(d), ".objfs hidden")
+    expect_errno(lambda: os.stat(d + "/.objfs"), (errno.ENOENT,), "stat .objfs")
+    expect_errno(lambda: os.mkdir(d + "/.objfs"), (errno.EPERM, errno.EACCES), "mkdir .objfs")
+    expect_errno(lambda: wfile(d + "/.objfs", b"x"), (errno.EPERM, errno.EACCES), "create .objfs")
+    os.mkdir(d + "/sub")
+    os.mkdir(d + "/sub/.objfs")     # only reserved at the root
+    env.umount(m)
+
+
+def t_random_writes(env):
+    url = env.volume("random")
+    m = env.mount(url, ["part_size=5M"])
+    d = m["dir"]
+    ref = os.path.join(env.work, "ref-random")
+    rng = random.Random(42)
+    size = 12 << 20
+    data = bytes(rng.getrandbits(8) for _ in range(4096)) * (size // 4096)
+    wfile(ref, data)
+    wfile(d + "/r.bin", data)
+    for rnd in range(3):
+        with open(ref, "r+b") as fr, open(d + "/r.bin", "r+b") as fm:
+            for _ in range(60):
+                off = rng.randrange(0, size + (1 << 20))
+                n = rng.randrange(1, 300000)
+                chunk = os.urandom(n)
+                fr.seek(off)
+                fr.write(chunk)
+                fm.seek(off)
+                fm.write(chunk)
+                if rng.random() < 0.2:
+                    ro = rng.randrange(0, size)
+                    fr.seek(ro)
+                    fm.seek(ro)
+                    check(fr.read(5000) == fm.read(5000), "read during random writes")
+        check(rfile(ref) == rfile(d + "/r.bin"), "random writes round %d" % rnd)
+    env.umount(m)
+    check(env.get(url, "r.bin") == rfile(ref), "random writes in the store")
+    # the same on a remount: overwrite inside a stored object
+    m = env.mount(url)
+    d = m["dir"]
+    with open(ref, "r+b") as fr, open(d + "/r.bin", "r+b") as fm:
+        for off in (0, 5 << 20, (12 << 20) - 10):
+            fr.seek(off)
+            fr.write(b"Z" * 100)
+            fm.seek(off)
+            fm.write(b"Z" * 100)
+    check(rfile(ref) == rfile(d + "/r.bin"), "overwrite after remount")
+    env.umount(m)
+    check(env.get(url, "r.bin") == rfile(ref), "overwrite in the store")
+
+
+def t_append_truncate(env):
+    url = env.volume("append")
+    m = env.mount(url)
+    d = m["dir"]
+    p = d + "/log.txt"
+    exp = b""
+    for i in range(20):
+        line = ("line %d\n" % i).encode()
+        wfile(p, line, "ab")
+        exp += line
+    check(rfile(p) == exp, "append")
+    # truncate down and up, by path and by handle
+    os.truncate(p, 10)
+    exp = exp[:10]
+    check(rfile(p) == exp, "truncate down")
+    os.truncate(p, 100)
+    exp = exp + b"\0" * 90
+    check(rfile(p) == exp, "truncate up (zeros)")
+    with open(p, "r+b") as f:
+        f.truncate(50)
+        f.seek(60)
+        f.write(b"tail")
+    exp = exp[:50] + b"\0" * 10 + b"tail"
+    check(rfile(p) == exp, "ftruncate + write past end")
+    wfile(p, b"new")    # O_TRUNC
+    check(rfile(p) == b"new", "O_TRUNC")
+    check(os.stat(p).st_size == 3, "size after O_TRUNC")
+    env.umount(m)
+    check(env.get(url, "log.txt") == b"new", "truncated object in the store")
+
+
+def t_unlink_open(env):
+    url = env.volume("unlink")
+    m = env.mount(url)
+    d = m["dir"]
+    data = os.urandom(3 << 20)
+    wfile(d + "/f", data)
+    env.umount(m)
+    m = env.mount(url)
+    d = m["dir"]
+    f = open(d + "/f", "rb")
+    os.unlink(d + "/f")
+    check(not os.path.exists(d + "/f"), "unlinked name gone")
+    check(env.get(url, "f") is None, "unlinked object gone")
+    check(f.read() == data, "read through an open handle after unlink")
+    f.close()
+    # a file being written, unlinked before close
+    g = open(d + "/g", "wb")
+    g.write(b"abc")
+    os.unlink(d + "/g")
+    g.write(b"def")
+    g.close()
+    check(env.get(url, "g") is None, "unlinked new file never stored")
+    env.umount(m)
+
+
+def t_dirs(env):
+    url = env.volume("dirs")
+    m = env.mount(url)
+    d = m["dir"]
+    os.makedirs(d + "/x/y")
+    wfile(d + "/x/y/f", b"1")
+    expect_errno(lambda: os.rmdir(d + "/x"), (errno.ENOTEMPTY,), "rmdir non-empty")
+    expect_errno(lambda: os.rmdir(d + "/x/y/f"), (errno.ENOTDIR,), "rmdir a file")
+    expect_errno(lambda: os.unlink(d + "/x"), (errno.EISDIR, errno.EPERM), "unlink a dir")
+    expect_errno(lambda: os.mkdir(d + "/x"), (errno.EEXIST,), "mkdir existing")
+    os.unlink(d + "/x/y/f")
+    check(os.path.isdir(d + "/x/y"), "directory survives its last file")
+    os.rmdir(d + "/x/y")
+    os.rmdir(d + "/x")
+    check(os.listdir(d) == [], "empty after rmdir")
+    # an implied directory keeps existing after its last file is removed
+    env.tool(url, "put", "imp/only.txt", data=b"x")
+    time.sleep(1.2)
+    os.unlink(d + "/imp/only.txt")
+    check(os.path.isdir(d + "/imp"), "implied dir kept")
+    os.mkdir(d + "/persist")
+    env.umount(m)
+    m = env.mount(url)
+    check(sorted(os.listdir(m["dir"])) == ["imp", "persist"], "dirs after remount: %s" % os.listdir(m["dir"]))
+    env.umount(m)
+
+
+def t_rename(env):
+    url = env.volume("rename")
+    m = env.mount(url, ["threads=32"])
+    d = m["dir"]
+    wfile(d + "/a", b"AAA")
+    wfile(d + "/b", b"BBB")
+    os.rename(d + "/a", d + "/c")
+    check(rfile(d + "/c") == b"AAA" and not os.path.exists(d + "/a"), "rename file")
+    os.rename(d + "/c", d + "/b")
+    check(rfile(d + "/b") == b"BBB"[:0] + b"AAA", "rename over a file")
+    # rename of an open, dirty file
+    f = open(d + "/w", "wb")
+    f.write(b"written")
+    os.rename(d + "/w", d + "/w2")
+    f.write(b" more")
+    f.close()
+    check(rfile(d + "/w2") == b"written more", "rename while open")
+    # a directory with 1,000 files
+    os.mkdir(d + "/big")
+    for i in range(1000):
+        wfile(d + "/big/f%04d" % i, b"%d" % i)
+    os.mkdir(d + "/big/sub")
+    wfile(d + "/big/sub/deep", b"deep")
+    os.rename(d + "/big", d + "/moved")
+    check(not os.path.exists(d + "/big"), "old dir gone")
+    names = os.listdir(d + "/moved")
+    check(len(names) == 1001, "1,000 files moved (%d)" % len(names))
+    for i in (0, 1, 499, 999):
+        check(rfile(d + "/moved/f%04d" % i) == b"%d" % i, "moved content %d" % i)
+    check(rfile(d + "/moved/sub/deep") == b"deep", "moved nested")
+    os.mkdir(d + "/emptydst")
+    os.mkdir(d + "/nonempty")
+    wfile(d + "/nonempty/x", b"x")
+    expect_errno(lambda: os.rename(d + "/moved", d + "/nonempty"), (errno.ENOTEMPTY, errno.EEXIST),
+                 "rename over a non-empty dir")
+    expect_errno(lambda: os.rename(d + "/b", d + "/nonempty"), (errno.EISDIR,), "file over dir")
+    os.rename(d + "/nonempty", d + "/emptydst")
+    check(os.listdir(d + "/emptydst") == ["x"], "dir over empty dir")
+    env.umount(m)
+    keys = env.keys(url)
+    check(not any(k.startswith("big/") for k in keys), "no source keys left")
+    check(len([k for k in keys if k.startswith("moved/")]) == 1003, "moved keys (%d)" %
+          len([k for k in keys if k.startswith("moved/")]))
+    check("b" in keys and "w2" in keys and "a" not in keys and "c" not in keys, "file keys %s" %
+          [k for k in keys if "/" not in k])
+
+
+def t_symlink_attrs(env):
+    url = env.volume("attrs")
+    m = env.mount(url)
+    d = m["dir"]
+    wfile(d + "/t", b"target")
+    os.symlink("t", d + "/l")
+    os.symlink("/abs/elsewhere", d + "/dangling")
+    check(os.readlink(d + "/l") == "t" and rfile(d + "/l") == b"target", "symlink")
+    os.chmod(d + "/t", 0o600)
+    os.chown(d + "/t", 1234, 5678)
+    ns = 1234567890 * 10**9 + 123456789
+    os.utime(d + "/t", ns=(ns, ns))
+    os.mkdir(d + "/dd")
+    os.chmod(d + "/dd", 0o700)
+    os.chown(d + "/dd", 42, 43)
+    os.chmod(d, 0o711)
+    expect_errno(lambda: os.link(d + "/t", d + "/hard"), (errno.EPERM, errno.ENOTSUP), "hard link")
+    env.umount(m)
+    m = env.mount(url)
+    d = m["dir"]
+    st = os.stat(d + "/t")
+    check(stat.S_IMODE(st.st_mode) == 0o600, "mode survives remount %o" % st.st_mode)
+    check(st.st_uid == 1234 and st.st_gid == 5678, "owner survives remount")
+    check(st.st_mtime_ns == ns, "mtime (ns) survives remount: %d" % st.st_mtime_ns)
+    check(rfile(d + "/t") == b"target", "content after chmod/chown/utime")
+    st = os.stat(d + "/dd")
+    check(stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == 42, "dir attrs survive")
+    check(stat.S_IMODE(os.stat(d).st_mode) == 0o711, "root attrs survive")
+    check(os.readlink(d + "/l") == "t" and os.readlink(d + "/dangling") == "/abs/elsewhere",
+          "symlinks survive")
+    # ls -l equivalent: readdirplus attributes match stat
+    for name in os.listdir(d):
+        os.lstat(d + "/" + name)
+    env.umount(m)
+
+
+def t_capacity(env):
+    url = env.volume("capacity")
+    env.tool(url, "capacity", str(8 << 20))
+    m = env.mount(url, ["volrec_ttl=1"])
+    d = m["dir"]
+    sv = os.statvfs(d)
+    check(sv.f_blocks * sv.f_frsize == 8 << 20, "capacity in statfs (%d)" % (sv.f_blocks * sv.f_frsize))
+    wfile(d + "/a", os.urandom(5 << 20))
+    sv = os.statvfs(d)
+    used = (sv.f_blocks - sv.f_bfree) * sv.f_frsize
+    check(5 << 20 <= used <= (5 << 20) + 65536, "used after 5 MiB (%d)" % used)
+    fd = os.open(d + "/b", os.O_WRONLY | os.O_CREAT)
+    err = None
+    written = 0
+    try:
+        buf = b"x" * (1 << 20)
+        for _ in range(6):
+            written += os.write(fd, buf)
+    except OSError as e:
+        err = e.errno
+    os.close(fd)
+    check(err == errno.ENOSPC, "ENOSPC at capacity (got %s after %d)" % (err, written))
+    check(written <= 3 << 20, "nothing past the capacity accepted (%d)" % written)
+    stored = env.get(url, "b")
+    check(stored is not None and len(stored) == written, "stored what was acknowledged")
+    check(len(stored) + (5 << 20) <= 8 << 20, "store within capacity")
+    # raised while mounted: picked up without remount
+    env.tool(url, "capacity", str(64 << 20))
+    time.sleep(1.5)
+    sv = os.statvfs(d)
+    check(sv.f_blocks * sv.f_frsize == 64 << 20, "raised capacity seen")
+    wfile(d + "/c", os.urandom(10 << 20))
+    env.umount(m)
+    check(len(env.get(url, "c")) == 10 << 20, "write after raise stored")
+
+
+def t_two_mounts(env):
+    url = env.volume("shared")
+    a = env.mount(url)
+    b = env.mount(url)
+    wfile(a["dir"] + "/f", b"version 1 " * 1000)
+    check(rfile(b["dir"] + "/f") == b"version 1 " * 1000, "closed on A, read on B")
+    # B caches the pages; A rewrites the same size, then a longer version
+    wfile(a["dir"] + "/f", b"version 2 " * 1000)
+    check(rfile(b["dir"] + "/f") == b"version 2 " * 1000, "changed file re-read on B")
+    wfile(a["dir"] + "/f", b"version 3 " * 3000)
+    check(rfile(b["dir"] + "/f") == b"version 3 " * 3000, "grown file re-read on B")
+    os.mkdir(a["dir"] + "/newdir")
+    wfile(a["dir"] + "/newdir/x", b"x")
+    time.sleep(1.2)
+    check("newdir" in os.listdir(b["dir"]), "directory created on A listed on B")
+    os.unlink(a["dir"] + "/newdir/x")
+    time.sleep(1.2)
+    check(not os.path.exists(b["dir"] + "/newdir/x"), "deleted on A gone on B")
+    env.umount(a)
+    env.umount(b)
+
+
+def t_crash(env):
+    url = env.volume("crash")
+    m = env.mount(url)
+    d = m["dir"]
+    want = {}
+    for i in range(5):
+        data = os.urandom(100000 * (i + 1) + (7 << 20) * (i == 4))
+        fd = os.open(d + "/c%d" % i, os.O_WRONLY | os.O_CREAT)
+        os.write(fd, data)
+        os.fsync(fd)
+        want["c%d" % i] = data
+        if i % 2 == 0:
+            os.close(fd)
+        # odd ones stay open: fsync alone must have saved them
+    env.umount(m, kill=True)
+    for k, v in want.items():
+        check(env.get(url, k) == v, "fsynced file %s intact after kill -9" % k)
+
+
+def t_many_small_and_listing(env):
+    url = env.volume("small")
+    m = env.mount(url)
+    d = m["dir"]
+    for i in range(300):
+        wfile(d + "/s%03d" % i, b"%d" % i)
+    env.umount(m)
+    m = env.mount(url)
+    d = m["dir"]
+    names = sorted(os.listdir(d))
+    check(len(names) == 300, "300 files listed")
+    for n in names[:20]:
+        st = os.lstat(d + "/" + n)
+        check(st.st_size == len(str(int(n[1:]))), "size from listing")
+    env.umount(m)
+
+
+TESTS = [
+    t_basic_and_layout,
+    t_append_truncate,
+    t_unlink_open,
+    t_dirs,
+    t_symlink_attrs,
+    t_random_writes,
+    t_rename,
+    t_capacity,
+    t_two_mounts,
+    t_crash,
+    t_many_small_and_listing,
+]
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("local", "s3"):
+        print("usage: fs_suite.py local|s3 [test...]", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        print("SKIP: needs root and /dev/fuse")
+        return 77
+    if shutil.which("fusermount3") is None:
+        print("SKIP: fusermount3 missing")
+        return 77
+    env = Env(sys.argv[1])
+    only = sys.argv[2:]
+
+    def on_alarm(signum, frame):
+        raise Fail("suite timed out after %d s" % SUITE_TIMEOUT)
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(SUITE_TIMEOUT)
+    failed = 0
+    try:
+        for t in TESTS:
+            if only and t.__name__ not in only:
+                continue
+            t0 = time.time()
+            try:
+                t(env)
+                print("PASS %s (%.1f s)" % (t.__name__, time.time() - t0), flush=True)
+            except Exception as e:
+                failed += 1
+                print("FAIL %s: %s" % (t.__name__, e), flush=True)
+                traceback.print_exc()
+                for m in list(env.mounts):
+                    print("--- log of %s:" % m["dir"])
+                    try:
+                        print(open(m["log"]).read()[-3000:])
+                    except OSError:
+                        pass
+                    try:
+                        env.umount(m, kill=True)
+                    except Exception:
+                        pass
+    finally:
+        signal.alarm(0)
+        env.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+/*
+ * objfs-store-tool - direct store access for the integration tests and
+ * benchmarks (checks what the filesystem left in the store, plants objects
+ * "another tool" wrote, writes volume records).
+ *
+ *   objfs-store-tool URL get KEY          object bytes to stdout
+ *   objfs-store-tool URL put KEY [N=V..]  stdin to KEY with metadata N=V
+ *   objfs-store-tool URL head KEY         "size N", "etag E", "meta N V" lines
+ *   objfs-store-tool URL list [PREFIX]    every key under PREFIX, one a line
+ *   objfs-store-tool URL del KEY
+ *   objfs-store-tool URL capacity BYTES   writes the volume record
+ *
+ * URL as for objfs-mount; S3 settings from AWS_ENDPOINT_URL, AWS_REGION,
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (path-style addressing).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "common/errors.h"
+#include "common/volrec.h"
+
+static int out_write(void *arg, uint64_t off, const void *data, size_t n)
+{
+	(void)arg;
+	(void)off;
+	return fwrite(data, 1, n, stdout) == n ? 0 : EIO;
+}
+
+static int cmd_put(struct objfs_store *s, const char *key, int argc, char **argv)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_put_opts po = { &meta, NULL, false };
+	struct objfs_source src;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int i, err = 0;
+
+	for (i = 0; i < argc && err == 0; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (eq == NULL)
+			return EINVAL;
+		*eq = '\0';
+		err = objfs_meta_set(&meta, argv[i], eq + 1);
+	}
+	for (;;) {
+		size_t n;
+
+		if (len == cap) {
+			char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+			if (nb == NULL) {
+				err = ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		n = fread(buf + len, 1, cap - len, stdin);
+		if (n == 0)
+			break;
+		len += n;
+	}
+	objfs_source_mem(&src, buf != NULL ? buf : "", len);
+	if (err == 0)
+		err = objfs_store_upload(s, key, &src, &po, 8 << 20, 4, NULL);
+out:
+	free(buf);
+	objfs_meta_release(&meta);
+	return err;
+}
+
+static int cmd_list(struct objfs_store *s, const char *prefix)
+{
+	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 1000 };
+	char *token = NULL;
+	int err;
+
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(s, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			break;
+		for (i = 0; i < pg.n_entries; i++)
+			printf("%s\n", pg.entries[i].key);
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+	} while (token != NULL);
+	free(token);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	struct objfs_store_config cfg;
+	struct objfs_store *s = NULL;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	int err = EINVAL;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s URL get|put|head|list|del|capacity ...\n",
+			argv[0]);
+		return 2;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.url = argv[1];
+	cfg.s3.endpoint = getenv("AWS_ENDPOINT_URL");
+	cfg.s3.region = getenv("AWS_REGION");
+	cfg.s3.path_style = true;
+	cfg.s3.access_key = getenv("AWS_ACCESS_KEY_ID");
+	cfg.s3.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	err = objfs_store_stack_create(&cfg, NULL, &s);
+	if (err != 0)
+		goto out;
+	err = EINVAL;
+	if (strcmp(argv[2], "get") == 0 && argc == 4) {
+		struct objfs_get_opts go = OBJFS_GET_ALL;
+		struct objfs_sink sink = { out_write, NULL };
+
+		err = objfs_store_get(s, argv[3], &go, &sink, NULL);
+		if (err == ERANGE)
+			err = 0;
+	} else if (strcmp(argv[2], "put") == 0 && argc >= 4) {
+		err = cmd_put(s, argv[3], argc - 4, argv + 4);
+	} else if (strcmp(argv[2], "head") == 0 && argc == 4) {
+		err = objfs_store_head(s, argv[3], &info);
+		if (err == 0) {
+			size_t i;
+
+			printf("size %" PRIu64 "\netag %s\n", info.size, info.etag);
+			for (i = 0; i < info.meta.n; i++)
+				printf("meta %s %s\n", info.meta.items[i].name,
+				       info.meta.items[i].value);
+		}
+	} else if (strcmp(argv[2], "list") == 0) {
+		err = cmd_list(s, argc > 3 ? argv[3] : "");
+	} else if (strcmp(argv[2], "del") == 0 && argc == 4) {
+		err = objfs_store_del(s, argv[3]);
+	} else if (strcmp(argv[2], "capacity") == 0 && argc == 4) {
+		struct objfs_volrec v = OBJFS_VOLREC_INIT;
+
+		v.capacity_bytes = strtoull(argv[3], NULL, 10);
+		err = objfs_volrec_set_created_now(&v);
+		if (err == 0)
+			err = objfs_volrec_set_name(&v, "test");
+		if (err == 0)
+			err = objfs_volrec_store(s, &v);
+		objfs_volrec_release(&v);
+	}
+out:
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+	if (err != 0) {
+		fprintf(stderr, "objfs-store-tool: %s\n", objfs_strerror(err));
+		return err == ENOENT ? 3 : 1;
+	}
+	return 0;
+}
