@@ -230,6 +230,10 @@ static enum objfs_rpc_code store_fail(struct objfs_csi *csi,
 	if (code == OBJFS_RPC_NOT_FOUND || code == OBJFS_RPC_ALREADY_EXISTS ||
 	    code == OBJFS_RPC_INVALID_ARGUMENT || code == OBJFS_RPC_OK)
 		code = OBJFS_RPC_INTERNAL;
+	/* ABORTED means "another call on this volume" to a CO: a throttled
+	 * or busy store is UNAVAILABLE (retry with backoff). */
+	if (code == OBJFS_RPC_ABORTED)
+		code = OBJFS_RPC_UNAVAILABLE;
 	objfs_warn(csi->log, SUB, "%s %s: %s", what, id, objfs_strerror(err));
 	return objfs_rpc_fail(st, code, "%s %s: %s", what, id, objfs_strerror(err));
 }
@@ -612,6 +616,14 @@ static enum objfs_rpc_code root_open_by_id(struct objfs_csi *csi,
 			objfs_kv_release(&idx);
 		conn_resolve(csi, idx.n > 0 ? &idx : NULL, NULL, secrets,
 			     n_secrets, &conn);
+		/* Nothing in the index and nowhere to look: objfs knows
+		 * nothing of it (deleted already, or never made). */
+		if (idx.n == 0 && conn.endpoint[0] == '\0') {
+			memset(r, 0, sizeof(*r));
+			return objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND,
+					      "%s is unknown: not in the index, and no endpoint (secret \"endpoint\" or --s3-endpoint) to look for it",
+					      id_text);
+		}
 	}
 	code = root_open(csi, id, &conn, secrets, n_secrets, r, st);
 	objfs_kv_release(&idx);
@@ -1700,6 +1712,10 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 	locked = true;
 	code = root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
 			       rq->n_secrets, &root, st);
+	if (code == OBJFS_RPC_NOT_FOUND) {
+		objfs_warn(csi->log, SUB, "delete volume: %s", st->msg);
+		goto done;
+	}
 	if (code != OBJFS_RPC_OK)
 		goto out;
 
@@ -1753,6 +1769,7 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 		code = store_fail(csi, st, err, "cannot update the index for", rq->volume_id);
 		goto out;
 	}
+done:
 	*resp = objfs_pb_new(&csi__v1__delete_volume_response__descriptor);
 	code = *resp != NULL ? OBJFS_RPC_OK : oom(st);
 out:
@@ -1934,6 +1951,8 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	memset(&conn, 0, sizeof(conn));
 	if (id.store == OBJFS_ID_BUCKET)
 		conn_resolve(csi, idx, NULL, NULL, 0, &conn);
+	if (id.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
+		return ENOENT;   /* unknown, and nowhere to look */
 	if (root_open(csi, &id, &conn, NULL, 0, &root, &st) != OBJFS_RPC_OK) {
 		err = EIO;
 		snprintf(msg, sizeof(msg), "cannot reach the volume's store: %s", st.msg);
@@ -2578,6 +2597,10 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 	locked = true;
 	code = root_open_by_id(csi, &sid, rq->snapshot_id, (void *const *)rq->secrets,
 			       rq->n_secrets, &root, st);
+	if (code == OBJFS_RPC_NOT_FOUND) {
+		objfs_warn(csi->log, SUB, "delete snapshot: %s", st->msg);
+		goto done;
+	}
 	if (code != OBJFS_RPC_OK)
 		goto out;
 	snaprec_key(&sid, key, sizeof(key));
@@ -2602,6 +2625,7 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 		goto out;
 	}
 	objfs_info(csi->log, SUB, "deleted snapshot %s", rq->snapshot_id);
+done:
 	*resp = objfs_pb_new(&csi__v1__delete_snapshot_response__descriptor);
 	code = *resp != NULL ? OBJFS_RPC_OK : oom(st);
 out:
@@ -2631,6 +2655,8 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 	memset(&conn, 0, sizeof(conn));
 	if (sid.store == OBJFS_ID_BUCKET)
 		conn_resolve(csi, idx, NULL, secrets, n_secrets, &conn);
+	if (sid.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
+		return ENOENT;   /* unknown, and nowhere to look */
 	if (root_open(csi, &sid, &conn, secrets, n_secrets, &root, &st) != OBJFS_RPC_OK)
 		return ECONNREFUSED;
 	snaprec_key(&sid, key, sizeof(key));
