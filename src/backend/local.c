@@ -52,13 +52,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/io.h"
 #include "common/errors.h"
 #include "common/log.h"
 
@@ -76,6 +77,7 @@
 #define MAC_LEN 8
 #define MD5_LEN 16
 #define PUT_MAX (5ULL << 30)
+#define STALE_TMP_S (24 * 3600)
 
 struct local {
 	int rootfd;
@@ -122,57 +124,6 @@ static int hex_decode(const char *in, size_t n, unsigned char *out)
 		if (hi < 0 || lo < 0)
 			return EINVAL;
 		out[i / 2] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
-}
-
-static int random_bytes(void *buf, size_t n)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = getrandom((char *)buf + done, n - done, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = write(fd, (const char *)buf + done, n - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-	size_t done = 0;
-	ssize_t r;
-
-	while (done < n) {
-		r = pread(fd, (char *)buf + done, n - done,
-			  (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		if (r == 0)
-			return EIO;
-		done += (size_t)r;
 	}
 	return 0;
 }
@@ -320,6 +271,7 @@ static int name_decode(const char *name, size_t n, char *out, size_t cap,
 		       size_t *outlen)
 {
 	size_t i, o = 0;
+	unsigned char c;
 	int hi, lo;
 
 	for (i = 0; i < n; i++) {
@@ -332,7 +284,14 @@ static int name_decode(const char *name, size_t n, char *out, size_t cap,
 			lo = hexval(name[i + 2]);
 			if (hi < 0 || lo < 0)
 				return EINVAL;
-			out[o++] = (char)(hi << 4 | lo);
+			c = (unsigned char)(hi << 4 | lo);
+			/* only what path_put_comp() writes: lower-case hex,
+			 * never a byte it writes as is, never NUL or '/' */
+			if (name[i + 1] != hexd[hi] ||
+			    name[i + 2] != hexd[lo] || name_safe(c, i == 0) ||
+			    c == '\0' || c == '/')
+				return EINVAL;
+			out[o++] = (char)c;
 			i += 2;
 		} else if (name_safe((unsigned char)name[i], false)) {
 			out[o++] = name[i];
@@ -470,7 +429,7 @@ static int obj_open(struct local *L, const char *path, struct robj *ro)
 		err = EIO;
 		goto out;
 	}
-	err = pread_all(ro->fd, footer, FOOTER_LEN,
+	err = objfs_pread_all(ro->fd, footer, FOOTER_LEN,
 			(uint64_t)st.st_size - FOOTER_LEN);
 	if (err != 0)
 		goto out;
@@ -491,7 +450,7 @@ static int obj_open(struct local *L, const char *path, struct robj *ro)
 		goto out;
 	}
 	ro->size = (uint64_t)st.st_size - tlen - FOOTER_LEN;
-	err = pread_all(ro->fd, trailer, tlen, ro->size);
+	err = objfs_pread_all(ro->fd, trailer, tlen, ro->size);
 	if (err != 0)
 		goto out;
 	trailer[tlen] = '\0';
@@ -538,7 +497,7 @@ static int tmp_open(struct local *L, struct wobj *w)
 		return ENOMEM;
 	if (EVP_DigestInit_ex(w->md5, EVP_md5(), NULL) != 1)
 		return EIO;
-	err = random_bytes(r, sizeof(r));
+	err = objfs_random_bytes(r, sizeof(r));
 	if (err != 0)
 		return err;
 	hex_encode(r, sizeof(r), hex);
@@ -564,7 +523,7 @@ static void tmp_discard(struct local *L, struct wobj *w)
 
 static int tmp_write(struct wobj *w, const void *data, size_t n)
 {
-	int err = write_all(w->fd, data, n);
+	int err = objfs_write_all(w->fd, data, n);
 
 	if (err != 0)
 		return err;
@@ -623,9 +582,9 @@ static int tmp_finish(struct wobj *w, const char *etag,
 		goto out;
 	}
 	snprintf(footer, sizeof(footer), "OBJFS1 %08zx\n", b.len);
-	err = write_all(w->fd, t, b.len);
+	err = objfs_write_all(w->fd, t, b.len);
 	if (err == 0)
-		err = write_all(w->fd, footer, FOOTER_LEN);
+		err = objfs_write_all(w->fd, footer, FOOTER_LEN);
 	if (err == 0 && fsync(w->fd) != 0)
 		err = errno;
 out:
@@ -654,28 +613,49 @@ static int make_parents(struct local *L, const char *path)
 	return 0;
 }
 
-/* Renames the temp file to path, creating parents; the temp file is gone
- * afterwards whatever happens.  noreplace: EEXIST if path exists. */
-static int tmp_install(struct local *L, struct wobj *w, const char *path,
-		       bool noreplace)
+/* How a finished temp file is renamed into place. */
+enum install {
+	INSTALL_REPLACE,        /* create parents, replace what is there */
+	INSTALL_NOREPLACE,      /* create parents, EEXIST if path exists */
+	INSTALL_IN_PLACE,       /* parents must exist (else ENOENT) */
+};
+
+static int rename_once(struct local *L, struct wobj *w, const char *path,
+		       enum install how)
 {
-	int tries, err = 0, r;
+	int r;
+
+	if (how == INSTALL_NOREPLACE) {
+		r = renameat2(L->rootfd, w->tmp, L->rootfd, path,
+			      RENAME_NOREPLACE);
+		if (r != 0 && errno == EINVAL) {
+			/* no RENAME_NOREPLACE here: best effort */
+			if (faccessat(L->rootfd, path, F_OK, 0) == 0)
+				return EEXIST;
+			r = renameat(L->rootfd, w->tmp, L->rootfd, path);
+		}
+	} else {
+		r = renameat(L->rootfd, w->tmp, L->rootfd, path);
+	}
+	if (r == 0)
+		return 0;
+	return errno == ENOTDIR ? ENOENT : errno;
+}
+
+/* Renames the temp file to path; the temp file is gone afterwards whatever
+ * happens.  Parents pruned by a concurrent delete are made again. */
+static int tmp_install(struct local *L, struct wobj *w, const char *path,
+		       enum install how)
+{
+	int tries, err = 0;
 
 	close(w->fd);
 	w->fd = -1;
 	for (tries = 0; tries < INSTALL_TRIES; tries++) {
-		err = make_parents(L, path);
-		if (err == ENOENT)
-			continue;
-		if (err != 0)
-			break;
-		if (noreplace)
-			r = renameat2(L->rootfd, w->tmp, L->rootfd, path,
-				      RENAME_NOREPLACE);
-		else
-			r = renameat(L->rootfd, w->tmp, L->rootfd, path);
-		err = r == 0 ? 0 : errno;
-		if (err != ENOENT)
+		err = how == INSTALL_IN_PLACE ? 0 : make_parents(L, path);
+		if (err == 0)
+			err = rename_once(L, w, path, how);
+		if (err != ENOENT || how == INSTALL_IN_PLACE)
 			break;
 	}
 	if (err != 0)
@@ -733,7 +713,7 @@ static int tmp_fill_obj(struct wobj *w, struct robj *ro, char *buf)
 
 	for (off = 0; off < ro->size; off += n) {
 		n = ro->size - off > IO_BUF ? IO_BUF : (size_t)(ro->size - off);
-		err = pread_all(ro->fd, buf, n, off);
+		err = objfs_pread_all(ro->fd, buf, n, off);
 		if (err == 0)
 			err = tmp_write(w, buf, n);
 		if (err != 0)
@@ -748,6 +728,55 @@ static struct local *local_of(struct objfs_store *s)
 }
 
 /* ---- get / head / put / copy / del -------------------------------------- */
+
+/* Writes src as a new object file at path (via a temp file) with the
+ * given type and metadata; etag receives its ETag. */
+static int write_object(struct local *L, const char *path,
+			const struct objfs_source *src, const char *ctype,
+			const struct objfs_meta *meta, enum install how,
+			char *etag, size_t cap)
+{
+	struct wobj w = { .fd = -1 };
+	char *buf = malloc(IO_BUF);
+	int err;
+
+	if (buf == NULL)
+		return ENOMEM;
+	err = tmp_open(L, &w);
+	if (err == 0)
+		err = tmp_fill_source(&w, src, buf);
+	if (err == 0)
+		err = tmp_etag(&w, etag, cap);
+	if (err == 0)
+		err = tmp_finish(&w, etag, ctype, meta);
+	if (err == 0)
+		err = tmp_install(L, &w, path, how);
+	tmp_discard(L, &w);
+	free(buf);
+	return err;
+}
+
+/* The on-disk path of an object key: 0 or EINVAL. */
+static int obj_path(const char *key, char *path, size_t cap)
+{
+	if (objfs_key_valid(key) != 0 ||
+	    key_path(key, strlen(key), true, path, cap) != 0)
+		return EINVAL;
+	return 0;
+}
+
+/* obj_open() that also checks the If-Match ETag (ESTALE). */
+static int obj_open_match(struct local *L, const char *path,
+			  const char *if_match, struct robj *ro)
+{
+	int err = obj_open(L, path, ro);
+
+	if (err == 0 && if_match != NULL && !etag_equal(if_match, ro->info.etag)) {
+		obj_close(ro);
+		err = ESTALE;
+	}
+	return err;
+}
 
 static int local_get(struct objfs_store *s, const char *key,
 		     const struct objfs_get_opts *opts,
@@ -764,24 +793,17 @@ static int local_get(struct objfs_store *s, const char *key,
 
 	if (opts == NULL)
 		opts = &all;
-	err = objfs_key_valid(key);
+	err = obj_path(key, path, sizeof(path));
 	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
-	if (err != 0)
-		return EINVAL;
-	err = obj_open(L, path, &ro);
+		err = obj_open_match(L, path, opts->if_match, &ro);
 	if (err != 0)
 		return err;
-	if (opts->if_match != NULL && !etag_equal(opts->if_match, ro.info.etag)) {
-		err = ESTALE;
-		goto out;
-	}
 	if (ro.size > 0 && opts->off >= ro.size) {
 		err = ERANGE;
 		goto out;
 	}
 	end = ro.size;
-	if (opts->len != OBJFS_LEN_ALL && opts->off + opts->len < end)
+	if (opts->off < end && opts->len < end - opts->off)
 		end = opts->off + opts->len;
 	if (opts->off < end) {
 		buf = malloc(IO_BUF);
@@ -792,7 +814,7 @@ static int local_get(struct objfs_store *s, const char *key,
 	}
 	for (pos = opts->off; pos < end; pos += n) {
 		n = end - pos > IO_BUF ? IO_BUF : (size_t)(end - pos);
-		err = pread_all(ro.fd, buf, n, pos);
+		err = objfs_pread_all(ro.fd, buf, n, pos);
 		if (err == 0)
 			err = sink->write_at(sink->arg, pos - opts->off, buf, n);
 		if (err != 0)
@@ -812,11 +834,9 @@ static int local_head(struct objfs_store *s, const char *key,
 	char path[PATH_MAX];
 	int err;
 
-	err = objfs_key_valid(key);
-	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
+	err = obj_path(key, path, sizeof(path));
 	if (err != 0)
-		return EINVAL;
+		return err;
 	err = obj_open(local_of(s), path, &ro);
 	if (err != 0)
 		return err;
@@ -841,37 +861,23 @@ static int local_put(struct objfs_store *s, const char *key,
 		     const struct objfs_put_opts *opts,
 		     struct objfs_obj_info *info)
 {
-	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
+	struct objfs_put_opts none = { NULL, NULL, false };
 	char path[PATH_MAX];
 	char etag[OBJFS_ETAG_MAX];
-	char *buf = NULL;
 	int err;
 
-	err = objfs_key_valid(key);
-	if (err == 0)
-		err = key_path(key, strlen(key), true, path, sizeof(path));
+	if (opts == NULL)
+		opts = &none;
+	err = obj_path(key, path, sizeof(path));
 	if (err != 0)
-		return EINVAL;
+		return err;
 	if (src->size > PUT_MAX)
 		return EFBIG;
-	buf = malloc(IO_BUF);
-	if (buf == NULL)
-		return ENOMEM;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_fill_source(&w, src, buf);
-	if (err == 0)
-		err = tmp_etag(&w, etag, sizeof(etag));
-	if (err == 0)
-		err = tmp_finish(&w, etag, opts != NULL ? opts->content_type : NULL,
-				 opts != NULL ? opts->meta : NULL);
-	if (err == 0)
-		err = tmp_install(L, &w, path, opts != NULL && opts->if_none_match);
+	err = write_object(local_of(s), path, src, opts->content_type,
+			   opts->meta, opts->if_none_match ? INSTALL_NOREPLACE :
+			   INSTALL_REPLACE, etag, sizeof(etag));
 	if (err == 0)
 		info_set_etag(info, etag, src->size);
-	tmp_discard(L, &w);
-	free(buf);
 	return err;
 }
 
@@ -891,17 +897,13 @@ static int local_copy(struct objfs_store *s, const char *src, const char *dst,
 
 	if (opts == NULL)
 		opts = &def;
-	if (objfs_key_valid(src) != 0 || objfs_key_valid(dst) != 0 ||
-	    key_path(src, strlen(src), true, spath, sizeof(spath)) != 0 ||
-	    key_path(dst, strlen(dst), true, dpath, sizeof(dpath)) != 0)
-		return EINVAL;
-	err = obj_open(L, spath, &ro);
+	err = obj_path(src, spath, sizeof(spath));
+	if (err == 0)
+		err = obj_path(dst, dpath, sizeof(dpath));
+	if (err == 0)
+		err = obj_open_match(L, spath, opts->if_match, &ro);
 	if (err != 0)
 		return err;
-	if (opts->if_match != NULL && !etag_equal(opts->if_match, ro.info.etag)) {
-		err = ESTALE;
-		goto out;
-	}
 	if (opts->directive == OBJFS_META_REPLACE) {
 		meta = opts->meta;
 		ctype = opts->content_type;
@@ -920,7 +922,7 @@ static int local_copy(struct objfs_store *s, const char *src, const char *dst,
 	if (err == 0)
 		err = tmp_finish(&w, ro.info.etag, ctype, meta);
 	if (err == 0)
-		err = tmp_install(L, &w, dpath, false);
+		err = tmp_install(L, &w, dpath, INSTALL_REPLACE);
 	if (err == 0)
 		info_set_etag(info, ro.info.etag, ro.size);
 out:
@@ -935,8 +937,7 @@ static int local_del(struct objfs_store *s, const char *key)
 	struct local *L = local_of(s);
 	char path[PATH_MAX];
 
-	if (objfs_key_valid(key) != 0 ||
-	    key_path(key, strlen(key), true, path, sizeof(path)) != 0)
+	if (obj_path(key, path, sizeof(path)) != 0)
 		return EINVAL;
 	if (unlinkat(L->rootfd, path, 0) != 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -1125,6 +1126,13 @@ static bool past_marker(const struct lister *ls, const char *k, size_t n)
 	return !(ls->marker_cp && has_prefix(k, n, ls->marker, ls->mlen));
 }
 
+/* Whether cp[0..n) is the common prefix returned last. */
+static bool is_last_prefix(const struct lister *ls, const char *cp, size_t n)
+{
+	return ls->last_kind == 'p' && strlen(ls->last) == n &&
+	       memcmp(ls->last, cp, n) == 0;
+}
+
 /* Room for one more result; false (and truncated) when the page is full. */
 static bool room(struct lister *ls)
 {
@@ -1140,8 +1148,7 @@ static int emit_prefix(struct lister *ls, const char *cp, size_t n)
 	char **v;
 	char *d;
 
-	if (ls->last_kind == 'p' && strlen(ls->last) == n &&
-	    memcmp(ls->last, cp, n) == 0)
+	if (is_last_prefix(ls, cp, n))
 		return 0;
 	if (!room(ls))
 		return 0;
@@ -1217,39 +1224,156 @@ static size_t rollup(const struct lister *ls, const char *k, size_t n)
 	return (size_t)(d - k) + ls->dlen;
 }
 
+/* Reads the logical directory at path, sorted in key order. */
+static int read_sorted(struct local *L, const char *path, struct items *it)
+{
+	int err = read_logical(L, path, "", 0, "", it);
+
+	if (err == 0 && it->n > 1)
+		qsort(it->v, it->n, sizeof(*it->v), item_cmp);
+	return err;
+}
+
+/* Makes ls->key the key (or directory prefix) of item x of the directory
+ * at path whose keys start with ls->key[0..klen), and sub its on-disk
+ * path.  False when either would be too long (no such key can exist). */
+static bool item_enter(struct lister *ls, size_t klen, const char *path,
+		       const struct item *x, char *sub, size_t cap)
+{
+	if (klen + x->sklen > OBJFS_KEY_MAX + 1)
+		return false;
+	memcpy(ls->key + klen, x->skey, x->sklen);
+	ls->klen = klen + x->sklen;
+	return snprintf(sub, cap, "%s%s%s", path, path[0] != '\0' ? "/" : "",
+			x->rel) < (int)cap;
+}
+
+/* Whether the on-disk directory at path holds any object at all.  Stops
+ * at the first one found (directories hold something unless a delete is
+ * pruning them, so this rarely reads more than a few names). */
+static int any_key(struct local *L, const char *path, bool *found)
+{
+	char *sub = NULL;
+	struct dirent *de;
+	DIR *d = NULL;
+	size_t n;
+	int fd, err = 0;
+
+	*found = false;
+	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		err = errno;
+		close(fd);
+		goto out;
+	}
+	/* on the heap: this recurses once per key component */
+	sub = malloc(PATH_MAX);
+	if (sub == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	while (!*found && err == 0) {
+		errno = 0;
+		de = readdir(d);
+		if (de == NULL) {
+			err = errno;
+			break;
+		}
+		n = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (de->d_name[n - 1] == '+')
+			*found = true;
+		else if ((de->d_name[n - 1] == '@' || de->d_name[n - 1] == '#') &&
+			 snprintf(sub, PATH_MAX, "%s/%s", path, de->d_name) <
+			 PATH_MAX)
+			err = any_key(L, sub, found);
+	}
+out:
+	if (d != NULL)
+		closedir(d);
+	free(sub);
+	return err;
+}
+
 /* Whether the directory at path (keys starting with ls->key) holds a key
- * past the marker. */
+ * past the marker.  Tries the greatest keys first. */
 static int has_key(struct lister *ls, const char *path, bool *found)
 {
 	struct items it = { 0 };
-	char sub[PATH_MAX];
+	char *sub;
 	size_t i, klen = ls->klen;
 	int err;
 
 	*found = false;
-	err = read_logical(ls->L, path, "", 0, "", &it);
-	if (err != 0)
-		goto out;
-	qsort(it.v, it.n, sizeof(*it.v), item_cmp);
-	for (i = it.n; i-- > 0 && !*found;) {
-		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
+	/* The whole directory is past the marker: any key will do. */
+	if (past_marker(ls, ls->key, ls->klen) &&
+	    (ls->marker == NULL ||
+	     !has_prefix(ls->marker, ls->mlen, ls->key, ls->klen)))
+		return any_key(ls->L, path, found);
+	sub = malloc(PATH_MAX);         /* recursion: not on the stack */
+	if (sub == NULL)
+		return ENOMEM;
+	err = read_sorted(ls->L, path, &it);
+	for (i = it.n; err == 0 && i-- > 0 && !*found;) {
+		if (!item_enter(ls, klen, path, &it.v[i], sub, PATH_MAX))
 			continue;
-		memcpy(ls->key + klen, it.v[i].skey, it.v[i].sklen);
-		ls->klen = klen + it.v[i].sklen;
-		if (!it.v[i].dir) {
+		if (it.v[i].dir)
+			err = has_key(ls, sub, found);
+		else
 			*found = past_marker(ls, ls->key, ls->klen);
-			continue;
-		}
-		if (snprintf(sub, sizeof(sub), "%s/%s", path, it.v[i].rel) >=
-		    (int)sizeof(sub))
-			continue;
-		err = has_key(ls, sub, found);
-		if (err != 0)
-			break;
 	}
-out:
 	ls->klen = klen;
 	items_free(&it);
+	free(sub);
+	return err;
+}
+
+/* Lists one object, ls->key, stored at path. */
+static int walk_key(struct lister *ls, const char *path)
+{
+	const char *k = ls->key;
+	size_t cpl;
+
+	if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) ||
+	    !past_marker(ls, k, ls->klen))
+		return 0;
+	cpl = rollup(ls, k, ls->klen);
+	return cpl > 0 ? emit_prefix(ls, k, cpl) : emit_key(ls, path);
+}
+
+static int walk(struct lister *ls, const char *path);
+
+/* Lists the directory at path holding the keys ls->key + "...": skips it
+ * when the prefix or the marker rule it out, reports it as one common
+ * prefix when all its keys roll up into one, else walks it. */
+static int walk_dir(struct lister *ls, const char *path)
+{
+	const char *k = ls->key;
+	size_t cpl;
+	bool found;
+	int err;
+
+	if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) &&
+	    !has_prefix(ls->prefix, ls->plen, k, ls->klen))
+		return 0;
+	if (ls->marker != NULL &&
+	    !has_prefix(ls->marker, ls->mlen, k, ls->klen) &&
+	    bytes_cmp(k, ls->klen, ls->marker, ls->mlen) < 0)
+		return 0;
+	if (ls->marker_cp && has_prefix(k, ls->klen, ls->marker, ls->mlen))
+		return 0;
+	cpl = rollup(ls, k, ls->klen);
+	if (cpl == 0)
+		return walk(ls, path);
+	if (is_last_prefix(ls, k, cpl))
+		return 0;
+	err = has_key(ls, path, &found);
+	if (err == 0 && found)
+		err = emit_prefix(ls, k, cpl);
 	return err;
 }
 
@@ -1258,66 +1382,21 @@ out:
 static int walk(struct lister *ls, const char *path)
 {
 	struct items it = { 0 };
-	char sub[PATH_MAX];
-	size_t i, klen = ls->klen, cpl;
-	const char *k;
-	bool found;
+	char *sub = malloc(PATH_MAX);   /* recursion: not on the stack */
+	size_t i, klen = ls->klen;
 	int err;
 
-	err = read_logical(ls->L, path, "", 0, "", &it);
-	if (err != 0)
-		goto out;
-	qsort(it.v, it.n, sizeof(*it.v), item_cmp);
-	for (i = 0; i < it.n && !ls->truncated; i++) {
-		if (klen + it.v[i].sklen > OBJFS_KEY_MAX + 1)
+	if (sub == NULL)
+		return ENOMEM;
+	err = read_sorted(ls->L, path, &it);
+	for (i = 0; err == 0 && i < it.n && !ls->truncated; i++) {
+		if (!item_enter(ls, klen, path, &it.v[i], sub, PATH_MAX))
 			continue;
-		memcpy(ls->key + klen, it.v[i].skey, it.v[i].sklen);
-		ls->klen = klen + it.v[i].sklen;
-		k = ls->key;
-		if (snprintf(sub, sizeof(sub), "%s%s%s", path,
-			     path[0] != '\0' ? "/" : "", it.v[i].rel) >=
-		    (int)sizeof(sub))
-			continue;
-		if (!it.v[i].dir) {
-			if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) ||
-			    !past_marker(ls, k, ls->klen))
-				continue;
-			cpl = rollup(ls, k, ls->klen);
-			if (cpl > 0)
-				err = emit_prefix(ls, k, cpl);
-			else
-				err = emit_key(ls, sub);
-			if (err != 0)
-				break;
-			continue;
-		}
-		/* A directory: keys k + "...". */
-		if (!has_prefix(k, ls->klen, ls->prefix, ls->plen) &&
-		    !has_prefix(ls->prefix, ls->plen, k, ls->klen))
-			continue;
-		if (ls->marker != NULL &&
-		    !has_prefix(ls->marker, ls->mlen, k, ls->klen) &&
-		    bytes_cmp(k, ls->klen, ls->marker, ls->mlen) < 0)
-			continue;
-		if (ls->marker_cp && has_prefix(k, ls->klen, ls->marker, ls->mlen))
-			continue;
-		cpl = rollup(ls, k, ls->klen);
-		if (cpl > 0) {
-			if (ls->last_kind == 'p' && strlen(ls->last) == cpl &&
-			    memcmp(ls->last, k, cpl) == 0)
-				continue;
-			err = has_key(ls, sub, &found);
-			if (err == 0 && found)
-				err = emit_prefix(ls, k, cpl);
-		} else {
-			err = walk(ls, sub);
-		}
-		if (err != 0)
-			break;
+		err = it.v[i].dir ? walk_dir(ls, sub) : walk_key(ls, sub);
 	}
-out:
 	ls->klen = klen;
 	items_free(&it);
+	free(sub);
 	return err;
 }
 
@@ -1485,7 +1564,7 @@ static int upload_open(struct local *L, const char *key, const char *id,
 		err = ENOENT;
 		goto out;
 	}
-	err = pread_all(rec->fd, k, n, 0);
+	err = objfs_pread_all(rec->fd, k, n, 0);
 	if (err == 0 && memcmp(k, key, n) != 0)
 		err = ENOENT;
 out:
@@ -1498,7 +1577,7 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 			    const struct objfs_put_opts *opts, char **upload_id)
 {
 	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
+	struct objfs_source ks;
 	unsigned char r[UPLOAD_ID_LEN / 2];
 	char id[UPLOAD_ID_LEN + 1];
 	char dir[128], final[128], rec[160];
@@ -1508,7 +1587,7 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 
 	if (objfs_key_valid(key) != 0)
 		return EINVAL;
-	err = random_bytes(r, sizeof(r));
+	err = objfs_random_bytes(r, sizeof(r));
 	if (err != 0)
 		return err;
 	hex_encode(r, sizeof(r), id);
@@ -1520,16 +1599,10 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 		goto out;
 	}
 	made = true;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_write(&w, key, strlen(key));
-	if (err == 0)
-		err = tmp_etag(&w, etag, sizeof(etag));
-	if (err == 0)
-		err = tmp_finish(&w, etag, opts != NULL ? opts->content_type : NULL,
-				 opts != NULL ? opts->meta : NULL);
-	if (err == 0)
-		err = tmp_install(L, &w, rec, false);
+	objfs_source_mem(&ks, key, strlen(key));
+	err = write_object(L, rec, &ks, opts != NULL ? opts->content_type : NULL,
+			   opts != NULL ? opts->meta : NULL, INSTALL_IN_PLACE,
+			   etag, sizeof(etag));
 	if (err == 0 && renameat(L->rootfd, dir, L->rootfd, final) != 0)
 		err = errno;
 	if (err == 0) {
@@ -1538,7 +1611,6 @@ static int local_mpu_create(struct objfs_store *s, const char *key,
 			err = ENOMEM;
 	}
 out:
-	tmp_discard(L, &w);
 	if (err != 0 && made) {
 		unlinkat(L->rootfd, rec, 0);
 		unlinkat(L->rootfd, dir, AT_REMOVEDIR);
@@ -1554,10 +1626,8 @@ static int local_mpu_part(struct objfs_store *s, const char *key,
 			  const struct objfs_source *src, struct objfs_part *part)
 {
 	struct local *L = local_of(s);
-	struct wobj w = { .fd = -1 };
 	struct robj rec = { .fd = -1 };
 	char path[160];
-	char *buf = NULL;
 	int err;
 
 	if (objfs_key_valid(key) != 0 || number < 1 ||
@@ -1570,43 +1640,20 @@ static int local_mpu_part(struct objfs_store *s, const char *key,
 		return err;
 	obj_close(&rec);
 	snprintf(path, sizeof(path), "%s/%s/%05u", MPU_DIR, upload_id, number);
-	buf = malloc(IO_BUF);
-	if (buf == NULL) {
-		err = ENOMEM;
-		goto out;
-	}
 	part->number = number;
-	err = tmp_open(L, &w);
-	if (err == 0)
-		err = tmp_fill_source(&w, src, buf);
-	if (err == 0)
-		err = tmp_etag(&w, part->etag, sizeof(part->etag));
-	if (err == 0)
-		err = tmp_finish(&w, part->etag, NULL, NULL);
-	if (err == 0) {
-		/* Not tmp_install: a vanished upload must not be recreated. */
-		close(w.fd);
-		w.fd = -1;
-		if (renameat(L->rootfd, w.tmp, L->rootfd, path) != 0) {
-			err = errno == ENOTDIR ? ENOENT : errno;
-			unlinkat(L->rootfd, w.tmp, 0);
-		}
-	}
-out:
-	tmp_discard(L, &w);
-	free(buf);
-	return err;
+	/* In place: a vanished (aborted) upload must not be recreated. */
+	return write_object(L, path, src, NULL, NULL, INSTALL_IN_PLACE,
+			    part->etag, sizeof(part->etag));
 }
 
-/* Removes an upload's directory and everything in it. */
-static void upload_remove(struct local *L, const char *id)
+/* Removes the directory at path (relative to the root) and the files in
+ * it (best effort). */
+static void remove_flat_dir(struct local *L, const char *path)
 {
-	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", MPU_DIR, id);
 	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -1615,12 +1662,62 @@ static void upload_remove(struct local *L, const char *id)
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] != '.')
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			unlinkat(fd, de->d_name, 0);
 	}
 	closedir(d);
 	unlinkat(L->rootfd, path, AT_REMOVEDIR);
+}
+
+/* Removes an upload's directory and everything in it. */
+static void upload_remove(struct local *L, const char *id)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", MPU_DIR, id);
+	remove_flat_dir(L, path);
+}
+
+/* Removes what writers that crashed left in the temp area: files and
+ * half-made uploads older than STALE_TMP_S (younger ones may be in use by
+ * another process sharing the store). */
+static void sweep_tmp(struct local *L)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
+	DIR *d;
+	int fd;
+
+	fd = openat(L->rootfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return;
+	}
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		if (de->d_name[0] == '.' ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    now - st.st_mtime < STALE_TMP_S)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(path, sizeof(path), "%s/%s", TMP_DIR, de->d_name);
+			remove_flat_dir(L, path);
+		} else {
+			unlinkat(fd, de->d_name, 0);
+		}
+	}
+	closedir(d);
 }
 
 static int local_mpu_complete(struct objfs_store *s, const char *key,
@@ -1643,8 +1740,7 @@ static int local_mpu_complete(struct objfs_store *s, const char *key,
 	size_t i;
 	int err;
 
-	if (objfs_key_valid(key) != 0 ||
-	    key_path(key, strlen(key), true, path, sizeof(path)) != 0)
+	if (obj_path(key, path, sizeof(path)) != 0)
 		return EINVAL;
 	err = upload_open(L, key, upload_id, &rec);
 	if (err != 0)
@@ -1704,7 +1800,7 @@ static int local_mpu_complete(struct objfs_store *s, const char *key,
 	snprintf(etag, sizeof(etag), "\"%s-%zu\"", hex, n);
 	err = tmp_finish(&w, etag, rec.info.content_type, &rec.info.meta);
 	if (err == 0)
-		err = tmp_install(L, &w, path, false);
+		err = tmp_install(L, &w, path, INSTALL_REPLACE);
 	if (err != 0)
 		goto out;
 	info_set_etag(info, etag, w.size);
@@ -1772,6 +1868,26 @@ static int mkdir_ok(int dirfd, const char *name)
 	return 0;
 }
 
+/* Creates dir and its missing parents (mode 0700). */
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t i, n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			return errno;
+		buf[i] = dir[i];
+	}
+	return 0;
+}
+
 int objfs_local_store_create(const char *dir, struct objfs_log *log,
 			     struct objfs_store **out)
 {
@@ -1782,8 +1898,9 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 	*out = NULL;
 	if (dir == NULL || dir[0] == '\0')
 		return EINVAL;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return errno;
+	err = mkdir_p(dir);
+	if (err != 0)
+		return err;
 	s = calloc(1, sizeof(*s));
 	L = calloc(1, sizeof(*L));
 	if (s == NULL || L == NULL) {
@@ -1795,7 +1912,7 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 		err = errno;
 		goto fail_alloc;
 	}
-	err = random_bytes(L->secret, sizeof(L->secret));
+	err = objfs_random_bytes(L->secret, sizeof(L->secret));
 	if (err != 0)
 		goto fail_root;
 	err = mkdir_ok(L->rootfd, HIDDEN_DIR);
@@ -1811,6 +1928,7 @@ int objfs_local_store_create(const char *dir, struct objfs_log *log,
 		goto fail_root;
 	}
 	close(fd);
+	sweep_tmp(L);
 	s->ops = &local_ops;
 	s->ctx = L;
 	s->log = log;

@@ -23,10 +23,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/io.h"
 #include "backend/retry.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -206,6 +206,8 @@ static int run(struct objfs_store *s, const struct call *c)
 			   objfs_strerror(err), attempt + 1,
 			   rc->cfg.max_attempts, delay);
 		h->sleep_ms(h->arg, delay);
+		if (c->op == C_LIST)
+			objfs_list_page_release(c->page);   /* defensive */
 	}
 	return err;
 }
@@ -362,7 +364,6 @@ int objfs_retry_store_create(struct objfs_store *inner,
 {
 	struct objfs_store *s = NULL;
 	struct retry_ctx *rc = NULL;
-	ssize_t r;
 	int err;
 
 	*out = NULL;
@@ -374,13 +375,9 @@ int objfs_retry_store_create(struct objfs_store *inner,
 		err = ENOMEM;
 		goto fail_alloc;
 	}
-	do {
-		r = getrandom(&rc->rng, sizeof(rc->rng), 0);
-	} while (r < 0 && errno == EINTR);
-	if (r != (ssize_t)sizeof(rc->rng)) {
-		err = r < 0 ? errno : EIO;
+	err = objfs_random_bytes(&rc->rng, sizeof(rc->rng));
+	if (err != 0)
 		goto fail_alloc;
-	}
 	if (rc->rng == 0)
 		rc->rng = 0x9E3779B97F4A7C15ULL;
 	err = pthread_mutex_init(&rc->mu, NULL);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/io.h"
 #include "common/errors.h"
 #include "common/log.h"
 
@@ -184,21 +185,8 @@ void objfs_source_mem(struct objfs_source *src, const void *data, size_t size)
 static int fd_read_at(void *arg, uint64_t off, void *buf, size_t n)
 {
 	const struct objfs_fd_source *ctx = arg;
-	size_t done = 0;
-	ssize_t r;
 
-	while (done < n) {
-		r = pread(ctx->fd, (char *)buf + done, n - done,
-			  (off_t)(ctx->off + off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return errno;
-		if (r == 0)
-			return EIO;
-		done += (size_t)r;
-	}
-	return 0;
+	return objfs_pread_all(ctx->fd, buf, n, ctx->off + off);
 }
 
 void objfs_source_fd(struct objfs_source *src, struct objfs_fd_source *ctx,

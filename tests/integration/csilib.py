@@ -112,7 +112,15 @@ class Driver:
                 self.proc.wait()
                 raise RuntimeError("objfs-csi did not stop within %ds" % timeout)
         self.logf.close()
+        check_sanitizer_log(self.log())
         return self.proc.returncode
+
+
+def check_sanitizer_log(text):
+    """Fails when a sanitizer (ASan, LSan, UBSan) reported anything."""
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                   "runtime error:"):
+        assert marker not in text, "sanitizer report:\n" + text[-4000:]
 
 
 def raw_call(channel, path, body, timeout=10):

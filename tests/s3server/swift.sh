@@ -136,6 +136,12 @@ log_level = INFO
 EOF
 }
 
+# The object server gets two workers (parallel part uploads on 2 cores);
+# account and container servers run in one process.
+workers_for() {
+	[ "$1" = object ] && echo 2 || echo 0
+}
+
 for kind in account container object; do
 	case $kind in
 	account) port=$APORT ;;
@@ -143,7 +149,7 @@ for kind in account container object; do
 	object) port=$OPORT ;;
 	esac
 	{
-		common "$port" 0 "$kind-server"
+		common "$port" "$(workers_for $kind)" "$kind-server"
 		cat <<EOF
 
 [pipeline:main]

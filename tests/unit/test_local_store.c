@@ -7,7 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "store_testutil.h"
 
 /* A temp parent directory holding the store root "root" and a sentinel. */
 struct fixture {
@@ -30,15 +31,6 @@ struct fixture {
 	char root[96];
 	struct objfs_store *s;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static int setup(void **state)
 {
@@ -48,8 +40,7 @@ static int setup(void **state)
 
 	if (f == NULL)
 		return -1;
-	snprintf(f->parent, sizeof(f->parent), "/tmp/objfs-local-XXXXXX");
-	if (mkdtemp(f->parent) == NULL)
+	if (tu_tmpdir(f->parent, sizeof(f->parent), "local") != 0)
 		goto fail;
 	snprintf(f->root, sizeof(f->root), "%s/root", f->parent);
 	snprintf(sentinel, sizeof(sentinel), "%s/sentinel", f->parent);
@@ -71,7 +62,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	objfs_store_destroy(f->s);
-	nftw(f->parent, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(f->parent);
 	free(f);
 	return 0;
 }
@@ -98,23 +89,12 @@ static void dir_names(const char *dir, char *out, size_t cap)
 
 static void put_str(struct objfs_store *s, const char *key, const char *val)
 {
-	struct objfs_source src;
-
-	objfs_source_mem(&src, val, strlen(val));
-	assert_int_equal(objfs_store_put(s, key, &src, NULL, NULL), 0);
+	tu_put(s, key, val, strlen(val), NULL);
 }
 
 static void check_str(struct objfs_store *s, const char *key, const char *val)
 {
-	struct objfs_get_opts all = OBJFS_GET_ALL;
-	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
-	struct objfs_sink sink;
-
-	objfs_sink_membuf(&sink, &mb);
-	assert_int_equal(objfs_store_get(s, key, &all, &sink, NULL), 0);
-	assert_int_equal(mb.len, strlen(val));
-	assert_memory_equal(mb.data, val, mb.len);
-	objfs_membuf_release(&mb);
+	tu_check(s, key, val, strlen(val));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -133,6 +113,18 @@ static void test_marker(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	dir_names(f->root, names, sizeof(names));
 	assert_string_equal(names, ".objfs,.objfs-store");
+	/* Missing parents are made. */
+	{
+		struct objfs_store *deep = NULL;
+
+		snprintf(path, sizeof(path), "%s/x/y/z", f->parent);
+		assert_int_equal(objfs_local_store_create(path, NULL, &deep), 0);
+		objfs_store_destroy(deep);
+		snprintf(path, sizeof(path), "%s/x/y/z/.objfs-store", f->parent);
+		assert_int_equal(stat(path, &st), 0);
+		snprintf(path, sizeof(path), "%s/x", f->parent);
+		tu_rm_tree(path);
+	}
 	/* Opening an existing store again works. */
 	{
 		struct objfs_store *again = NULL;
@@ -448,6 +440,48 @@ static void test_tokens_and_ids(void **state)
 	assert_int_equal(objfs_store_mpu_abort(f->s, "k", "../x"), 0);
 }
 
+static void test_if_none_match_and_sweep(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_put_opts once = { NULL, NULL, true };
+	struct objfs_store *again = NULL;
+	struct objfs_source src;
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	char path[192], names[128];
+	FILE *fp;
+
+	objfs_source_mem(&src, "first", 5);
+	assert_int_equal(objfs_store_put(f->s, "once", &src, &once, NULL), 0);
+	objfs_source_mem(&src, "second", 6);
+	assert_int_equal(objfs_store_put(f->s, "once", &src, &once, NULL), EEXIST);
+	check_str(f->s, "once", "first");
+
+	/* Temp files of crashed writers: old ones are swept at open. */
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/stale", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale", f->root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale/upload", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/mpu-stale", f->root);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp/fresh", f->root);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(objfs_local_store_create(f->root, NULL, &again), 0);
+	objfs_store_destroy(again);
+	snprintf(path, sizeof(path), "%s/.objfs/tmp", f->root);
+	dir_names(path, names, sizeof(names));
+	assert_string_equal(names, "fresh");
+	check_str(f->s, "once", "first");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +491,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prune_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tokens_and_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_if_none_match_and_sweep, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "backend/fault.h"
+#include "store_testutil.h"
 #include "backend/retry.h"
 
 /* ---- a fake clock ------------------------------------------------------- */
@@ -176,15 +176,6 @@ struct fixture {
 	struct fake_clock clock;
 };
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int build(void **state, bool stub, const struct objfs_retry_config *cfg)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -193,8 +184,7 @@ static int build(void **state, bool stub, const struct objfs_retry_config *cfg)
 
 	if (f == NULL)
 		return -1;
-	snprintf(f->dir, sizeof(f->dir), "/tmp/objfs-retry-XXXXXX");
-	if (mkdtemp(f->dir) == NULL ||
+	if (tu_tmpdir(f->dir, sizeof(f->dir), "retry") != 0 ||
 	    objfs_local_store_create(f->dir, NULL, &local) != 0)
 		goto fail;
 	if (stub) {
@@ -250,7 +240,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	objfs_store_destroy(f->s);
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rm_tree(f->dir);
 	free(f);
 	return 0;
 }

@@ -12,7 +12,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "store_testutil.h"
 
 /* ---- the store under test --------------------------------------------- */
 
@@ -35,13 +35,15 @@
 static int make_store(struct objfs_store **out, char **tmpdir)
 {
 	const char *kind = getenv("OBJFS_TEST_STORE");
-	char tmpl[] = "/tmp/objfs-behaviour-XXXXXX";
+	char tmpl[64];
+	int err;
 
 	*out = NULL;
 	*tmpdir = NULL;
 	if (kind == NULL || kind[0] == '\0' || strcmp(kind, "local") == 0) {
-		if (mkdtemp(tmpl) == NULL)
-			return errno;
+		err = tu_tmpdir(tmpl, sizeof(tmpl), "behaviour");
+		if (err != 0)
+			return err;
 		*tmpdir = strdup(tmpl);
 		if (*tmpdir == NULL)
 			return ENOMEM;
@@ -82,15 +84,6 @@ struct suite {
 	struct objfs_store *s;          /* the prefix layer of one test */
 	char *tmpdir;
 };
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static int group_setup(void **state)
 {
@@ -165,7 +158,7 @@ static int teardown(void **state)
 	objfs_list_page_release(&page);
 	objfs_store_destroy(st->s);
 	if (st->tmpdir != NULL) {
-		nftw(st->tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		tu_rm_tree(st->tmpdir);
 		free(st->tmpdir);
 	}
 	*state = st->run;
@@ -179,15 +172,6 @@ static struct objfs_store *S(void **state)
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void put_bytes(struct objfs_store *s, const char *key, const void *data,
-		      size_t n, const struct objfs_put_opts *opts)
-{
-	struct objfs_source src;
-
-	objfs_source_mem(&src, data, n);
-	assert_int_equal(objfs_store_put(s, key, &src, opts, NULL), 0);
-}
 
 static void md5_etag(const void *data, size_t n, char *out, size_t cap)
 {
@@ -283,16 +267,6 @@ static int hash_write_at(void *arg, uint64_t off, const void *data, size_t n)
 	return 0;
 }
 
-static void get_bytes(struct objfs_store *s, const char *key,
-		      struct objfs_membuf *mb, struct objfs_obj_info *info)
-{
-	struct objfs_get_opts all = OBJFS_GET_ALL;
-	struct objfs_sink sink;
-
-	objfs_sink_membuf(&sink, mb);
-	assert_int_equal(objfs_store_get(s, key, &all, &sink, info), 0);
-}
-
 /* Puts every key (with the key as content) from `threads` threads. */
 struct put_job {
 	struct objfs_store *s;
@@ -364,16 +338,16 @@ static void test_roundtrip_small(void **state)
 	char etag[OBJFS_ETAG_MAX];
 	static const char hello[] = "hello, object store\n";
 
-	put_bytes(s, "empty", "", 0, NULL);
-	get_bytes(s, "empty", &mb, &info);
+	tu_put(s, "empty", "", 0, NULL);
+	tu_get(s, "empty", &mb, &info);
 	assert_int_equal(mb.len, 0);
 	assert_int_equal(info.size, 0);
 	assert_string_equal(info.etag, "\"d41d8cd98f00b204e9800998ecf8427e\"");
 	objfs_obj_info_release(&info);
 	objfs_membuf_release(&mb);
 
-	put_bytes(s, "small", hello, sizeof(hello) - 1, NULL);
-	get_bytes(s, "small", &mb, &info);
+	tu_put(s, "small", hello, sizeof(hello) - 1, NULL);
+	tu_get(s, "small", &mb, &info);
 	assert_int_equal(mb.len, sizeof(hello) - 1);
 	assert_memory_equal(mb.data, hello, sizeof(hello) - 1);
 	md5_etag(hello, sizeof(hello) - 1, etag, sizeof(etag));
@@ -383,8 +357,8 @@ static void test_roundtrip_small(void **state)
 	objfs_membuf_release(&mb);
 
 	/* Replace, then read the new content. */
-	put_bytes(s, "small", "x", 1, NULL);
-	get_bytes(s, "small", &mb, NULL);
+	tu_put(s, "small", "x", 1, NULL);
+	tu_get(s, "small", &mb, NULL);
 	assert_int_equal(mb.len, 1);
 	assert_int_equal(mb.data[0], 'x');
 	objfs_membuf_release(&mb);
@@ -453,7 +427,7 @@ static void test_ranges(void **state)
 
 	for (i = 0; i < sizeof(data); i++)
 		data[i] = (char)(i * 7 + 3);
-	put_bytes(s, "r", data, sizeof(data), NULL);
+	tu_put(s, "r", data, sizeof(data), NULL);
 	get_range(s, "r", 0, 10, 0, data, 10);
 	get_range(s, "r", 500, 100, 0, data + 500, 100);
 	get_range(s, "r", 990, 100, 0, data + 990, 10);
@@ -475,7 +449,7 @@ static void test_metadata(void **state)
 	assert_int_equal(objfs_meta_set(&m, "color", "blue green"), 0);
 	assert_int_equal(objfs_meta_set(&m, "Owner", "1000:1000"), 0);
 	assert_int_equal(objfs_meta_set(&m, "mode", "0100644"), 0);
-	put_bytes(s, "m", "meta", 4, &po);
+	tu_put(s, "m", "meta", 4, &po);
 
 	assert_int_equal(objfs_store_head(s, "m", &info), 0);
 	assert_string_equal(info.content_type, "text/plain; charset=utf-8");
@@ -485,7 +459,7 @@ static void test_metadata(void **state)
 	assert_int_equal(info.meta.n, 3);
 	objfs_obj_info_release(&info);
 
-	get_bytes(s, "m", &mb, &info);
+	tu_get(s, "m", &mb, &info);
 	assert_string_equal(objfs_meta_get(&info.meta, "color"), "blue green");
 	assert_string_equal(info.content_type, "text/plain; charset=utf-8");
 	objfs_obj_info_release(&info);
@@ -540,6 +514,11 @@ static size_t list_all(struct objfs_store *s, const char *prefix,
 	return n;
 }
 
+static void put_n(struct objfs_store *s, const char *key)
+{
+	tu_put(s, key, "v", 1, NULL);
+}
+
 static void test_list_order_and_delimiter(void **state)
 {
 	struct objfs_store *s = S(state);
@@ -563,7 +542,7 @@ static void test_list_order_and_delimiter(void **state)
 	size_t i, n;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		put_bytes(s, keys[i], "v", 1, NULL);
+		tu_put(s, keys[i], "v", 1, NULL);
 	n = list_all(s, "ord/", NULL, NULL, 2, &got, &pages);
 	assert_int_equal(n, sizeof(flat) / sizeof(flat[0]));
 	for (i = 0; i < n; i++) {
@@ -589,6 +568,20 @@ static void test_list_order_and_delimiter(void **state)
 	}
 	free(got);
 	assert_int_equal(pages, 3);
+
+	/* A delimiter other than "/". */
+	put_n(s, "dl/a-1/x");
+	put_n(s, "dl/a-2");
+	put_n(s, "dl/b/c-d");
+	put_n(s, "dl/e");
+	n = list_all(s, "dl/", "-", NULL, 0, &got, &pages);
+	assert_int_equal(n, 3);
+	assert_string_equal(got[0], "P:dl/a-");
+	assert_string_equal(got[1], "P:dl/b/c-");
+	assert_string_equal(got[2], "K:dl/e");
+	for (i = 0; i < n; i++)
+		free(got[i]);
+	free(got);
 
 	/* A prefix that is not a whole component. */
 	n = list_all(s, "ord/a", "/", NULL, 0, &got, &pages);
@@ -711,10 +704,10 @@ static void test_copy(void **state)
 
 	assert_int_equal(objfs_meta_set(&m, "a", "1"), 0);
 	assert_int_equal(objfs_meta_set(&m2, "b", "2"), 0);
-	put_bytes(s, "src", "copy me", 7, &po);
+	tu_put(s, "src", "copy me", 7, &po);
 
 	assert_int_equal(objfs_store_copy(s, "src", "dst1", &keep, NULL), 0);
-	get_bytes(s, "dst1", &mb, &info);
+	tu_get(s, "dst1", &mb, &info);
 	assert_int_equal(mb.len, 7);
 	assert_memory_equal(mb.data, "copy me", 7);
 	assert_string_equal(info.content_type, "text/x-src");
@@ -723,7 +716,7 @@ static void test_copy(void **state)
 	objfs_membuf_release(&mb);
 
 	assert_int_equal(objfs_store_copy(s, "src", "dir/dst2", &repl, NULL), 0);
-	get_bytes(s, "dir/dst2", &mb, &info);
+	tu_get(s, "dir/dst2", &mb, &info);
 	assert_memory_equal(mb.data, "copy me", 7);
 	assert_string_equal(info.content_type, "text/x-new");
 	assert_null(objfs_meta_get(&info.meta, "a"));
@@ -873,12 +866,12 @@ static void test_errors(void **state)
 	assert_int_equal(objfs_store_get(s, "", &all, &sink, NULL), EINVAL);
 
 	/* if_match */
-	put_bytes(s, "im", "version 1", 9, NULL);
+	tu_put(s, "im", "version 1", 9, NULL);
 	md5_etag("version 1", 9, etag, sizeof(etag));
 	o.if_match = etag;
 	assert_int_equal(objfs_store_get(s, "im", &o, &sink, NULL), 0);
 	assert_int_equal(mb.len, 9);
-	put_bytes(s, "im", "version 2", 9, NULL);
+	tu_put(s, "im", "version 2", 9, NULL);
 	assert_int_equal(objfs_store_get(s, "im", &o, &sink, NULL), ESTALE);
 	co.if_match = etag;
 	assert_int_equal(objfs_store_copy(s, "im", "im2", &co, NULL), ESTALE);

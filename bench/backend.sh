@@ -1,0 +1,75 @@
+#!/bin/sh
+# backend.sh - throughput of the backend stack against a local Swift, next to
+# curl single-stream on the same server in the same run.
+#
+#   bench/backend.sh [SIZE_MiB]     (default 256; run from the build dir, or
+#                                    set OBJFS_BUILDDIR)
+#
+# Starts Swift (tests/s3server/swift.sh, stopped on exit), then:
+#   objfs: bench/store_bench: objfs_store_upload with parallel parts, parallel
+#          ranged GETs; once with signed payloads (the default), once with
+#          UNSIGNED-PAYLOAD; and once as one PUT and one GET (curl's shape);
+#   curl:  one PUT and one GET of the same size with curl --aws-sigv4
+#          (credentials from a netrc file: the access key "test:tester"
+#          holds a colon, which curl's --user would split).
+# Prints MiB/s for each and the ratio objfs/curl.  Loopback, 2 shared cores:
+# the figures are noisy; run it twice before believing a difference.
+set -eu
+
+SIZE=${1:-256}
+B=${OBJFS_BUILDDIR:-$(pwd)}
+S=$(cd "$(dirname "$0")/.." && pwd)
+PART=${OBJFS_BENCH_PART_MIB:-16}
+JOBS=${OBJFS_BENCH_JOBS:-4}
+
+if [ ! -x "$B/bench/store_bench" ]; then
+	echo "backend.sh: $B/bench/store_bench not built (make bench/store_bench)" >&2
+	exit 1
+fi
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/objfs-bench-XXXXXX")
+cleanup() {
+	sh "$S/tests/s3server/swift.sh" stop "$W" || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+sh "$S/tests/s3server/swift.sh" start "$W" >/dev/null
+set -a
+. "$W/env"
+set +a
+
+now() { date +%s.%N; }
+rate() { awk -v s="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.1f", s / (b - a) }'; }
+
+echo "object: $SIZE MiB, parts of $PART MiB, $JOBS parallel"
+SIGNED=$("$B/bench/store_bench" -s "$SIZE" -p "$PART" -j "$JOBS")
+UNSIGNED=$("$B/bench/store_bench" -s "$SIZE" -p "$PART" -j "$JOBS" -u)
+# The same request shapes as curl: one PUT, one GET, no parallelism.
+SINGLE=$("$B/bench/store_bench" -s "$SIZE" -p "$SIZE" -j 1 -u)
+o_up=$(echo "$SIGNED" | awk '/^upload/ { print $2 }')
+o_down=$(echo "$SIGNED" | awk '/^download/ { print $2 }')
+u_up=$(echo "$UNSIGNED" | awk '/^upload/ { print $2 }')
+u_down=$(echo "$UNSIGNED" | awk '/^download/ { print $2 }')
+s_up=$(echo "$SINGLE" | awk '/^upload/ { print $2 }')
+s_down=$(echo "$SINGLE" | awk '/^download/ { print $2 }')
+
+head -c "$((SIZE * 1048576))" /dev/urandom > "$W/obj"
+URL="$OBJFS_TEST_S3_ENDPOINT/$OBJFS_TEST_S3_BUCKET/curl-bench"
+CURL="curl -sS -f --netrc-file $OBJFS_TEST_S3_NETRC --aws-sigv4 aws:amz:$OBJFS_TEST_S3_REGION:s3 -H x-amz-content-sha256:UNSIGNED-PAYLOAD"
+a=$(now); $CURL -T "$W/obj" "$URL" -o /dev/null; b=$(now)
+c_up=$(rate "$SIZE" "$a" "$b")
+a=$(now); $CURL "$URL" -o "$W/back"; b=$(now)
+c_down=$(rate "$SIZE" "$a" "$b")
+cmp -s "$W/obj" "$W/back" || { echo "backend.sh: curl round trip differs" >&2; exit 1; }
+
+printf '%-34s %10s %10s\n' "" "PUT MiB/s" "GET MiB/s"
+printf '%-34s %10s %10s\n' "objfs (signed payload)" "$o_up" "$o_down"
+printf '%-34s %10s %10s\n' "objfs (UNSIGNED-PAYLOAD)" "$u_up" "$u_down"
+printf '%-34s %10s %10s\n' "objfs single stream (UNSIGNED)" "$s_up" "$s_down"
+printf '%-34s %10s %10s\n' "curl single stream" "$c_up" "$c_down"
+awk -v a="$o_up" -v b="$o_down" -v c="$c_up" -v d="$c_down" \
+	-v e="$u_up" -v f="$u_down" -v g="$s_up" -v h="$s_down" 'BEGIN {
+	printf "ratio objfs/curl: parallel signed PUT %.2f GET %.2f; parallel unsigned PUT %.2f GET %.2f; single stream PUT %.2f GET %.2f\n",
+		a / c, b / d, e / c, f / d, g / c, h / d }'

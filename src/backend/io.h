@@ -1,0 +1,19 @@
+/*
+ * io.h - small I/O helpers shared by the backend files: whole reads and
+ * writes that retry EINTR and short transfers, and kernel randomness.
+ * Each returns 0 or a positive errno.
+ */
+#ifndef OBJFS_BACKEND_IO_H
+#define OBJFS_BACKEND_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads exactly n bytes at off; end of file before n bytes is EIO. */
+int objfs_pread_all(int fd, void *buf, size_t n, uint64_t off);
+/* Writes exactly n bytes at the file position. */
+int objfs_write_all(int fd, const void *buf, size_t n);
+/* Fills buf with n bytes from getrandom(2). */
+int objfs_random_bytes(void *buf, size_t n);
+
+#endif

@@ -1,0 +1,808 @@
+#!/usr/bin/python3
+"""Checks on the rendered objfs Helm chart, the examples and the Dockerfile.
+
+Called by render_test.sh with JSON produced by helmrender (the chart rendered
+with tests/helm/values-*.yaml, then parsed by a strict YAML parser).  Each
+check prints nothing on success; every failure is collected and printed, and
+the exit status is 1 if there was any.
+
+    check_manifests.py CASE RENDERED.json        chart checks for one values case
+    check_manifests.py examples EXAMPLES.json    the examples/ manifests
+    check_manifests.py values VALUES.yaml        every value in values.yaml commented
+    check_manifests.py dockerfile DOCKERFILE     Dockerfile shape
+
+Environment: OBJFS_CSI (path of a built objfs-csi; when set, the objfs-csi
+arguments of every rendered container are run through `objfs-csi --dry-run`),
+WORKDIR (scratch directory for the fake container file systems).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+DRIVER = "objfs.csi.io"
+SECRET_KEYS_READ = {"accessKeyID", "secretAccessKey", "sessionToken", "endpoint", "caBundle"}
+SECRET_KEYS_REQUIRED = {"accessKeyID", "secretAccessKey"}
+
+# Flags accepted by each kubernetes-csi sidecar, by image name and major
+# version, from the sidecars' READMEs (cmd/*/main.go) plus the klog/component
+# flags every sidecar registers.  Bool flags may be given without a value.
+KLOG = {"v", "vmodule", "logging-format", "log-flush-frequency", "version", "master"}
+LEADER = {"leader-election", "leader-election-namespace", "leader-election-lease-duration",
+          "leader-election-renew-deadline", "leader-election-retry-period",
+          "leader-election-labels"}
+KUBEAPI = {"kubeconfig", "kube-api-qps", "kube-api-burst", "http-endpoint", "metrics-path",
+           "metrics-address", "enable-pprof", "timeout", "csi-address", "feature-gates"}
+PROVISIONER = KLOG | LEADER | KUBEAPI | {
+    "worker-threads", "extra-create-metadata", "retry-interval-start", "retry-interval-max",
+    "default-fstype", "volume-name-prefix", "volume-name-uuid-length", "strict-topology",
+    "immediate-topology", "enable-capacity", "capacity-ownerref-level",
+    "capacity-poll-interval", "capacity-for-immediate-binding", "capacity-threads",
+    "cloning-protection-threads", "node-deployment", "node-deployment-immediate-binding",
+    "node-deployment-base-delay", "node-deployment-max-delay", "controller-publish-readonly",
+    "prevent-volume-mode-conversion"}
+RESIZER = KLOG | LEADER | KUBEAPI | {
+    "handle-volume-inuse-error", "workers", "retry-interval-start", "retry-interval-max",
+    "extra-modify-metadata", "resync-period"}
+SNAPSHOTTER = KLOG | LEADER | KUBEAPI | {
+    "extra-create-metadata", "snapshot-name-prefix", "snapshot-name-uuid-length",
+    "worker-threads", "retry-interval-start", "retry-interval-max", "resync-period",
+    "groupsnapshot-name-prefix", "groupsnapshot-name-uuid-length"}
+LIVENESS = KLOG | {"csi-address", "health-port", "http-endpoint", "probe-timeout",
+                   "metrics-address"}
+REGISTRAR = KLOG | {"csi-address", "kubelet-registration-path", "http-endpoint",
+                    "health-port", "timeout", "mode", "plugin-registration-path",
+                    "enable-pprof"}
+SIDECAR_FLAGS = {
+    ("csi-provisioner", "v5"): PROVISIONER, ("csi-provisioner", "v6"): PROVISIONER,
+    ("csi-resizer", "v1"): RESIZER, ("csi-resizer", "v2"): RESIZER,
+    ("csi-snapshotter", "v8"): SNAPSHOTTER,
+    ("livenessprobe", "v2"): LIVENESS,
+    ("csi-node-driver-registrar", "v2"): REGISTRAR,
+}
+BOOL_FLAGS = {"extra-create-metadata", "leader-election", "handle-volume-inuse-error",
+              "enable-capacity", "strict-topology", "immediate-topology", "node-deployment",
+              "enable-pprof", "controller-publish-readonly", "prevent-volume-mode-conversion",
+              "extra-modify-metadata", "capacity-for-immediate-binding"}
+SIDECAR_REQUIRED = {"csi-node-driver-registrar": {"csi-address", "kubelet-registration-path"}}
+
+CLUSTER_SCOPED = {"CSIDriver", "ClusterRole", "ClusterRoleBinding", "StorageClass",
+                  "VolumeSnapshotClass", "PersistentVolume"}
+
+# What each values case must produce: (kind, name) pairs, release namespace,
+# and the values the checks compare against.
+CASES = {
+    "default": {
+        "namespace": "default", "fullname": "objfs", "kubelet": "/var/lib/kubelet",
+        "state": "/var/lib/objfs", "secret": None, "created_secret": False,
+        "ca": None, "storageclass": None, "vsc": None, "hostsystemd": False,
+        "extra": set(),
+    },
+    "full": {
+        "namespace": "objfs-system", "fullname": "objfs-full",
+        "kubelet": "/var/lib/k0s/kubelet", "state": "/srv/objfs/state",
+        "secret": "objfs-keys", "created_secret": True, "ca": "objfs-full-ca",
+        "storageclass": "objfs-rwx", "vsc": "objfs-snap", "hostsystemd": True,
+        "extra": {("Secret", "objfs-keys"), ("ConfigMap", "objfs-full-ca"),
+                  ("StorageClass", "objfs-rwx"), ("VolumeSnapshotClass", "objfs-snap")},
+    },
+    "existing": {
+        "namespace": "storage", "fullname": "rel-objfs", "kubelet": "/var/lib/kubelet",
+        "state": "/var/lib/objfs", "secret": "my-s3-keys", "created_secret": False,
+        "ca": "corp-ca", "storageclass": "objfs", "vsc": "objfs", "hostsystemd": False,
+        "extra": {("StorageClass", "objfs"), ("VolumeSnapshotClass", "objfs")},
+    },
+}
+
+errors = []
+
+
+def fail(msg):
+    errors.append(msg)
+
+
+def expected_objects(case):
+    fn = case["fullname"]
+    objs = {("CSIDriver", DRIVER),
+            ("ServiceAccount", fn + "-controller"), ("ServiceAccount", fn + "-node"),
+            ("Deployment", fn + "-controller"), ("DaemonSet", fn + "-node"),
+            ("PodDisruptionBudget", fn + "-controller"),
+            ("Role", fn + "-leader-election"), ("RoleBinding", fn + "-leader-election")}
+    for s in ("provisioner", "resizer", "snapshotter"):
+        objs |= {("ClusterRole", fn + "-" + s), ("ClusterRoleBinding", fn + "-" + s)}
+    return objs | case["extra"]
+
+
+def index(docs):
+    out = {}
+    for d in docs:
+        out[(d.get("kind"), (d.get("metadata") or {}).get("name"))] = d
+    return out
+
+
+def parse_flag(arg):
+    m = re.match(r"^--?([A-Za-z0-9][A-Za-z0-9_.-]*)(=(.*))?$", arg)
+    if not m:
+        return None, None
+    return m.group(1), m.group(3)
+
+
+def sidecar_args(container):
+    flags = {}
+    for a in container.get("args", []):
+        name, val = parse_flag(a)
+        if name is None:
+            fail("%s: argument %r is not a --flag" % (container["name"], a))
+            continue
+        flags[name] = val
+    return flags
+
+
+def check_sidecar(where, c):
+    image = c.get("image", "")
+    m = re.match(r"^.*/([^/:]+):(v\d+)\.\d+\.\d+$", image)
+    if not m:
+        fail("%s/%s: image %r is not <repo>/<name>:vX.Y.Z" % (where, c["name"], image))
+        return None
+    key = (m.group(1), m.group(2))
+    known = SIDECAR_FLAGS.get(key)
+    if known is None:
+        fail("%s/%s: no known flag list for %s %s.x: add it to SIDECAR_FLAGS after "
+             "checking the sidecar's README" % (where, c["name"], key[0], key[1]))
+        return None
+    flags = sidecar_args(c)
+    for name, val in flags.items():
+        if name not in known:
+            fail("%s/%s: %s %s.x has no flag --%s" % (where, c["name"], key[0], key[1], name))
+        if val is None and name not in BOOL_FLAGS:
+            fail("%s/%s: --%s needs =value (not a bool flag; a bare flag would swallow "
+                 "the next argument)" % (where, c["name"], name))
+        if name == "feature-gates" and val is not None:
+            for g in val.split(","):
+                if not re.match(r"^[A-Za-z0-9]+=(true|false)$", g):
+                    fail("%s/%s: bad feature gate %r" % (where, c["name"], g))
+    for r in SIDECAR_REQUIRED.get(key[0], {"csi-address"}):
+        if r not in flags:
+            fail("%s/%s: missing --%s" % (where, c["name"], r))
+    if "csi-address" not in flags:
+        fail("%s/%s: missing --csi-address" % (where, c["name"]))
+    return flags
+
+
+def health_port(where, flags):
+    """livenessprobe's port: --http-endpoint=[host]:port, else the deprecated
+    --health-port (default 9808); setting both is refused by livenessprobe."""
+    if "http-endpoint" in flags and "health-port" in flags:
+        fail("%s: livenessprobe refuses --http-endpoint with --health-port" % where)
+    ep = flags.get("http-endpoint")
+    if ep is not None:
+        m = re.match(r"^[^:]*:(\d+)$", ep)
+        if not m:
+            fail("%s: livenessprobe --http-endpoint %r is not [host]:port" % (where, ep))
+            return -1
+        return int(m.group(1))
+    return int(flags.get("health-port", "9808"))
+
+
+def mount_for(container, path, volumes):
+    """Volume name and mount of the deepest volumeMount holding path."""
+    best = None
+    for vm in container.get("volumeMounts", []):
+        mp = vm["mountPath"].rstrip("/") or "/"
+        if path == mp or path.startswith(mp + "/"):
+            if best is None or len(mp) > len(best["mountPath"].rstrip("/")):
+                best = vm
+    return best
+
+
+def expand_env(s, env):
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), s)
+
+
+def container_env(c, objs, ns):
+    env = {}
+    for e in c.get("env", []):
+        if "value" in e:
+            env[e["name"]] = str(e["value"])
+        elif "valueFrom" in e:
+            vf = e["valueFrom"]
+            if "fieldRef" in vf:
+                env[e["name"]] = {"spec.nodeName": "render-test-node"}.get(
+                    vf["fieldRef"]["fieldPath"], "x")
+            elif "secretKeyRef" in vf:
+                ref = vf["secretKeyRef"]
+                sec = objs.get(("Secret", ref["name"]))
+                if sec is None:
+                    # A user-supplied Secret: stand-in values.
+                    env[e["name"]] = "existing-" + ref["key"]
+                    continue
+                if sec["metadata"].get("namespace") != ns:
+                    fail("Secret %s is not in the release namespace" % ref["name"])
+                data = sec.get("stringData", {})
+                if ref["key"] in data:
+                    env[e["name"]] = data[ref["key"]]
+                elif not ref.get("optional"):
+                    fail("%s: env %s: Secret %s has no key %s and the ref is not optional"
+                         % (c["name"], e["name"], ref["name"], ref["key"]))
+    return env
+
+
+def materialize(c, pod, objs, root):
+    """Build the container's mounts under root: directories for every mount,
+    files for ConfigMap/Secret volumes (content from the rendered objects or
+    stand-ins for objects the user provides)."""
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for vm in c.get("volumeMounts", []):
+        d = root + vm["mountPath"]
+        if vm["mountPath"] == "/dev/fuse":
+            continue
+        os.makedirs(d, exist_ok=True)
+        v = vols.get(vm["name"], {})
+        for kind, src in (("ConfigMap", v.get("configMap")), ("Secret", v.get("secret"))):
+            if not src:
+                continue
+            name = src.get("name") or src.get("secretName")
+            obj = objs.get((kind, name))
+            data = (obj or {}).get("data") or (obj or {}).get("stringData") or {}
+            items = src.get("items") or [{"key": k, "path": k} for k in data]
+            for it in items:
+                content = data.get(it["key"])
+                if content is None:
+                    if obj is not None:
+                        fail("%s %s has no key %s mounted by %s" % (kind, name, it["key"], c["name"]))
+                    content = STANDIN_PEM
+                with open(os.path.join(d, it["path"]), "w") as f:
+                    f.write(content)
+
+
+def rewrite_paths(args, c, root):
+    """Point absolute paths inside the container's mounts at root."""
+    mps = sorted((vm["mountPath"].rstrip("/") for vm in c.get("volumeMounts", [])),
+                 key=len, reverse=True)
+
+    def fix(v):
+        prefix = ""
+        if v.startswith("unix://"):
+            prefix, v = "unix://", v[len("unix://"):]
+        if v.startswith("/") and any(v == m or v.startswith(m + "/") for m in mps):
+            return prefix + root + v
+        return prefix + v
+    out = []
+    for a in args:
+        if a.startswith("--") and "=" in a:
+            k, v = a.split("=", 1)
+            out.append(k + "=" + fix(v))
+        else:
+            out.append(fix(a))
+    return out
+
+
+def dry_run(where, c, pod, objs, ns, root):
+    objfs_csi = os.environ.get("OBJFS_CSI")
+    if not objfs_csi:
+        return
+    os.makedirs(root, exist_ok=True)
+    materialize(c, pod, objs, root)
+    env = container_env(c, objs, ns)
+    argv = [expand_env(a, env) for a in c.get("command", [])[1:] + c.get("args", [])]
+    argv = rewrite_paths(argv, c, root)
+    run_env = {"PATH": "/usr/bin:/bin", "HOME": root}
+    run_env.update(env)
+    try:
+        p = subprocess.run([objfs_csi, "--dry-run"] + argv, env=run_env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        fail("%s: objfs-csi --dry-run timed out" % where)
+        return
+    if p.returncode != 0 or p.stdout:
+        fail("%s: objfs-csi --dry-run %s -> exit %d, stdout %r, stderr %r"
+             % (where, " ".join(argv), p.returncode, p.stdout, p.stderr.strip()))
+
+
+def check_pod_basics(where, pod):
+    names = [c["name"] for c in pod.get("initContainers", []) + pod["containers"]]
+    if len(names) != len(set(names)):
+        fail("%s: duplicate container names %s" % (where, names))
+    vols = [v["name"] for v in pod.get("volumes", [])]
+    if len(vols) != len(set(vols)):
+        fail("%s: duplicate volume names %s" % (where, vols))
+    ports = []
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        for vm in c.get("volumeMounts", []):
+            if vm["name"] not in vols:
+                fail("%s/%s: volumeMount %s has no volume" % (where, c["name"], vm["name"]))
+        for p in c.get("ports", []):
+            ports.append(p["containerPort"])
+        lp = c.get("livenessProbe", {}).get("httpGet")
+        if lp and not any(p.get("name") == lp["port"] or p["containerPort"] == lp["port"]
+                          for p in c.get("ports", [])):
+            fail("%s/%s: liveness probe port %s not declared" % (where, c["name"], lp["port"]))
+        if not c.get("resources", {}).get("requests"):
+            fail("%s/%s: no resource requests" % (where, c["name"]))
+    if len(ports) != len(set(ports)):
+        fail("%s: duplicate container ports %s" % (where, ports))
+
+
+def check_socket(where, pod, plugin, sidecars):
+    """The plugin's --endpoint and each sidecar's --csi-address name the same
+    file in the same volume."""
+    args = plugin["args"]
+    if "--endpoint" not in args:
+        fail("%s: objfs-csi has no --endpoint" % where)
+        return None
+    ep = args[args.index("--endpoint") + 1]
+    if not ep.startswith("unix:///"):
+        fail("%s: endpoint %r is not unix:///..." % (where, ep))
+        return None
+    sock = ep[len("unix://"):]
+    pm = mount_for(plugin, sock, pod["volumes"])
+    if pm is None:
+        fail("%s: socket %s is not on a volume" % (where, sock))
+        return None
+    for sc, flags in sidecars:
+        addr = (flags or {}).get("csi-address", "")
+        addr = addr[len("unix://"):] if addr.startswith("unix://") else addr
+        sm = mount_for(sc, addr, pod["volumes"])
+        if sm is None or sm["name"] != pm["name"]:
+            fail("%s/%s: --csi-address %s is not on volume %s" % (where, sc["name"], addr, pm["name"]))
+            continue
+        rel_p = os.path.relpath(sock, pm["mountPath"])
+        rel_s = os.path.relpath(addr, sm["mountPath"])
+        if rel_p != rel_s:
+            fail("%s/%s: socket %s (in volume: %s) != plugin's %s (%s)"
+                 % (where, sc["name"], addr, rel_s, sock, rel_p))
+    return sock, pm
+
+
+def plugin_arg(c, flag):
+    a = c["args"]
+    return a[a.index(flag) + 1] if flag in a else None
+
+
+def check_chart(case_name, docs):
+    case = CASES[case_name]
+    ns, fn = case["namespace"], case["fullname"]
+    objs = index(docs)
+    got = set(objs)
+    want = expected_objects(case)
+    if got != want:
+        fail("%s: objects: missing %s, unexpected %s"
+             % (case_name, sorted(want - got), sorted(got - want)))
+    for (kind, name), d in objs.items():
+        md = d.get("metadata", {})
+        if not d.get("apiVersion") or not name:
+            fail("%s: %s without apiVersion/name" % (case_name, kind))
+        if kind in CLUSTER_SCOPED:
+            if "namespace" in md:
+                fail("%s: cluster-scoped %s/%s has a namespace" % (case_name, kind, name))
+        elif md.get("namespace") != ns:
+            fail("%s: %s/%s namespace %r != %r" % (case_name, kind, name, md.get("namespace"), ns))
+        if len(name) > 63 and kind not in ("CSIDriver",):
+            fail("%s: %s/%s name longer than 63" % (case_name, kind, name))
+
+    drv = objs.get(("CSIDriver", DRIVER), {}).get("spec", {})
+    want_drv = {"attachRequired": False, "podInfoOnMount": True, "fsGroupPolicy": "File",
+                "volumeLifecycleModes": ["Persistent"]}
+    for k, v in want_drv.items():
+        if drv.get(k) != v:
+            fail("%s: CSIDriver %s = %r, want %r" % (case_name, k, drv.get(k), v))
+
+    # RBAC: bindings point at rendered roles and service accounts, no wildcards.
+    for (kind, name), d in objs.items():
+        if kind in ("ClusterRoleBinding", "RoleBinding"):
+            rk = d["roleRef"]["kind"]
+            if (rk, d["roleRef"]["name"]) not in objs:
+                fail("%s: %s/%s refers to missing %s %s" % (case_name, kind, name, rk, d["roleRef"]["name"]))
+            for s in d["subjects"]:
+                if ("ServiceAccount", s["name"]) not in objs or s.get("namespace") != ns:
+                    fail("%s: %s/%s subject %s/%s not rendered" % (case_name, kind, name, s.get("namespace"), s["name"]))
+        if kind in ("ClusterRole", "Role"):
+            for r in d["rules"]:
+                if "*" in r.get("verbs", []) + r.get("resources", []) + r.get("apiGroups", []):
+                    fail("%s: %s/%s has a wildcard rule" % (case_name, kind, name))
+
+    def rules_allow(role, group, resource, verb):
+        for r in (role or {}).get("rules", []):
+            if group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]:
+                return True
+        return False
+
+    needs = {
+        "csi-provisioner": [("", "persistentvolumes", "create"), ("", "persistentvolumes", "delete"),
+                            ("", "persistentvolumeclaims", "update"), ("storage.k8s.io", "storageclasses", "watch"),
+                            ("", "secrets", "get"), ("snapshot.storage.k8s.io", "volumesnapshotcontents", "get"),
+                            ("", "events", "create")],
+        "csi-resizer": [("", "persistentvolumes", "patch"), ("", "persistentvolumeclaims/status", "patch"),
+                        ("", "secrets", "get"), ("", "pods", "list")],
+        "csi-snapshotter": [("snapshot.storage.k8s.io", "volumesnapshotcontents", "create"),
+                            ("snapshot.storage.k8s.io", "volumesnapshotcontents/status", "patch"),
+                            ("snapshot.storage.k8s.io", "volumesnapshotclasses", "get"),
+                            ("", "secrets", "get")],
+    }
+
+    # Controller.
+    dep = objs.get(("Deployment", fn + "-controller"))
+    if dep:
+        pod = dep["spec"]["template"]["spec"]
+        where = "%s: Deployment/%s" % (case_name, fn + "-controller")
+        check_pod_basics(where, pod)
+        sel = dep["spec"]["selector"]["matchLabels"]
+        if any(dep["spec"]["template"]["metadata"]["labels"].get(k) != v for k, v in sel.items()):
+            fail("%s: selector does not match the pod labels" % where)
+        sa = pod.get("serviceAccountName")
+        if ("ServiceAccount", sa) not in objs:
+            fail("%s: serviceAccountName %s not rendered" % (where, sa))
+        sctx = pod.get("securityContext", {})
+        if sctx.get("runAsNonRoot") is not True or not sctx.get("runAsUser"):
+            fail("%s: controller pod must run as non-root" % where)
+        cs = {c["name"]: c for c in pod["containers"]}
+        plugin = cs.get("objfs-csi")
+        if plugin is None:
+            fail("%s: no objfs-csi container" % where)
+        else:
+            if plugin.get("command") != ["objfs-csi"] or plugin_arg(plugin, "--mode") != "controller":
+                fail("%s: objfs-csi must run with --mode controller" % where)
+            if plugin.get("securityContext", {}).get("privileged"):
+                fail("%s: controller objfs-csi must not be privileged" % where)
+            sidecars = []
+            for name in ("csi-provisioner", "csi-resizer", "csi-snapshotter", "liveness-probe"):
+                c = cs.get(name)
+                if c is None:
+                    fail("%s: no %s container" % (where, name))
+                    continue
+                flags = check_sidecar(where, c)
+                sidecars.append((c, flags))
+                if flags and name != "liveness-probe":
+                    if flags.get("leader-election") not in ("true", None) or "leader-election" not in flags:
+                        fail("%s/%s: leader election must be on (replicas > 1)" % (where, name))
+                    if flags.get("leader-election-namespace") != ns:
+                        fail("%s/%s: leader election namespace != %s" % (where, name, ns))
+                    role = objs.get(("ClusterRole", "%s-%s" % (fn, name[4:])))
+                    for g, r, v in needs[name]:
+                        if not rules_allow(role, g, r, v):
+                            fail("%s/%s: ClusterRole %s-%s lacks %s %s/%s"
+                                 % (where, name, fn, name[4:], v, g or "core", r))
+                if flags and name in ("csi-provisioner", "csi-snapshotter") and "extra-create-metadata" not in flags:
+                    fail("%s/%s: --extra-create-metadata missing" % (where, name))
+                if flags and name == "liveness-probe":
+                    hp = health_port(where, flags)
+                    if not any(p["containerPort"] == hp for p in plugin.get("ports", [])):
+                        fail("%s: livenessprobe --health-port %d is not the objfs-csi healthz port" % (where, hp))
+            if not rules_allow(objs.get(("Role", fn + "-leader-election")), "coordination.k8s.io", "leases", "update"):
+                fail("%s: leader-election Role lacks leases" % where)
+            check_socket(where, pod, plugin, sidecars)
+            check_plugin_common(where, plugin, pod, objs, case)
+            dry_run(where + "/objfs-csi", plugin, pod, objs, ns,
+                    os.path.join(os.environ.get("WORKDIR", "/tmp"), case_name + "-controller"))
+
+    # Node.
+    ds = objs.get(("DaemonSet", fn + "-node"))
+    if ds:
+        pod = ds["spec"]["template"]["spec"]
+        where = "%s: DaemonSet/%s" % (case_name, fn + "-node")
+        check_pod_basics(where, pod)
+        if pod.get("hostPID") or pod.get("hostNetwork"):
+            fail("%s: hostPID/hostNetwork must be off" % where)
+        if pod.get("automountServiceAccountToken") is not False:
+            fail("%s: node pods need no API token" % where)
+        tol = pod.get("tolerations", [])
+        if case_name == "default" and {"operator": "Exists"} not in tol:
+            fail("%s: default tolerations must tolerate every taint" % where)
+        cs = {c["name"]: c for c in pod["containers"]}
+        vols = {v["name"]: v for v in pod["volumes"]}
+        plugin = cs.get("objfs-csi")
+        if plugin is None:
+            fail("%s: no objfs-csi container" % where)
+            return
+        if plugin_arg(plugin, "--mode") != "node" or plugin_arg(plugin, "--node-id") != "$(NODE_ID)":
+            fail("%s: objfs-csi must run with --mode node --node-id $(NODE_ID)" % where)
+        env = {e["name"]: e for e in plugin.get("env", [])}
+        if env.get("NODE_ID", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
+            fail("%s: NODE_ID must come from spec.nodeName" % where)
+        if plugin.get("securityContext", {}).get("privileged") is not True \
+                or plugin["securityContext"].get("runAsUser") != 0:
+            fail("%s: node objfs-csi must be privileged and run as root (image user is not)" % where)
+        kd = case["kubelet"]
+        if plugin_arg(plugin, "--kubelet-dir") != kd:
+            fail("%s: --kubelet-dir %r != %r" % (where, plugin_arg(plugin, "--kubelet-dir"), kd))
+        km = [vm for vm in plugin["volumeMounts"] if vm["mountPath"] == kd]
+        if not km or km[0].get("mountPropagation") != "Bidirectional" \
+                or vols[km[0]["name"]].get("hostPath", {}).get("path") != kd:
+            fail("%s: kubelet dir %s must be a hostPath mounted at the same path, Bidirectional" % (where, kd))
+        sd = case["state"]
+        if plugin_arg(plugin, "--state-dir") != sd:
+            fail("%s: --state-dir %r != %r" % (where, plugin_arg(plugin, "--state-dir"), sd))
+        sm = mount_for(plugin, sd, vols)
+        if sm is None or vols[sm["name"]].get("hostPath", {}).get("path") != sd:
+            fail("%s: state dir %s is not the hostPath %s" % (where, sd, sd))
+        fm = [vm for vm in plugin["volumeMounts"] if vm["mountPath"] == "/dev/fuse"]
+        if not fm or vols[fm[0]["name"]].get("hostPath", {}).get("type") != "CharDevice":
+            fail("%s: /dev/fuse not mounted from the host" % where)
+        mem = plugin_arg(plugin, "--mount-memory-mib")
+        if mem is None or not mem.isdigit():
+            fail("%s: --mount-memory-mib missing" % where)
+        sidecars = []
+        for name in ("node-driver-registrar", "liveness-probe"):
+            c = cs.get(name)
+            if c is None:
+                fail("%s: no %s container" % (where, name))
+                continue
+            sidecars.append((c, check_sidecar(where, c)))
+        res = check_socket(where, pod, plugin, sidecars)
+        reg = cs.get("node-driver-registrar")
+        if res and reg:
+            sock, pm = res
+            host_dir = vols[pm["name"]].get("hostPath", {}).get("path")
+            want_dir = "%s/plugins/%s" % (kd, DRIVER)
+            if host_dir != want_dir:
+                fail("%s: socket volume hostPath %r != %r" % (where, host_dir, want_dir))
+            host_sock = os.path.normpath(os.path.join(host_dir or "", os.path.relpath(sock, pm["mountPath"])))
+            rp = sidecar_args(reg).get("kubelet-registration-path")
+            if rp != host_sock:
+                fail("%s: --kubelet-registration-path %r != host socket %r" % (where, rp, host_sock))
+            rm = [vm for vm in reg["volumeMounts"] if vm["mountPath"] == "/registration"]
+            if not rm or vols[rm[0]["name"]].get("hostPath", {}).get("path") != kd + "/plugins_registry":
+                fail("%s: registrar /registration is not %s/plugins_registry" % (where, kd))
+        lp = cs.get("liveness-probe")
+        if lp:
+            hp = health_port(where, sidecar_args(lp))
+            if not any(p["containerPort"] == hp for p in plugin.get("ports", [])):
+                fail("%s: livenessprobe --health-port %d is not the objfs-csi healthz port" % (where, hp))
+        hs = [vm for vm in plugin["volumeMounts"] if vm["mountPath"] == "/run/systemd"]
+        if case["hostsystemd"]:
+            if not hs or vols[hs[0]["name"]].get("hostPath", {}).get("path") != "/run/systemd":
+                fail("%s: hostSystemd: /run/systemd not mounted" % where)
+            if env.get("OBJFS_MOUNT_RUNTIME_DIR", {}).get("value") != sd + "/runtime/current":
+                fail("%s: hostSystemd: OBJFS_MOUNT_RUNTIME_DIR wrong" % where)
+            inits = {c["name"]: c for c in pod.get("initContainers", [])}
+            ic = inits.get("install-mount-runtime")
+            if not ic or not mount_for(ic, sd + "/runtime", vols):
+                fail("%s: hostSystemd: install-mount-runtime must write to %s" % (where, sd))
+        elif hs or pod.get("initContainers"):
+            fail("%s: /run/systemd or init containers without hostSystemd" % where)
+        check_plugin_common(where, plugin, pod, objs, case)
+        dry_run(where + "/objfs-csi", plugin, pod, objs, ns,
+                os.path.join(os.environ.get("WORKDIR", "/tmp"), case_name + "-node"))
+
+    check_secrets(case_name, case, objs)
+
+
+def check_plugin_common(where, plugin, pod, objs, case):
+    text = json.dumps(plugin.get("args", []) + plugin.get("command", []))
+    for d in objs.values():
+        if d["kind"] == "Secret":
+            for k, v in d.get("stringData", {}).items():
+                if v and v in text:
+                    fail("%s: Secret value of %s appears in the arguments" % (where, k))
+    ll = plugin_arg(plugin, "--log-level")
+    if ll not in ("debug", "info", "warn", "error"):
+        fail("%s: --log-level %r" % (where, ll))
+    ca = plugin_arg(plugin, "--s3-ca-file")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    if case["ca"]:
+        m = mount_for(plugin, ca or "", vols)
+        if not ca or m is None or vols[m["name"]].get("configMap", {}).get("name") != case["ca"]:
+            fail("%s: --s3-ca-file %r is not in ConfigMap %s" % (where, ca, case["ca"]))
+        else:
+            key = os.path.relpath(ca, m["mountPath"])
+            items = vols[m["name"]]["configMap"].get("items", [])
+            if not any(i["path"] == key for i in items):
+                fail("%s: --s3-ca-file %s: no item %s in the volume" % (where, ca, key))
+            cm = objs.get(("ConfigMap", case["ca"]))
+            if cm is not None:
+                src = [i["key"] for i in items if i["path"] == key]
+                pem = cm["data"].get(src[0] if src else "", "")
+                if "BEGIN CERTIFICATE" not in pem:
+                    fail("%s: ConfigMap %s key %s holds no PEM certificate" % (where, case["ca"], key))
+    elif ca:
+        fail("%s: --s3-ca-file without a CA bundle" % where)
+    env = {e["name"]: e for e in plugin.get("env", [])}
+    if case["secret"]:
+        for var, key in (("AWS_ACCESS_KEY_ID", "accessKeyID"), ("AWS_SECRET_ACCESS_KEY", "secretAccessKey"),
+                         ("AWS_SESSION_TOKEN", "sessionToken")):
+            ref = env.get(var, {}).get("valueFrom", {}).get("secretKeyRef", {})
+            if ref.get("name") != case["secret"] or ref.get("key") != key:
+                fail("%s: %s must come from Secret %s key %s" % (where, var, case["secret"], key))
+    elif any(v.startswith("AWS_") for v in env):
+        fail("%s: AWS_* variables without a Secret" % where)
+
+
+def check_secrets(case_name, case, objs):
+    ns = case["namespace"]
+    sec_name = case["secret"]
+    sec = objs.get(("Secret", sec_name)) if sec_name else None
+    if case["created_secret"]:
+        if sec is None:
+            fail("%s: Secret %s not rendered" % (case_name, sec_name))
+        else:
+            keys = set(sec.get("stringData", {}))
+            if not SECRET_KEYS_REQUIRED <= keys or not keys <= SECRET_KEYS_READ:
+                fail("%s: Secret keys %s: need %s, allowed %s"
+                     % (case_name, sorted(keys), sorted(SECRET_KEYS_REQUIRED), sorted(SECRET_KEYS_READ)))
+    for kind, name, roles in (("StorageClass", case["storageclass"],
+                               ("provisioner", "node-stage", "controller-expand")),
+                              ("VolumeSnapshotClass", case["vsc"], ("snapshotter",))):
+        if not name:
+            continue
+        o = objs.get((kind, name))
+        if o is None:
+            continue
+        drv = o.get("provisioner") if kind == "StorageClass" else o.get("driver")
+        if drv != DRIVER:
+            fail("%s: %s/%s driver %r" % (case_name, kind, name, drv))
+        params = o.get("parameters", {}) or {}
+        for k, v in params.items():
+            if not isinstance(v, str):
+                fail("%s: %s/%s parameter %s is not a string" % (case_name, kind, name, k))
+        for role in roles:
+            n = params.get("csi.storage.k8s.io/%s-secret-name" % role)
+            s = params.get("csi.storage.k8s.io/%s-secret-namespace" % role)
+            if n != sec_name or s != ns:
+                fail("%s: %s/%s %s secret %s/%s, want %s/%s"
+                     % (case_name, kind, name, role, s, n, ns, sec_name))
+        if kind == "StorageClass":
+            if not params.get("bucket"):
+                fail("%s: StorageClass without bucket" % case_name)
+            if params.get("onDelete") not in ("delete", "retain", "archive"):
+                fail("%s: StorageClass onDelete %r" % (case_name, params.get("onDelete")))
+            if params.get("addressingStyle") not in ("path", "virtual"):
+                fail("%s: StorageClass addressingStyle %r" % (case_name, params.get("addressingStyle")))
+            bp = params.get("basePrefix", "")
+            if bp.startswith("/") or bp.endswith("/"):
+                fail("%s: basePrefix %r has leading/trailing slash" % (case_name, bp))
+
+
+def check_examples(docs):
+    objs = index(docs)
+    kinds = sorted(k for k, _ in objs)
+    for need in ("StorageClass", "PersistentVolumeClaim", "Pod", "VolumeSnapshot", "PersistentVolume"):
+        if need not in kinds:
+            fail("examples: no %s" % need)
+    scs = {n for k, n in objs if k == "StorageClass"}
+    for (k, n), d in objs.items():
+        if k == "StorageClass" and d.get("provisioner") != DRIVER:
+            fail("examples: StorageClass %s provisioner %r" % (n, d.get("provisioner")))
+        if k == "PersistentVolumeClaim":
+            sp = d["spec"]
+            if sp.get("storageClassName") not in scs | {""}:
+                fail("examples: PVC %s uses unknown StorageClass %r" % (n, sp.get("storageClassName")))
+            ds = sp.get("dataSource")
+            if ds and (ds.get("kind"), ds.get("name")) not in objs:
+                fail("examples: PVC %s dataSource %s/%s not in the examples" % (n, ds.get("kind"), ds.get("name")))
+        if k == "VolumeSnapshot":
+            src = d["spec"]["source"].get("persistentVolumeClaimName")
+            if ("PersistentVolumeClaim", src) not in objs:
+                fail("examples: VolumeSnapshot %s source PVC %r missing" % (n, src))
+        if k == "Pod":
+            for v in d["spec"].get("volumes", []):
+                c = v.get("persistentVolumeClaim", {}).get("claimName")
+                if c and ("PersistentVolumeClaim", c) not in objs:
+                    fail("examples: Pod %s uses missing PVC %s" % (n, c))
+        if k == "PersistentVolume":
+            csi = d["spec"].get("csi", {})
+            if csi.get("driver") != DRIVER:
+                fail("examples: PV %s driver %r" % (n, csi.get("driver")))
+            if not re.match(r"^s3:[a-z0-9][a-z0-9.-]+/.+$", csi.get("volumeHandle", "")):
+                fail("examples: PV %s volumeHandle %r is not s3:<bucket>/<prefix>" % (n, csi.get("volumeHandle")))
+            ref = csi.get("nodeStageSecretRef")
+            if ref and ("Secret", ref["name"]) in objs:
+                keys = set(objs[("Secret", ref["name"])].get("stringData", {}))
+                if not SECRET_KEYS_REQUIRED <= keys <= SECRET_KEYS_READ:
+                    fail("examples: Secret %s keys %s" % (ref["name"], sorted(keys)))
+    rwx = [n for (k, n), d in objs.items() if k == "PersistentVolumeClaim"
+           and "ReadWriteMany" in d["spec"].get("accessModes", [])]
+    if not rwx:
+        fail("examples: no ReadWriteMany PVC")
+    pods_on = {}
+    for (k, n), d in objs.items():
+        if k == "Pod":
+            for v in d["spec"].get("volumes", []):
+                c = v.get("persistentVolumeClaim", {}).get("claimName")
+                if c:
+                    pods_on.setdefault(c, []).append(n)
+    if not any(len(p) >= 2 for c, p in pods_on.items() if c in rwx):
+        fail("examples: no two pods sharing a ReadWriteMany PVC")
+
+
+# Values whose children are free-form Kubernetes structures or plain image
+# coordinates: their children need no comment of their own.
+OPAQUE_PARENTS = {"resources", "requests", "limits", "nodeSelector", "tolerations", "affinity",
+                  "podAnnotations", "podLabels", "updateStrategy", "rollingUpdate",
+                  "featureGates", "parameters", "mountOptions", "image"}
+
+
+def check_values(path):
+    lines = open(path).read().split("\n")
+    stack = []  # (indent, key)
+    prev = ""
+    for i, line in enumerate(lines, 1):
+        s = line.strip()
+        if not s:
+            prev = ""
+            continue
+        if s.startswith("#"):
+            prev = s
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        m = re.match(r"^([A-Za-z0-9_]+):", s)
+        if m:
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            parents = [k for _, k in stack]
+            opaque = any(p in OPAQUE_PARENTS for p in parents)
+            if not prev.startswith("#") and not opaque:
+                fail("values.yaml:%d: %s has no comment" % (i, ".".join(parents + [m.group(1)])))
+            stack.append((indent, m.group(1)))
+        prev = s
+
+
+STANDIN_PEM = "-----BEGIN CERTIFICATE-----\nstand-in\n-----END CERTIFICATE-----\n"
+
+
+def check_dockerfile(path):
+    text = open(path).read()
+    body = "\n".join(l for l in text.split("\n") if not l.lstrip().startswith("#"))
+    joined = re.sub(r"\\\n", " ", body)
+    froms = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", joined, re.M | re.I)
+    if len(froms) < 2:
+        fail("Dockerfile: want a multi-stage build, found %d FROM" % len(froms))
+        return
+    if not all(f[0].startswith("debian:bookworm") for f in froms):
+        fail("Dockerfile: every stage must be Debian 12 (bookworm): %s" % [f[0] for f in froms])
+    if froms[-1][0] != "debian:bookworm-slim":
+        fail("Dockerfile: runtime stage must be debian:bookworm-slim, is %s" % froms[-1][0])
+    stages = re.split(r"^FROM\s", joined, flags=re.M | re.I)[1:]
+    build, runtime = stages[0], stages[-1]
+    for step in ("autoreconf -fi", "./configure", "make", "make install DESTDIR="):
+        if step not in build:
+            fail("Dockerfile: build stage lacks %r" % step)
+    if "apt-get install" not in build:
+        fail("Dockerfile: build stage must install its dependencies with apt-get")
+    for pkg in ("fuse3", "ca-certificates", "libfuse3-3", "libcurl4", "libssl3",
+                "libprotobuf-c1", "libgrpc29", "libexpat1"):
+        if not re.search(r"(^|\s)%s(\s|$)" % re.escape(pkg), runtime):
+            fail("Dockerfile: runtime stage does not install %s" % pkg)
+    for dev in re.findall(r"\S+-dev\b", runtime):
+        fail("Dockerfile: runtime stage installs a -dev package: %s" % dev)
+    if not re.search(r"COPY\s+--from=", runtime):
+        fail("Dockerfile: runtime stage copies nothing from the build stage")
+    for prog in ("objfs-csi", "objfs-mount"):
+        if prog not in runtime:
+            fail("Dockerfile: runtime stage does not mention %s" % prog)
+    if not re.search(r"^USER\s+\S+", runtime, re.M):
+        fail("Dockerfile: no USER (non-root) in the runtime stage")
+    if re.search(r"\b(curl|wget)\b[^\n|]*\|\s*(ba|da)?sh\b", joined):
+        fail("Dockerfile: pipes a download into a shell")
+    if re.search(r"\b(curl|wget)\s", joined):
+        fail("Dockerfile: downloads with curl/wget (use apt-get only)")
+    if re.search(r"amd64|x86_64|aarch64|arm64", body):
+        fail("Dockerfile: architecture-specific names; one file must build amd64 and arm64")
+    if "apt-get update" in joined and "rm -rf /var/lib/apt/lists" not in runtime:
+        fail("Dockerfile: runtime stage keeps the apt lists")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    what, path = sys.argv[1:]
+    if what in CASES:
+        check_chart(what, json.load(open(path)))
+    elif what == "examples":
+        check_examples(json.load(open(path)))
+    elif what == "values":
+        check_values(path)
+    elif what == "dockerfile":
+        check_dockerfile(path)
+    else:
+        print("unknown check %s" % what, file=sys.stderr)
+        return 2
+    for e in errors:
+        print("FAIL:", e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
