@@ -53,7 +53,6 @@ static int make_store(struct objfs_store **out, char **tmpdir)
 		struct objfs_s3_config cfg = { 0 };
 		struct objfs_retry_config rcfg = { 0 };
 		struct objfs_store *s3 = NULL;
-		int err;
 
 		cfg.endpoint = getenv("OBJFS_TEST_S3_ENDPOINT");
 		cfg.bucket = getenv("OBJFS_TEST_S3_BUCKET");
