@@ -1842,11 +1842,17 @@ OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities)
 		code = oom(st);
 		goto out;
 	}
-	code = OBJFS_RPC_OK;
 	msg[0] = '\0';
-	if (caps_check(rq->volume_capabilities, rq->n_volume_capabilities, msg,
-		       sizeof(msg)) != OBJFS_RPC_OK)
+	code = caps_check(rq->volume_capabilities, rq->n_volume_capabilities, msg,
+			  sizeof(msg));
+	if (code == OBJFS_RPC_INVALID_ARGUMENT) {
+		code = objfs_rpc_fail(st, code, "%s", msg);
+		goto out;
+	}
+	if (code != OBJFS_RPC_OK) {
+		code = OBJFS_RPC_OK;
 		goto unconfirmed;
+	}
 	for (i = 0; i < rq->n_volume_context; i++) {
 		snprintf(ctxkey, sizeof(ctxkey), "ctx.%s", rq->volume_context[i]->key);
 		v = objfs_kv_get(&rec, ctxkey);

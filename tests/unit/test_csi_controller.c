@@ -883,6 +883,16 @@ static void test_validate(void **state)
 	assert_non_null(strstr(r->message, "block"));
 	pbfree(r);
 
+	/* A capability without its access mode is malformed, not unsupported. */
+	caps_init(&c, false);
+	c.cap[0].access_mode = NULL;
+	rq.n_volume_capabilities = 1;
+	assert_int_equal(call(e, "ValidateVolumeCapabilities", &rq.base,
+			      &csi__v1__validate_volume_capabilities_response__descriptor,
+			      &r, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "access_mode"));
+	caps_init(&c, false);
+
 	rq.n_volume_capabilities = 0;
 	assert_int_equal(call(e, "ValidateVolumeCapabilities", &rq.base,
 			      &csi__v1__validate_volume_capabilities_response__descriptor,
