@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -31,8 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -523,6 +526,52 @@ static void root_close(struct root *r)
 	r->owned = false;
 }
 
+/* Writes a PEM bundle given in the secrets (key caBundle) to
+ * STATE_DIR/ca/<sha256>.pem (once; content-addressed, so concurrent calls
+ * agree) and puts its path in path. */
+static int ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
+			  size_t cap)
+{
+	char hash[65], dir[PATH_MAX], tmp[PATH_MAX + 32];
+	size_t len = strlen(pem), done = 0;
+	ssize_t w;
+	int fd, err = 0;
+
+	if (csi->cfg.state_dir == NULL || csi->cfg.state_dir[0] == '\0')
+		return ENOTSUP;
+	if (len == 0 || len > 1024 * 1024 || strstr(pem, "-----BEGIN") == NULL)
+		return EINVAL;
+	objfs_id_hash(pem, len, hash, 64);
+	snprintf(dir, sizeof(dir), "%s/ca", csi->cfg.state_dir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return errno;
+	if ((size_t)snprintf(path, cap, "%s/%s.pem", dir, hash) >= cap)
+		return ENAMETOOLONG;
+	if (access(path, R_OK) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	while (done < len) {
+		w = write(fd, pem + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? errno : EIO;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	if (err == 0 && rename(tmp, path) != 0)
+		err = errno;
+	if (err != 0)
+		unlink(tmp);
+	return err;
+}
+
 /* Opens the root store of id.  For a bucket, conn must be resolved; keys
  * come from the secrets, else the plugin's own. */
 static enum objfs_rpc_code root_open(struct objfs_csi *csi,
@@ -532,8 +581,8 @@ static enum objfs_rpc_code root_open(struct objfs_csi *csi,
 				     struct root *r, struct objfs_rpc_status *st)
 {
 	struct objfs_store_config sc;
-	char url[128];
-	const char *ak, *sk;
+	char url[128], ca[PATH_MAX];
+	const char *ak, *sk, *v;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -567,6 +616,16 @@ static enum objfs_rpc_code root_open(struct objfs_csi *csi,
 		sc.s3.access_key = ak;
 		sc.s3.secret_key = sk;
 		sc.s3.session_token = secret_get(secrets, n_secrets, "sessionToken");
+	}
+	v = secret_get(secrets, n_secrets, "caBundle");
+	if (v != NULL) {
+		err = ca_bundle_file(csi, v, ca, sizeof(ca));
+		if (err != 0)
+			return objfs_rpc_fail(st, err == EINVAL ? OBJFS_RPC_INVALID_ARGUMENT :
+					      OBJFS_RPC_FAILED_PRECONDITION,
+					      "secret caBundle: %s", err == EINVAL ?
+					      "not a PEM bundle" : objfs_strerror(err));
+		sc.s3.ca_file = ca;
 	}
 	err = csi->cfg.store_open(&sc, csi->log, &r->store);
 	if (err != 0) {
@@ -1947,6 +2006,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	struct root root;
 	struct conn conn;
 	char msg[OBJFS_RPC_MSG_MAX + 64];
+	bool healthy = false;
 	int err;
 
 	*vol = NULL;
@@ -1964,6 +2024,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 		snprintf(msg, sizeof(msg), "cannot reach the volume's store: %s", st.msg);
 	} else {
 		err = volrec_load_live(root.store, &id, &rec);
+		healthy = err == 0;
 		if (err == 0)
 			snprintf(msg, sizeof(msg), "volume record readable in its store");
 		else
@@ -1985,7 +2046,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 		err = volume_new(idtext, &rec, vol);
 	objfs_kv_release(&rec);
 	if (err == 0)
-		err = condition_new(strncmp(msg, "volume record readable", 22) != 0, msg, cond);
+		err = condition_new(!healthy, msg, cond);
 	if (err != 0) {
 		if (*vol != NULL)
 			protobuf_c_message_free_unpacked(&(*vol)->base, NULL);

@@ -10,7 +10,12 @@
  *   - a bucket named by the StorageClass parameter `bucket`, reached with
  *     the keys in the request's secrets (accessKeyID, secretAccessKey,
  *     optional sessionToken; else the plugin's own keys), at the endpoint
- *     from parameters, else the secret (key `endpoint`), else --s3-endpoint.
+ *     from parameters, else the secret (key `endpoint`), else --s3-endpoint
+ *     (region and addressingStyle likewise).  A secret `caBundle` (PEM)
+ *     is trusted for the endpoint (kept as STATE_DIR/ca/<sha256>.pem).
+ *     Calls that get only an id find the endpoint again in the index
+ *     (below); when the index does not know the id and no endpoint is
+ *     configured, the volume is unknown: NOT_FOUND, or OK for deletes.
  *
  * StorageClass parameters (anything else, except csi.storage.k8s.io/...
  * keys, is INVALID_ARGUMENT):

@@ -37,6 +37,7 @@
 struct env {
 	char dir[256];
 	char url[420];
+	char state[300];
 	char endpoint[420];
 	struct objfs_store *local;      /* the default store's leaf (owned by csi) */
 	struct objfs_fault *fault;
@@ -57,6 +58,18 @@ static int test_store_open(const struct objfs_store_config *cfg,
 	if (cfg->s3.access_key == NULL || strcmp(cfg->s3.access_key, TEST_AK) != 0 ||
 	    cfg->s3.secret_key == NULL || strcmp(cfg->s3.secret_key, TEST_SK) != 0)
 		return EACCES;
+	if (cfg->s3.ca_file != NULL) {
+		FILE *f = fopen(cfg->s3.ca_file, "r");
+		char line[64] = "";
+
+		if (f == NULL)
+			return EINVAL;
+		if (fgets(line, sizeof(line), f) == NULL)
+			line[0] = '\0';
+		fclose(f);
+		if (strncmp(line, "-----BEGIN CERTIFICATE-----", 27) != 0)
+			return EINVAL;
+	}
 	snprintf(path, sizeof(path), "%s/buckets/%s", ep + 11, cfg->url + 5);
 	return objfs_local_store_create(path, log, out);
 }
@@ -83,6 +96,9 @@ static int setup(void **state)
 	cfg.version = "9.9.9-test";
 	cfg.store.url = e->url;
 	cfg.store_open = test_store_open;
+	snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
+	assert_int_equal(mkdir(e->state, 0700), 0);
+	cfg.state_dir = e->state;
 	assert_int_equal(objfs_csi_create(&cfg, fs, NULL, &e->csi), 0);
 	objfs_csi_controller_tune(e->csi->controller, 3, 4);
 	*state = e;
@@ -715,6 +731,77 @@ static void test_create_bucket_with_secrets(void **state)
 	assert_int_equal(count_keys(e->local, ".objfs-csi/"), 0);
 	objfs_store_destroy(b);
 	pbfree(r);
+}
+
+static void test_ca_bundle_secret(void **state)
+{
+	struct env *e = *state;
+	struct create_args a = { .name = "pvc-ca" };
+	struct objfs_rpc_status st;
+	Csi__V1__CreateVolumeResponse *r;
+	const ProtobufCMessageDescriptor *pd =
+		&csi__v1__create_volume_request__parameters_entry__descriptor;
+	const ProtobufCMessageDescriptor *sd =
+		&csi__v1__create_volume_request__secrets_entry__descriptor;
+	static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
+	char path[600], hash[65];
+	FILE *f;
+
+	kvs_add(&a.params, pd, "bucket", "vols");
+	kvs_add(&a.secrets, sd, "accessKeyID", TEST_AK);
+	kvs_add(&a.secrets, sd, "secretAccessKey", TEST_SK);
+	/* The endpoint may come from the secret too. */
+	kvs_add(&a.secrets, sd, "endpoint", e->endpoint);
+	kvs_add(&a.secrets, sd, "caBundle", "not a certificate");
+	assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "caBundle"));
+	assert_null(strstr(st.msg, "not a certificate"));
+	a.secrets.e[3].value = (char *)pem;
+	assert_int_equal(create(e, &a, &r, &st), OBJFS_RPC_OK);
+	assert_string_equal(ctx_get(r->volume, "endpoint"), e->endpoint);
+	assert_null(ctx_get(r->volume, "caBundle"));
+	pbfree(r);
+	objfs_id_hash(pem, strlen(pem), hash, 64);
+	snprintf(path, sizeof(path), "%s/ca/%s.pem", e->state, hash);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	fclose(f);
+}
+
+static void test_default_store_on_s3(void **state)
+{
+	struct objfs_csi_config cfg;
+	struct objfs_csi *csi = NULL;
+	struct objfs_store *local = NULL;
+	struct env e2;
+	struct create_args a = { .name = "pvc-1" };
+	Csi__V1__CreateVolumeResponse *r;
+	struct objfs_rpc_status st;
+	char path[400];
+	struct env *e = *state;
+
+	/* objfs-csi --store s3://defbucket/base --s3-endpoint ...: the
+	 * default store is S3 (a local store stands in for it here). */
+	snprintf(path, sizeof(path), "%s/defs3", e->dir);
+	assert_int_equal(objfs_local_store_create(path, NULL, &local), 0);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mode = OBJFS_CSI_MODE_ALL;
+	cfg.node_id = "n1";
+	cfg.store.url = "s3://defbucket/base/";
+	cfg.store.s3.endpoint = "https://s3.example:9000";
+	cfg.store.s3.path_style = false;
+	assert_int_equal(objfs_csi_create(&cfg, local, NULL, &csi), 0);
+	e2 = *e;
+	e2.csi = csi;
+	assert_int_equal(create(&e2, &a, &r, &st), OBJFS_RPC_OK);
+	assert_string_equal(r->volume->volume_id, "objfs1:vol:def:pvc-1");
+	assert_string_equal(ctx_get(r->volume, "source"), "s3://defbucket/base/pvc-1");
+	assert_string_equal(ctx_get(r->volume, "endpoint"), "https://s3.example:9000");
+	assert_string_equal(ctx_get(r->volume, "region"), "us-east-1");
+	assert_string_equal(ctx_get(r->volume, "addressingStyle"), "virtual");
+	assert_int_equal(r->volume->n_volume_context, 4);
+	pbfree(r);
+	objfs_csi_destroy(csi);
 }
 
 /* ---- DeleteVolume ------------------------------------------------------------- */
@@ -1416,6 +1503,8 @@ int main(void)
 		T(test_create_invalid),
 		T(test_create_long_name),
 		T(test_create_bucket_with_secrets),
+		T(test_ca_bundle_secret),
+		T(test_default_store_on_s3),
 		T(test_delete),
 		T(test_delete_fault_and_retry),
 		T(test_on_delete_retain_archive),
