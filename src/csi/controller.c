@@ -1189,6 +1189,37 @@ static int index_add(struct objfs_csi *csi, const char *dir, const char *ndir,
 	return err;
 }
 
+/* Adds the snapshot facts of rec to the id entry of id, marked ready. */
+static int index_merge(struct objfs_csi *csi, const char *dir, const char *id,
+		       const struct objfs_kv *rec)
+{
+	static const char *const keys[] = {
+		"size_bytes", "csi.created_sec", "csi.created_nsec", "source_volume_id",
+	};
+	struct objfs_kv kv = OBJFS_KV_INIT;
+	char key[OBJFS_KEY_MAX];
+	const char *v;
+	size_t i;
+	int err;
+
+	if (csi->store == NULL)
+		return 0;
+	err = index_load(csi, dir, id, &kv);
+	for (i = 0; err == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = objfs_kv_get(rec, keys[i]);
+		if (v != NULL)
+			err = objfs_kv_set(&kv, keys[i], v);
+	}
+	if (err == 0)
+		err = objfs_kv_set(&kv, "ready", "1");
+	if (err == 0) {
+		hash_key(key, sizeof(key), dir, id);
+		err = objfs_kv_save(csi->store, key, &kv, "objfs-csi index");
+	}
+	objfs_kv_release(&kv);
+	return err;
+}
+
 /* Removes the entries of id (the name entry only while it names id). */
 static int index_remove(struct objfs_csi *csi, const char *dir, const char *ndir,
 			const char *id, const char *name_hint)
@@ -2616,6 +2647,12 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 		code = store_fail(csi, st, err, "cannot write the record of", sidtext);
 		goto out;
 	}
+	/* The index learns what the record says, so that listing works
+	 * when the bucket refuses the plugin's own keys.  Best effort. */
+	err = index_merge(csi, IDX_SNAPSHOTS, sidtext, &rec);
+	if (err != 0)
+		objfs_warn(csi->log, SUB, "snapshot %s: cannot update the index: %s",
+			   sidtext, objfs_strerror(err));
 	objfs_info(csi->log, SUB, "created snapshot %s of %s (%" PRIu64 " bytes)",
 		   sidtext, rq->source_volume_id, bytes);
 answer:
@@ -2724,13 +2761,23 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 		conn_resolve(csi, idx, NULL, secrets, n_secrets, &conn);
 	if (sid.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
 		return ENOENT;   /* unknown, and nowhere to look */
-	if (root_open(csi, &sid, &conn, secrets, n_secrets, &root, &st) != OBJFS_RPC_OK)
-		return ECONNREFUSED;
-	snaprec_key(&sid, key, sizeof(key));
-	err = objfs_kv_load(root.store, key, &rec);
-	if (err == 0)
-		err = snapshot_new(idtext, &rec, snap);
-	root_close(&root);
+	if (root_open(csi, &sid, &conn, secrets, n_secrets, &root, &st) != OBJFS_RPC_OK) {
+		err = ECONNREFUSED;
+	} else {
+		snaprec_key(&sid, key, sizeof(key));
+		err = objfs_kv_load(root.store, key, &rec);
+		if (err == 0)
+			err = snapshot_new(idtext, &rec, snap);
+		root_close(&root);
+	}
+	/* The store does not answer (or refuses): a snapshot is immutable,
+	 * so what the index recorded once it was ready still holds. */
+	if (err != 0 && err != ENOENT && err != ENOMEM && idx != NULL &&
+	    objfs_kv_get(idx, "ready") != NULL) {
+		objfs_debug(csi->log, SUB, "snapshot %s from the index: %s", idtext,
+			    objfs_strerror(err));
+		err = snapshot_new(idtext, idx, snap);
+	}
 	objfs_kv_release(&rec);
 	return err;
 }

@@ -733,6 +733,82 @@ static void test_create_bucket_with_secrets(void **state)
 	pbfree(r);
 }
 
+static void test_bucket_snapshot_secrets(void **state)
+{
+	struct env *e = *state;
+	struct create_args a = { .name = "pvc-bs" };
+	Csi__V1__CreateVolumeResponse *v;
+	Csi__V1__CreateSnapshotRequest cq = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__CreateSnapshotResponse *c;
+	Csi__V1__ListSnapshotsRequest lq = CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	Csi__V1__ListSnapshotsResponse *l;
+	Csi__V1__DeleteSnapshotRequest dq = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
+	struct objfs_rpc_status st;
+	struct objfs_store *b;
+	struct kvs sec = { .n = 0 };
+	char path[400];
+	const ProtobufCMessageDescriptor *pd =
+		&csi__v1__create_volume_request__parameters_entry__descriptor;
+	const ProtobufCMessageDescriptor *sd =
+		&csi__v1__create_volume_request__secrets_entry__descriptor;
+
+	kvs_add(&a.params, pd, "bucket", "vols");
+	kvs_add(&a.params, pd, "endpoint", e->endpoint);
+	kvs_add(&a.secrets, sd, "accessKeyID", TEST_AK);
+	kvs_add(&a.secrets, sd, "secretAccessKey", TEST_SK);
+	assert_int_equal(create(e, &a, &v, &st), OBJFS_RPC_OK);
+	snprintf(path, sizeof(path), "%s/buckets/vols", e->dir);
+	assert_int_equal(objfs_local_store_create(path, NULL, &b), 0);
+	fill(b, "pvc-bs", 4);
+	kvs_add(&sec, &csi__v1__create_snapshot_request__secrets_entry__descriptor,
+		"accessKeyID", TEST_AK);
+	kvs_add(&sec, &csi__v1__create_snapshot_request__secrets_entry__descriptor,
+		"secretAccessKey", TEST_SK);
+	cq.name = "snap-bs";
+	cq.source_volume_id = v->volume->volume_id;
+	/* Without the keys the bucket refuses. */
+	assert_int_equal(call(e, "CreateSnapshot", &cq.base,
+			      &csi__v1__create_snapshot_response__descriptor, &c, &st),
+			 OBJFS_RPC_PERMISSION_DENIED);
+	cq.n_secrets = sec.n;
+	cq.secrets = (Csi__V1__CreateSnapshotRequest__SecretsEntry **)sec.p;
+	assert_int_equal(call(e, "CreateSnapshot", &cq.base,
+			      &csi__v1__create_snapshot_response__descriptor, &c, &st),
+			 OBJFS_RPC_OK);
+	assert_string_equal(c->snapshot->snapshot_id, "objfs1:snap:s3:vols:snap-bs");
+	assert_int_equal(c->snapshot->size_bytes, 32);
+	check_fill(b, ".objfs-snapshots/snap-bs", 4);
+	/* Listed with no secrets: the index remembers the ready snapshot. */
+	assert_int_equal(call(e, "ListSnapshots", &lq.base,
+			      &csi__v1__list_snapshots_response__descriptor, &l, &st),
+			 OBJFS_RPC_OK);
+	assert_int_equal(l->n_entries, 1);
+	assert_int_equal(l->entries[0]->snapshot->size_bytes, 32);
+	assert_int_equal(l->entries[0]->snapshot->creation_time->seconds,
+			 c->snapshot->creation_time->seconds);
+	assert_true(l->entries[0]->snapshot->ready_to_use);
+	pbfree(l);
+	dq.snapshot_id = c->snapshot->snapshot_id;
+	dq.n_secrets = sec.n;
+	dq.secrets = (Csi__V1__DeleteSnapshotRequest__SecretsEntry **)sec.p;
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
+			 OBJFS_RPC_OK);
+	assert_int_equal(count_keys(b, ".objfs-snapshots/"), 0);
+	assert_int_equal(call(e, "ListSnapshots", &lq.base,
+			      &csi__v1__list_snapshots_response__descriptor, &l, &st),
+			 OBJFS_RPC_OK);
+	assert_int_equal(l->n_entries, 0);
+	pbfree(l);
+	/* Deleted and unknown to the index, no endpoint to look: OK again. */
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
+			 OBJFS_RPC_OK);
+	pbfree(c);
+	pbfree(v);
+	objfs_store_destroy(b);
+}
+
 static void test_ca_bundle_secret(void **state)
 {
 	struct env *e = *state;
@@ -1503,6 +1579,7 @@ int main(void)
 		T(test_create_invalid),
 		T(test_create_long_name),
 		T(test_create_bucket_with_secrets),
+		T(test_bucket_snapshot_secrets),
 		T(test_ca_bundle_secret),
 		T(test_default_store_on_s3),
 		T(test_delete),
