@@ -1189,12 +1189,14 @@ static int index_add(struct objfs_csi *csi, const char *dir, const char *ndir,
 	return err;
 }
 
-/* Adds the snapshot facts of rec to the id entry of id, marked ready. */
+/* Copies the facts of a record (capacity; snapshot size, time, source)
+ * into the id entry of id; ready marks a snapshot as cut. */
 static int index_merge(struct objfs_csi *csi, const char *dir, const char *id,
-		       const struct objfs_kv *rec)
+		       const struct objfs_kv *rec, bool ready)
 {
 	static const char *const keys[] = {
-		"size_bytes", "csi.created_sec", "csi.created_nsec", "source_volume_id",
+		"capacity_bytes", "size_bytes", "csi.created_sec", "csi.created_nsec",
+		"source_volume_id",
 	};
 	struct objfs_kv kv = OBJFS_KV_INIT;
 	char key[OBJFS_KEY_MAX];
@@ -1210,7 +1212,7 @@ static int index_merge(struct objfs_csi *csi, const char *dir, const char *id,
 		if (v != NULL)
 			err = objfs_kv_set(&kv, keys[i], v);
 	}
-	if (err == 0)
+	if (err == 0 && ready)
 		err = objfs_kv_set(&kv, "ready", "1");
 	if (err == 0) {
 		hash_key(key, sizeof(key), dir, id);
@@ -1561,7 +1563,7 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__CreateVolumeRequest *rq = (const Csi__V1__CreateVolumeRequest *)req;
 	Csi__V1__CreateVolumeResponse *r = NULL;
-	struct objfs_kv rec = OBJFS_KV_INIT, ctxkv = OBJFS_KV_INIT;
+	struct objfs_kv rec = OBJFS_KV_INIT, ctxkv = OBJFS_KV_INIT, ixkv = OBJFS_KV_INIT;
 	struct vparams p;
 	struct vsource src;
 	struct objfs_id id;
@@ -1702,10 +1704,17 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 
 	/* The index first, so that ListVolumes-driven cleanup can find what a
 	 * failed create left; the record last. */
+	snprintf(num, sizeof(num), "%" PRIu64, cap);
 	err = context_record(csi, &id, &conn, &p, &ctxkv);
 	if (err == 0)
+		err = objfs_kv_set(&ixkv, "capacity_bytes", num);
+	if (err == 0 && src.text[0] != '\0')
+		err = objfs_kv_set(&ixkv, "csi.source", src.text);
+	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
+		err = objfs_kv_set(&ixkv, ctxkv.items[i].key, ctxkv.items[i].value);
+	if (err == 0)
 		err = index_add(csi, IDX_VOLUMES, IDX_VOLUME_NAMES, idtext,
-				rq->name, &ctxkv);
+				rq->name, &ixkv);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot write the index for", idtext);
 		goto out;
@@ -1767,6 +1776,7 @@ out:
 	root_close(&root);
 	objfs_kv_release(&rec);
 	objfs_kv_release(&ctxkv);
+	objfs_kv_release(&ixkv);
 	return code;
 }
 
@@ -2037,7 +2047,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	struct root root;
 	struct conn conn;
 	char msg[OBJFS_RPC_MSG_MAX + 64];
-	bool healthy = false;
+	bool abnormal = true;
 	int err;
 
 	*vol = NULL;
@@ -2050,25 +2060,45 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 		conn_resolve(csi, idx, NULL, NULL, 0, &conn);
 	if (id.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
 		return ENOENT;   /* unknown, and nowhere to look */
-	if (root_open(csi, &id, &conn, NULL, 0, &root, &st) != OBJFS_RPC_OK) {
+	if (id.store == OBJFS_ID_BUCKET && (csi->cfg.store.s3.access_key == NULL ||
+					    csi->cfg.store.s3.access_key[0] == '\0')) {
+		/* Keys come with the secrets, which this call lacks. */
+		err = EIO;
+		abnormal = false;
+		snprintf(msg, sizeof(msg), "condition not checked: the controller has no keys of its own for bucket %s and this call carries no secrets",
+			 id.bucket);
+	} else if (root_open(csi, &id, &conn, NULL, 0, &root, &st) != OBJFS_RPC_OK) {
 		err = EIO;
 		snprintf(msg, sizeof(msg), "cannot reach the volume's store: %s", st.msg);
+		if (st.code == OBJFS_RPC_PERMISSION_DENIED ||
+		    st.code == OBJFS_RPC_UNAUTHENTICATED) {
+			abnormal = false;
+			snprintf(msg, sizeof(msg), "condition not checked: bucket %s refuses the controller's own keys and this call carries no secrets",
+				 id.bucket);
+		}
 	} else {
 		err = volrec_load_live(root.store, &id, &rec);
-		healthy = err == 0;
-		if (err == 0)
+		if (err == 0) {
+			abnormal = false;
 			snprintf(msg, sizeof(msg), "volume record readable in its store");
-		else
+		} else if (err == EACCES || err == EPERM) {
+			/* The bucket takes keys from the secrets, which this
+			 * call does not carry: unknown is not abnormal. */
+			abnormal = false;
+			snprintf(msg, sizeof(msg), "condition not checked: bucket %s refuses the controller's own keys and this call carries no secrets",
+				 id.bucket);
+		} else {
 			snprintf(msg, sizeof(msg), "cannot read the volume record: %s",
 				 objfs_strerror(err));
+		}
 	}
 	root_close(&root);
 	if (err == ENOENT) {
 		objfs_kv_release(&rec);
 		return ENOENT;
 	}
-	/* A store that does not answer: report the volume as abnormal with
-	 * what the index knows (capacity unknown). */
+	/* A store that does not answer: report the volume with what the
+	 * index knows. */
 	if (err != 0 && idx != NULL)
 		err = volume_new(idtext, idx, vol);
 	else if (err != 0)
@@ -2077,7 +2107,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 		err = volume_new(idtext, &rec, vol);
 	objfs_kv_release(&rec);
 	if (err == 0)
-		err = condition_new(!healthy, msg, cond);
+		err = condition_new(abnormal, msg, cond);
 	if (err != 0) {
 		if (*vol != NULL)
 			protobuf_c_message_free_unpacked(&(*vol)->base, NULL);
@@ -2472,6 +2502,10 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 			code = store_fail(csi, st, err, "cannot write the record of", rq->volume_id);
 			goto out;
 		}
+		err = index_merge(csi, IDX_VOLUMES, rq->volume_id, &rec, false);
+		if (err != 0)
+			objfs_warn(csi->log, SUB, "volume %s: cannot update the index: %s",
+				   rq->volume_id, objfs_strerror(err));
 		objfs_info(csi->log, SUB, "expanded volume %s from %" PRIu64 " to %" PRIu64 " bytes",
 			   rq->volume_id, have, want);
 		have = want;
@@ -2649,7 +2683,7 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 	}
 	/* The index learns what the record says, so that listing works
 	 * when the bucket refuses the plugin's own keys.  Best effort. */
-	err = index_merge(csi, IDX_SNAPSHOTS, sidtext, &rec);
+	err = index_merge(csi, IDX_SNAPSHOTS, sidtext, &rec, true);
 	if (err != 0)
 		objfs_warn(csi->log, SUB, "snapshot %s: cannot update the index: %s",
 			   sidtext, objfs_strerror(err));

@@ -192,12 +192,16 @@ def main():
             assert exp.capacity_bytes == 3 * GIB and not exp.node_expansion_required
             assert "capacity_bytes=%d\n" % (3 * GIB) in store.get("it/pvc-life/.objfs/volume").decode()
             # No secrets on ControllerGetVolume and no keys in the plugin:
-            # the volume is reported, abnormal, with the reason.
+            # Swift refuses; the volume is reported from the index, its
+            # condition "not checked" (not abnormal), the expanded size.
             g = ctrl.ControllerGetVolume(pb.ControllerGetVolumeRequest(volume_id=v.volume_id),
                                          timeout=30)
             assert g.volume.volume_id == v.volume_id
+            assert g.volume.capacity_bytes == 3 * GIB, g
+            assert dict(g.volume.volume_context) == ctx, g
             assert g.status.HasField("volume_condition"), g
-            assert g.status.volume_condition.message, g
+            assert not g.status.volume_condition.abnormal, g
+            assert "not checked" in g.status.volume_condition.message, g
             delete(v.volume_id)
             assert store.list("it/pvc-life/") == []
             delete(v.volume_id)   # again: OK

@@ -714,11 +714,39 @@ static void test_create_bucket_with_secrets(void **state)
 	assert_present(b, "k8s/pvc-s3/.objfs/volume");
 
 	/* ControllerGetVolume carries no secrets: with the plugin's keys
-	 * (none here) the store refuses, and the volume is abnormal. */
+	 * (none here) the store refuses; the index still knows the volume,
+	 * whose condition is not checked (which is not abnormal). */
 	assert_int_equal(get_vol(e, r->volume->volume_id, &g, &st), OBJFS_RPC_OK);
-	assert_true(g->status->volume_condition->abnormal);
+	assert_false(g->status->volume_condition->abnormal);
+	assert_non_null(strstr(g->status->volume_condition->message, "not checked"));
+	assert_int_equal(g->volume->capacity_bytes, (int64_t)GIB);
 	assert_string_equal(ctx_get(g->volume, "source"), "s3://vols/k8s/pvc-s3");
 	pbfree(g);
+	/* Expansion (with the keys) reaches the index too. */
+	{
+		Csi__V1__ControllerExpandVolumeRequest xq = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+		Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+		struct kvs xs = { .n = 0 };
+
+		kvs_add(&xs, &csi__v1__controller_expand_volume_request__secrets_entry__descriptor,
+			"accessKeyID", TEST_AK);
+		kvs_add(&xs, &csi__v1__controller_expand_volume_request__secrets_entry__descriptor,
+			"secretAccessKey", TEST_SK);
+		xq.volume_id = r->volume->volume_id;
+		cr.required_bytes = 2 * (int64_t)GIB;
+		xq.capacity_range = &cr;
+		assert_int_equal(call(e, "ControllerExpandVolume", &xq.base,
+				      &csi__v1__controller_expand_volume_response__descriptor,
+				      NULL, &st), OBJFS_RPC_PERMISSION_DENIED);
+		xq.n_secrets = xs.n;
+		xq.secrets = (Csi__V1__ControllerExpandVolumeRequest__SecretsEntry **)xs.p;
+		assert_int_equal(call(e, "ControllerExpandVolume", &xq.base,
+				      &csi__v1__controller_expand_volume_response__descriptor,
+				      NULL, &st), OBJFS_RPC_OK);
+		assert_int_equal(get_vol(e, r->volume->volume_id, &g, &st), OBJFS_RPC_OK);
+		assert_int_equal(g->volume->capacity_bytes, 2 * (int64_t)GIB);
+		pbfree(g);
+	}
 
 	/* DeleteVolume gets only the id and secrets: the endpoint comes from
 	 * the index. */
