@@ -1573,7 +1573,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	char digest[HASH_HEX + 1], other[OBJFS_ID_MAX + 1], msg[256];
 	char created[32], num[32];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
-	const char *locks[2] = { lk_name, lk_id };
+	char lk_src[OBJFS_ID_MAX + 8];
+	const char *locks[3] = { lk_name, lk_id, NULL };
 	const char *v;
 	struct timespec ts;
 	uint64_t cap = 0, have = 0;
@@ -1617,7 +1618,14 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 
 	snprintf(lk_name, sizeof(lk_name), "vn:%s", rq->name);
 	snprintf(lk_id, sizeof(lk_id), "v:%s", idtext);
-	err = busy_claim(csi->controller, locks, 2);
+	/* The source too: no delete may empty it while it is copied. */
+	if (src.text[0] != '\0') {
+		snprintf(lk_src, sizeof(lk_src), "%s:%s",
+			 src.id.type == OBJFS_ID_SNAPSHOT ? "s" : "v",
+			 strchr(src.text, ':') + 1);
+		locks[2] = lk_src;
+	}
+	err = busy_claim(csi->controller, locks, 3);
 	if (err == EBUSY)
 		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
 				      "an operation on volume %.128s is in progress", rq->name);
@@ -1772,7 +1780,7 @@ answer:
 	code = OBJFS_RPC_OK;
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 2);
+		busy_release(csi->controller, locks, 3);
 	root_close(&root);
 	objfs_kv_release(&rec);
 	objfs_kv_release(&ctxkv);
@@ -2540,8 +2548,9 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 	char sidtext[OBJFS_ID_MAX + 1], key[OBJFS_KEY_MAX];
 	char src[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX], other[OBJFS_ID_MAX + 1];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
+	char lk_src[OBJFS_ID_MAX + 8];
 	char created[32], num[32];
-	const char *locks[2] = { lk_name, lk_id };
+	const char *locks[3] = { lk_name, lk_id, lk_src };
 	const char *v;
 	enum objfs_rpc_code code;
 	struct timespec ts;
@@ -2569,7 +2578,9 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 
 	snprintf(lk_name, sizeof(lk_name), "sn:%s", rq->name);
 	snprintf(lk_id, sizeof(lk_id), "s:%s", sidtext);
-	err = busy_claim(csi->controller, locks, 2);
+	/* The source volume too: no delete or second copy while cutting. */
+	snprintf(lk_src, sizeof(lk_src), "v:%s", rq->source_volume_id);
+	err = busy_claim(csi->controller, locks, 3);
 	if (err == EBUSY)
 		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
 				      "an operation on snapshot %.128s is in progress", rq->name);
@@ -2699,7 +2710,7 @@ answer:
 	code = OBJFS_RPC_OK;
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 2);
+		busy_release(csi->controller, locks, 3);
 	root_close(&root);
 	objfs_kv_release(&rec);
 	objfs_kv_release(&vrec);

@@ -61,7 +61,9 @@
  *
  * Concurrency: calls on the same volume/snapshot name or id are
  * serialised by an in-progress set; the second concurrent call answers
- * ABORTED.  Different volumes proceed in parallel.
+ * ABORTED.  A snapshot or clone also claims its source while it copies
+ * (a delete of the source, or a second snapshot of it at that moment,
+ * answers ABORTED).  Different volumes proceed in parallel.
  */
 #ifndef OBJFS_CSI_CONTROLLER_H
 #define OBJFS_CSI_CONTROLLER_H

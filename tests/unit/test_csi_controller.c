@@ -1527,6 +1527,45 @@ static void test_concurrent_same_name(void **state)
 	assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_OK);
 }
 
+struct bg_snap {
+	struct env *e;
+	const char *src;
+	enum objfs_rpc_code code;
+};
+
+static void *bg_snapshot(void *arg)
+{
+	struct bg_snap *b = arg;
+	Csi__V1__CreateSnapshotResponse *r = NULL;
+	struct objfs_rpc_status st;
+
+	b->code = snap(b->e, "snap-busy", b->src, &r, &st);
+	pbfree(r);
+	return NULL;
+}
+
+static void test_snapshot_claims_source(void **state)
+{
+	struct env *e = *state;
+	char *src = create_simple(e, "pvc-busy");
+	struct bg_snap b = { e, src, OBJFS_RPC_UNKNOWN };
+	struct objfs_rpc_status st;
+	pthread_t t;
+
+	fill(e->local, "pvc-busy", 4);
+	objfs_fault_delay(e->fault, OBJFS_FOP_COPY, 100);
+	assert_int_equal(pthread_create(&t, NULL, bg_snapshot, &b), 0);
+	usleep(150 * 1000);
+	/* While the volume is being copied it cannot be deleted. */
+	assert_int_equal(delete_vol(e, src, NULL, &st), OBJFS_RPC_ABORTED);
+	pthread_join(t, NULL);
+	objfs_fault_reset(e->fault);
+	assert_int_equal(b.code, OBJFS_RPC_OK);
+	check_fill(e->local, ".objfs-snapshots/snap-busy", 4);
+	assert_int_equal(delete_vol(e, src, NULL, &st), OBJFS_RPC_OK);
+	free(src);
+}
+
 static void test_create_fault_and_retry(void **state)
 {
 	struct env *e = *state;
@@ -1621,6 +1660,7 @@ int main(void)
 		T(test_snapshots_and_clones),
 		T(test_list_snapshots),
 		T(test_concurrent_same_name),
+		T(test_snapshot_claims_source),
 		T(test_create_fault_and_retry),
 	};
 	return cmocka_run_group_tests_name("csi_controller", tests, NULL, NULL);
