@@ -398,6 +398,7 @@ int main(int argc, char **argv)
 	cc.store.s3.access_key = o.creds.access_key;
 	cc.store.s3.secret_key = o.creds.secret_key;
 	cc.store.s3.session_token = o.creds.session_token;
+	cc.store_open = objfs_store_stack_create;
 	err = objfs_csi_create(&cc, store, log, &csi);
 	store = NULL;
 	if (err != 0) {
