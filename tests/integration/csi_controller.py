@@ -385,8 +385,18 @@ def main():
                         tail = f.read()[-2000:].decode("utf-8", "replace")
                     raise AssertionError("container server did not come back:\n" + tail)
                 time.sleep(0.5)
-            # The retried delete completes the job.
-            delete(v.volume_id)
+            # The retried delete completes the job.  Like external-provisioner,
+            # retry while the store still answers UNAVAILABLE (a restarted
+            # Swift server can refuse requests for a while), bounded in time.
+            deadline = time.time() + 90
+            while True:
+                try:
+                    delete(v.volume_id)
+                    break
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.UNAVAILABLE or time.time() > deadline:
+                        raise
+                    time.sleep(2)
             assert store.list("it/pvc-fail/") == []
             csilib.expect_error(ctrl.ValidateVolumeCapabilities, grpc.StatusCode.NOT_FOUND,
                                 pb.ValidateVolumeCapabilitiesRequest(
