@@ -122,7 +122,10 @@ int main(int argc, char **argv)
 	int opt, err, rc = 1;
 	unsigned j;
 
-	while ((opt = getopt(argc, argv, "s:p:j:u")) != -1) {
+	for (;;) {
+		opt = getopt(argc, argv, "s:p:j:u");
+		if (opt == -1)
+			break;
 		switch (opt) {
 		case 's': size_mib = strtoull(optarg, NULL, 10); break;
 		case 'p': part_mib = strtoull(optarg, NULL, 10); break;

@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "csi/driver.h"
+#include "csi/mounter.h"
 #include "csi/server.h"
 
 #define SHUTDOWN_GRACE_MS 10000
@@ -41,6 +42,7 @@ struct options {
 	const char *s3_ca_file;
 	const char *credentials_file;
 	const char *mount_program;
+	const char *mount_runner;
 	unsigned mount_memory_mib;
 	unsigned threads;
 	int dry_run;
@@ -83,7 +85,16 @@ static const char usage_text[] =
 "  --threads N             calls served at once (default 16)\n"
 "  --dry-run               check the arguments and configuration, then exit\n"
 "  --help                  show this help\n"
-"  --version               show the version\n";
+"  --version               show the version\n"
+"\n"
+"Environment (node):\n"
+"  OBJFS_MOUNT_RUNNER      fork (default: mount processes double-forked in\n"
+"                          their own session) or host-systemd (transient\n"
+"                          units of the host's systemd via /run/systemd:\n"
+"                          they survive the plugin's container, MemoryMax\n"
+"                          enforces --mount-memory-mib)\n"
+"  OBJFS_MOUNT_RUNTIME_DIR with host-systemd: the host directory holding\n"
+"                          objfs-mount.sh (default --mount-program)\n";
 
 enum {
 	OPT_ENDPOINT = 256, OPT_NODE_ID, OPT_MODE, OPT_LOG_LEVEL, OPT_STATE_DIR,
@@ -282,6 +293,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 		rc = 1;
 		goto out;
 	}
+	o->mount_runner = getenv("OBJFS_MOUNT_RUNNER");
+	if (o->mount_runner != NULL && o->mount_runner[0] != '\0' &&
+	    strcmp(o->mount_runner, "fork") != 0 &&
+	    strcmp(o->mount_runner, "host-systemd") != 0) {
+		rc = usage_error("OBJFS_MOUNT_RUNNER must be fork or host-systemd, not \"%s\"",
+				 o->mount_runner);
+		goto out;
+	}
+	if (o->mount_program == NULL && o->mount_runner != NULL &&
+	    strcmp(o->mount_runner, "host-systemd") == 0 &&
+	    getenv("OBJFS_MOUNT_RUNTIME_DIR") != NULL) {
+		snprintf(o->mount_program_buf, sizeof(o->mount_program_buf),
+			 "%s/objfs-mount.sh", getenv("OBJFS_MOUNT_RUNTIME_DIR"));
+		o->mount_program = o->mount_program_buf;
+	}
 	if (o->mount_program == NULL)
 		default_mount_program(o);
 out:
@@ -362,6 +388,8 @@ int main(int argc, char **argv)
 	cc.kubelet_dir = o.kubelet_dir;
 	cc.mount_program = o.mount_program;
 	cc.mount_memory_mib = o.mount_memory_mib;
+	if (o.mount_runner != NULL && strcmp(o.mount_runner, "host-systemd") == 0)
+		cc.mounter = objfs_csi_mounter_host_systemd();
 	cc.store.url = o.store_url;
 	cc.store.s3.endpoint = o.s3_endpoint;
 	cc.store.s3.region = o.s3_region;
@@ -370,6 +398,7 @@ int main(int argc, char **argv)
 	cc.store.s3.access_key = o.creds.access_key;
 	cc.store.s3.secret_key = o.creds.secret_key;
 	cc.store.s3.session_token = o.creds.session_token;
+	cc.store_open = objfs_store_stack_create;
 	err = objfs_csi_create(&cc, store, log, &csi);
 	store = NULL;
 	if (err != 0) {

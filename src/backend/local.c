@@ -1033,6 +1033,26 @@ static int item_cmp(const void *a, const void *b)
 	return bytes_cmp(x->skey, x->sklen, y->skey, y->sklen);
 }
 
+/* Opens the directory at path (relative to the root; "" is the root).
+ * 0 or an errno; a missing directory is ENOENT. */
+static int dir_open(struct local *L, const char *path, DIR **out)
+{
+	int fd, err;
+
+	*out = NULL;
+	fd = openat(L->rootfd, path[0] != '\0' ? path : ".",
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOTDIR ? ENOENT : errno;
+	*out = fdopendir(fd);
+	if (*out == NULL) {
+		err = errno;
+		close(fd);
+		return err;
+	}
+	return 0;
+}
+
 /* Reads the on-disk directory `path` (continuation directories included)
  * into it.  comp is the component prefix carried by continuations and rel
  * the on-disk path from the logical directory.  A directory that vanished
@@ -1046,18 +1066,11 @@ static int read_logical(struct local *L, const char *path, const char *comp,
 	DIR *d = NULL;
 	size_t nlen, dlen;
 	char suffix;
-	int fd, err = 0;
+	int err = 0;
 
-	fd = openat(L->rootfd, path[0] != '\0' ? path : ".",
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		err = errno;
-		close(fd);
-		return err;
-	}
+	err = dir_open(L, path, &d);
+	if (err != 0)
+		return err == ENOENT ? 0 : err;
 	memcpy(cbuf, comp, clen);
 	for (;;) {
 		errno = 0;
@@ -1257,18 +1270,12 @@ static int any_key(struct local *L, const char *path, bool *found)
 	struct dirent *de;
 	DIR *d = NULL;
 	size_t n;
-	int fd, err = 0;
+	int err = 0;
 
 	*found = false;
-	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		err = errno;
-		close(fd);
-		goto out;
-	}
+	err = dir_open(L, path, &d);
+	if (err != 0)
+		return err == ENOENT ? 0 : err;
 	/* on the heap: this recurses once per key component */
 	sub = malloc(PATH_MAX);
 	if (sub == NULL) {
@@ -1652,22 +1659,15 @@ static void remove_flat_dir(struct local *L, const char *path)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
-	fd = openat(L->rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (dir_open(L, path, &d) != 0)
 		return;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
 	for (;;) {
 		de = readdir(d);
 		if (de == NULL)
 			break;
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			unlinkat(fd, de->d_name, 0);
+			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
 	unlinkat(L->rootfd, path, AT_REMOVEDIR);
@@ -1694,14 +1694,9 @@ static void sweep_tmp(struct local *L)
 	DIR *d;
 	int fd;
 
-	fd = openat(L->rootfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (dir_open(L, TMP_DIR, &d) != 0)
 		return;
-	d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
+	fd = dirfd(d);
 	for (;;) {
 		de = readdir(d);
 		if (de == NULL)

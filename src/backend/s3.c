@@ -21,7 +21,9 @@
  *     status and S3 error code only).
  *   - Swift quirks handled here: DeleteObjects needs Content-MD5 (always
  *     sent); a continuation token Swift did not issue gives a 500 (mapped to
- *     EINVAL when the token is not even base64, which no server issues).
+ *     EINVAL when the token is not even base64, which no server issues);
+ *     PUT with If-None-Match is 501 (then, once per store, replaced by a
+ *     HEAD before the PUT: best effort, as backend.h allows).
  */
 #include "config.h"
 
@@ -41,6 +43,7 @@
 
 #include "backend/backend.h"
 #include "backend/s3_errors.h"
+#include "backend/s3_internal.h"
 #include "backend/s3_sign.h"
 #include "backend/s3_xml.h"
 #include "common/errors.h"
@@ -54,6 +57,8 @@
 /* Objects above this are copied with UploadPartCopy. */
 #define S3_COPY_MAX OBJFS_MPU_MAX_PART
 #define S3_COPY_PART (1ULL << 30)
+/* Stall timeout multiplier for requests that do server-side work. */
+#define S3_SLOW_FACTOR 4
 
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
@@ -71,6 +76,8 @@ struct s3_ctx {
 	long connect_timeout_ms;
 	long low_speed_s;
 	unsigned max_conn;
+	int no_cond_put;         /* the server refused If-None-Match on PUT
+				    (Swift: 501); atomic */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -91,6 +98,8 @@ struct s3_req {
 	const struct objfs_source *src;          /* body, or NULL */
 	const char *payload_hash;                /* NULL: computed */
 	bool want_body;                          /* keep a 2xx body (XML) */
+	bool slow;                               /* server-side work before
+						    the first response byte */
 
 	/* response */
 	const struct objfs_sink *sink;           /* 2xx data, or NULL */
@@ -681,8 +690,14 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	}
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS,
+			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
 	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
@@ -690,7 +705,11 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, c->low_speed_s);
+	/* DeleteObjects, CompleteMultipartUpload and copies may work for a
+	 * long time before answering (Swift sends no keep-alive bytes). */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+			 r->slow ? S3_SLOW_FACTOR * c->low_speed_s :
+			 c->low_speed_s);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
@@ -896,30 +915,23 @@ out:
 	return rc;
 }
 
-static int s3_put(struct objfs_store *s, const char *key,
-		  const struct objfs_source *src,
-		  const struct objfs_put_opts *opts,
-		  struct objfs_obj_info *info)
+static int put_once(struct objfs_store *s, const char *key,
+		    const struct objfs_source *src,
+		    const struct objfs_put_opts *opts, bool if_none_match,
+		    struct objfs_obj_info *info)
 {
 	struct s3_req r;
 	int rc;
 
-	rc = objfs_key_valid(key);
-	if (rc != 0)
-		return rc;
-	if (src == NULL)
-		return EINVAL;
-	if (src->size > OBJFS_MPU_MAX_PART)
-		return EFBIG;
 	req_init(&r, "PUT", key);
 	r.src = src;
 	rc = req_meta(&r, opts ? opts->meta : NULL,
 		      opts ? opts->content_type : NULL);
-	if (rc == 0 && opts != NULL && opts->if_none_match)
+	if (rc == 0 && if_none_match)
 		rc = req_header(&r, "", "If-None-Match", "*");
 	if (rc == 0)
 		rc = s3_perform(s, &r);
-	if (rc == ESTALE && opts != NULL && opts->if_none_match)
+	if (rc == ESTALE && if_none_match)
 		rc = EEXIST;
 	if (rc == 0 && info != NULL) {
 		objfs_obj_info_release(info);
@@ -929,6 +941,42 @@ static int s3_put(struct objfs_store *s, const char *key,
 	}
 	req_release(&r);
 	return rc;
+}
+
+static int s3_put(struct objfs_store *s, const char *key,
+		  const struct objfs_source *src,
+		  const struct objfs_put_opts *opts,
+		  struct objfs_obj_info *info)
+{
+	struct s3_ctx *c = s->ctx;
+	bool cond = opts != NULL && opts->if_none_match;
+	int rc;
+
+	rc = objfs_key_valid(key);
+	if (rc != 0)
+		return rc;
+	if (src == NULL)
+		return EINVAL;
+	if (src->size > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+	if (cond && __atomic_load_n(&c->no_cond_put, __ATOMIC_RELAXED) == 0) {
+		rc = put_once(s, key, src, opts, true, info);
+		if (rc != ENOSYS)
+			return rc;
+		/* Not implemented by this server: remember, fall back. */
+		__atomic_store_n(&c->no_cond_put, 1, __ATOMIC_RELAXED);
+		objfs_info(s->log, "s3", "server refuses conditional PUT; "
+			   "checking existence first instead");
+	}
+	if (cond) {
+		/* Best effort: a racing writer can slip in between. */
+		rc = s3_head(s, key, NULL);
+		if (rc == 0)
+			return EEXIST;
+		if (rc != ENOENT)
+			return rc;
+	}
+	return put_once(s, key, src, opts, false, info);
 }
 
 static bool is_base64(const char *s)
@@ -1017,9 +1065,10 @@ static int s3_mpu_abort(struct objfs_store *s, const char *key,
 
 /* CopyObject is limited to 5 GiB: bigger objects are copied part by part
  * with UploadPartCopy, each part conditional on the source ETag seen. */
-static int copy_multipart(struct objfs_store *s, const char *src,
-			  const char *dst, const struct objfs_copy_opts *opts,
-			  struct objfs_obj_info *info)
+int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
+			    const char *dst,
+			    const struct objfs_copy_opts *opts,
+			    uint64_t part_size, struct objfs_obj_info *info)
 {
 	struct s3_ctx *c = s->ctx;
 	struct objfs_obj_info sinfo = OBJFS_OBJ_INFO_INIT;
@@ -1043,7 +1092,15 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 		popts.meta = &sinfo.meta;
 		popts.content_type = sinfo.content_type;
 	}
-	n = (size_t)((sinfo.size + S3_COPY_PART - 1) / S3_COPY_PART);
+	if (part_size < OBJFS_MPU_MIN_PART || part_size > OBJFS_MPU_MAX_PART) {
+		rc = EINVAL;
+		goto out;
+	}
+	n = (size_t)((sinfo.size + part_size - 1) / part_size);
+	if (n > OBJFS_MPU_MAX_PARTS) {
+		rc = EFBIG;
+		goto out;
+	}
 	if (n == 0)
 		n = 1;
 	parts = calloc(n, sizeof(*parts));
@@ -1055,8 +1112,8 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 	if (rc != 0)
 		goto out;
 	for (i = 0; i < n && rc == 0; i++) {
-		uint64_t a = (uint64_t)i * S3_COPY_PART;
-		uint64_t b = a + S3_COPY_PART - 1;
+		uint64_t a = (uint64_t)i * part_size;
+		uint64_t b = a + part_size - 1;
 		char num[16], range[64];
 		struct s3_req r;
 
@@ -1067,6 +1124,7 @@ static int copy_multipart(struct objfs_store *s, const char *src,
 			 (unsigned long long)a, (unsigned long long)b);
 		req_init(&r, "PUT", dst);
 		r.want_body = true;
+		r.slow = true;
 		req_param(&r, "partNumber", num);
 		req_param(&r, "uploadId", upload_id);
 		rc = copy_source_header(&r, c, src);
@@ -1116,6 +1174,7 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 		return EINVAL;
 	req_init(&r, "PUT", dst);
 	r.want_body = true;
+	r.slow = true;
 	rc = copy_source_header(&r, c, src);
 	if (rc == 0)
 		rc = req_header(&r, "", "x-amz-metadata-directive",
@@ -1147,7 +1206,8 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 		struct objfs_obj_info sinfo = OBJFS_OBJ_INFO_INIT;
 
 		if (s3_head(s, src, &sinfo) == 0 && sinfo.size > S3_COPY_MAX)
-			rc = copy_multipart(s, src, dst, opts, info);
+			rc = objfs_s3_copy_multipart(s, src, dst, opts,
+						     S3_COPY_PART, info);
 		objfs_obj_info_release(&sinfo);
 	}
 out:
@@ -1215,6 +1275,7 @@ static int del_batch(struct objfs_store *s, const char *const *keys, size_t n,
 	}
 	req_init(&r, "POST", NULL);
 	r.want_body = true;
+	r.slow = true;
 	req_param(&r, "delete", NULL);
 	objfs_source_mem(&src, doc, len);
 	r.src = &src;
@@ -1352,6 +1413,7 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 		return rc;
 	req_init(&r, "POST", key);
 	r.want_body = true;
+	r.slow = true;
 	req_param(&r, "uploadId", upload_id);
 	objfs_source_mem(&src, doc, len);
 	r.src = &src;

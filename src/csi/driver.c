@@ -15,7 +15,9 @@
 
 #include "common/log.h"
 #include "csi.pb-c.h"
+#include "csi/controller.h"
 #include "csi/driver.h"
+#include "csi/node.h"
 
 enum service_kind {
 	SVC_IDENTITY,      /* every mode */
@@ -33,7 +35,26 @@ static const struct handler_row handlers[] = {
 	{ "/csi.v1.Identity/GetPluginCapabilities", objfs_csi_get_plugin_capabilities },
 	{ "/csi.v1.Identity/Probe", objfs_csi_probe },
 	/* -- controller (controller.c) -- */
+	{ "/csi.v1.Controller/CreateVolume", objfs_csi_create_volume },
+	{ "/csi.v1.Controller/DeleteVolume", objfs_csi_delete_volume },
+	{ "/csi.v1.Controller/ValidateVolumeCapabilities", objfs_csi_validate_volume_capabilities },
+	{ "/csi.v1.Controller/ListVolumes", objfs_csi_list_volumes },
+	{ "/csi.v1.Controller/ControllerGetVolume", objfs_csi_controller_get_volume },
+	{ "/csi.v1.Controller/GetCapacity", objfs_csi_get_capacity },
+	{ "/csi.v1.Controller/ControllerGetCapabilities", objfs_csi_controller_get_capabilities },
+	{ "/csi.v1.Controller/ControllerExpandVolume", objfs_csi_controller_expand_volume },
+	{ "/csi.v1.Controller/CreateSnapshot", objfs_csi_create_snapshot },
+	{ "/csi.v1.Controller/DeleteSnapshot", objfs_csi_delete_snapshot },
+	{ "/csi.v1.Controller/ListSnapshots", objfs_csi_list_snapshots },
+	{ "/csi.v1.Controller/GetSnapshot", objfs_csi_get_snapshot },
 	/* -- node (node.c) -- */
+	{ "/csi.v1.Node/NodeStageVolume", objfs_csi_node_stage_volume },
+	{ "/csi.v1.Node/NodeUnstageVolume", objfs_csi_node_unstage_volume },
+	{ "/csi.v1.Node/NodePublishVolume", objfs_csi_node_publish_volume },
+	{ "/csi.v1.Node/NodeUnpublishVolume", objfs_csi_node_unpublish_volume },
+	{ "/csi.v1.Node/NodeGetVolumeStats", objfs_csi_node_get_volume_stats },
+	{ "/csi.v1.Node/NodeGetCapabilities", objfs_csi_node_get_capabilities },
+	{ "/csi.v1.Node/NodeGetInfo", objfs_csi_node_get_info },
 };
 
 static const struct {
@@ -152,7 +173,17 @@ int objfs_csi_create(const struct objfs_csi_config *cfg,
 	if (err != 0)
 		goto fail;
 	/* -- controller state: create here when the mode serves it -- */
+	if ((csi->cfg.mode & OBJFS_CSI_MODE_CONTROLLER) != 0) {
+		err = objfs_csi_controller_create(csi, &csi->controller);
+		if (err != 0)
+			goto fail;
+	}
 	/* -- node state: create here when the mode serves it -- */
+	if (mode_serves(csi->cfg.mode, SVC_NODE)) {
+		err = objfs_csi_node_create(csi, cfg->mounter, &csi->node);
+		if (err != 0)
+			goto fail;
+	}
 	*out = csi;
 	return 0;
 fail:
@@ -165,7 +196,9 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 	if (csi == NULL)
 		return;
 	/* -- node state: destroy here -- */
+	objfs_csi_node_destroy(csi->node);
 	/* -- controller state: destroy here -- */
+	objfs_csi_controller_destroy(csi->controller);
 	free_methods(csi->methods, csi->n_methods);
 	objfs_store_destroy(csi->store);
 	free(csi);

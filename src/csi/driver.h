@@ -21,6 +21,7 @@
 struct objfs_log;
 struct objfs_csi_controller;   /* controller.c: controller-side state */
 struct objfs_csi_node;         /* node.c: node-side state */
+struct objfs_csi_mounter;      /* mounter.h: what the node asks of the OS */
 
 #define OBJFS_CSI_DRIVER_NAME "objfs.csi.io"
 
@@ -44,8 +45,16 @@ struct objfs_csi_config {
 	const char *kubelet_dir;      /* node targets must lie under it */
 	const char *mount_program;    /* path of objfs-mount */
 	unsigned mount_memory_mib;    /* memory bound of each mount */
+	/* node: mounts and timings; NULL for the real ones (tests inject
+	 * a fake).  Borrowed. */
+	const struct objfs_csi_mounter *mounter;
 	/* The default store (url, S3 settings, credentials, retries). */
 	struct objfs_store_config store;
+	/* Opens the store of a bucket named by StorageClass parameters
+	 * (objfs-csi: objfs_store_stack_create; tests inject their own).
+	 * NULL: volumes can live only in the default store. */
+	int (*store_open)(const struct objfs_store_config *cfg,
+			  struct objfs_log *log, struct objfs_store **out);
 };
 
 struct objfs_csi {

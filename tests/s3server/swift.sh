@@ -199,6 +199,7 @@ use = egg:swift#s3api
 location = $REGION
 max_upload_part_num = 10000
 max_multi_delete_objects = 1000
+multi_delete_concurrency = 8
 
 [filter:tempauth]
 use = egg:swift#tempauth

@@ -27,8 +27,14 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "backend/backend.h"
+#include "backend/s3_internal.h"
+#include "common/log.h"
 
 /* ---- the canned server ------------------------------------------------- */
 
@@ -371,6 +377,55 @@ static void test_error_mapping(void **state)
 	canned_stop(cs);
 }
 
+/* Debug logging of failures and transport errors never shows the secret
+ * key, the session token or the signature. */
+static void test_no_secrets_in_logs(void **state)
+{
+	static const char *const r[] = {
+		RESP("403 Forbidden", "")
+		"<Error><Code>SignatureDoesNotMatch</Code><Message>x</Message>"
+		"</Error>",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s = NULL;
+	struct objfs_log *log;
+	char ep[64], buf[65536];
+	ssize_t n;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	log = objfs_log_create(p[1], OBJFS_LOG_DEBUG);
+	assert_non_null(log);
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", cs->port);
+	cfg.endpoint = ep;
+	cfg.bucket = "bkt";
+	cfg.path_style = true;
+	cfg.access_key = "AKIDPUBLIC";
+	cfg.secret_key = "TOPSECRETKEY";
+	cfg.session_token = "TOPSECRETTOKEN";
+	assert_int_equal(objfs_s3_store_create(&cfg, log, &s), 0);
+	canned_set(cs, r, 1);
+	assert_int_equal(objfs_store_head(s, "k", &info), EACCES);
+	/* The token is sent (and signed), the secret never is. */
+	assert_non_null(strcasestr(cs->req,
+				   "\r\nx-amz-security-token: TOPSECRETTOKEN"));
+	assert_non_null(strstr(cs->req, "x-amz-security-token, Signature="));
+	assert_null(strstr(cs->req, "TOPSECRETKEY"));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+	objfs_log_destroy(log);
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	assert_true(n > 0);     /* something was logged */
+	buf[n] = '\0';
+	assert_null(strstr(buf, "TOPSECRET"));
+	assert_null(strstr(buf, "Signature"));
+}
+
 static void test_range_ignored(void **state)
 {
 	/* A server that ignores Range and sends the whole object. */
@@ -462,6 +517,153 @@ static void test_delete_many_shape(void **state)
 	assert_non_null(strstr(cs->req, "<Key>c&amp;d</Key>"));
 	objfs_store_destroy(s);
 	canned_stop(cs);
+}
+
+/* ---- TLS: a self-signed 127.0.0.1 server -------------------------------- */
+
+struct tls_srv {
+	int lfd;
+	int port;
+	SSL_CTX *ctx;
+	pthread_t thr;
+	int conns;              /* connections to serve, then exit */
+};
+
+static void *tls_main(void *arg)
+{
+	struct tls_srv *t = arg;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nETag: \"tls\"\r\n"
+		"Content-Length: 7\r\nConnection: close\r\n\r\n";
+	int i;
+
+	for (i = 0; i < t->conns; i++) {
+		char buf[8192];
+		size_t n = 0;
+		int fd = accept(t->lfd, NULL, NULL);
+		SSL *ssl;
+
+		if (fd < 0)
+			break;
+		ssl = SSL_new(t->ctx);
+		SSL_set_fd(ssl, fd);
+		if (SSL_accept(ssl) == 1) {
+			while (n < sizeof(buf) - 1) {
+				int r = SSL_read(ssl, buf + n,
+						 (int)(sizeof(buf) - 1 - n));
+
+				if (r <= 0)
+					break;
+				n += (size_t)r;
+				buf[n] = '\0';
+				if (strstr(buf, "\r\n\r\n") != NULL)
+					break;
+			}
+			SSL_write(ssl, resp, (int)strlen(resp));
+			SSL_shutdown(ssl);
+		}
+		SSL_free(ssl);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* A P-256 key and a self-signed certificate for IP 127.0.0.1, the
+ * certificate also written to cert_path (PEM). */
+static SSL_CTX *tls_ctx(const char *cert_path)
+{
+	EVP_PKEY *key = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name;
+	X509_EXTENSION *ext;
+	X509V3_CTX v3;
+	SSL_CTX *ctx;
+	FILE *f;
+
+	assert_non_null(key);
+	assert_non_null(x);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, key);
+	name = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+				   (const unsigned char *)"127.0.0.1", -1, -1,
+				   0);
+	X509_set_issuer_name(x, name);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name,
+				  "IP:127.0.0.1");
+	assert_non_null(ext);
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints,
+				  "critical,CA:TRUE");
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
+	f = fopen(cert_path, "w");
+	assert_non_null(f);
+	assert_int_equal(PEM_write_X509(f, x), 1);
+	fclose(f);
+	ctx = SSL_CTX_new(TLS_server_method());
+	assert_non_null(ctx);
+	assert_int_equal(SSL_CTX_use_certificate(ctx, x), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
+	X509_free(x);
+	EVP_PKEY_free(key);
+	return ctx;
+}
+
+static void test_tls(void **state)
+{
+	char cert[] = "/tmp/objfs-tls-XXXXXX";
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s = NULL;
+	struct tls_srv t;
+	char ep[64];
+	int fd;
+
+	(void)state;
+	fd = mkstemp(cert);
+	assert_true(fd >= 0);
+	close(fd);
+	memset(&t, 0, sizeof(t));
+	t.ctx = tls_ctx(cert);
+	t.lfd = listen_any(&t.port);
+	t.conns = 3;
+	assert_int_equal(pthread_create(&t.thr, NULL, tls_main, &t), 0);
+	snprintf(ep, sizeof(ep), "https://127.0.0.1:%d", t.port);
+	cfg.endpoint = ep;
+	cfg.bucket = "b";
+	cfg.path_style = true;
+	cfg.access_key = "a";
+	cfg.secret_key = "s";
+
+	/* Verification is on by default: an unknown CA is refused. */
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), EACCES);
+	objfs_store_destroy(s);
+	/* The private CA given as ca_file is trusted. */
+	cfg.ca_file = cert;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), 0);
+	assert_string_equal(info.etag, "\"tls\"");
+	assert_int_equal(info.size, 7);
+	objfs_store_destroy(s);
+	/* Or verification is skipped when explicitly asked. */
+	cfg.ca_file = NULL;
+	cfg.insecure_skip_verify = true;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), 0);
+	objfs_store_destroy(s);
+
+	pthread_join(t.thr, NULL);
+	close(t.lfd);
+	SSL_CTX_free(t.ctx);
+	unlink(cert);
+	objfs_obj_info_release(&info);
 }
 
 /* ---- against a real server (store_s3.sh) --------------------------------- */
@@ -573,6 +775,120 @@ static void test_live_odd_keys(void **state)
 	objfs_store_destroy(s);
 }
 
+static void test_live_conditional(void **state)
+{
+	struct objfs_put_opts po = { NULL, NULL, true };
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts go = { 0, OBJFS_LEN_ALL, NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store *s;
+	struct objfs_source src, empty;
+	struct objfs_sink sink;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 2);
+	objfs_source_mem(&src, "abc", 3);
+	objfs_source_mem(&empty, "", 0);
+	objfs_sink_membuf(&sink, &mb);
+	(void)objfs_store_del(s, "cond/k");
+	/* If-None-Match: * creates once, then refuses. */
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, &info), 0);
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, NULL), EEXIST);
+	/* If-Match with the current ETag reads, a stale one is ESTALE. */
+	go.if_match = info.etag;
+	assert_int_equal(objfs_store_get(s, "cond/k", &go, &sink, NULL), 0);
+	assert_int_equal(mb.len, 3);
+	go.if_match = "\"00000000000000000000000000000000\"";
+	assert_int_equal(objfs_store_get(s, "cond/k", &go, &sink, NULL),
+			 ESTALE);
+	/* An empty object reads as empty, also with a range from 0. */
+	assert_int_equal(objfs_store_put(s, "cond/empty", &empty, NULL, NULL),
+			 0);
+	go.if_match = NULL;
+	go.len = 10;
+	mb.len = 0;
+	assert_int_equal(objfs_store_get(s, "cond/empty", &go, &sink, &info),
+			 0);
+	assert_int_equal(mb.len, 0);
+	assert_int_equal(info.size, 0);
+	assert_int_equal(objfs_store_del(s, "cond/k"), 0);
+	assert_int_equal(objfs_store_del(s, "cond/empty"), 0);
+	/* Deleting again is fine. */
+	assert_int_equal(objfs_store_del(s, "cond/k"), 0);
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+}
+
+static void test_live_copy_parts(void **state)
+{
+	const size_t size = 11u << 20;
+	struct objfs_meta meta = OBJFS_META_INIT, meta2 = OBJFS_META_INIT;
+	struct objfs_put_opts po = { &meta, "text/x-test", false };
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_store *s;
+	struct objfs_source src;
+	struct objfs_sink sink;
+	char *data;
+	size_t i;
+
+	(void)state;
+	if (!have_live())
+		return;
+	s = live_store(NULL, 2);
+	data = malloc(size);
+	assert_non_null(data);
+	for (i = 0; i < size; i++)
+		data[i] = (char)(i * 7 + i / 4096);
+	assert_int_equal(objfs_meta_set(&meta, "color", "blue"), 0);
+	objfs_source_mem(&src, data, size);
+	assert_int_equal(objfs_store_put(s, "cp/src", &src, &po, NULL), 0);
+
+	/* Three UploadPartCopy parts (5 + 5 + 1 MiB), metadata kept. */
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst a+b",
+						 &co, 5u << 20, &info), 0);
+	assert_int_equal(info.size, size);
+	assert_true(strstr(info.etag, "-3") != NULL);
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "cp/dst a+b", NULL, &sink, &info),
+			 0);
+	assert_int_equal(mb.len, size);
+	assert_memory_equal(mb.data, data, size);
+	assert_string_equal(objfs_meta_get(&info.meta, "color"), "blue");
+	assert_string_equal(info.content_type, "text/x-test");
+
+	/* REPLACE takes the new metadata; a stale source ETag is ESTALE. */
+	assert_int_equal(objfs_meta_set(&meta2, "color", "red"), 0);
+	co.directive = OBJFS_META_REPLACE;
+	co.meta = &meta2;
+	co.content_type = "text/plain";
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst2", &co,
+						 5u << 20, NULL), 0);
+	assert_int_equal(objfs_store_head(s, "cp/dst2", &info), 0);
+	assert_string_equal(objfs_meta_get(&info.meta, "color"), "red");
+	co.if_match = "\"0123\"";
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/src", "cp/dst3", &co,
+						 5u << 20, NULL), ESTALE);
+	assert_int_equal(objfs_s3_copy_multipart(s, "cp/missing", "cp/dst3",
+						 &co, 5u << 20, NULL), ENOENT);
+	{
+		const char *keys[] = { "cp/src", "cp/dst a+b", "cp/dst2" };
+		size_t failed = 0;
+
+		assert_int_equal(objfs_store_del_many(s, keys, 3, &failed), 0);
+	}
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+	objfs_meta_release(&meta);
+	objfs_meta_release(&meta2);
+	free(data);
+	objfs_store_destroy(s);
+}
+
 struct worker {
 	struct objfs_store *s;
 	int id;
@@ -643,10 +959,14 @@ int main(void)
 		cmocka_unit_test(test_list_query),
 		cmocka_unit_test(test_error_mapping),
 		cmocka_unit_test(test_range_ignored),
+		cmocka_unit_test(test_no_secrets_in_logs),
 		cmocka_unit_test(test_multipart_shapes),
 		cmocka_unit_test(test_delete_many_shape),
+		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_live_wrong_secret),
 		cmocka_unit_test(test_live_odd_keys),
+		cmocka_unit_test(test_live_conditional),
+		cmocka_unit_test(test_live_copy_parts),
 		cmocka_unit_test(test_live_threads),
 	};
 

@@ -1,0 +1,20 @@
+/*
+ * s3_internal.h - S3 leaf internals exposed to its tests only.
+ */
+#ifndef OBJFS_S3_INTERNAL_H
+#define OBJFS_S3_INTERNAL_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* The copy path for objects over 5 GiB, with a chosen part size (s3.c uses
+ * 1 GiB): HEAD src, create an upload of dst (metadata per opts->directive),
+ * UploadPartCopy each range conditional on the ETag seen, complete (abort
+ * on failure).  s must be an S3 leaf.  0 or an errno. */
+int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
+			    const char *dst,
+			    const struct objfs_copy_opts *opts,
+			    uint64_t part_size, struct objfs_obj_info *info);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * kvtext.h - small key=value text documents kept as objects: the volume
+ * record, the snapshot record and the controller's index entries.
+ *
+ * Format (the one of src/common/volrec.h, so objfs-mount reads the volume
+ * record the controller writes): one key=value per line; blank lines and
+ * lines starting with '#' are ignored; a key is 1..127 bytes of
+ * [A-Za-z0-9._/-]; a value runs to the end of the line and holds no CR,
+ * LF or NUL.  Order is kept.  A document is at most OBJFS_KV_MAX bytes.
+ *
+ * The controller keeps this apart from volrec.c (branch fs) only until
+ * that lands; both read and write the same text.
+ */
+#ifndef OBJFS_CSI_KVTEXT_H
+#define OBJFS_CSI_KVTEXT_H
+
+#include <stddef.h>
+
+struct objfs_store;
+
+#define OBJFS_KV_MAX (64 * 1024)
+#define OBJFS_KV_KEY_MAX 127
+
+struct objfs_kv_item {
+	char *key;
+	char *value;
+};
+
+/* OBJFS_KV_INIT is empty; every string is owned: objfs_kv_release(). */
+struct objfs_kv {
+	struct objfs_kv_item *items;
+	size_t n;
+};
+#define OBJFS_KV_INIT { NULL, 0 }
+
+/* Sets (replaces or appends) key=value, copying both.  0, EINVAL (bad key
+ * or value) or ENOMEM. */
+int objfs_kv_set(struct objfs_kv *kv, const char *key, const char *value);
+/* The value of key or NULL; owned by kv. */
+const char *objfs_kv_get(const struct objfs_kv *kv, const char *key);
+/* 0 when value may be stored (no CR, LF; at most OBJFS_KV_MAX / 4 bytes). */
+int objfs_kv_value_valid(const char *value);
+void objfs_kv_release(struct objfs_kv *kv);
+
+/* Parses len bytes into *out (empty).  0, EINVAL or ENOMEM. */
+int objfs_kv_parse(const char *text, size_t len, struct objfs_kv *out);
+/* Formats kv after a "# comment" line into *out (malloc'ed, NUL-ended,
+ * caller frees); *len without the NUL.  0, EINVAL, EFBIG or ENOMEM. */
+int objfs_kv_format(const struct objfs_kv *kv, const char *comment,
+		    char **out, size_t *len);
+
+/* Reads object key of s into *out (empty).  ENOENT when absent, else the
+ * store's errno or the parser's. */
+int objfs_kv_load(struct objfs_store *s, const char *key, struct objfs_kv *out);
+/* Writes (creates or replaces) object key.  0 or an errno. */
+int objfs_kv_save(struct objfs_store *s, const char *key,
+		  const struct objfs_kv *kv, const char *comment);
+
+#endif

@@ -1,0 +1,2019 @@
+/*
+ * node.c - the CSI Node service (see node.h).
+ *
+ * State of a volume on this node:
+ *
+ *   (none) --NodeStageVolume--> STAGED: one objfs-mount process serves the
+ *       volume at staging_target_path; a record names it (records.h).
+ *   STAGED --NodePublishVolume--> + a bind mount of the staging path at
+ *       target_path (read-only when asked); one per pod, added to the record.
+ *   NodeUnpublishVolume removes one bind mount; NodeUnstageVolume unmounts
+ *       the staging path, waits for the process to flush and exit (then
+ *       SIGTERM, SIGKILL, abort of the FUSE connection) and drops the record.
+ *
+ * Invariants:
+ *  - Every record on disk names a volume this plugin staged and not yet
+ *    unstaged; the in-memory list mirrors the records.
+ *  - At most one call (or repair) works on a volume at a time: a call finds
+ *    the volume id in `busy` and answers ABORTED.  The busy holder alone
+ *    changes the volume's record; it swaps in a new record under `lock`, so
+ *    NodeGetVolumeStats (which takes no busy mark) reads a consistent one.
+ *  - Mount processes are not children of objfs-csi (mounter.c): stopping
+ *    or restarting the plugin leaves them running; at start the records
+ *    are loaded and the watchdog's first pass repairs what broke meanwhile.
+ *  - A repair never waits on a dead or hung FUSE connection: it stops the
+ *    process, aborts the connection, detaches (MNT_DETACH) every bind mount
+ *    and the staging mount, starts a new process and binds every target
+ *    again (bind mounts of a dead connection keep pointing at it).
+ *  - Secrets never reach a log line, an error message, argv or environ.
+ *
+ * Paths: staging and target paths must be absolute, free of "..", and lie
+ * under the kubelet directory once symbolic links in their parents are
+ * resolved; the last component must not be a symbolic link.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/creds.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "csi.pb-c.h"
+#include "csi/node.h"
+#include "csi/pb.h"
+#include "csi/records.h"
+
+/* objfs-mount -o option names (see objfs-mount --help). */
+#define MOPT_ALLOW_OTHER "allow_other"
+#define MOPT_RO "ro"
+#define MOPT_GID "gid="
+#define MOPT_UMASK_GROUP "umask=0002"
+#define MOPT_MEMORY "mem_limit="
+#define MOPT_ENDPOINT "endpoint="
+#define MOPT_REGION "region="
+#define MOPT_ADDRESSING "addressing="
+#define MOPT_CA_FILE "ca_file="
+
+#define OPTS_MAX 4096
+#define FP_MAX (OPTS_MAX + PATH_MAX + 512)
+#define COND_MAX 512
+#define DETACH_TRIES 8
+
+/* Secret keys of NodeStageVolume. */
+#define SECRET_ACCESS_KEY "accessKeyID"
+#define SECRET_SECRET_KEY "secretAccessKey"
+#define SECRET_SESSION_TOKEN "sessionToken"
+
+struct vol {
+	struct vol *next;
+	struct objfs_node_rec rec;      /* mirrors the record on disk */
+	struct objfs_creds creds;       /* stage secrets; empty: the plugin's */
+	bool abnormal;                  /* set by a failed repair */
+	char cond[COND_MAX];
+	unsigned failed_repairs;        /* in a row; the watchdog backs off */
+	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
+};
+
+struct busy {
+	struct busy *next;
+	char id[];
+};
+
+struct objfs_csi_node {
+	struct objfs_csi *csi;                  /* borrowed */
+	struct objfs_log *log;                  /* borrowed */
+	struct objfs_csi_mounter m;
+	char kubelet[PATH_MAX];                 /* canonical kubelet dir */
+	char rec_dir[PATH_MAX];                 /* "" when no state dir */
+	char tmp_dir[PATH_MAX];
+	char log_dir[PATH_MAX];                 /* "" when no state dir */
+	pthread_mutex_t lock;                   /* protects everything below */
+	pthread_cond_t wake;
+	struct vol *vols;
+	struct busy *busy;
+	bool stopping;
+	bool watchdog_running;
+	pthread_t watchdog;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static struct objfs_csi_node *node_of(void *ctx)
+{
+	return ((struct objfs_csi *)ctx)->node;
+}
+
+static bool empty(const char *s)
+{
+	return s == NULL || s[0] == '\0';
+}
+
+static bool streq(const char *a, const char *b)
+{
+	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+/* Appends s to buf (cap), with a comma when buf is not empty.  ENOSPC. */
+static int opt_add(char *buf, size_t cap, const char *s)
+{
+	size_t len = strlen(buf);
+	int n;
+
+	if (empty(s))
+		return 0;
+	n = snprintf(buf + len, cap - len, "%s%s", len > 0 ? "," : "", s);
+	if (n < 0 || (size_t)n >= cap - len) {
+		buf[len] = '\0';
+		return ENOSPC;
+	}
+	return 0;
+}
+
+static int opt_add2(char *buf, size_t cap, const char *key, const char *val)
+{
+	char tmp[OPTS_MAX];
+
+	if (empty(val))
+		return 0;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s", key, val) >= sizeof(tmp))
+		return ENOSPC;
+	return opt_add(buf, cap, tmp);
+}
+
+/* A value that may go into the -o list: printable, no comma or blank. */
+static bool opt_value_ok(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s <= ' ' || *s == ',' || *s == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* One user-given option (mountOptions, mount_flags): key[=value] of safe
+ * characters, and none of the ones the plugin owns. */
+static bool user_opt_ok(const char *s, size_t n)
+{
+	static const char *const reserved[] = { "ready_fd", "credentials_file" };
+	size_t i, klen;
+
+	if (n == 0)
+		return true;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || strchr("_.:/=+-@", c) != NULL))
+			return false;
+	}
+	klen = strcspn(s, "=");
+	if (klen > n)
+		klen = n;
+	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		if (strlen(reserved[i]) == klen && strncmp(s, reserved[i], klen) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* Adds a comma-separated list of user options to buf.  EINVAL or ENOSPC. */
+static int opt_add_list(char *buf, size_t cap, const char *list)
+{
+	char item[OPTS_MAX];
+	const char *p = list;
+
+	while (p != NULL && *p != '\0') {
+		const char *comma = strchr(p, ',');
+		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		int err;
+
+		if (n >= sizeof(item) || !user_opt_ok(p, n))
+			return EINVAL;
+		memcpy(item, p, n);
+		item[n] = '\0';
+		err = opt_add(buf, cap, item);
+		if (err != 0)
+			return err;
+		p = comma != NULL ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+/* FNV-1a of the sorted key=value pairs of a map field. */
+static uint64_t map_hash(void *const *entries, size_t n)
+{
+	const struct objfs_pb_map_entry *sorted[64];
+	uint64_t h = 1469598103934665603ULL;
+	size_t i, j, m = n < 64 ? n : 64;
+
+	for (i = 0; i < m; i++)
+		sorted[i] = entries[i];
+	for (i = 1; i < m; i++) {
+		const struct objfs_pb_map_entry *e = sorted[i];
+
+		for (j = i; j > 0 && strcmp(sorted[j - 1]->key, e->key) > 0; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = e;
+	}
+	for (i = 0; i < m; i++) {
+		const char *parts[2] = { sorted[i]->key, sorted[i]->value };
+		size_t k;
+
+		for (k = 0; k < 2; k++) {
+			const unsigned char *p = (const unsigned char *)parts[k];
+
+			for (; p != NULL && *p != '\0'; p++) {
+				h ^= *p;
+				h *= 1099511628211ULL;
+			}
+			h ^= 0xff;
+			h *= 1099511628211ULL;
+		}
+	}
+	return h;
+}
+
+/* ---- busy marks -------------------------------------------------------- */
+
+static bool busy_acquire(struct objfs_csi_node *n, const char *id)
+{
+	struct busy *b;
+	size_t len = strlen(id) + 1;
+	bool ok = true;
+
+	pthread_mutex_lock(&n->lock);
+	for (b = n->busy; b != NULL; b = b->next) {
+		if (strcmp(b->id, id) == 0) {
+			ok = false;
+			goto out;
+		}
+	}
+	b = malloc(sizeof(*b) + len);
+	if (b == NULL) {
+		ok = false;
+		goto out;
+	}
+	memcpy(b->id, id, len);
+	b->next = n->busy;
+	n->busy = b;
+out:
+	pthread_mutex_unlock(&n->lock);
+	return ok;
+}
+
+static void busy_release(struct objfs_csi_node *n, const char *id)
+{
+	struct busy **pp;
+
+	pthread_mutex_lock(&n->lock);
+	for (pp = &n->busy; *pp != NULL; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, id) == 0) {
+			struct busy *b = *pp;
+
+			*pp = b->next;
+			free(b);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* ---- volumes ------------------------------------------------------------ */
+
+/* Under lock. */
+static struct vol *find_vol(struct objfs_csi_node *n, const char *id)
+{
+	struct vol *v;
+
+	for (v = n->vols; v != NULL; v = v->next) {
+		if (strcmp(v->rec.volume_id, id) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+static void vol_free(struct vol *v)
+{
+	if (v == NULL)
+		return;
+	objfs_node_rec_release(&v->rec);
+	objfs_creds_release(&v->creds);
+	free(v);
+}
+
+static int creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
+{
+	int err = 0;
+
+	memset(dst, 0, sizeof(*dst));
+	if (src->access_key != NULL)
+		err = objfs_creds_set(dst, "access_key_id", src->access_key);
+	if (err == 0 && src->secret_key != NULL)
+		err = objfs_creds_set(dst, "secret_access_key", src->secret_key);
+	if (err == 0 && src->session_token != NULL)
+		err = objfs_creds_set(dst, "session_token", src->session_token);
+	if (err != 0)
+		objfs_creds_release(dst);
+	return err;
+}
+
+/* A snapshot of a volume taken under lock by its busy holder. */
+static int vol_snapshot(struct objfs_csi_node *n, const char *id,
+			struct objfs_node_rec *rec, struct objfs_creds *creds)
+{
+	struct vol *v;
+	int err = ENOENT;
+
+	memset(rec, 0, sizeof(*rec));
+	if (creds != NULL)
+		memset(creds, 0, sizeof(*creds));
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL) {
+		err = objfs_node_rec_copy(rec, &v->rec);
+		if (err == 0 && creds != NULL) {
+			err = creds_copy(creds, &v->creds);
+			if (err != 0)
+				objfs_node_rec_release(rec);
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+	return err;
+}
+
+/* Saves rec to disk, then swaps it into the volume (the busy holder's). */
+static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
+{
+	struct vol *v;
+	int err = 0;
+
+	if (n->rec_dir[0] != '\0')
+		err = objfs_node_rec_save(n->rec_dir, rec);
+	if (err != 0) {
+		objfs_error(n->log, "node", "cannot save the record of volume %s: %s",
+			    rec->volume_id, objfs_strerror(err));
+		return err;
+	}
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, rec->volume_id);
+	if (v != NULL) {
+		struct objfs_node_rec old = v->rec;
+
+		v->rec = *rec;
+		memset(rec, 0, sizeof(*rec));
+		objfs_node_rec_release(&old);
+	}
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets the condition a volume reports besides its live checks; an
+ * abnormal one set by a failed repair also delays the next try (1 s, 2 s,
+ * 4 s ... 60 s), so a store that is down is not hammered. */
+static void vol_set_condition(struct objfs_csi_node *n, const char *id,
+			      bool abnormal, const char *msg)
+{
+	struct vol *v;
+
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL) {
+		v->abnormal = abnormal;
+		snprintf(v->cond, sizeof(v->cond), "%s", msg != NULL ? msg : "");
+		if (!abnormal) {
+			v->failed_repairs = 0;
+			v->next_repair_ms = 0;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void vol_repair_failed(struct objfs_csi_node *n, const char *id)
+{
+	struct vol *v;
+	long long delay;
+
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL) {
+		if (v->failed_repairs < 16)
+			v->failed_repairs++;
+		delay = 1000LL << (v->failed_repairs - 1);
+		v->next_repair_ms = now_ms() + (delay > 60000 ? 60000 : delay);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+static bool vol_repair_due(struct objfs_csi_node *n, const char *id)
+{
+	struct vol *v;
+	bool due = false;
+
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, id);
+	if (v != NULL)
+		due = v->next_repair_ms == 0 || now_ms() >= v->next_repair_ms;
+	pthread_mutex_unlock(&n->lock);
+	return due;
+}
+
+/* ---- paths ------------------------------------------------------------- */
+
+/* Lexically normalises path (absolute, no ".."), into out. */
+static int normalise(const char *path, char *out, size_t cap)
+{
+	const char *p = path;
+	size_t len = 0;
+
+	if (path[0] != '/')
+		return EINVAL;
+	out[0] = '\0';
+	while (*p != '\0') {
+		const char *start;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		start = p;
+		while (*p != '\0' && *p != '/')
+			p++;
+		n = (size_t)(p - start);
+		if (n == 0 || (n == 1 && start[0] == '.'))
+			continue;
+		if (n == 2 && start[0] == '.' && start[1] == '.')
+			return EXDEV;
+		if (len + n + 2 > cap)
+			return ENAMETOOLONG;
+		out[len++] = '/';
+		memcpy(out + len, start, n);
+		len += n;
+		out[len] = '\0';
+	}
+	if (len == 0) {
+		if (cap < 2)
+			return ENAMETOOLONG;
+		out[0] = '/';
+		out[1] = '\0';
+	}
+	return 0;
+}
+
+/* Resolves symbolic links in the parents of the normalised path norm: the
+ * deepest existing ancestor through realpath(), the rest appended. */
+static int resolve_parents(const char *norm, char *out, size_t cap)
+{
+	char probe[PATH_MAX], real[PATH_MAX];
+	const char *tail;
+	char *slash;
+	size_t plen;
+
+	if ((size_t)snprintf(probe, sizeof(probe), "%s", norm) >= sizeof(probe))
+		return ENAMETOOLONG;
+	slash = strrchr(probe, '/');
+	*slash = '\0';              /* probe: the parent ("" for /x) */
+	for (;;) {
+		if (realpath(probe[0] != '\0' ? probe : "/", real) != NULL)
+			break;
+		if (errno != ENOENT && errno != ENOTDIR)
+			return errno;
+		slash = strrchr(probe, '/');
+		if (slash == NULL)
+			return ENOENT;
+		*slash = '\0';
+	}
+	plen = strlen(probe);
+	tail = norm + plen;         /* starts with '/' */
+	if (strcmp(real, "/") == 0)
+		real[0] = '\0';
+	if ((size_t)snprintf(out, cap, "%s%s", real, tail) >= cap)
+		return ENAMETOOLONG;
+	return 0;
+}
+
+static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
+				   const char *path, char *out, size_t cap,
+				   enum objfs_rpc_code code, struct objfs_rpc_status *st)
+{
+	char norm[PATH_MAX];
+	size_t klen = strlen(n->kubelet);
+	struct objfs_csi_mount_info mi;
+	struct stat sb;
+	int err;
+
+	err = normalise(path, norm, sizeof(norm));
+	if (err == EINVAL)
+		return objfs_rpc_fail(st, code, "%s \"%s\" is not an absolute path",
+				      field, path);
+	if (err == EXDEV)
+		return objfs_rpc_fail(st, code, "%s \"%s\" must not contain \"..\"",
+				      field, path);
+	if (err != 0)
+		return objfs_rpc_fail(st, code, "%s is too long", field);
+	err = resolve_parents(norm, out, cap);
+	if (err != 0)
+		return objfs_rpc_fail(st, code, "%s \"%s\": cannot resolve its parent: %s",
+				      field, path, objfs_strerror(err));
+	if (strncmp(out, n->kubelet, klen) != 0 || out[klen] != '/' ||
+	    out[klen + 1] == '\0')
+		return objfs_rpc_fail(st, code, "%s \"%s\" is outside the kubelet directory %s",
+				      field, path, n->kubelet);
+	/* A mount point is no symbolic link; and an lstat() there would ask
+	 * the mounted filesystem, which may hang. */
+	if (n->m.ops->mount_info(n->m.ctx, out, &mi) != 0 &&
+	    lstat(out, &sb) == 0 && S_ISLNK(sb.st_mode))
+		return objfs_rpc_fail(st, code, "%s \"%s\" is a symbolic link", field, path);
+	return OBJFS_RPC_OK;
+}
+
+/* ---- capabilities ------------------------------------------------------ */
+
+static bool mode_reader_only(int mode)
+{
+	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
+	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
+}
+
+/* Modes that allow one publication per node only (CSI's second table). */
+static bool mode_single_target(int mode)
+{
+	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER ||
+	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
+	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER;
+}
+
+static enum objfs_rpc_code check_capability(const Csi__V1__VolumeCapability *cap,
+					    struct objfs_rpc_status *st)
+{
+	const Csi__V1__VolumeCapability__MountVolume *m;
+	size_t i;
+
+	if (cap == NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_capability is missing");
+	if (cap->access_mode == NULL ||
+	    cap->access_mode->mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__UNKNOWN)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_capability.access_mode is missing");
+	if ((int)cap->access_mode->mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_capability.access_mode %d is unknown",
+				      (int)cap->access_mode->mode);
+	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK)
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "block access is not supported: objfs volumes are filesystems");
+	if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT ||
+	    cap->mount == NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_capability.access_type is missing (mount is required)");
+	m = cap->mount;
+	if (!empty(m->fs_type) && strcmp(m->fs_type, "objfs") != 0 &&
+	    strcmp(m->fs_type, "fuse") != 0 && strcmp(m->fs_type, "fuse.objfs") != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "fs_type \"%s\" is not supported (objfs serves its own filesystem)",
+				      m->fs_type);
+	if (!empty(m->volume_mount_group)) {
+		const char *g = m->volume_mount_group;
+
+		if (strspn(g, "0123456789") != strlen(g) || strlen(g) > 10 ||
+		    strtoul(g, NULL, 10) > 0x7fffffffUL)
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume_mount_group \"%s\" is not a numeric group id", g);
+	}
+	for (i = 0; i < m->n_mount_flags; i++) {
+		char tmp[OPTS_MAX] = "";
+
+		if (opt_add_list(tmp, sizeof(tmp), m->mount_flags[i]) != 0)
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "mount_flags[%zu] is not a list of objfs-mount options",
+					      i);
+	}
+	return OBJFS_RPC_OK;
+}
+
+static void flags_join(const Csi__V1__VolumeCapability__MountVolume *m, char *out, size_t cap)
+{
+	size_t i;
+
+	out[0] = '\0';
+	for (i = 0; i < m->n_mount_flags; i++)
+		(void)opt_add(out, cap, m->mount_flags[i]);
+}
+
+/* What a repeated NodeStageVolume must match. */
+static void stage_fingerprint(const Csi__V1__NodeStageVolumeRequest *r, char *out, size_t cap)
+{
+	const Csi__V1__VolumeCapability__MountVolume *m = r->volume_capability->mount;
+	char flags[OPTS_MAX];
+
+	flags_join(m, flags, sizeof(flags));
+	snprintf(out, cap, "mode=%d;fs=%s;group=%s;flags=%s;ctx=%016llx",
+		 (int)r->volume_capability->access_mode->mode, m->fs_type,
+		 m->volume_mount_group, flags,
+		 (unsigned long long)map_hash((void *const *)r->volume_context,
+					      r->n_volume_context));
+}
+
+/* What a repeated NodePublishVolume at the same target must match. */
+static void publish_fingerprint(const Csi__V1__NodePublishVolumeRequest *r,
+				const char *staging, char *out, size_t cap)
+{
+	const Csi__V1__VolumeCapability__MountVolume *m = r->volume_capability->mount;
+	char flags[OPTS_MAX];
+
+	flags_join(m, flags, sizeof(flags));
+	snprintf(out, cap, "mode=%d;fs=%s;group=%s;flags=%s;ro=%d;staging=%s;ctx=%016llx;pctx=%016llx",
+		 (int)r->volume_capability->access_mode->mode, m->fs_type,
+		 m->volume_mount_group, flags, r->readonly ? 1 : 0, staging,
+		 (unsigned long long)map_hash((void *const *)r->volume_context,
+					      r->n_volume_context),
+		 (unsigned long long)map_hash((void *const *)r->publish_context,
+					      r->n_publish_context));
+}
+
+/* ---- the mount of a volume --------------------------------------------- */
+
+static bool volume_id_is_path_safe(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n > 0 && n <= 253 && id[0] != '.' &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* Fills rec's source, endpoint, region, addressing, options and group from
+ * the stage request and the plugin's defaults. */
+static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
+				      const Csi__V1__NodeStageVolumeRequest *r,
+				      struct objfs_node_rec *rec,
+				      struct objfs_rpc_status *st)
+{
+	const struct objfs_csi_config *cfg = &n->csi->cfg;
+	const Csi__V1__VolumeCapability__MountVolume *m = r->volume_capability->mount;
+	void *const *ctx = (void *const *)r->volume_context;
+	const char *source = objfs_pb_map_get(ctx, r->n_volume_context, "source");
+	const char *endpoint = objfs_pb_map_get(ctx, r->n_volume_context, "endpoint");
+	const char *region = objfs_pb_map_get(ctx, r->n_volume_context, "region");
+	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
+	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
+	char src[PATH_MAX + 512];
+	char opts[OPTS_MAX] = "";
+	char num[32];
+	bool s3;
+	size_t i;
+	int err = 0;
+
+	if (empty(source)) {
+		const char *base = cfg->store.url;
+		size_t blen;
+
+		if (empty(base))
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume_context has no \"source\" and the plugin has no default store");
+		if (!volume_id_is_path_safe(r->volume_id))
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume_context has no \"source\" and volume_id \"%s\" cannot name a prefix of the default store",
+					      r->volume_id);
+		blen = strlen(base);
+		while (blen > 0 && base[blen - 1] == '/')
+			blen--;
+		if ((size_t)snprintf(src, sizeof(src), "%.*s/%s", (int)blen, base,
+				     r->volume_id) >= sizeof(src))
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "source is too long");
+		source = src;
+	}
+	if (strncmp(source, "s3://", 5) != 0 && strncmp(source, "file:///", 8) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context source \"%s\" is not s3://BUCKET/PREFIX or file:///DIR",
+				      source);
+	for (i = 0; source[i] != '\0'; i++) {
+		if ((unsigned char)source[i] < 0x20 || source[i] == 0x7f)
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume_context source has a control character");
+	}
+	s3 = strncmp(source, "s3://", 5) == 0;
+	if (empty(endpoint))
+		endpoint = cfg->store.s3.endpoint;
+	if (empty(region))
+		region = cfg->store.s3.region;
+	if (empty(addressing))
+		addressing = cfg->store.s3.path_style ? "path" : "virtual";
+	if (strcmp(addressing, "path") != 0 && strcmp(addressing, "virtual") != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context addressingStyle must be path or virtual, not \"%s\"",
+				      addressing);
+	if (!empty(endpoint) && (!opt_value_ok(endpoint) ||
+				 (strncmp(endpoint, "http://", 7) != 0 &&
+				  strncmp(endpoint, "https://", 8) != 0)))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context endpoint \"%s\" is not an http(s) URL", endpoint);
+	if (!empty(region) && !opt_value_ok(region))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context region \"%s\" is not valid", region);
+	if (s3 && empty(endpoint))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume %s has no S3 endpoint (volume_context endpoint or the plugin's --s3-endpoint)",
+				      r->volume_id);
+
+	err |= opt_add(opts, sizeof(opts), MOPT_ALLOW_OTHER);
+	if (mode_reader_only(r->volume_capability->access_mode->mode))
+		err |= opt_add(opts, sizeof(opts), MOPT_RO);
+	if (!empty(m->volume_mount_group)) {
+		err |= opt_add2(opts, sizeof(opts), MOPT_GID, m->volume_mount_group);
+		err |= opt_add(opts, sizeof(opts), MOPT_UMASK_GROUP);
+	}
+	if (cfg->mount_memory_mib != 0) {
+		/* objfs-mount's mem_limit bounds its read-ahead buffers: half
+		 * the process's budget, the rest is for threads, HTTP
+		 * connections and metadata. */
+		snprintf(num, sizeof(num), "%uM", cfg->mount_memory_mib / 2);
+		err |= opt_add2(opts, sizeof(opts), MOPT_MEMORY, num);
+	}
+	if (s3) {
+		err |= opt_add2(opts, sizeof(opts), MOPT_ENDPOINT, endpoint);
+		err |= opt_add2(opts, sizeof(opts), MOPT_REGION, region);
+		err |= opt_add2(opts, sizeof(opts), MOPT_ADDRESSING, addressing);
+		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file))
+			err |= opt_add2(opts, sizeof(opts), MOPT_CA_FILE, cfg->store.s3.ca_file);
+	}
+	if (err != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "mount options are too long");
+	if (!empty(extra)) {
+		err = opt_add_list(opts, sizeof(opts), extra);
+		if (err == EINVAL)
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume_context mountOptions \"%s\" is not a list of objfs-mount options",
+					      extra);
+	}
+	for (i = 0; err == 0 && i < m->n_mount_flags; i++)
+		err = opt_add_list(opts, sizeof(opts), m->mount_flags[i]);
+	if (err != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "mount options are too long");
+
+	if (objfs_pb_set_str(&rec->source, source) != 0 ||
+	    objfs_pb_set_str(&rec->endpoint, s3 ? endpoint : "") != 0 ||
+	    objfs_pb_set_str(&rec->region, s3 ? region : "") != 0 ||
+	    objfs_pb_set_str(&rec->addressing, s3 ? addressing : "") != 0 ||
+	    objfs_pb_set_str(&rec->options, opts) != 0 ||
+	    objfs_pb_set_str(&rec->group, m->volume_mount_group) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return OBJFS_RPC_OK;
+}
+
+/* The credentials a volume's mount gets: its stage secrets, else the
+ * plugin's own.  A view: nothing to free. */
+static struct objfs_creds creds_for(struct objfs_csi_node *n, const struct objfs_creds *vc)
+{
+	struct objfs_creds c = OBJFS_CREDS_INIT;
+
+	if (vc != NULL && vc->access_key != NULL)
+		return *vc;
+	c.access_key = (char *)n->csi->cfg.store.s3.access_key;
+	c.secret_key = (char *)n->csi->cfg.store.s3.secret_key;
+	c.session_token = (char *)n->csi->cfg.store.s3.session_token;
+	return c;
+}
+
+static void proc_of(const struct objfs_node_rec *rec, struct objfs_csi_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->pid = rec->pid;
+	p->start = rec->start;
+	if (rec->unit != NULL)
+		snprintf(p->unit, sizeof(p->unit), "%s", rec->unit);
+}
+
+/* Starts the mount process of rec at rec->staging; sets rec->pid/start. */
+static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
+		       const struct objfs_creds *vc, char *msg, size_t cap)
+{
+	struct objfs_creds c = creds_for(n, vc);
+	struct objfs_csi_mount_spec spec;
+	struct objfs_csi_proc proc;
+	char name[OBJFS_NODE_REC_NAME_MAX];
+	char log_path[PATH_MAX];
+	int err;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.program = n->csi->cfg.mount_program != NULL ? n->csi->cfg.mount_program
+							  : "objfs-mount";
+	spec.source = rec->source;
+	spec.mountpoint = rec->staging;
+	spec.options = rec->options != NULL ? rec->options : "";
+	spec.creds = c.access_key != NULL ? &c : NULL;
+	spec.work_dir = n->tmp_dir;
+	spec.timeout_ms = n->m.ready_timeout_ms;
+	spec.memory_mib = n->csi->cfg.mount_memory_mib;
+	if (n->log_dir[0] != '\0' && objfs_node_rec_name(rec->volume_id, name) == 0 &&
+	    objfs_node_rec_mkdir(n->log_dir) == 0 &&
+	    (size_t)snprintf(log_path, sizeof(log_path), "%s/%s.log", n->log_dir, name) <
+	    sizeof(log_path))
+		spec.log_path = log_path;
+	objfs_debug(n->log, "node", "starting %s -f -o %s %s %s", spec.program,
+		    spec.options, spec.source, spec.mountpoint);
+	err = n->m.ops->start(n->m.ctx, &spec, &proc, msg, cap);
+	if (err != 0)
+		return err;
+	rec->pid = proc.pid;
+	rec->start = proc.start;
+	err = objfs_pb_set_str(&rec->unit, proc.unit);
+	if (err != 0) {
+		(void)n->m.ops->stop(n->m.ctx, &proc, 0);
+		return err;
+	}
+	objfs_info(n->log, "node", "volume %s mounted at %s by process %ld",
+		   rec->volume_id, rec->staging, (long)proc.pid);
+	return 0;
+}
+
+static bool proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+{
+	struct objfs_csi_proc p;
+
+	proc_of(rec, &p);
+	return (p.pid > 0 || p.unit[0] != '\0') && n->m.ops->alive(n->m.ctx, &p);
+}
+
+/* Detaches every mount stacked at path (no waiting on the filesystem). */
+static void detach_all(struct objfs_csi_node *n, const char *path)
+{
+	struct objfs_csi_mount_info mi;
+	int i;
+
+	for (i = 0; i < DETACH_TRIES; i++) {
+		if (n->m.ops->mount_info(n->m.ctx, path, &mi) != 0)
+			break;
+		if (n->m.ops->unmount(n->m.ctx, path, true) != 0)
+			break;
+	}
+}
+
+/* Stops rec's process and removes its staging mount, never waiting on a
+ * hung daemon. */
+static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+{
+	struct objfs_csi_mount_info mi;
+	struct objfs_csi_proc p;
+
+	proc_of(rec, &p);
+	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse)
+		n->m.ops->abort_conn(n->m.ctx, mi.dev);
+	if (p.pid > 0 || p.unit[0] != '\0')
+		(void)n->m.ops->stop(n->m.ctx, &p, 0);
+	detach_all(n, rec->staging);
+}
+
+/* Creates the directory path when missing.  Never stat()s a mount point
+ * (a hung FUSE daemon would hold the call). */
+static int ensure_dir(struct objfs_csi_node *n, const char *path, bool *created)
+{
+	struct objfs_csi_mount_info mi;
+	struct stat sb;
+
+	*created = false;
+	if (mkdir(path, 0750) == 0) {
+		*created = true;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return errno;
+	if (n->m.ops->mount_info(n->m.ctx, path, &mi) == 0)
+		return 0;
+	if (lstat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+		return ENOTDIR;
+	return 0;
+}
+
+/* Binds the staging path at target (creating it).  0 or an errno. */
+static int bind_target(struct objfs_csi_node *n, const char *staging,
+		       const char *target, bool readonly)
+{
+	bool created = false;
+	int err;
+
+	err = ensure_dir(n, target, &created);
+	if (err != 0)
+		return err;
+	err = n->m.ops->bind(n->m.ctx, staging, target, readonly);
+	if (err != 0 && created)
+		rmdir(target);
+	return err;
+}
+
+/* True when target holds a bind mount of the staging mount. */
+static bool target_ok(struct objfs_csi_node *n, const char *staging, const char *target)
+{
+	struct objfs_csi_mount_info a, b;
+
+	return n->m.ops->mount_info(n->m.ctx, staging, &a) == 0 &&
+	       n->m.ops->mount_info(n->m.ctx, target, &b) == 0 && a.dev == b.dev;
+}
+
+static bool staging_ok(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+{
+	struct objfs_csi_mount_info mi;
+
+	return proc_alive(n, rec) &&
+	       n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse;
+}
+
+/* Brings rec's mounts back: a new process when the staging mount is
+ * broken, and every missing or stale bind mount again.  Updates rec (new
+ * pid).  0 or an errno (msg says why). */
+static int repair(struct objfs_csi_node *n, struct objfs_node_rec *rec,
+		  const struct objfs_creds *vc, char *msg, size_t cap)
+{
+	bool full = !staging_ok(n, rec);
+	size_t i;
+	int err = 0;
+
+	msg[0] = '\0';
+	if (full) {
+		objfs_warn(n->log, "node", "volume %s: the mount at %s is broken (process %ld %s); restarting it",
+			   rec->volume_id, rec->staging, (long)rec->pid,
+			   proc_alive(n, rec) ? "runs" : "is gone");
+		/* Bind mounts of a dead connection must go first. */
+		for (i = 0; i < rec->n_pubs; i++)
+			detach_all(n, rec->pubs[i].target);
+		kill_mount(n, rec);
+		err = start_mount(n, rec, vc, msg, cap);
+		if (err != 0)
+			return err;
+	}
+	for (i = 0; i < rec->n_pubs; i++) {
+		const struct objfs_node_pub *p = &rec->pubs[i];
+		int e;
+
+		if (!full && target_ok(n, rec->staging, p->target))
+			continue;
+		detach_all(n, p->target);
+		e = bind_target(n, rec->staging, p->target, p->readonly);
+		if (e == ENOENT) {
+			/* The pod's directory is gone: kubelet cleaned it up;
+			 * nothing to bind any more. */
+			objfs_warn(n->log, "node", "volume %s: %s no longer exists; dropping that publication",
+				   rec->volume_id, p->target);
+			objfs_node_rec_del_pub(rec, i);
+			i--;
+			continue;
+		}
+		if (e != 0) {
+			objfs_error(n->log, "node", "volume %s: cannot bind %s again: %s",
+				    rec->volume_id, p->target, objfs_strerror(e));
+			if (err == 0) {
+				err = e;
+				snprintf(msg, cap, "cannot bind %s again: %s", p->target,
+					 objfs_strerror(e));
+			}
+		} else {
+			objfs_info(n->log, "node", "volume %s: %s bound again",
+				   rec->volume_id, p->target);
+		}
+	}
+	return err;
+}
+
+static bool needs_repair(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+{
+	size_t i;
+
+	if (!staging_ok(n, rec))
+		return true;
+	for (i = 0; i < rec->n_pubs; i++) {
+		if (!target_ok(n, rec->staging, rec->pubs[i].target))
+			return true;
+	}
+	return false;
+}
+
+/* ---- NodeStageVolume ---------------------------------------------------- */
+
+static enum objfs_rpc_code read_secrets(const Csi__V1__NodeStageVolumeRequest *r,
+					struct objfs_creds *c, struct objfs_rpc_status *st)
+{
+	void *const *s = (void *const *)r->secrets;
+	const char *ak = objfs_pb_map_get(s, r->n_secrets, SECRET_ACCESS_KEY);
+	const char *sk = objfs_pb_map_get(s, r->n_secrets, SECRET_SECRET_KEY);
+	const char *tok = objfs_pb_map_get(s, r->n_secrets, SECRET_SESSION_TOKEN);
+
+	if (empty(ak) && empty(sk))
+		return OBJFS_RPC_OK;
+	if (empty(ak) || empty(sk))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "node-stage secrets need both %s and %s",
+				      SECRET_ACCESS_KEY, SECRET_SECRET_KEY);
+	if (objfs_creds_set(c, "access_key_id", ak) != 0 ||
+	    objfs_creds_set(c, "secret_access_key", sk) != 0 ||
+	    (!empty(tok) && objfs_creds_set(c, "session_token", tok) != 0))
+		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return OBJFS_RPC_OK;
+}
+
+/* The error code of a failed mount start. */
+static enum objfs_rpc_code mount_fail(struct objfs_rpc_status *st, const char *id,
+				      int err, const char *msg)
+{
+	enum objfs_rpc_code code = objfs_rpc_code_from_errno(err);
+
+	if (err == EIO)
+		code = OBJFS_RPC_INTERNAL;
+	return objfs_rpc_fail(st, code, "cannot mount volume %s: %s", id,
+			      !empty(msg) ? msg : objfs_strerror(err));
+}
+
+static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
+				     const Csi__V1__NodeStageVolumeRequest *r,
+				     const char *staging, const char *fp,
+				     struct objfs_creds *secrets,
+				     struct objfs_rpc_status *st)
+{
+	struct objfs_node_rec rec = OBJFS_NODE_REC_INIT;
+	struct objfs_csi_mount_info mi;
+	struct vol *v = NULL;
+	char msg[OBJFS_RPC_MSG_MAX - 64];
+	enum objfs_rpc_code code;
+	bool created = false;
+	int err;
+
+	code = stage_spec(n, r, &rec, st);
+	if (code != OBJFS_RPC_OK)
+		goto out;
+	if (objfs_pb_set_str(&rec.volume_id, r->volume_id) != 0 ||
+	    objfs_pb_set_str(&rec.staging, staging) != 0 ||
+	    objfs_pb_set_str(&rec.fingerprint, fp) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	rec.secrets = secrets->access_key != NULL && n->rec_dir[0] != '\0';
+	err = ensure_dir(n, staging, &created);
+	if (err != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "staging_target_path %s is not a directory: %s",
+				      staging, objfs_strerror(err));
+		goto out;
+	}
+	/* A mount nobody recorded (a plugin that died mid-stage): replace. */
+	if (n->m.ops->mount_info(n->m.ctx, staging, &mi) == 0) {
+		if (!mi.fuse) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+					      "staging_target_path %s already holds another mount",
+					      staging);
+			goto out;
+		}
+		objfs_warn(n->log, "node", "removing an unrecorded FUSE mount at %s", staging);
+		n->m.ops->abort_conn(n->m.ctx, mi.dev);
+		detach_all(n, staging);
+	}
+	v = calloc(1, sizeof(*v));
+	if (v == NULL || creds_copy(&v->creds, secrets) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	if (rec.secrets) {
+		err = objfs_node_secrets_save(n->rec_dir, r->volume_id, secrets);
+		if (err != 0) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "cannot keep the volume's secrets: %s",
+					      objfs_strerror(err));
+			goto out;
+		}
+	}
+	err = start_mount(n, &rec, secrets, msg, sizeof(msg));
+	if (err != 0) {
+		objfs_error(n->log, "node", "volume %s: cannot mount at %s: %s", r->volume_id,
+			    staging, !empty(msg) ? msg : objfs_strerror(err));
+		code = mount_fail(st, r->volume_id, err, msg);
+		goto out;
+	}
+	if (n->rec_dir[0] != '\0') {
+		err = objfs_node_rec_save(n->rec_dir, &rec);
+		if (err != 0) {
+			kill_mount(n, &rec);
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "cannot record volume %s: %s", r->volume_id,
+					      objfs_strerror(err));
+			goto out;
+		}
+	}
+	v->rec = rec;
+	memset(&rec, 0, sizeof(rec));
+	snprintf(v->cond, sizeof(v->cond), "mounted");
+	pthread_mutex_lock(&n->lock);
+	v->next = n->vols;
+	n->vols = v;
+	pthread_mutex_unlock(&n->lock);
+	v = NULL;
+	code = OBJFS_RPC_OK;
+out:
+	if (code != OBJFS_RPC_OK && n->rec_dir[0] != '\0' && rec.volume_id != NULL)
+		objfs_node_rec_remove(n->rec_dir, rec.volume_id);
+	objfs_node_rec_release(&rec);
+	vol_free(v);
+	return code;
+}
+
+enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessage *req,
+						ProtobufCMessage **resp,
+						struct objfs_rpc_status *st)
+{
+	const Csi__V1__NodeStageVolumeRequest *r = (const void *)req;
+	struct objfs_csi_node *n = node_of(ctx);
+	struct objfs_creds secrets = OBJFS_CREDS_INIT;
+	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
+	struct objfs_creds cur_creds = OBJFS_CREDS_INIT;
+	char staging[PATH_MAX];
+	char fp[FP_MAX];
+	char other[256] = "";
+	char msg[OBJFS_RPC_MSG_MAX - 64];
+	enum objfs_rpc_code code;
+	bool have, busy = false;
+	struct vol *v;
+
+	if (empty(r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
+	if (empty(r->staging_target_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "staging_target_path is missing");
+	code = check_capability(r->volume_capability, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	code = confine(n, "staging_target_path", r->staging_target_path, staging,
+		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	code = read_secrets(r, &secrets, st);
+	if (code != OBJFS_RPC_OK)
+		goto out;
+	stage_fingerprint(r, fp, sizeof(fp));
+	if (!busy_acquire(n, r->volume_id)) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "an operation on volume %s is in progress", r->volume_id);
+		goto out;
+	}
+	busy = true;
+
+	pthread_mutex_lock(&n->lock);
+	for (v = n->vols; v != NULL; v = v->next) {
+		if (strcmp(v->rec.staging, staging) == 0 &&
+		    strcmp(v->rec.volume_id, r->volume_id) != 0)
+			snprintf(other, sizeof(other), "%s", v->rec.volume_id);
+	}
+	pthread_mutex_unlock(&n->lock);
+	have = vol_snapshot(n, r->volume_id, &cur, &cur_creds) == 0;
+	if (!have && other[0] != '\0') {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
+				      "staging_target_path %s is where volume %s is staged",
+				      staging, other);
+		goto out;
+	}
+	if (!have) {
+		code = stage_new(n, r, staging, fp, &secrets, st);
+		goto out;
+	}
+	if (strcmp(cur.staging, staging) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "volume %s is already staged at %s", r->volume_id,
+				      cur.staging);
+		goto out;
+	}
+	if (!streq(cur.fingerprint, fp)) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
+				      "volume %s is staged at %s with another volume_capability or volume_context",
+				      r->volume_id, staging);
+		goto out;
+	}
+	code = OBJFS_RPC_OK;
+	if (needs_repair(n, &cur)) {
+		int err = repair(n, &cur, &cur_creds, msg, sizeof(msg));
+		int cerr = vol_commit(n, &cur);
+
+		if (err == 0)
+			err = cerr;
+		if (err != 0)
+			code = mount_fail(st, r->volume_id, err, msg);
+		else
+			vol_set_condition(n, r->volume_id, false, "mounted");
+	}
+out:
+	if (code == OBJFS_RPC_OK) {
+		*resp = objfs_pb_new(&csi__v1__node_stage_volume_response__descriptor);
+		if (*resp == NULL)
+			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	}
+	if (busy)
+		busy_release(n, r->volume_id);
+	objfs_node_rec_release(&cur);
+	objfs_creds_release(&cur_creds);
+	objfs_creds_release(&secrets);
+	return code;
+}
+
+/* ---- NodeUnstageVolume -------------------------------------------------- */
+
+static void vol_remove(struct objfs_csi_node *n, const char *id)
+{
+	struct vol **pp, *v = NULL;
+
+	pthread_mutex_lock(&n->lock);
+	for (pp = &n->vols; *pp != NULL; pp = &(*pp)->next) {
+		if (strcmp((*pp)->rec.volume_id, id) == 0) {
+			v = *pp;
+			*pp = v->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+	vol_free(v);
+}
+
+/* Unmounts the staging mount, lets the process flush and exit, and makes
+ * sure nothing is left (SIGTERM, SIGKILL, abort, detach). */
+static int unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+{
+	struct objfs_csi_proc p;
+	struct objfs_csi_mount_info mi;
+	bool alive = proc_alive(n, rec);
+	int err;
+
+	proc_of(rec, &p);
+	if (!alive) {
+		detach_all(n, rec->staging);
+		return 0;
+	}
+	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
+		err = n->m.ops->unmount(n->m.ctx, rec->staging, false);
+		if (err != 0 && err != EINVAL)
+			objfs_warn(n->log, "node", "volume %s: unmount %s: %s", rec->volume_id,
+				   rec->staging, objfs_strerror(err));
+	}
+	err = n->m.ops->stop(n->m.ctx, &p, n->m.stop_grace_ms);
+	if (err != 0)
+		objfs_error(n->log, "node", "volume %s: process %ld does not stop",
+			    rec->volume_id, (long)rec->pid);
+	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
+		if (mi.fuse)
+			n->m.ops->abort_conn(n->m.ctx, mi.dev);
+		detach_all(n, rec->staging);
+	}
+	return err;
+}
+
+enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMessage *req,
+						  ProtobufCMessage **resp,
+						  struct objfs_rpc_status *st)
+{
+	const Csi__V1__NodeUnstageVolumeRequest *r = (const void *)req;
+	struct objfs_csi_node *n = node_of(ctx);
+	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
+	struct objfs_csi_mount_info mi;
+	char staging[PATH_MAX];
+	enum objfs_rpc_code code;
+	size_t i;
+	int err;
+
+	if (empty(r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
+	if (empty(r->staging_target_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "staging_target_path is missing");
+	code = confine(n, "staging_target_path", r->staging_target_path, staging,
+		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	if (!busy_acquire(n, r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "an operation on volume %s is in progress", r->volume_id);
+	code = OBJFS_RPC_OK;
+	if (vol_snapshot(n, r->volume_id, &cur, NULL) != 0) {
+		/* Not ours (any more): remove a FUSE mount nobody recorded. */
+		if (n->m.ops->mount_info(n->m.ctx, staging, &mi) == 0 && mi.fuse) {
+			objfs_warn(n->log, "node", "unstage %s: removing an unrecorded FUSE mount at %s",
+				   r->volume_id, staging);
+			if (n->m.ops->unmount(n->m.ctx, staging, false) != 0)
+				detach_all(n, staging);
+		}
+		goto out;
+	}
+	if (strcmp(cur.staging, staging) != 0)
+		goto out;   /* not staged at this path: nothing to undo */
+	for (i = 0; i < cur.n_pubs; i++) {
+		objfs_warn(n->log, "node", "unstage %s: %s is still published; unmounting it",
+			   r->volume_id, cur.pubs[i].target);
+		detach_all(n, cur.pubs[i].target);
+		rmdir(cur.pubs[i].target);
+	}
+	err = unmount_staging(n, &cur);
+	if (err != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+				      "the mount process of volume %s does not stop",
+				      r->volume_id);
+		goto out;
+	}
+	if (n->rec_dir[0] != '\0') {
+		err = objfs_node_rec_remove(n->rec_dir, r->volume_id);
+		if (err != 0) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "cannot remove the record of volume %s: %s",
+					      r->volume_id, objfs_strerror(err));
+			goto out;
+		}
+	}
+	vol_remove(n, r->volume_id);
+	objfs_info(n->log, "node", "volume %s unstaged from %s", r->volume_id, staging);
+out:
+	if (code == OBJFS_RPC_OK) {
+		*resp = objfs_pb_new(&csi__v1__node_unstage_volume_response__descriptor);
+		if (*resp == NULL)
+			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	}
+	busy_release(n, r->volume_id);
+	objfs_node_rec_release(&cur);
+	return code;
+}
+
+/* ---- NodePublishVolume -------------------------------------------------- */
+
+enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMessage *req,
+						  ProtobufCMessage **resp,
+						  struct objfs_rpc_status *st)
+{
+	const Csi__V1__NodePublishVolumeRequest *r = (const void *)req;
+	struct objfs_csi_node *n = node_of(ctx);
+	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
+	struct objfs_csi_mount_info mi, smi;
+	char staging[PATH_MAX], target[PATH_MAX];
+	char fp[FP_MAX];
+	char other[256] = "";
+	enum objfs_rpc_code code;
+	const char *group;
+	bool ro, busy = false;
+	struct vol *v;
+	long i;
+	int err, mode;
+
+	if (empty(r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
+	if (empty(r->target_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "target_path is missing");
+	code = check_capability(r->volume_capability, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	if (empty(r->staging_target_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "staging_target_path is missing: the plugin stages volumes (NodeStageVolume first)");
+	code = confine(n, "staging_target_path", r->staging_target_path, staging,
+		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	if (code == OBJFS_RPC_OK)
+		code = confine(n, "target_path", r->target_path, target, sizeof(target),
+			       OBJFS_RPC_INVALID_ARGUMENT, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	if (strcmp(staging, target) == 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "target_path is the staging_target_path");
+	mode = r->volume_capability->access_mode->mode;
+	ro = r->readonly || mode_reader_only(mode);
+	group = r->volume_capability->mount->volume_mount_group;
+	publish_fingerprint(r, staging, fp, sizeof(fp));
+	if (!busy_acquire(n, r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "an operation on volume %s is in progress", r->volume_id);
+	busy = true;
+
+	pthread_mutex_lock(&n->lock);
+	for (v = n->vols; v != NULL; v = v->next) {
+		if (strcmp(v->rec.volume_id, r->volume_id) != 0 &&
+		    objfs_node_rec_find_pub(&v->rec, target) >= 0)
+			snprintf(other, sizeof(other), "%s", v->rec.volume_id);
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (vol_snapshot(n, r->volume_id, &cur, NULL) != 0 ||
+	    strcmp(cur.staging, staging) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "volume %s is not staged at %s (NodeStageVolume first)",
+				      r->volume_id, staging);
+		goto out;
+	}
+	i = objfs_node_rec_find_pub(&cur, target);
+	if (i >= 0) {
+		if (!streq(cur.pubs[i].fingerprint, fp) || cur.pubs[i].readonly != ro) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
+					      "volume %s is published at %s with other arguments",
+					      r->volume_id, target);
+			goto out;
+		}
+		/* Idempotent; bind again when the mount went away. */
+		if (!target_ok(n, staging, target)) {
+			detach_all(n, target);
+			err = bind_target(n, staging, target, ro);
+			if (err != 0) {
+				code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
+						      "cannot bind %s at %s: %s", staging,
+						      target, objfs_strerror(err));
+				goto out;
+			}
+		}
+		code = OBJFS_RPC_OK;
+		goto out;
+	}
+	if (other[0] != '\0') {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
+				      "target_path %s is where volume %s is published", target,
+				      other);
+		goto out;
+	}
+	if (!empty(group) && !streq(group, cur.group)) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "volume %s is staged for group %s, not %s: pods sharing a volume on a node need the same fsGroup",
+				      r->volume_id, empty(cur.group) ? "(none)" : cur.group,
+				      group);
+		goto out;
+	}
+	if (mode_single_target(mode) && cur.n_pubs > 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "volume %s is already published at %s and its access mode allows one target",
+				      r->volume_id, cur.pubs[0].target);
+		goto out;
+	}
+	if (n->m.ops->mount_info(n->m.ctx, staging, &smi) != 0 || !proc_alive(n, &cur)) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_UNAVAILABLE,
+				      "the mount of volume %s at %s is down; it is being repaired",
+				      r->volume_id, staging);
+		goto out;
+	}
+	if (n->m.ops->mount_info(n->m.ctx, target, &mi) == 0) {
+		if (mi.dev != smi.dev) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
+					      "target_path %s already holds another mount", target);
+			goto out;
+		}
+		/* Already bound (a record lost mid-publish): adopt it. */
+	} else {
+		err = bind_target(n, staging, target, ro);
+		if (err != 0) {
+			code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
+					      "cannot bind %s at %s: %s", staging, target,
+					      objfs_strerror(err));
+			goto out;
+		}
+	}
+	if (objfs_node_rec_add_pub(&cur, target, fp, ro) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		detach_all(n, target);
+		goto out;
+	}
+	err = vol_commit(n, &cur);
+	if (err != 0) {
+		detach_all(n, target);
+		rmdir(target);
+		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot record the publication: %s",
+				      objfs_strerror(err));
+		goto out;
+	}
+	objfs_info(n->log, "node", "volume %s published at %s%s", r->volume_id, target,
+		   ro ? " (read-only)" : "");
+	code = OBJFS_RPC_OK;
+out:
+	if (code == OBJFS_RPC_OK) {
+		*resp = objfs_pb_new(&csi__v1__node_publish_volume_response__descriptor);
+		if (*resp == NULL)
+			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	}
+	if (busy)
+		busy_release(n, r->volume_id);
+	objfs_node_rec_release(&cur);
+	return code;
+}
+
+/* ---- NodeUnpublishVolume ------------------------------------------------ */
+
+enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMessage *req,
+						    ProtobufCMessage **resp,
+						    struct objfs_rpc_status *st)
+{
+	const Csi__V1__NodeUnpublishVolumeRequest *r = (const void *)req;
+	struct objfs_csi_node *n = node_of(ctx);
+	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
+	struct objfs_csi_mount_info mi;
+	char target[PATH_MAX];
+	enum objfs_rpc_code code;
+	long i = -1;
+	int k, err;
+
+	if (empty(r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
+	if (empty(r->target_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "target_path is missing");
+	code = confine(n, "target_path", r->target_path, target, sizeof(target),
+		       OBJFS_RPC_INVALID_ARGUMENT, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	if (!busy_acquire(n, r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "an operation on volume %s is in progress", r->volume_id);
+	code = OBJFS_RPC_OK;
+	if (vol_snapshot(n, r->volume_id, &cur, NULL) == 0)
+		i = objfs_node_rec_find_pub(&cur, target);
+	/* Unmount whatever is there: a plain unmount first (a pod that
+	 * still has files open gets a lazy one), a dead mount at once. */
+	for (k = 0; k < DETACH_TRIES; k++) {
+		if (n->m.ops->mount_info(n->m.ctx, target, &mi) != 0)
+			break;
+		err = n->m.ops->unmount(n->m.ctx, target, false);
+		if (err != 0 && err != EINVAL) {
+			objfs_warn(n->log, "node", "unpublish %s: unmount %s: %s; detaching",
+				   r->volume_id, target, objfs_strerror(err));
+			if (n->m.ops->unmount(n->m.ctx, target, true) != 0)
+				break;
+		}
+	}
+	if (n->m.ops->mount_info(n->m.ctx, target, &mi) == 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot unmount %s", target);
+		goto out;
+	}
+	if (rmdir(target) != 0 && errno != ENOENT) {
+		err = errno;
+		if (err != ENOTEMPTY && err != EEXIST) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot remove %s: %s",
+					      target, objfs_strerror(err));
+			goto out;
+		}
+		/* Files written into the bare directory while nothing was
+		 * mounted: not ours to delete, and no reason to keep the
+		 * pod in Terminating. */
+		objfs_warn(n->log, "node", "unpublish %s: %s is not empty; left in place",
+			   r->volume_id, target);
+	}
+	if (i >= 0) {
+		objfs_node_rec_del_pub(&cur, (size_t)i);
+		err = vol_commit(n, &cur);
+		if (err != 0) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "cannot record the unpublication: %s",
+					      objfs_strerror(err));
+			goto out;
+		}
+		objfs_info(n->log, "node", "volume %s unpublished from %s", r->volume_id, target);
+	}
+out:
+	if (code == OBJFS_RPC_OK) {
+		*resp = objfs_pb_new(&csi__v1__node_unpublish_volume_response__descriptor);
+		if (*resp == NULL)
+			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	}
+	busy_release(n, r->volume_id);
+	objfs_node_rec_release(&cur);
+	return code;
+}
+
+/* ---- NodeGetVolumeStats ------------------------------------------------- */
+
+static int add_usage(Csi__V1__NodeGetVolumeStatsResponse *resp,
+		     Csi__V1__VolumeUsage__Unit unit, uint64_t total,
+		     uint64_t used, uint64_t avail)
+{
+	Csi__V1__VolumeUsage *u = objfs_pb_new(&csi__v1__volume_usage__descriptor);
+
+	if (u == NULL)
+		return ENOMEM;
+	u->unit = unit;
+	u->total = total > INT64_MAX ? INT64_MAX : (int64_t)total;
+	u->used = used > INT64_MAX ? INT64_MAX : (int64_t)used;
+	u->available = avail > INT64_MAX ? INT64_MAX : (int64_t)avail;
+	if (objfs_pb_append((void ***)&resp->usage, &resp->n_usage, u) != 0) {
+		free(u);
+		return ENOMEM;
+	}
+	return 0;
+}
+
+enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMessage *req,
+						    ProtobufCMessage **resp,
+						    struct objfs_rpc_status *st)
+{
+	const Csi__V1__NodeGetVolumeStatsRequest *r = (const void *)req;
+	struct objfs_csi_node *n = node_of(ctx);
+	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
+	struct objfs_creds cur_creds = OBJFS_CREDS_INIT;
+	Csi__V1__NodeGetVolumeStatsResponse *out;
+	char path[PATH_MAX];
+	char cond[COND_MAX] = "";
+	char msg[COND_MAX + 160] = "";
+	bool abnormal = false, watchdog_abnormal = false;
+	enum objfs_rpc_code code;
+	struct statvfs sv;
+	struct vol *v;
+	int err;
+
+	if (empty(r->volume_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
+	if (empty(r->volume_path))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_path is missing");
+	code = confine(n, "volume_path", r->volume_path, path, sizeof(path),
+		       OBJFS_RPC_NOT_FOUND, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
+	pthread_mutex_lock(&n->lock);
+	v = find_vol(n, r->volume_id);
+	if (v != NULL && (strcmp(v->rec.staging, path) == 0 ||
+			  objfs_node_rec_find_pub(&v->rec, path) >= 0)) {
+		if (objfs_node_rec_copy(&cur, &v->rec) != 0 ||
+		    creds_copy(&cur_creds, &v->creds) != 0)
+			code = OBJFS_RPC_RESOURCE_EXHAUSTED;
+		watchdog_abnormal = v->abnormal;
+		snprintf(cond, sizeof(cond), "%s", v->cond);
+	} else {
+		code = OBJFS_RPC_NOT_FOUND;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (code == OBJFS_RPC_NOT_FOUND) {
+		code = objfs_rpc_fail(st, code, "volume %s is not staged or published at %s",
+				      r->volume_id, r->volume_path);
+		goto out;
+	}
+	if (code != OBJFS_RPC_OK) {
+		code = objfs_rpc_fail(st, code, "out of memory");
+		goto out;
+	}
+	out = objfs_pb_new(&csi__v1__node_get_volume_stats_response__descriptor);
+	*resp = (ProtobufCMessage *)out;
+	if (out == NULL) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	if (!proc_alive(n, &cur)) {
+		abnormal = true;
+		if (watchdog_abnormal)
+			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; %s",
+				 (long)cur.pid, cond);
+		else
+			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; the plugin is restarting it",
+				 (long)cur.pid);
+	} else {
+		err = n->m.ops->statfs(n->m.ctx, path, n->m.stats_timeout_ms, &sv);
+		if (err == 0) {
+			uint64_t f = sv.f_frsize != 0 ? sv.f_frsize : sv.f_bsize;
+
+			if (add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__BYTES,
+				      (uint64_t)sv.f_blocks * f,
+				      (uint64_t)(sv.f_blocks - sv.f_bfree) * f,
+				      (uint64_t)sv.f_bavail * f) != 0 ||
+			    add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__INODES,
+				      sv.f_files, sv.f_files - sv.f_ffree, sv.f_favail) != 0) {
+				code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+				goto out;
+			}
+		} else if (err == ENOTCONN) {
+			abnormal = true;
+			snprintf(msg, sizeof(msg), "%s: transport endpoint is not connected (the mount is dead)",
+				 r->volume_path);
+		} else if (err == ETIMEDOUT) {
+			abnormal = true;
+			snprintf(msg, sizeof(msg), "%s does not answer within %u ms", r->volume_path,
+				 n->m.stats_timeout_ms);
+		} else {
+			abnormal = true;
+			snprintf(msg, sizeof(msg), "statfs %s: %s", r->volume_path,
+				 objfs_strerror(err));
+		}
+	}
+	if (!abnormal) {
+		struct objfs_store_config sc;
+		struct objfs_creds c = creds_for(n, &cur_creds);
+
+		memset(&sc, 0, sizeof(sc));
+		sc.url = cur.source;
+		sc.s3.endpoint = cur.endpoint;
+		sc.s3.region = empty(cur.region) ? NULL : cur.region;
+		sc.s3.path_style = !streq(cur.addressing, "virtual");
+		sc.s3.ca_file = n->csi->cfg.store.s3.ca_file;
+		sc.s3.access_key = c.access_key;
+		sc.s3.secret_key = c.secret_key;
+		sc.s3.session_token = c.session_token;
+		err = n->m.ops->probe(n->m.ctx, &sc, n->m.stats_timeout_ms);
+		if (err != 0) {
+			abnormal = true;
+			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s",
+				 cur.source, objfs_strerror(err));
+		}
+	}
+	if (!abnormal && watchdog_abnormal) {
+		abnormal = true;
+		snprintf(msg, sizeof(msg), "%s", cond);
+	}
+	out->volume_condition = objfs_pb_new(&csi__v1__volume_condition__descriptor);
+	if (out->volume_condition == NULL ||
+	    objfs_pb_set_str(&out->volume_condition->message,
+			     abnormal ? msg : "the mount is healthy") != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	out->volume_condition->abnormal = abnormal;
+	code = OBJFS_RPC_OK;
+out:
+	objfs_node_rec_release(&cur);
+	objfs_creds_release(&cur_creds);
+	return code;
+}
+
+/* ---- NodeGetCapabilities, NodeGetInfo ----------------------------------- */
+
+enum objfs_rpc_code objfs_csi_node_get_capabilities(void *ctx, const ProtobufCMessage *req,
+						    ProtobufCMessage **resp,
+						    struct objfs_rpc_status *st)
+{
+	static const Csi__V1__NodeServiceCapability__RPC__Type types[] = {
+		CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME,
+		CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS,
+		CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
+		CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP,
+		CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+	};
+	Csi__V1__NodeGetCapabilitiesResponse *out;
+	size_t i;
+
+	(void)ctx;
+	(void)req;
+	out = objfs_pb_new(&csi__v1__node_get_capabilities_response__descriptor);
+	*resp = (ProtobufCMessage *)out;
+	if (out == NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		Csi__V1__NodeServiceCapability *c;
+
+		c = objfs_pb_new(&csi__v1__node_service_capability__descriptor);
+		if (c == NULL)
+			return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		c->type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
+		c->rpc = objfs_pb_new(&csi__v1__node_service_capability__rpc__descriptor);
+		if (c->rpc == NULL ||
+		    objfs_pb_append((void ***)&out->capabilities, &out->n_capabilities, c) != 0) {
+			protobuf_c_message_free_unpacked(&c->base, NULL);
+			return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+		}
+		c->rpc->type = types[i];
+	}
+	return OBJFS_RPC_OK;
+}
+
+enum objfs_rpc_code objfs_csi_node_get_info(void *ctx, const ProtobufCMessage *req,
+					    ProtobufCMessage **resp,
+					    struct objfs_rpc_status *st)
+{
+	struct objfs_csi *csi = ctx;
+	Csi__V1__NodeGetInfoResponse *out;
+
+	(void)req;
+	if (empty(csi->cfg.node_id))
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "the plugin was started without --node-id");
+	out = objfs_pb_new(&csi__v1__node_get_info_response__descriptor);
+	*resp = (ProtobufCMessage *)out;
+	if (out == NULL || objfs_pb_set_str(&out->node_id, csi->cfg.node_id) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	out->max_volumes_per_node = 0;
+	return OBJFS_RPC_OK;
+}
+
+/* ---- the watchdog -------------------------------------------------------- */
+
+unsigned objfs_csi_node_check(struct objfs_csi_node *n)
+{
+	char **ids = NULL;
+	size_t n_ids = 0, i;
+	unsigned repaired = 0;
+	struct vol *v;
+
+	pthread_mutex_lock(&n->lock);
+	for (v = n->vols; v != NULL; v = v->next)
+		n_ids++;
+	ids = calloc(n_ids + 1, sizeof(*ids));
+	for (v = n->vols, i = 0; ids != NULL && v != NULL; v = v->next, i++)
+		ids[i] = strdup(v->rec.volume_id);
+	pthread_mutex_unlock(&n->lock);
+	if (ids == NULL)
+		return 0;
+	for (i = 0; i < n_ids; i++) {
+		struct objfs_node_rec rec = OBJFS_NODE_REC_INIT;
+		struct objfs_creds creds = OBJFS_CREDS_INIT;
+		char msg[COND_MAX / 2];
+		char cond[COND_MAX];
+		int err, cerr;
+
+		if (ids[i] == NULL || !vol_repair_due(n, ids[i]) ||
+		    !busy_acquire(n, ids[i]))
+			continue;
+		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && needs_repair(n, &rec)) {
+			vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
+			err = repair(n, &rec, &creds, msg, sizeof(msg));
+			/* Recorded even when a bind failed: the process may
+			 * be new. */
+			cerr = vol_commit(n, &rec);
+			if (err == 0)
+				err = cerr;
+			if (err == 0) {
+				repaired++;
+				vol_set_condition(n, ids[i], false, "mounted");
+			} else {
+				snprintf(cond, sizeof(cond), "the mount is broken and its repair failed: %s",
+					 msg[0] != '\0' ? msg : objfs_strerror(err));
+				vol_set_condition(n, ids[i], true, cond);
+				vol_repair_failed(n, ids[i]);
+				objfs_error(n->log, "node", "volume %s: %s", ids[i], cond);
+			}
+		}
+		objfs_node_rec_release(&rec);
+		objfs_creds_release(&creds);
+		busy_release(n, ids[i]);
+	}
+	for (i = 0; i < n_ids; i++)
+		free(ids[i]);
+	free(ids);
+	return repaired;
+}
+
+static void *watchdog_main(void *arg)
+{
+	struct objfs_csi_node *n = arg;
+	struct timespec ts;
+
+	for (;;) {
+		pthread_mutex_lock(&n->lock);
+		if (n->stopping) {
+			pthread_mutex_unlock(&n->lock);
+			break;
+		}
+		pthread_mutex_unlock(&n->lock);
+		objfs_csi_node_check(n);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += n->m.watchdog_ms / 1000;
+		ts.tv_nsec += (long)(n->m.watchdog_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&n->lock);
+		while (!n->stopping &&
+		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&n->lock);
+	}
+	return NULL;
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+static int load_records(struct objfs_csi_node *n)
+{
+	struct objfs_node_rec *recs = NULL;
+	size_t cnt = 0, i;
+	unsigned bad = 0;
+	int err;
+
+	err = objfs_node_rec_load_all(n->rec_dir, &recs, &cnt, &bad);
+	if (err != 0)
+		return err;
+	if (bad > 0)
+		objfs_warn(n->log, "node", "%u unreadable records in %s were skipped", bad,
+			   n->rec_dir);
+	for (i = 0; i < cnt; i++) {
+		struct vol *v = calloc(1, sizeof(*v));
+
+		if (v == NULL) {
+			err = ENOMEM;
+			break;
+		}
+		v->rec = recs[i];
+		memset(&recs[i], 0, sizeof(recs[i]));
+		if (v->rec.secrets &&
+		    objfs_node_secrets_load(n->rec_dir, v->rec.volume_id, &v->creds) != 0)
+			objfs_warn(n->log, "node", "volume %s: its secrets file is unreadable; repairs use the plugin's credentials",
+				   v->rec.volume_id);
+		snprintf(v->cond, sizeof(v->cond), "adopted");
+		v->next = n->vols;
+		n->vols = v;
+		objfs_info(n->log, "node", "volume %s: found its record (staged at %s, process %ld, %zu targets)",
+			   v->rec.volume_id, v->rec.staging, (long)v->rec.pid, v->rec.n_pubs);
+	}
+	for (; i < cnt; i++)
+		objfs_node_rec_release(&recs[i]);
+	free(recs);
+	return err;
+}
+
+int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter *mounter,
+			  struct objfs_csi_node **out)
+{
+	struct objfs_csi_node *n;
+	const char *kdir = csi->cfg.kubelet_dir != NULL ? csi->cfg.kubelet_dir
+							 : "/var/lib/kubelet";
+	char norm[PATH_MAX];
+	pthread_condattr_t ca;
+	int err;
+
+	*out = NULL;
+	n = calloc(1, sizeof(*n));
+	if (n == NULL)
+		return ENOMEM;
+	n->csi = csi;
+	n->log = csi->log;
+	n->m = mounter != NULL ? *mounter : *objfs_csi_mounter_real();
+	err = normalise(kdir, norm, sizeof(norm));
+	if (err != 0)
+		goto fail_free;
+	if (realpath(norm, n->kubelet) == NULL)
+		snprintf(n->kubelet, sizeof(n->kubelet), "%s", norm);
+	if (strcmp(n->kubelet, "/") == 0)
+		n->kubelet[0] = '\0';
+	if (csi->cfg.state_dir != NULL) {
+		snprintf(n->rec_dir, sizeof(n->rec_dir), "%s/node/volumes", csi->cfg.state_dir);
+		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "%s/node/tmp", csi->cfg.state_dir);
+		snprintf(n->log_dir, sizeof(n->log_dir), "%s/node/logs", csi->cfg.state_dir);
+	} else {
+		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "/tmp");
+	}
+	err = pthread_mutex_init(&n->lock, NULL);
+	if (err != 0)
+		goto fail_free;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	err = pthread_cond_init(&n->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (err != 0)
+		goto fail_mutex;
+	if (n->rec_dir[0] != '\0') {
+		err = objfs_node_rec_mkdir(n->rec_dir);
+		if (err == 0)
+			err = load_records(n);
+		if (err != 0) {
+			objfs_error(n->log, "node", "cannot read the records in %s: %s",
+				    n->rec_dir, objfs_strerror(err));
+			goto fail_vols;
+		}
+	}
+	if (n->m.watchdog_ms != 0) {
+		err = pthread_create(&n->watchdog, NULL, watchdog_main, n);
+		if (err != 0)
+			goto fail_vols;
+		n->watchdog_running = true;
+	}
+	*out = n;
+	return 0;
+fail_vols:
+	while (n->vols != NULL) {
+		struct vol *v = n->vols;
+
+		n->vols = v->next;
+		vol_free(v);
+	}
+	pthread_cond_destroy(&n->wake);
+fail_mutex:
+	pthread_mutex_destroy(&n->lock);
+fail_free:
+	free(n);
+	return err;
+}
+
+void objfs_csi_node_destroy(struct objfs_csi_node *n)
+{
+	if (n == NULL)
+		return;
+	if (n->watchdog_running) {
+		pthread_mutex_lock(&n->lock);
+		n->stopping = true;
+		pthread_cond_broadcast(&n->wake);
+		pthread_mutex_unlock(&n->lock);
+		pthread_join(n->watchdog, NULL);
+	}
+	while (n->vols != NULL) {
+		struct vol *v = n->vols;
+
+		n->vols = v->next;
+		vol_free(v);
+	}
+	while (n->busy != NULL) {
+		struct busy *b = n->busy;
+
+		n->busy = b->next;
+		free(b);
+	}
+	pthread_cond_destroy(&n->wake);
+	pthread_mutex_destroy(&n->lock);
+	free(n);
+}
