@@ -249,7 +249,6 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->upload_parallel = 4;
 	o->threads = 32;
 	o->spool_dir = "/var/tmp";
-	o->spool_limit = 0;
 	o->read_only = false;
 	o->cache_dir = NULL;
 	o->cache_size = 1ULL << 30;

@@ -46,8 +46,6 @@ struct objfs_fs_opts {
 	unsigned upload_parallel;   /* parts in flight per upload: 4 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */
 	const char *spool_dir;      /* where dirty data waits: /var/tmp (copied) */
-	uint64_t spool_limit;       /* bytes of dirty data in all spools; 0 = no
-				       limit but the spool file system: 0 */
 	bool read_only;             /* EROFS for every change: false */
 	const char *cache_dir;      /* on-disk data cache under this directory
 				       (a private subdirectory): NULL = none */
