@@ -139,7 +139,7 @@ static void usage(const char *prog)
 "  dir_ttl=SECONDS        directory listing cache lifetime (default: 1)\n"
 "                         (the defaults give close-to-open consistency;\n"
 "                         every open revalidates the file with a HEAD)\n"
-"  mem_limit=BYTES        read-ahead memory bound (default: 64M)\n"
+"  mem_limit=BYTES        read-ahead memory bound (default: 32M)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
 "  readahead_chunks=N     read-ahead GETs in flight per reader (default: 8)\n"
 "  part_size=BYTES        multipart upload part size (default: 8M)\n"

@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -242,7 +243,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->entry_ttl = 1.0;
 	o->neg_ttl = 1.0;
 	o->dir_ttl = 1.0;
-	o->mem_limit = 64ULL << 20;
+	o->mem_limit = 32ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 8;
 	o->part_size = 8ULL << 20;
@@ -2498,10 +2499,27 @@ static void fh_unlink(struct objfs_fs *fs, struct fhandle *fh)
 	fh->prev = fh->next = NULL;
 }
 
+/* Read-ahead buffers are mapped and unmapped directly: malloc would keep
+ * freed multi-MiB blocks in per-thread arenas, so the process would grow
+ * well past mem_limit. */
+static char *ra_buf_alloc(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void ra_buf_free(char *p, size_t len)
+{
+	if (p != NULL)
+		munmap(p, len);
+}
+
 static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
 {
 	if (c->buf != NULL) {
-		free(c->buf);
+		ra_buf_free(c->buf, c->len);
 		objfs_budget_give(&fs->mem, c->len);
 	}
 	memset(c, 0, sizeof(*c));
@@ -2819,10 +2837,10 @@ static void ra_schedule(struct fhandle *fh, const char *key, const char *etag,
 		if (!objfs_budget_take(&fs->mem, len))
 			break;
 		t = calloc(1, sizeof(*t));
-		slot->buf = malloc(len);
+		slot->buf = ra_buf_alloc(len);
 		if (t == NULL || slot->buf == NULL) {
 			free(t);
-			free(slot->buf);
+			ra_buf_free(slot->buf, len);
 			slot->buf = NULL;
 			objfs_budget_give(&fs->mem, len);
 			break;

@@ -39,7 +39,7 @@ struct objfs_fs_opts {
 	double entry_ttl;           /* seconds names are trusted: 1 */
 	double neg_ttl;             /* seconds a missing name is trusted: 1 */
 	double dir_ttl;             /* seconds a listing is trusted: 1 */
-	uint64_t mem_limit;         /* bytes of read-ahead buffers: 64 MiB */
+	uint64_t mem_limit;         /* bytes of read-ahead buffers: 32 MiB */
 	uint64_t ra_chunk;          /* read-ahead GET size: 4 MiB */
 	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 8 */
 	uint64_t part_size;         /* multipart part size: 8 MiB */
