@@ -173,6 +173,7 @@ struct fhandle {
 
 struct dhandle {
 	struct dirsnap *snap;
+	struct dhandle *prev, *next;    /* fs->dirhandles, fs->lock */
 };
 
 struct objfs_fs {
@@ -184,6 +185,7 @@ struct objfs_fs {
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
 	struct objfs_budget mem;
+	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
 	struct fhandle *handles;        /* open files (fs->lock), freed at
 					   destroy when the kernel went away
 					   without releasing them */
@@ -3260,8 +3262,24 @@ static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	objfs_group_wait(&g);
 }
 
+/* Unlinks and frees a directory handle (takes fs->lock). */
+static void dh_free(struct objfs_fs *fs, struct dhandle *dh)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (dh->prev != NULL)
+		dh->prev->next = dh->next;
+	else
+		fs->dirhandles = dh->next;
+	if (dh->next != NULL)
+		dh->next->prev = dh->prev;
+	snap_put_locked(dh->snap);
+	pthread_mutex_unlock(&fs->lock);
+	free(dh);
+}
+
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct objfs_fs *fs = req_fs(req);
 	struct dhandle *dh = calloc(1, sizeof(*dh));
 
 	if (dh == NULL) {
@@ -3270,8 +3288,14 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	fi->fh = (uint64_t)(uintptr_t)dh;
 	fi->cache_readdir = 0;
+	pthread_mutex_lock(&fs->lock);
+	dh->next = fs->dirhandles;
+	if (fs->dirhandles != NULL)
+		fs->dirhandles->prev = dh;
+	fs->dirhandles = dh;
+	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		free(dh);
+		dh_free(fs, dh);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -3280,10 +3304,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct objfs_fs *fs = req_fs(req);
 	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
 
-	pthread_mutex_lock(&fs->lock);
-	snap_put_locked(dh->snap);
-	pthread_mutex_unlock(&fs->lock);
-	free(dh);
+	dh_free(fs, dh);
 	reply_err(req, 0);
 }
 
@@ -3718,6 +3739,8 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	objfs_pool_destroy(fs->pool);
 	while (fs->handles != NULL)
 		fh_free(fs->handles);   /* the kernel never released them */
+	while (fs->dirhandles != NULL)
+		dh_free(fs, fs->dirhandles);
 	objfs_dcache_destroy(fs->dcache);
 	for (h = 0; h < HASH_SIZE; h++) {
 		while (fs->ino_tab[h] != NULL)
