@@ -1,8 +1,8 @@
 #!/bin/sh
-# Quick start: installs what objfs needs, builds it, mounts a demo volume of
-# the embedded local store at /mnt/objfs-demo (files kept under
-# /var/lib/objfs/store) and serves the CSI plugin on
-# unix:///run/objfs/csi.sock, in the foreground until Ctrl-C.
+# Quick start: installs what objfs needs, builds it, serves the CSI plugin on
+# unix:///run/objfs/csi.sock with the embedded local store
+# (/var/lib/objfs/store) and mounts its demo volume at /mnt/objfs-demo, in
+# the foreground until Ctrl-C.
 #   OBJFS_STATE_DIR, OBJFS_MOUNTPOINT, OBJFS_ENDPOINT override the defaults.
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,22 +12,41 @@ sh scripts/build.sh
 state=${OBJFS_STATE_DIR:-/var/lib/objfs}
 mnt=${OBJFS_MOUNTPOINT:-/mnt/objfs-demo}
 endpoint=${OBJFS_ENDPOINT:-unix:///run/objfs/csi.sock}
+sock=${endpoint#unix://}
+csi_pid=""
 mounted=0
 
 cleanup() {
+	trap - EXIT INT TERM
 	if [ "$mounted" = 1 ]; then
 		fusermount3 -u "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
+	fi
+	if [ -n "$csi_pid" ]; then
+		kill -TERM "$csi_pid" 2>/dev/null || true
+		wait "$csi_pid" 2>/dev/null || true
 	fi
 }
 trap cleanup EXIT INT TERM
 
-mkdir -p "$state/store"
-if [ -x ./objfs-mount ]; then
-	mkdir -p "$mnt"
-	./objfs-mount "file://$state/store/demo" "$mnt"
-	mounted=1
-	echo "quickstart: demo volume mounted at $mnt (try: echo hi > $mnt/hello.txt)"
-fi
-echo "quickstart: CSI plugin on $endpoint (Ctrl-C to stop)"
+# The plugin opens (and on first start creates) the store under the state
+# directory; the demo volume is the prefix "demo/" in it.
 ./objfs-csi --endpoint "$endpoint" --mode all --node-id "$(hostname)" \
-	--state-dir "$state" --store "file://$state/store"
+	--state-dir "$state" --store "file://$state/store" &
+csi_pid=$!
+i=0
+while [ ! -S "$sock" ]; do
+	i=$((i + 1))
+	if [ "$i" -gt 100 ] || ! kill -0 "$csi_pid" 2>/dev/null; then
+		echo "quickstart: objfs-csi did not start" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+echo "quickstart: CSI plugin on $endpoint"
+
+mkdir -p "$mnt"
+./objfs-mount "file://$state/store/demo" "$mnt"
+mounted=1
+echo "quickstart: demo volume mounted at $mnt (try: echo hi > $mnt/hello.txt);"
+echo "quickstart: its objects are the prefix demo/ of the store in $state/store. Ctrl-C stops."
+wait "$csi_pid" || true
