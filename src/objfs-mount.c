@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -370,6 +371,9 @@ int main(int argc, char *argv[])
 	struct cli c;
 	int ret = 1, err, mounted = 0;
 
+	/* Dozens of worker threads would each get a malloc arena that keeps
+	 * freed chunks: two arenas keep a mount within its memory bound. */
+	mallopt(M_ARENA_MAX, 2);
 	memset(&c, 0, sizeof(c));
 	memset(&co, 0, sizeof(co));
 	memset(&s, 0, sizeof(s));
