@@ -223,6 +223,24 @@ static enum objfs_rpc_code oom(struct objfs_rpc_status *st)
 	return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 
+/* busy_claim() for a handler: ABORTED naming what (a "volume" or a
+ * "snapshot") and name when another call holds one of the keys. */
+static enum objfs_rpc_code claim_rpc(struct objfs_csi *csi,
+				     const char *const *keys, size_t n,
+				     const char *what, const char *name,
+				     struct objfs_rpc_status *st)
+{
+	int err = busy_claim(csi->controller, keys, n);
+
+	if (err == EBUSY)
+		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "an operation on %s %.128s is in progress",
+				      what, name);
+	if (err != 0)
+		return oom(st);
+	return OBJFS_RPC_OK;
+}
+
 /* Fails with the code for a store errno; what names the step. */
 static enum objfs_rpc_code store_fail(struct objfs_csi *csi,
 				      struct objfs_rpc_status *st, int err,
@@ -1625,12 +1643,9 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 			 strchr(src.text, ':') + 1);
 		locks[2] = lk_src;
 	}
-	err = busy_claim(csi->controller, locks, 3);
-	if (err == EBUSY)
-		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "an operation on volume %.128s is in progress", rq->name);
-	if (err != 0)
-		return oom(st);
+	code = claim_rpc(csi, locks, 3, "volume", rq->name, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 	locked = true;
 
 	memset(&conn, 0, sizeof(conn));
@@ -1811,12 +1826,9 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 	if (code != OBJFS_RPC_OK)
 		return code;
 	snprintf(lk_id, sizeof(lk_id), "v:%s", rq->volume_id);
-	err = busy_claim(csi->controller, locks, 1);
-	if (err == EBUSY)
-		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "an operation on volume %s is in progress", rq->volume_id);
-	if (err != 0)
-		return oom(st);
+	code = claim_rpc(csi, locks, 1, "volume", rq->volume_id, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 	locked = true;
 	code = root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
 			       rq->n_secrets, &root, st);
@@ -2472,12 +2484,9 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 				      "capacity_range: required_bytes exceeds limit_bytes");
 
 	snprintf(lk_id, sizeof(lk_id), "v:%s", rq->volume_id);
-	err = busy_claim(csi->controller, locks, 1);
-	if (err == EBUSY)
-		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "an operation on volume %s is in progress", rq->volume_id);
-	if (err != 0)
-		return oom(st);
+	code = claim_rpc(csi, locks, 1, "volume", rq->volume_id, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 	locked = true;
 	code = root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
 			       rq->n_secrets, &root, st);
@@ -2580,12 +2589,9 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 	snprintf(lk_id, sizeof(lk_id), "s:%s", sidtext);
 	/* The source volume too: no delete or second copy while cutting. */
 	snprintf(lk_src, sizeof(lk_src), "v:%s", rq->source_volume_id);
-	err = busy_claim(csi->controller, locks, 3);
-	if (err == EBUSY)
-		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "an operation on snapshot %.128s is in progress", rq->name);
-	if (err != 0)
-		return oom(st);
+	code = claim_rpc(csi, locks, 3, "snapshot", rq->name, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 	locked = true;
 
 	code = root_open_by_id(csi, &vid, rq->source_volume_id,
@@ -2737,12 +2743,9 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 	if (code != OBJFS_RPC_OK)
 		return code;
 	snprintf(lk_id, sizeof(lk_id), "s:%s", rq->snapshot_id);
-	err = busy_claim(csi->controller, locks, 1);
-	if (err == EBUSY)
-		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "an operation on snapshot %s is in progress", rq->snapshot_id);
-	if (err != 0)
-		return oom(st);
+	code = claim_rpc(csi, locks, 1, "snapshot", rq->snapshot_id, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 	locked = true;
 	code = root_open_by_id(csi, &sid, rq->snapshot_id, (void *const *)rq->secrets,
 			       rq->n_secrets, &root, st);
