@@ -2891,8 +2891,12 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 		}
 		if (c == NULL)
 			break;
-		while (c->state == RA_LOADING)
+		if (c->state == RA_LOADING) {
+			/* another read of this handle may free and reuse the
+			 * slot meanwhile: look the chunk up again after */
 			pthread_cond_wait(&fh->cv, &fh->mu);
+			continue;
+		}
 		if (c->state != RA_READY || pos >= c->off + c->got)
 			break;
 		n = c->off + c->got - pos;

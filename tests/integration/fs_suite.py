@@ -570,6 +570,63 @@ def t_many_small_and_listing(env):
     env.umount(m)
 
 
+def bdi_read_ahead(path, kib):
+    """Sets the kernel read-ahead of the mount at path (root only)."""
+    st = os.stat(path)
+    f = "/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(st.st_dev), os.minor(st.st_dev))
+    check(os.path.exists(f), "no %s for the mount" % f)
+    with open(f, "w") as fp:
+        fp.write("%d\n" % kib)
+
+
+def t_parallel_reads(env):
+    """Many reads in flight on one handle, with read-ahead slots freed and
+    reused while other reads wait for them (a slot reused under a waiting
+    reader once returned wrong bytes or crashed the mount), under 1 MiB
+    kernel read-ahead."""
+    import hashlib
+    import threading
+    url = env.volume("pread")
+    data = os.urandom(64 << 20)
+    want = hashlib.sha256(data).hexdigest()
+    env.tool(url, "put", "big", data=data)
+    step = 1 << 20
+    for opts in (["readahead=1M", "readahead_chunks=8", "mem_limit=8M"],
+                 ["readahead=2M", "readahead_chunks=2", "mem_limit=4M"]):
+        m = env.mount(url, opts)
+        d = m["dir"]
+        bdi_read_ahead(d, 1024)
+        for rnd in range(2):
+            fd = os.open(d + "/big", os.O_RDONLY)
+            errors = []
+            parts = {}
+
+            def reader(k):
+                try:
+                    for off in range(k * step, len(data), 6 * step):
+                        parts[off] = os.pread(fd, step, off)
+                except OSError as e:
+                    errors.append(e)
+
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                th = [threading.Thread(target=reader, args=(k,)) for k in range(6)]
+                for t in th:
+                    t.start()
+                with open(d + "/big", "rb") as f:
+                    seq = hashlib.sha256(f.read()).hexdigest()
+                for t in th:
+                    t.join()
+            finally:
+                os.close(fd)
+            check(not errors, "%s: parallel reads failed: %s" % (opts, errors))
+            got = b"".join(parts[o] for o in sorted(parts))
+            check(got == data, "%s: parallel reads differ (round %d)" % (opts, rnd))
+            check(seq == want, "%s: sequential read differs (round %d)" % (opts, rnd))
+        check(m["proc"].poll() is None, "%s: the mount died" % opts)
+        env.umount(m)
+
+
 def t_stream(env):
     """Sequential writers stream parts while writing (part_size=5M)."""
     url = env.volume("stream")
@@ -621,6 +678,7 @@ TESTS = [
     t_symlink_attrs,
     t_random_writes,
     t_stream,
+    t_parallel_reads,
     t_rename,
     t_capacity,
     t_two_mounts,
