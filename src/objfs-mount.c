@@ -40,6 +40,7 @@ struct cli {
 	char *ca_file;
 	int insecure;
 	int unsigned_payload;
+	int signed_payload;
 	char *credentials_file;
 	char *uid;
 	char *gid;
@@ -55,6 +56,7 @@ struct cli {
 	char *upload_parallel;
 	char *threads;
 	char *spool_dir;
+	char *spool_limit;
 	char *cache_dir;
 	char *cache_size;
 	char *volrec_ttl;
@@ -75,6 +77,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("ca_file=%s", ca_file),
 	{ "insecure_skip_verify", offsetof(struct cli, insecure), 1 },
 	{ "unsigned_payload", offsetof(struct cli, unsigned_payload), 1 },
+	{ "signed_payload", offsetof(struct cli, signed_payload), 1 },
 	OPT("credentials_file=%s", credentials_file),
 	OPT("uid=%s", uid),
 	OPT("gid=%s", gid),
@@ -90,6 +93,7 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("upload_parallel=%s", upload_parallel),
 	OPT("threads=%s", threads),
 	OPT("spool_dir=%s", spool_dir),
+	OPT("spool_limit=%s", spool_limit),
 	OPT("cache_dir=%s", cache_dir),
 	OPT("cache_size=%s", cache_size),
 	OPT("volrec_ttl=%s", volrec_ttl),
@@ -124,7 +128,11 @@ static void usage(const char *prog)
 "  addressing=path|virtual  URL style (default: path)\n"
 "  ca_file=PATH           PEM bundle of CAs to trust (default: system's)\n"
 "  insecure_skip_verify   do not verify the server's certificate\n"
-"  unsigned_payload       sign requests with UNSIGNED-PAYLOAD\n"
+"  unsigned_payload       sign requests with UNSIGNED-PAYLOAD (the default\n"
+"                         over https, where TLS protects the payload)\n"
+"  signed_payload         hash every payload into the signature, also\n"
+"                         over https (plain http always does, unless\n"
+"                         unsigned_payload)\n"
 "  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
 "                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
 "                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
@@ -143,11 +151,15 @@ static void usage(const char *prog)
 "  mem_limit=BYTES        read-ahead memory bound (default: 32M)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
 "  readahead_chunks=N     read-ahead GETs in flight per reader (default: 8)\n"
-"  part_size=BYTES        multipart upload part size (default: 8M)\n"
-"  upload_parallel=N      parts uploaded at once per file (default: 4)\n"
+"  part_size=BYTES        multipart upload part size (default: 32M)\n"
+"  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
 "                         (default: 32)\n"
 "  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
+"  spool_limit=BYTES      disk the waiting data may take (default: 2G);\n"
+"                         past it, sequential writers drop the parts\n"
+"                         already sent and other files are uploaded\n"
+"                         early (0: bounded only by the disk)\n"
 "  cache_dir=DIR          keep an on-disk cache of object data in a private\n"
 "                         directory under DIR (default: none)\n"
 "  cache_size=BYTES       bound of that cache (default: 1G)\n"
@@ -288,6 +300,7 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.spool_dir = c->spool_dir;
 	s->fo.cache_dir = c->cache_dir;
 	NUM(cache_size, &s->fo.cache_size, parse_u64);
+	NUM(spool_limit, &s->fo.spool_limit, parse_u64);
 	s->fo.read_only = c->read_only != 0;
 	if (c->ready_fd != NULL) {
 		NUM(ready_fd, &v, parse_u64);
@@ -317,6 +330,7 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->sc.s3.ca_file = c->ca_file;
 	s->sc.s3.insecure_skip_verify = c->insecure != 0;
 	s->sc.s3.unsigned_payload = c->unsigned_payload != 0;
+	s->sc.s3.signed_payload = c->signed_payload != 0;
 	if (c->credentials_file != NULL) {
 		int line = 0;
 
@@ -346,7 +360,7 @@ static void cli_release(struct cli *c)
 		&c->attr_ttl, &c->entry_ttl, &c->neg_ttl, &c->dir_ttl,
 		&c->mem_limit, &c->readahead, &c->readahead_chunks,
 		&c->part_size, &c->upload_parallel, &c->threads, &c->spool_dir,
-		&c->cache_dir, &c->cache_size,
+		&c->spool_limit, &c->cache_dir, &c->cache_size,
 		&c->volrec_ttl, &c->usage_refresh, &c->ready_fd, &c->log_level,
 		&c->max_connections, &c->retries,
 	};

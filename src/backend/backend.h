@@ -365,6 +365,11 @@ struct objfs_s3_config {
 	const char *secret_key;     /* copied; never logged */
 	const char *session_token;  /* copied; never logged; may be NULL */
 	bool unsigned_payload;      /* UNSIGNED-PAYLOAD instead of the hash */
+	bool signed_payload;        /* hash payloads even over https, where
+				       TLS already protects them and the
+				       default is UNSIGNED-PAYLOAD (as the AWS
+				       CLI does); plain http always hashes
+				       unless unsigned_payload */
 	long connect_timeout_ms;    /* 0: 10 s */
 	long low_speed_timeout_s;   /* abort a transfer stalled this long; 0: 30 s */
 	unsigned max_connections;   /* pooled handles; 0: 16 */

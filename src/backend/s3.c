@@ -1619,7 +1619,8 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 		goto fail;
 	}
 	c->insecure = cfg->insecure_skip_verify;
-	c->unsigned_payload = cfg->unsigned_payload;
+	c->unsigned_payload = cfg->unsigned_payload ||
+		(strcmp(c->scheme, "https") == 0 && !cfg->signed_payload);
 	c->connect_timeout_ms = cfg->connect_timeout_ms > 0 ?
 		cfg->connect_timeout_ms : 10000;
 	c->low_speed_s = cfg->low_speed_timeout_s > 0 ?
@@ -1643,9 +1644,10 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	s->inner = NULL;
 	s->ctx = c;
 	s->log = log;
-	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s)", c->scheme,
-		   c->url_host, c->base_path, c->region,
-		   cfg->path_style ? "path style" : "virtual hosted");
+	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s, %s payloads)",
+		   c->scheme, c->url_host, c->base_path, c->region,
+		   cfg->path_style ? "path style" : "virtual hosted",
+		   c->unsigned_payload ? "unsigned" : "hashed");
 	*out = s;
 	return 0;
 fail:

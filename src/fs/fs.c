@@ -109,6 +109,8 @@ struct stream {
 	unsigned inflight;              /* mu */
 	int err;                        /* first failure, mu */
 	uint64_t off;                   /* bytes handed to parts */
+	uint64_t punched;               /* [0, punched) left the spool: only
+					   the completed parts hold it */
 	struct objfs_fattr fa;          /* attributes sent at create */
 };
 
@@ -147,6 +149,8 @@ struct inode {
 	bool dirty;                      /* also read under fs->lock */
 	bool seq;                        /* written only at its end since empty */
 	struct stream *stream;           /* parts already on their way */
+	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
+					    counted in fs->spool_used */
 };
 
 struct ra_chunk {
@@ -212,6 +216,7 @@ struct objfs_fs {
 	pthread_t scan_thread;
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 };
 
 static double now_mono(void)
@@ -248,10 +253,11 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->mem_limit = 32ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 8;
-	o->part_size = 8ULL << 20;
-	o->upload_parallel = 4;
+	o->part_size = 32ULL << 20;
+	o->upload_parallel = 2;
 	o->threads = 32;
 	o->spool_dir = "/var/tmp";
+	o->spool_limit = 2ULL << 30;
 	o->read_only = false;
 	o->cache_dir = NULL;
 	o->cache_size = 1ULL << 30;
@@ -448,6 +454,7 @@ static void inode_free(struct objfs_fs *fs, struct inode *in)
 	}
 	fs->n_inodes--;
 	snap_drop(in);
+	fs->spool_used -= in->spool_disk;
 	objfs_spool_destroy(in->spool);
 	pthread_mutex_destroy(&in->mu);
 	free(in->link);
@@ -1313,6 +1320,9 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 	return 0;
 }
 
+static int store_attrs(struct objfs_fs *fs, struct inode *in);
+static void spool_account(struct objfs_fs *fs, struct inode *in);
+
 /* Uploads a dirty inode: ns (read or write) and in->mu held. */
 static int inode_sync(struct objfs_fs *fs, struct inode *in)
 {
@@ -1323,7 +1333,7 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 	struct objfs_source src;
 	struct objfs_fattr fa;
 	char key[KEYBUF];
-	bool linked;
+	bool linked, fix_attrs = false;
 	int err;
 
 	if (!in->dirty)
@@ -1345,12 +1355,31 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (err != 0)
 		return err;
 	if (in->stream != NULL) {
-		bool same;
+		bool same_key = strcmp(in->stream->key, key) == 0, same;
 
-		same = strcmp(in->stream->key, key) == 0 &&
-		       in->stream->fa.mode == fa.mode &&
+		same = same_key && in->stream->fa.mode == fa.mode &&
 		       in->stream->fa.uid == fa.uid &&
 		       in->stream->fa.gid == fa.gid;
+		if (in->stream->punched > 0) {
+			/* the parts hold bytes the spool gave up: the stream
+			 * must complete (it stays for a retry if it fails);
+			 * changed attributes follow in a copy */
+			if (!same_key) {
+				objfs_error(fs->log, SUB, "streamed %s was renamed "
+					    "to %s before it completed",
+					    in->stream->key, key);
+				return EIO;
+			}
+			err = stream_finish(fs, in, &fa, &info);
+			if (err != 0) {
+				objfs_error(fs->log, SUB, "completing %s: %s; "
+					    "the close reports it", key,
+					    objfs_strerror(err));
+				return err;
+			}
+			fix_attrs = !same;
+			goto done;
+		}
 		if (same && stream_finish(fs, in, &fa, &info) == 0)
 			goto done;
 		stream_abort(fs, in);
@@ -1362,6 +1391,7 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 			return err;
 	}
 	err = spool_fetch(fs, in, 0, in->spool->size);
+	spool_account(fs, in);
 	if (err != 0)
 		return err;
 	err = objfs_fattr_to_meta(&fa, &meta);
@@ -1395,6 +1425,13 @@ done:
 		 info.etag);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_debug(fs->log, SUB, "uploaded %s", key);
+	if (fix_attrs) {
+		err = store_attrs(fs, in);
+		pthread_mutex_lock(&fs->lock);
+		snprintf(in->spool->base_etag, sizeof(in->spool->base_etag),
+			 "%s", in->etag);
+		pthread_mutex_unlock(&fs->lock);
+	}
 out:
 	objfs_meta_release(&meta);
 	objfs_obj_info_release(&info);
@@ -1423,9 +1460,157 @@ static void spool_drop_if_idle(struct objfs_fs *fs, struct inode *in)
 	if (in->nopen == 0 && !in->dirty && in->spool != NULL) {
 		sp = in->spool;
 		in->spool = NULL;
+		fs->spool_used -= in->spool_disk;
+		in->spool_disk = 0;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	objfs_spool_destroy(sp);
+}
+
+/* ---- the spool bound (in->mu held) ----------------------------------- */
+
+/* Recounts the disk blocks of in's spool into fs->spool_used. */
+static void spool_account(struct objfs_fs *fs, struct inode *in)
+{
+	uint64_t disk = in->spool != NULL ? objfs_spool_disk(in->spool) : 0;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->spool_used = fs->spool_used - in->spool_disk + disk;
+	in->spool_disk = disk;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Drops the spool of a clean file, open or not: its reads go to the
+ * store, a later write starts a new spool over the stored object. */
+static void spool_release(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = NULL;
+
+	pthread_mutex_lock(&fs->lock);
+	if (!in->dirty && in->spool != NULL) {
+		sp = in->spool;
+		in->spool = NULL;
+		fs->spool_used -= in->spool_disk;
+		in->spool_disk = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	objfs_spool_destroy(sp);
+}
+
+static bool spool_over(struct objfs_fs *fs)
+{
+	bool over;
+
+	pthread_mutex_lock(&fs->lock);
+	over = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit;
+	pthread_mutex_unlock(&fs->lock);
+	return over;
+}
+
+/* Frees the spool bytes of a streaming file whose parts are all sent:
+ * waits for the parts in flight, then punches what they cover. */
+static void stream_punch(struct objfs_fs *fs, struct inode *in)
+{
+	struct stream *st = in->stream;
+	int err;
+
+	if (st == NULL || stream_wait(st, 0) != 0 || st->off <= st->punched)
+		return;
+	err = objfs_spool_punch(in->spool, st->punched, st->off);
+	if (err == 0)
+		st->punched = st->off;
+	else
+		objfs_warn(fs->log, SUB, "freeing spool space of %s: %s",
+			   st->key, objfs_strerror(err));
+	spool_account(fs, in);
+}
+
+/* Makes room in the other files' spools (ns read held; in->mu held, so
+ * theirs are only tried): streams give up sent parts, dirty files are
+ * uploaded early, clean spools are dropped; largest first. */
+static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode *cand[16], *x;
+	size_t n = 0, i, j;
+	unsigned b;
+
+	pthread_mutex_lock(&fs->lock);
+	for (b = 0; b < HASH_SIZE; b++) {
+		for (x = fs->ino_tab[b]; x != NULL; x = x->ino_next) {
+			if (x == in || x->spool_disk == 0)
+				continue;
+			if (n < 16) {
+				x->refs++;
+				cand[n++] = x;
+				continue;
+			}
+			for (j = 0; j < n; j++) {
+				if (cand[j]->spool_disk < x->spool_disk) {
+					cand[j]->refs--;
+					maybe_free(fs, cand[j]);
+					x->refs++;
+					cand[j] = x;
+					break;
+				}
+			}
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		for (j = i + 1; j < n; j++) {
+			if (cand[j]->spool_disk > cand[i]->spool_disk) {
+				x = cand[i];
+				cand[i] = cand[j];
+				cand[j] = x;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		x = cand[i];
+		if (spool_over(fs) && pthread_mutex_trylock(&x->mu) == 0) {
+			if (x->stream != NULL)
+				stream_punch(fs, x);
+			else if (x->dirty && inode_sync(fs, x) == 0)
+				spool_release(fs, x);
+			else if (!x->dirty)
+				spool_release(fs, x);
+			pthread_mutex_unlock(&x->mu);
+		}
+		unpin(fs, x);
+	}
+}
+
+/* After a write to in (ns read and in->mu held): while the spools hold
+ * more than spool_limit, free what is safe to free.  A sequential writer
+ * waits for its parts and drops them from its spool; other files are
+ * relieved; last, this file is uploaded now and continues from the store.
+ * The bound is soft by one write and the parts in flight. */
+static void spool_relieve(struct objfs_fs *fs, struct inode *in)
+{
+	if (!spool_over(fs))
+		return;
+	stream_punch(fs, in);
+	if (!spool_over(fs))
+		return;
+	spool_relieve_others(fs, in);
+	if (!spool_over(fs) || in->stream != NULL)
+		return;
+	objfs_debug(fs->log, SUB, "spool over %" PRIu64 " bytes: uploading "
+		    "inode %" PRIu64 " early", fs->o.spool_limit,
+		    (uint64_t)in->ino);
+	if (in->dirty && inode_sync(fs, in) == 0)
+		spool_release(fs, in);
+}
+
+/* Ends the stream of in before a change that is not an append (ns and
+ * in->mu held): abandoned, or completed when its parts hold bytes the
+ * spool no longer has. */
+static int stream_stop(struct objfs_fs *fs, struct inode *in)
+{
+	if (in->stream != NULL && in->stream->punched > 0)
+		return inode_sync(fs, in);
+	stream_abort(fs, in);
+	return 0;
 }
 
 /* The FUSE boundary: store errors a file system call cannot mean
@@ -1676,10 +1861,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		err = spool_ensure(fs, in);
 		if (err == 0)
 			err = charge(fs, in, (uint64_t)attr->st_size);
-		if (err == 0) {
+		if (err == 0 && attr->st_size == 0)
 			stream_abort(fs, in);
+		else if (err == 0)
+			err = stream_stop(fs, in);
+		if (err == 0) {
 			err = objfs_spool_truncate(in->spool, (uint64_t)attr->st_size);
 			in->seq = err == 0 && attr->st_size == 0;
+			spool_account(fs, in);
 		}
 		if (err != 0)
 			goto out_unlock;
@@ -2590,6 +2779,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		if (err == 0) {
 			stream_abort(fs, in);
 			err = objfs_spool_truncate(in->spool, 0);
+			spool_account(fs, in);
 		}
 		if (err == 0) {
 			in->seq = true;
@@ -2991,11 +3181,29 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&in->mu);
+	if (in->stream != NULL && in->stream->punched > (uint64_t)off) {
+		/* those bytes are only in the parts: complete the upload so
+		 * they can be read back from the store (ns before in->mu) */
+		pthread_mutex_unlock(&in->mu);
+		pthread_rwlock_rdlock(&fs->ns);
+		pthread_mutex_lock(&in->mu);
+		err = 0;
+		if (in->stream != NULL && in->stream->punched > (uint64_t)off)
+			err = inode_sync(fs, in);
+		pthread_rwlock_unlock(&fs->ns);
+		if (err != 0) {
+			pthread_mutex_unlock(&in->mu);
+			free(buf);
+			reply_err(req, err);
+			return;
+		}
+	}
 	if (in->spool != NULL) {
 		err = spool_fetch(fs, in, (uint64_t)off, (uint64_t)off + size);
 		if (err == 0)
 			err = objfs_spool_read(in->spool, (uint64_t)off, buf,
 					       size, &got);
+		spool_account(fs, in);
 		pthread_mutex_unlock(&in->mu);
 	} else {
 		pthread_mutex_unlock(&in->mu);
@@ -3021,6 +3229,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		reply_err(req, EROFS);
 		return;
 	}
+	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
 	err = spool_ensure(fs, in);
 	if (err == 0)
@@ -3028,7 +3237,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (err == 0 && (uint64_t)off != in->spool->size) {
 		/* not an append: the parts sent so far may change */
 		in->seq = false;
-		stream_abort(fs, in);
+		err = stream_stop(fs, in);
 	}
 	if (err == 0)
 		err = objfs_spool_write(in->spool, (uint64_t)off, buf, size);
@@ -3039,8 +3248,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		in->mtime = now_real();
 		pthread_mutex_unlock(&fs->lock);
 		stream_feed(fs, in);
+		spool_account(fs, in);
+		spool_relieve(fs, in);
 	}
 	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
 	if (err != 0)
 		reply_err(req, err);
 	else

@@ -42,10 +42,13 @@ struct objfs_fs_opts {
 	uint64_t mem_limit;         /* bytes of read-ahead buffers: 32 MiB */
 	uint64_t ra_chunk;          /* read-ahead GET size: 4 MiB */
 	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 8 */
-	uint64_t part_size;         /* multipart part size: 8 MiB */
-	unsigned upload_parallel;   /* parts in flight per upload: 4 */
+	uint64_t part_size;         /* multipart part size: 32 MiB */
+	unsigned upload_parallel;   /* parts in flight per upload: 2 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */
 	const char *spool_dir;      /* where dirty data waits: /var/tmp (copied) */
+	uint64_t spool_limit;       /* bytes the spools may occupy before data
+				       is uploaded early to free them: 2 GiB
+				       (0: no bound but the disk's) */
 	bool read_only;             /* EROFS for every change: false */
 	const char *cache_dir;      /* on-disk data cache under this directory
 				       (a private subdirectory): NULL = none */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/spool.h"
@@ -337,4 +338,25 @@ int objfs_spool_read(struct objfs_spool *sp, uint64_t off, void *buf,
 	}
 	*got = len;
 	return 0;
+}
+
+int objfs_spool_punch(struct objfs_spool *sp, uint64_t start, uint64_t end)
+{
+	if (end > sp->size)
+		end = sp->size;
+	if (start >= end)
+		return 0;
+	if (fallocate(sp->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)start, (off_t)(end - start)) != 0)
+		return errno;
+	return objfs_rangeset_remove(&sp->present, start, end);
+}
+
+uint64_t objfs_spool_disk(const struct objfs_spool *sp)
+{
+	struct stat st;
+
+	if (fstat(sp->fd, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
 }

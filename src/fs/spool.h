@@ -79,5 +79,13 @@ bool objfs_spool_missing(const struct objfs_spool *sp, uint64_t off,
  * end of the file).  The range must be present.  0 or an errno. */
 int objfs_spool_read(struct objfs_spool *sp, uint64_t off, void *buf,
 		     size_t len, size_t *got);
+/* Frees the disk blocks of [start, end) and marks them not present.  This
+ * breaks the invariant above unless the bytes are kept elsewhere (the
+ * parts of a multipart upload under way): the owner must complete that
+ * upload and make it the base before those bytes are read.  0 or an errno
+ * (EOPNOTSUPP when the spool's file system cannot punch holes). */
+int objfs_spool_punch(struct objfs_spool *sp, uint64_t start, uint64_t end);
+/* Bytes the spool file occupies on disk (its allocated blocks). */
+uint64_t objfs_spool_disk(const struct objfs_spool *sp);
 
 #endif

@@ -627,6 +627,62 @@ def t_parallel_reads(env):
         env.umount(m)
 
 
+def t_spool_limit(env):
+    """The spool stays within spool_limit: its directory is a 24 MiB tmpfs
+    (writes there fail with ENOSPC past it) and the files written are far
+    larger, sequential and random, several open at once."""
+    spool = tempfile.mkdtemp(prefix="tmpfs-", dir=env.work)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", spool], check=True)
+    try:
+        url = env.volume("spool")
+        m = env.mount(url, ["spool_dir=" + spool, "spool_limit=8M", "part_size=5M",
+                            "upload_parallel=2"])
+        d = m["dir"]
+        blk = 1 << 20
+        rnd = random.Random(7)
+        # a sequential writer of 64 MiB: sent parts leave the spool
+        big = os.urandom(64 * blk)
+        with open(d + "/seq", "wb") as f:
+            for i in range(64):
+                f.write(big[i * blk:(i + 1) * blk])
+        check(env.get(url, "seq") == big, "64 MiB sequential file in the store")
+        # read back while still writing: bytes only in parts are readable
+        with open(d + "/rb", "w+b") as f:
+            for i in range(30):
+                f.write(big[i * blk:(i + 1) * blk])
+            f.flush()
+            check(os.pread(f.fileno(), blk, 3 * blk) == big[3 * blk:4 * blk],
+                  "read back of a part that left the spool")
+            for i in range(30, 40):
+                f.write(big[i * blk:(i + 1) * blk])
+        check(env.get(url, "rb") == big[:40 * blk], "file read while written")
+        # four files written at random offsets, all open at once: 32 MiB
+        files, want = [], []
+        for k in range(4):
+            files.append(open(d + "/r%d" % k, "w+b"))
+            want.append(bytearray(8 * blk))
+        order = [(k, i) for k in range(4) for i in range(8)]
+        rnd.shuffle(order)
+        for k, i in order:
+            data = os.urandom(blk)
+            files[k].seek(i * blk)
+            files[k].write(data)
+            files[k].flush()
+            want[k][i * blk:(i + 1) * blk] = data
+        for k in range(4):
+            files[k].seek(0)
+            check(files[k].read() == bytes(want[k]), "r%d reads back while open" % k)
+            files[k].close()
+            check(env.get(url, "r%d" % k) == bytes(want[k]), "r%d in the store" % k)
+        env.umount(m)
+        m = env.mount(url)
+        for k in range(4):
+            check(rfile(m["dir"] + "/r%d" % k) == bytes(want[k]), "r%d after a remount" % k)
+        env.umount(m)
+    finally:
+        subprocess.run(["umount", "-l", spool])
+
+
 def t_stream(env):
     """Sequential writers stream parts while writing (part_size=5M)."""
     url = env.volume("stream")
@@ -679,6 +735,7 @@ TESTS = [
     t_random_writes,
     t_stream,
     t_parallel_reads,
+    t_spool_limit,
     t_rename,
     t_capacity,
     t_two_mounts,
