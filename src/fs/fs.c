@@ -72,6 +72,7 @@
 #define KEYBUF (OBJFS_KEY_MAX + 2)
 #define ROOT_ATTR_KEY ".objfs/root"
 #define RA_MAX 16
+#define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
 #define LINK_MAX_LEN 4096
 #define SUB "fs"
 
@@ -218,6 +219,11 @@ struct objfs_fs {
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 };
+
+static int store_attrs(struct objfs_fs *fs, struct inode *in);
+static int snap_build(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap **out);
+static void spool_account(struct objfs_fs *fs, struct inode *in);
 
 static double now_mono(void)
 {
@@ -940,6 +946,7 @@ static int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	struct probe p;
 	bool want_dir = false, fresh;
 	double now = now_mono();
+	bool relisted = false;
 	int err;
 
 	err = objfs_name_check(name);
@@ -948,6 +955,7 @@ static int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	if (objfs_name_reserved(is_root(fs, parent), name))
 		return ENOENT;
 	pthread_mutex_lock(&fs->lock);
+again:
 	if (!S_ISDIR(parent->mode)) {
 		err = ENOTDIR;
 		goto out_locked;
@@ -972,6 +980,22 @@ static int do_lookup(struct objfs_fs *fs, struct inode *parent,
 			err = ENOENT;
 			goto out_locked;
 		}
+	} else if (!relisted && parent->snap != NULL &&
+		   parent->snap->n < SNAP_RELIST_MAX) {
+		/* a small directory listed before: one LIST answers this
+		 * lookup and the next ones for dir_ttl (a HEAD and a LIST
+		 * per name otherwise, when many files are created) */
+		struct dirsnap *s = NULL;
+
+		relisted = true;
+		pthread_mutex_unlock(&fs->lock);
+		err = snap_build(fs, parent, &s);
+		pthread_mutex_lock(&fs->lock);
+		if (s != NULL)
+			snap_put_locked(s);
+		now = now_mono();
+		if (err == 0)
+			goto again;
 	}
 	err = inode_key(fs, parent, true, dkey, sizeof(dkey));
 	if (err == 0)
@@ -1319,9 +1343,6 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 	(void)fa;
 	return 0;
 }
-
-static int store_attrs(struct objfs_fs *fs, struct inode *in);
-static void spool_account(struct objfs_fs *fs, struct inode *in);
 
 /* Uploads a dirty inode: ns (read or write) and in->mu held. */
 static int inode_sync(struct objfs_fs *fs, struct inode *in)
@@ -2075,6 +2096,17 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 			in->link = strdup(link);
 		in->nlookup++;
 		fill_entry(fs, in, &e);
+		if (S_ISDIR(mode)) {
+			/* known empty: lookups in it need no request for
+			 * dir_ttl (files created in it are noted) */
+			struct dirsnap *s = calloc(1, sizeof(*s));
+
+			if (s != NULL) {
+				s->refs = 1;
+				s->time = now_mono();
+				in->snap = s;
+			}
+		}
 	}
 	snap_note(dir, name, true, S_ISDIR(mode));
 	pthread_mutex_unlock(&fs->lock);
