@@ -148,9 +148,10 @@ static void usage(const char *prog)
 "  dir_ttl=SECONDS        directory listing cache lifetime (default: 1)\n"
 "                         (the defaults give close-to-open consistency;\n"
 "                         every open revalidates the file with a HEAD)\n"
-"  mem_limit=BYTES        read-ahead memory bound (default: 32M)\n"
+"  mem_limit=BYTES        read-ahead memory bound (default: 12M; raise it\n"
+"                         for a distant S3: it bounds the bytes in flight)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
-"  readahead_chunks=N     read-ahead GETs in flight per reader (default: 8)\n"
+"  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3)\n"
 "  part_size=BYTES        multipart upload part size (default: 32M)\n"
 "  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
@@ -388,6 +389,9 @@ int main(int argc, char *argv[])
 	/* Dozens of worker threads would each get a malloc arena that keeps
 	 * freed chunks: two arenas keep a mount within its memory bound. */
 	mallopt(M_ARENA_MAX, 2);
+	/* Large buffers (reads, FUSE requests) are mapped and unmapped, not
+	 * kept in the arenas (a fixed threshold stops glibc raising it). */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	memset(&c, 0, sizeof(c));
 	memset(&co, 0, sizeof(co));
 	memset(&s, 0, sizeof(s));

@@ -256,9 +256,9 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->entry_ttl = 1.0;
 	o->neg_ttl = 1.0;
 	o->dir_ttl = 1.0;
-	o->mem_limit = 32ULL << 20;
+	o->mem_limit = 12ULL << 20;
 	o->ra_chunk = 4ULL << 20;
-	o->ra_chunks = 8;
+	o->ra_chunks = 3;
 	o->part_size = 32ULL << 20;
 	o->upload_parallel = 2;
 	o->threads = 32;
@@ -3130,14 +3130,40 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 	return (size_t)(pos - off);
 }
 
-static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
-		      size_t *got)
+/* The ready chunk holding all of [off, end), waiting for one loading
+ * (fh->mu held); NULL when the range is not in a single chunk. */
+static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
+{
+	unsigned i;
+
+	for (;;) {
+		struct ra_chunk *c = NULL;
+
+		for (i = 0; i < RA_MAX && c == NULL; i++) {
+			if (fh->ra[i].state != RA_FREE && fh->ra[i].off <= off &&
+			    off < fh->ra[i].off + fh->ra[i].len)
+				c = &fh->ra[i];
+		}
+		if (c == NULL || c->state != RA_LOADING)
+			return c != NULL && c->state == RA_READY &&
+			       end <= c->off + c->got ? c : NULL;
+		pthread_cond_wait(&fh->cv, &fh->mu);
+	}
+}
+
+/* Reads [off, off+size) of a clean file from read-ahead chunks or the
+ * store and replies to req: straight from the chunk when one holds it all
+ * (no copy), else through a buffer.  0, or an errno not yet replied. */
+static int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
+		      size_t size)
 {
 	struct objfs_fs *fs = fh->fs;
 	struct inode *in = fh->in;
 	char key[KEYBUF], etag[OBJFS_ETAG_MAX];
 	uint64_t fsize, end, window;
+	struct ra_chunk *whole;
 	size_t done = 0;
+	char *buf = NULL;
 	unsigned i;
 	int err;
 
@@ -3148,9 +3174,10 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		return err == ENOENT ? EIO : err;
-	*got = 0;
-	if (off >= fsize)
+	if (off >= fsize || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
 		return 0;
+	}
 	end = off + size < fsize ? off + size : fsize;
 	window = fs->o.ra_chunk * fs->o.ra_chunks;
 
@@ -3177,6 +3204,21 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 		ra_schedule(fh, key, etag, off, fsize,
 			    (unsigned)((end - 1) / fs->o.ra_chunk -
 				       off / fs->o.ra_chunk + 1));
+	whole = ra_whole(fh, off, end);
+	if (whole != NULL) {
+		/* the chunk stays while fh->mu is held: reply from it */
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT((size_t)(end - off));
+
+		bv.buf[0].mem = whole->buf + (off - whole->off);
+		fuse_reply_data(req, &bv, FUSE_BUF_NO_SPLICE);
+		pthread_mutex_unlock(&fh->mu);
+		return 0;
+	}
+	buf = malloc((size_t)(end - off));
+	if (buf == NULL) {
+		pthread_mutex_unlock(&fh->mu);
+		return ENOMEM;
+	}
 	done = ra_copy(fh, off, end, buf);
 	pthread_mutex_unlock(&fh->mu);
 
@@ -3189,12 +3231,12 @@ static int read_store(struct fhandle *fh, uint64_t off, size_t size, char *buf,
 		err = objfs_store_get(fs->store, key, &go, &sink, NULL);
 		if (err == ERANGE)
 			err = 0;        /* shrank meanwhile */
-		if (err != 0)
-			return err;
 		done += fb.got;
 	}
-	*got = done;
-	return 0;
+	if (err == 0)
+		fuse_reply_buf(req, buf, done);
+	free(buf);
+	return err;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -3204,14 +3246,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
 	struct inode *in = fh->in;
 	size_t got = 0;
-	char *buf;
+	char *buf = NULL;
 	int err;
 
-	buf = malloc(size ? size : 1);
-	if (buf == NULL) {
-		reply_err(req, ENOMEM);
-		return;
-	}
 	pthread_mutex_lock(&in->mu);
 	if (in->stream != NULL && in->stream->punched > (uint64_t)off) {
 		/* those bytes are only in the parts: complete the upload so
@@ -3225,22 +3262,24 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pthread_rwlock_unlock(&fs->ns);
 		if (err != 0) {
 			pthread_mutex_unlock(&in->mu);
-			free(buf);
 			reply_err(req, err);
 			return;
 		}
 	}
-	if (in->spool != NULL) {
-		err = spool_fetch(fs, in, (uint64_t)off, (uint64_t)off + size);
-		if (err == 0)
-			err = objfs_spool_read(in->spool, (uint64_t)off, buf,
-					       size, &got);
-		spool_account(fs, in);
+	if (in->spool == NULL) {
 		pthread_mutex_unlock(&in->mu);
-	} else {
-		pthread_mutex_unlock(&in->mu);
-		err = read_store(fh, (uint64_t)off, size, buf, &got);
+		err = read_store(fh, req, (uint64_t)off, size);
+		if (err != 0)
+			reply_err(req, err);
+		return;
 	}
+	buf = malloc(size ? size : 1);
+	err = buf == NULL ? ENOMEM :
+	      spool_fetch(fs, in, (uint64_t)off, (uint64_t)off + size);
+	if (err == 0)
+		err = objfs_spool_read(in->spool, (uint64_t)off, buf, size, &got);
+	spool_account(fs, in);
+	pthread_mutex_unlock(&in->mu);
 	if (err != 0)
 		reply_err(req, err);
 	else
@@ -3425,7 +3464,7 @@ out:
 struct head_task {
 	struct objfs_fs *fs;
 	struct dent *d;
-	char key[KEYBUF];
+	char key[];
 };
 
 static void head_run(void *arg)
@@ -3458,15 +3497,18 @@ static void head_run(void *arg)
 	free(t);
 }
 
+#define HEAD_BATCH 256          /* HEAD tasks queued at once */
+
 /* Fetches the attributes of every entry the kernel will need (readdirplus):
- * parallel HEADs for names without fresh inode attributes. */
+ * parallel HEADs for names without fresh inode attributes, queued in
+ * batches so a huge directory does not queue a task per name at once. */
 static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 			     struct dirsnap *s)
 {
 	struct objfs_group g;
 	char dkey[KEYBUF];
 	double now = now_mono();
-	size_t i;
+	size_t i, queued;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
@@ -3480,8 +3522,9 @@ static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	if (err != 0)
 		return;
 	objfs_group_init(&g);
-	for (i = 0; i < s->n; i++) {
+	for (i = 0, queued = 0; i < s->n; i++) {
 		struct dent *d = &s->e[i];
+		char key[KEYBUF];
 		struct inode *c;
 		struct head_task *t;
 		bool skip;
@@ -3492,20 +3535,21 @@ static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		       (c != NULL && (c->dirty || c->spool != NULL || !c->in_store ||
 				      now - c->attr_time < fs->o.attr_ttl));
 		pthread_mutex_unlock(&fs->lock);
-		if (skip)
+		if (skip || objfs_key_join(dkey, d->name, d->is_dir, key,
+					   sizeof(key)) != 0)
 			continue;
-		t = calloc(1, sizeof(*t));
+		t = malloc(sizeof(*t) + strlen(key) + 1);
 		if (t == NULL)
 			break;
 		t->fs = fs;
 		t->d = d;
-		if (objfs_key_join(dkey, d->name, d->is_dir, t->key,
-				   sizeof(t->key)) != 0) {
-			free(t);
-			continue;
-		}
+		strcpy(t->key, key);
 		if (objfs_pool_submit(fs->pool, &g, head_run, t) != 0)
 			head_run(t);
+		if (++queued % HEAD_BATCH == 0) {
+			objfs_group_wait(&g);
+			objfs_group_init(&g);
+		}
 	}
 	objfs_group_wait(&g);
 }

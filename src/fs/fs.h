@@ -39,9 +39,9 @@ struct objfs_fs_opts {
 	double entry_ttl;           /* seconds names are trusted: 1 */
 	double neg_ttl;             /* seconds a missing name is trusted: 1 */
 	double dir_ttl;             /* seconds a listing is trusted: 1 */
-	uint64_t mem_limit;         /* bytes of read-ahead buffers: 32 MiB */
+	uint64_t mem_limit;         /* bytes of read-ahead buffers: 12 MiB */
 	uint64_t ra_chunk;          /* read-ahead GET size: 4 MiB */
-	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 8 */
+	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 3 */
 	uint64_t part_size;         /* multipart part size: 32 MiB */
 	unsigned upload_parallel;   /* parts in flight per upload: 2 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */
