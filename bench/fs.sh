@@ -12,6 +12,7 @@
 #   create   FILES files of 4 KiB, until all are in the store
 #   ls -l    `ls -l` of a directory of LS_FILES objects on a fresh mount
 #   VmHWM    peak resident memory of the mount process over all of the above
+# and, for the cold-read target, one curl GET of objfs's object (same server).
 #
 # Smaller runs: SIZE_MB=256 FILES=200 LS_FILES=2000 sh bench/fs.sh
 # Choose tools: TOOLS="objfs s3fs" sh bench/fs.sh
@@ -147,6 +148,14 @@ for t in $TOOLS; do
 	wr=$(elapsed "$t0" "$(now)")
 	keep_peak
 	do_umount "$M" "$PID"
+	if [ "$t" = objfs ] && [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
+		t0=$(now)
+		curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" \
+			--aws-sigv4 "aws:amz:$AWS_REGION:s3" \
+			-H x-amz-content-sha256:UNSIGNED-PAYLOAD -o /dev/null \
+			"$EP/$BUCKET/$P/big"
+		echo "curl $(elapsed "$t0" "$(now)")" >"$W/curl"
+	fi
 
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
@@ -206,3 +215,5 @@ END {
 	}
 	printf "(ratios > 1: objfs is faster or smaller)\n"
 }' "$RES"
+[ -f "$W/curl" ] && awk '{ printf "one curl GET of the same %s MiB object: %s s\n", '"$SIZE_MB"', $2 }' "$W/curl"
+true

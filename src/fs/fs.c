@@ -28,6 +28,12 @@
  *                     unmount.  A dirty inode is never freed.
  * An acknowledged flush/fsync/close means the object is in the store.
  *
+ * Spool bound: fs->spool_used counts the spools' disk blocks.  Past
+ * spool_limit a streaming writer punches its sent parts out of its spool
+ * (stream->punched: those bytes live only in the upload, which completes
+ * before they are read or changed), other files' spools are freed (dirty
+ * ones uploaded early), and last the written file is uploaded early.
+ *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
  * every open of a clean file revalidates it with a HEAD; the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose

@@ -142,6 +142,45 @@ static void test_spool(void **state)
 	objfs_spool_destroy(sp);
 }
 
+/* Punching frees disk blocks and marks the range missing; the disk count
+ * follows the blocks actually written. */
+static void test_spool_punch(void **state)
+{
+	struct objfs_spool *sp = NULL;
+	char *blk = malloc(1 << 20);
+	uint64_t gs, ge, before;
+	size_t got;
+	int i;
+
+	(void)state;
+	assert_non_null(blk);
+	memset(blk, 'x', 1 << 20);
+	assert_int_equal(objfs_spool_create("/var/tmp", 0, NULL, &sp), 0);
+	assert_true(objfs_spool_disk(sp) == 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(objfs_spool_write(sp, (uint64_t)i << 20, blk,
+						   1 << 20), 0);
+	before = objfs_spool_disk(sp);
+	assert_true(before >= 8ULL << 20);
+	/* [0, 5 MiB) goes: 5 MiB fewer blocks, the range is missing */
+	assert_int_equal(objfs_spool_punch(sp, 0, 5ULL << 20), 0);
+	assert_true(objfs_spool_disk(sp) <= before - (5ULL << 20));
+	assert_true(objfs_spool_missing(sp, 0, 8ULL << 20, &gs, &ge));
+	assert_true(gs == 0 && ge == 5ULL << 20);
+	assert_true(sp->size == 8ULL << 20);
+	/* the rest reads back; punching past the end is clipped */
+	assert_int_equal(objfs_spool_read(sp, 6ULL << 20, blk, 1 << 20, &got), 0);
+	assert_int_equal(got, 1 << 20);
+	assert_true(blk[0] == 'x' && blk[(1 << 20) - 1] == 'x');
+	assert_int_equal(objfs_spool_punch(sp, 7ULL << 20, 100ULL << 20), 0);
+	assert_true(sp->size == 8ULL << 20);
+	assert_true(objfs_spool_missing(sp, 5ULL << 20, 8ULL << 20, &gs, &ge));
+	assert_true(gs == 7ULL << 20 && ge == 8ULL << 20);
+	assert_int_equal(objfs_spool_punch(sp, 9ULL << 20, 10ULL << 20), 0);
+	objfs_spool_destroy(sp);
+	free(blk);
+}
+
 static void test_budget(void **state)
 {
 	struct objfs_budget b;
@@ -246,6 +285,7 @@ int main(void)
 		cmocka_unit_test(test_rangeset),
 		cmocka_unit_test(test_rangeset_random),
 		cmocka_unit_test(test_spool),
+		cmocka_unit_test(test_spool_punch),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_dcache),
