@@ -110,6 +110,8 @@ int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 	err = objfs_meta_set(m, OBJFS_META_GID, buf);
 	if (err != 0)
 		return err;
+	if (a->mtime.tv_nsec < 0)
+		return 0;
 	err = objfs_mtime_format(&a->mtime, buf, sizeof(buf));
 	if (err != 0)
 		return err;

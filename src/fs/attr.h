@@ -53,7 +53,9 @@ struct objfs_fattr {
 #define OBJFS_FATTR_GID 0x4u
 #define OBJFS_FATTR_MTIME 0x8u
 
-/* Writes mode/uid/gid/mtime into m (replacing old values).  0 or ENOMEM. */
+/* Writes mode/uid/gid/mtime into m (replacing old values); a negative
+ * mtime.tv_nsec leaves mtime out (Last-Modified stands for it).  0 or
+ * ENOMEM. */
 int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m);
 /* Overwrites the fields of *a that m holds valid values for; returns the
  * OBJFS_FATTR_* mask of those fields.  A mode whose type bits are not a

@@ -118,6 +118,8 @@ struct stream {
 	uint64_t off;                   /* bytes handed to parts */
 	uint64_t punched;               /* [0, punched) left the spool: only
 					   the completed parts hold it */
+	bool attrs_changed;             /* mode, owner or mtime set meanwhile:
+					   stored by a copy after completion */
 	struct objfs_fattr fa;          /* attributes sent at create */
 };
 
@@ -1260,8 +1262,15 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 		st->fa.gid = in->gid;
 		st->fa.mtime = in->mtime;
 		pthread_mutex_unlock(&fs->lock);
-		if (err == 0)
-			err = objfs_fattr_to_meta(&st->fa, &meta);
+		if (err == 0) {
+			/* no mtime: the object's Last-Modified (its completion,
+			 * about the close) stands for it, not the time the
+			 * upload began */
+			struct objfs_fattr fa = st->fa;
+
+			fa.mtime.tv_nsec = -1;
+			err = objfs_fattr_to_meta(&fa, &meta);
+		}
 		if (err == 0)
 			err = objfs_store_mpu_create(fs->store, st->key, &po,
 						     &st->upload_id);
@@ -1384,33 +1393,33 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (in->stream != NULL) {
 		bool same_key = strcmp(in->stream->key, key) == 0, same;
 
-		same = same_key && in->stream->fa.mode == fa.mode &&
+		same = same_key && !in->stream->attrs_changed &&
+		       in->stream->fa.mode == fa.mode &&
 		       in->stream->fa.uid == fa.uid &&
 		       in->stream->fa.gid == fa.gid;
-		if (in->stream->punched > 0) {
+		if (same_key) {
+			/* attributes changed while streaming follow in a
+			 * copy once the upload is complete */
+			if (stream_finish(fs, in, &fa, &info) == 0) {
+				fix_attrs = !same;
+				goto done;
+			}
+			objfs_obj_info_release(&info);
+		}
+		if (in->stream != NULL && in->stream->punched > 0) {
 			/* the parts hold bytes the spool gave up: the stream
-			 * must complete (it stays for a retry if it fails);
-			 * changed attributes follow in a copy */
+			 * must complete (it stays for a retry if it fails) */
 			if (!same_key) {
 				objfs_error(fs->log, SUB, "streamed %s was renamed "
 					    "to %s before it completed",
 					    in->stream->key, key);
 				return EIO;
 			}
-			err = stream_finish(fs, in, &fa, &info);
-			if (err != 0) {
-				objfs_error(fs->log, SUB, "completing %s: %s; "
-					    "the close reports it", key,
-					    objfs_strerror(err));
-				return err;
-			}
-			fix_attrs = !same;
-			goto done;
+			objfs_error(fs->log, SUB, "completing %s failed; the "
+				    "close reports it", key);
+			return EIO;
 		}
-		if (same && stream_finish(fs, in, &fa, &info) == 0)
-			goto done;
 		stream_abort(fs, in);
-		objfs_obj_info_release(&info);
 	}
 	if (in->spool == NULL) {
 		err = spool_ensure(fs, in);
@@ -1920,6 +1929,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	has_data = in->dirty || in->spool != NULL;
 	if (meta_change && has_data)
 		in->dirty = true;
+	if (meta_change && in->stream != NULL)
+		in->stream->attrs_changed = true;
 	pthread_mutex_unlock(&fs->lock);
 	if (in->dirty) {
 		/* without a handle no close will follow: save now */
@@ -3013,22 +3024,38 @@ struct ra_task {
 	char etag[OBJFS_ETAG_MAX];
 };
 
+/* Bytes of a read-ahead GET land in the chunk and are published (got)
+ * as they arrive, so readers need not wait for the whole chunk.  A retried
+ * GET rewrites the same bytes: got only grows. */
+static int ra_sink_write(void *arg, uint64_t off, const void *data, size_t n)
+{
+	struct ra_task *t = arg;
+	struct ra_chunk *c = t->c;
+
+	if (off > c->len || n > c->len - off)
+		return EFBIG;
+	memcpy(c->buf + off, data, n);
+	pthread_mutex_lock(&t->fh->mu);
+	if (off + n > c->got)
+		c->got = off + n;
+	pthread_cond_broadcast(&t->fh->cv);
+	pthread_mutex_unlock(&t->fh->mu);
+	return 0;
+}
+
 static void ra_run(void *arg)
 {
 	struct ra_task *t = arg;
 	struct fhandle *fh = t->fh;
-	struct objfs_fixedbuf fb = { t->c->buf, t->c->len, 0 };
 	struct objfs_get_opts go = { t->c->off, t->c->len, NULL };
-	struct objfs_sink sink;
+	struct objfs_sink sink = { ra_sink_write, t };
 	int err;
 
-	objfs_sink_fixed(&sink, &fb);
 	err = objfs_store_get(fh->fs->store, t->key, &go, &sink, NULL);
 	if (err == 0 && fh->fs->dcache != NULL)
 		objfs_dcache_put(fh->fs->dcache, t->key, t->etag, t->c->off,
-				 t->c->buf, fb.got);
+				 t->c->buf, t->c->got);
 	pthread_mutex_lock(&fh->mu);
-	t->c->got = fb.got;
 	t->c->err = err;
 	t->c->state = err == 0 ? RA_READY : RA_ERROR;
 	pthread_cond_broadcast(&fh->cv);
@@ -3119,13 +3146,14 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 		}
 		if (c == NULL)
 			break;
-		if (c->state == RA_LOADING) {
+		if (c->state == RA_LOADING && pos >= c->off + c->got) {
 			/* another read of this handle may free and reuse the
 			 * slot meanwhile: look the chunk up again after */
 			pthread_cond_wait(&fh->cv, &fh->mu);
 			continue;
 		}
-		if (c->state != RA_READY || pos >= c->off + c->got)
+		if ((c->state != RA_READY && c->state != RA_LOADING) ||
+		    pos >= c->off + c->got)
 			break;
 		n = c->off + c->got - pos;
 		if (n > end - pos)
@@ -3136,8 +3164,9 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 	return (size_t)(pos - off);
 }
 
-/* The ready chunk holding all of [off, end), waiting for one loading
- * (fh->mu held); NULL when the range is not in a single chunk. */
+/* The chunk holding all of [off, end) (arrived: it may still be loading
+ * past it), waiting for those bytes (fh->mu held); NULL when the range is
+ * not in a single chunk. */
 static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
 {
 	unsigned i;
@@ -3150,9 +3179,12 @@ static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
 			    off < fh->ra[i].off + fh->ra[i].len)
 				c = &fh->ra[i];
 		}
-		if (c == NULL || c->state != RA_LOADING)
-			return c != NULL && c->state == RA_READY &&
-			       end <= c->off + c->got ? c : NULL;
+		if (c == NULL || (c->state != RA_READY && c->state != RA_LOADING))
+			return NULL;
+		if (end <= c->off + c->got)
+			return c;
+		if (c->state == RA_READY || end > c->off + c->len)
+			return NULL;
 		pthread_cond_wait(&fh->cv, &fh->mu);
 	}
 }

@@ -730,15 +730,29 @@ def t_stream(env):
     os.unlink(d + "/gone")
     f.close()
     check(env.get(url, "gone") is None, "unlinked streamed file absent")
-    # chmod while streaming: the attributes still land in the store
+    # chmod and utime while streaming: the attributes still land in the store
     with open(d + "/chm", "wb") as f:
         for i in range(11):
             f.write(blob)
         os.chmod(d + "/chm", 0o600)
+        os.utime(f.fileno(), (1000000000, 1000000000))
+    # a streamed file's mtime is about its close, not when streaming began
+    with open(d + "/late", "wb") as f:
+        for i in range(11):
+            f.write(blob)
+            if i == 6:
+                time.sleep(2.5)
+    closed = time.time()
     env.umount(m)
     h = env.head(url, "chm")
     check(h is not None and h["meta"].get("mode") == str(stat.S_IFREG | 0o600), "chmod during stream")
+    check(h["meta"].get("mtime", "").split(".")[0] == "1000000000", "utime during stream: %s" % h["meta"])
     check(env.get(url, "chm") == blob * 11, "chmod stream content")
+    m = env.mount(url)
+    mt = os.stat(m["dir"] + "/late").st_mtime
+    check(closed - 2 <= mt <= closed + 2, "streamed mtime %.1f, closed at %.1f" % (mt, closed))
+    check(os.stat(m["dir"] + "/chm").st_mtime == 1000000000, "utime during stream after remount")
+    env.umount(m)
 
 
 TESTS = [
