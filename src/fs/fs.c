@@ -1487,21 +1487,6 @@ static int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
 	return err;
 }
 
-/* Drops the spool of a clean file nobody has open (in->mu). */
-static void spool_drop_if_idle(struct objfs_fs *fs, struct inode *in)
-{
-	struct objfs_spool *sp = NULL;
-
-	pthread_mutex_lock(&fs->lock);
-	if (in->nopen == 0 && !in->dirty && in->spool != NULL) {
-		sp = in->spool;
-		in->spool = NULL;
-		fs->spool_used -= in->spool_disk;
-		in->spool_disk = 0;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	objfs_spool_destroy(sp);
-}
 
 /* ---- the spool bound (in->mu held) ----------------------------------- */
 
@@ -1516,14 +1501,15 @@ static void spool_account(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Drops the spool of a clean file, open or not: its reads go to the
- * store, a later write starts a new spool over the stored object. */
-static void spool_release(struct objfs_fs *fs, struct inode *in)
+/* Drops the spool of a clean file (in->mu), only when nobody has it open
+ * if idle_only: reads go to the store, a later write starts a new spool
+ * over the stored object. */
+static void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 {
 	struct objfs_spool *sp = NULL;
 
 	pthread_mutex_lock(&fs->lock);
-	if (!in->dirty && in->spool != NULL) {
+	if (!in->dirty && in->spool != NULL && (!idle_only || in->nopen == 0)) {
 		sp = in->spool;
 		in->spool = NULL;
 		fs->spool_used -= in->spool_disk;
@@ -1607,9 +1593,9 @@ static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
 			if (x->stream != NULL)
 				stream_punch(fs, x);
 			else if (x->dirty && inode_sync(fs, x) == 0)
-				spool_release(fs, x);
+				spool_drop(fs, x, false);
 			else if (!x->dirty)
-				spool_release(fs, x);
+				spool_drop(fs, x, false);
 			pthread_mutex_unlock(&x->mu);
 		}
 		unpin(fs, x);
@@ -1635,7 +1621,7 @@ static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 		    "inode %" PRIu64 " early", fs->o.spool_limit,
 		    (uint64_t)in->ino);
 	if (in->dirty && inode_sync(fs, in) == 0)
-		spool_release(fs, in);
+		spool_drop(fs, in, false);
 }
 
 /* Ends the stream of in before a change that is not an append (ns and
@@ -3005,7 +2991,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pthread_mutex_lock(&fs->lock);
 	in->nopen--;
 	pthread_mutex_unlock(&fs->lock);
-	spool_drop_if_idle(fs, in);
+	spool_drop(fs, in, true);
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	fh_free(fh);

@@ -684,8 +684,15 @@ def check_examples(docs):
             csi = d["spec"].get("csi", {})
             if csi.get("driver") != DRIVER:
                 fail("examples: PV %s driver %r" % (n, csi.get("driver")))
-            if not re.match(r"^s3:[a-z0-9][a-z0-9.-]+/.+$", csi.get("volumeHandle", "")):
-                fail("examples: PV %s volumeHandle %r is not s3:<bucket>/<prefix>" % (n, csi.get("volumeHandle")))
+            if not csi.get("volumeHandle"):
+                fail("examples: PV %s has no volumeHandle" % n)
+            # what NodeStageVolume reads (src/csi/node.c stage_spec)
+            attrs = csi.get("volumeAttributes", {})
+            unknown = set(attrs) - {"source", "endpoint", "region", "addressingStyle", "mountOptions"}
+            if unknown:
+                fail("examples: PV %s volumeAttributes the node ignores: %s" % (n, sorted(unknown)))
+            if not re.match(r"^s3://[a-z0-9][a-z0-9.-]+/.+$", attrs.get("source", "")):
+                fail("examples: PV %s source %r is not s3://<bucket>/<prefix>" % (n, attrs.get("source")))
             ref = csi.get("nodeStageSecretRef")
             if ref and ("Secret", ref["name"]) in objs:
                 keys = set(objs[("Secret", ref["name"])].get("stringData", {}))
