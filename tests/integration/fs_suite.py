@@ -755,6 +755,121 @@ def t_stream(env):
     env.umount(m)
 
 
+class FaultProxy:
+    """A TCP proxy to the S3 server that can be switched to reset every
+    connection (an unreachable store), for the error checks."""
+
+    def __init__(self, host, port):
+        import socket
+        import threading
+        self.socket = socket
+        self.upstream = (host, port)
+        self.failing = False
+        self.conns = []
+        self.lock = threading.Lock()
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(64)
+        self.port = self.ls.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _kill(self, s):
+        try:
+            s.setsockopt(self.socket.SOL_SOCKET, self.socket.SO_LINGER,
+                         b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            s.close()
+        except OSError:
+            pass
+
+    def _pump(self, a, b):
+        try:
+            while True:
+                data = a.recv(1 << 16)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(self.socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _accept(self):
+        import threading
+        while not self.stopped:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            if self.failing:
+                self._kill(c)
+                continue
+            try:
+                u = self.socket.create_connection(self.upstream)
+            except OSError:
+                self._kill(c)
+                continue
+            with self.lock:
+                self.conns += [c, u]
+            threading.Thread(target=self._pump, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c), daemon=True).start()
+
+    def fail(self, on):
+        """on: reset open connections and refuse new ones."""
+        self.failing = on
+        if on:
+            with self.lock:
+                for s in self.conns:
+                    self._kill(s)
+                self.conns = []
+
+    def close(self):
+        self.stopped = True
+        self.fail(True)
+        self.ls.close()
+
+
+def t_store_errors(env):
+    """The store goes away under a mount: calls fail with EIO in bounded
+    time (retried first), a close that could not upload says so, and the
+    data is uploaded once the store is back (nothing lost)."""
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    proxy = FaultProxy(host, int(port))
+    try:
+        url = env.volume("errs")
+        env.tool(url, "put", "sub/old", data=b"stored before")
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port, "retries=2"])
+        d = m["dir"]
+        wfile(d + "/a", b"version 1")
+        f = open(d + "/b", "wb")
+        f.write(b"written before the outage")
+        f.flush()
+        proxy.fail(True)
+        t0 = time.time()
+        expect_errno(lambda: rfile(d + "/a"), (errno.EIO,), "open while the store is down")
+        expect_errno(lambda: os.listdir(d + "/sub"), (errno.EIO,), "listing while the store is down")
+        try:
+            f.close()
+            raise Fail("close succeeded while the store is down")
+        except OSError as e:
+            check(e.errno == errno.EIO, "close while the store is down: errno %d" % e.errno)
+        elapsed = time.time() - t0
+        check(elapsed < 90, "three failing calls took %.0f s" % elapsed)
+        check(env.get(url, "b") is None, "nothing half-written in the store")
+        proxy.fail(False)
+        # the unsaved file is still there, and goes up at unmount
+        check(rfile(d + "/b") == b"written before the outage", "unsaved data kept")
+        check(rfile(d + "/a") == b"version 1", "reads work again")
+        env.umount(m)
+        check(env.get(url, "b") == b"written before the outage", "uploaded once the store is back")
+    finally:
+        proxy.close()
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -772,6 +887,10 @@ TESTS = [
     t_sigterm,
     t_crash,
     t_many_small_and_listing,
+]
+# need a network store to cut (fs_s3.sh)
+TESTS_S3 = [
+    t_store_errors,
 ]
 
 
@@ -795,7 +914,7 @@ def main():
     signal.alarm(SUITE_TIMEOUT)
     failed = 0
     try:
-        for t in TESTS:
+        for t in TESTS + (TESTS_S3 if env.kind == "s3" else []):
             if only and t.__name__ not in only:
                 continue
             t0 = time.time()
