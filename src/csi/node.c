@@ -62,6 +62,7 @@
 #define MOPT_REGION "region="
 #define MOPT_ADDRESSING "addressing="
 #define MOPT_CA_FILE "ca_file="
+#define MOPT_SPOOL_DIR "spool_dir="
 
 #define OPTS_MAX 4096
 #define FP_MAX (OPTS_MAX + PATH_MAX + 512)
@@ -96,6 +97,9 @@ struct objfs_csi_node {
 	char rec_dir[PATH_MAX];                 /* "" when no state dir */
 	char tmp_dir[PATH_MAX];
 	char log_dir[PATH_MAX];                 /* "" when no state dir */
+	char spool_dir[PATH_MAX];               /* mounts' spools: "" when no
+						   state dir (objfs-mount's
+						   default) */
 	pthread_mutex_t lock;                   /* protects everything below */
 	pthread_cond_t wake;
 	struct vol *vols;
@@ -183,6 +187,28 @@ static bool user_opt_ok(const char *s, size_t n)
 			return false;
 	}
 	return true;
+}
+
+/* True when the user's options (a comma-separated list, and the mount
+ * flags) set key (which ends in '='). */
+static bool opt_listed(const char *list, const char *key, char *const *flags,
+		       size_t n_flags)
+{
+	size_t klen = strlen(key), i;
+	const char *p = list;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, klen) == 0)
+			return true;
+		p = strchr(p, ',');
+		if (p != NULL)
+			p++;
+	}
+	for (i = 0; i < n_flags; i++) {
+		if (opt_listed(flags[i], key, NULL, 0))
+			return true;
+	}
+	return false;
 }
 
 /* Adds a comma-separated list of user options to buf.  EINVAL or ENOSPC. */
@@ -744,6 +770,18 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		 * connections and metadata. */
 		snprintf(num, sizeof(num), "%uM", cfg->mount_memory_mib / 2);
 		err |= opt_add2(opts, sizeof(opts), MOPT_MEMORY, num);
+	}
+	if (n->spool_dir[0] != '\0' && opt_value_ok(n->spool_dir) &&
+	    !opt_listed(extra, MOPT_SPOOL_DIR, m->mount_flags, m->n_mount_flags)) {
+		/* unsaved data waits on the host's disk beside the records,
+		 * not in the plugin container's writable layer */
+		int e = objfs_node_rec_mkdir(n->spool_dir);
+
+		if (e != 0)
+			return objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "creating the spool directory %s: %s",
+					      n->spool_dir, objfs_strerror(e));
+		err |= opt_add2(opts, sizeof(opts), MOPT_SPOOL_DIR, n->spool_dir);
 	}
 	if (s3) {
 		err |= opt_add2(opts, sizeof(opts), MOPT_ENDPOINT, endpoint);
@@ -1945,6 +1983,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 		snprintf(n->rec_dir, sizeof(n->rec_dir), "%s/node/volumes", csi->cfg.state_dir);
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "%s/node/tmp", csi->cfg.state_dir);
 		snprintf(n->log_dir, sizeof(n->log_dir), "%s/node/logs", csi->cfg.state_dir);
+		snprintf(n->spool_dir, sizeof(n->spool_dir), "%s/node/spool", csi->cfg.state_dir);
 	} else {
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "/tmp");
 	}

@@ -783,6 +783,16 @@ static void test_lifecycle(void **state)
 	assert_non_null(strstr(x->fake.last_options, "endpoint=http://127.0.0.1:9"));
 	assert_non_null(strstr(x->fake.last_options, "addressing=path"));
 	assert_null(strstr(x->fake.last_options, PLUGIN_SECRET));
+	/* Spools on the host, in the state dir, not in the container. */
+	{
+		char want[PATH_MAX + 32];
+		struct stat sst;
+
+		snprintf(want, sizeof(want), "spool_dir=%s/node/spool", x->state);
+		assert_non_null(strstr(x->fake.last_options, want));
+		assert_int_equal(stat(want + strlen("spool_dir="), &sst), 0);
+		assert_true(S_ISDIR(sst.st_mode) && (sst.st_mode & 077) == 0);
+	}
 	/* The plugin's own keys, handed over out of band. */
 	assert_string_equal(x->fake.last_access_key, "AKIDPLUGIN");
 	assert_string_equal(x->fake.last_secret, PLUGIN_SECRET);
@@ -904,7 +914,7 @@ static void test_secrets_and_context(void **state)
 	a.staging = x->staging;
 	a.source = "s3://other-bucket/prefix/pvc-1";
 	a.mount_options = "attr_ttl=5,dir_ttl=2";
-	a.flag = "negative_ttl=1";
+	a.flag = "negative_ttl=1,spool_dir=/srv/spool";
 	a.secret_key = STAGE_SECRET;
 	a.mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
@@ -913,7 +923,10 @@ static void test_secrets_and_context(void **state)
 	assert_string_equal(x->fake.last_secret, STAGE_SECRET);
 	assert_null(strstr(x->fake.last_options, STAGE_SECRET));
 	assert_non_null(strstr(x->fake.last_options, "attr_ttl=5,dir_ttl=2"));
-	assert_non_null(strstr(x->fake.last_options, "negative_ttl=1"));
+	/* a spool_dir of the user's replaces the plugin's */
+	assert_non_null(strstr(x->fake.last_options, "negative_ttl=1,spool_dir=/srv/spool"));
+	assert_true(strstr(x->fake.last_options, "spool_dir=") ==
+		    strstr(x->fake.last_options, "spool_dir=/srv/spool"));
 	assert_non_null(strstr(x->fake.last_options, ",ro"));
 	/* The record holds no secret; the secrets file is 0600. */
 	assert_int_equal(objfs_node_rec_name("pvc-1", name), 0);
