@@ -181,6 +181,7 @@ struct fhandle {
 	pthread_cond_t cv;
 	uint64_t next_off;
 	unsigned seq;
+	unsigned waiters;               /* readers in cond_wait on cv */
 	struct ra_chunk ra[RA_MAX];
 };
 
@@ -226,6 +227,10 @@ struct objfs_fs {
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
+	pthread_mutex_t rabuf_mu;       /* read-ahead buffers kept for reuse */
+	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
+					   still taken (rabuf_mu) */
+	unsigned n_rabuf;
 };
 
 static int store_attrs(struct objfs_fs *fs, struct inode *in);
@@ -2727,32 +2732,64 @@ static void fh_unlink(struct objfs_fs *fs, struct fhandle *fh)
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep
  * freed multi-MiB blocks in per-thread arenas, so the process would grow
- * well past mem_limit. */
-static char *ra_buf_alloc(size_t len)
+ * well past mem_limit.  Freed buffers of ra_chunk bytes are kept (with
+ * their share of mem_limit) while files are open: mapping anew costs a
+ * page fault and a zeroed page per 4 KiB read. */
+static char *ra_buf_get(struct objfs_fs *fs, size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = NULL;
+	void *m;
 
-	return p == MAP_FAILED ? NULL : p;
+	pthread_mutex_lock(&fs->rabuf_mu);
+	if (len == fs->o.ra_chunk && fs->n_rabuf > 0)
+		p = fs->rabuf[--fs->n_rabuf];
+	pthread_mutex_unlock(&fs->rabuf_mu);
+	if (p != NULL || !objfs_budget_take(&fs->mem, len))
+		return p;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (m != MAP_FAILED)
+		return m;
+	objfs_budget_give(&fs->mem, len);
+	return NULL;
 }
 
-static void ra_buf_free(char *p, size_t len)
+static void ra_buf_put(struct objfs_fs *fs, char *p, size_t len)
 {
-	if (p != NULL)
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&fs->rabuf_mu);
+	if (len == fs->o.ra_chunk && fs->n_rabuf < RA_MAX) {
+		fs->rabuf[fs->n_rabuf++] = p;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&fs->rabuf_mu);
+	if (p != NULL) {
 		munmap(p, len);
+		objfs_budget_give(&fs->mem, len);
+	}
+}
+
+/* Unmaps the kept buffers (no file open, or at the end). */
+static void ra_buf_drain(struct objfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->rabuf_mu);
+	while (fs->n_rabuf > 0) {
+		munmap(fs->rabuf[--fs->n_rabuf], fs->o.ra_chunk);
+		objfs_budget_give(&fs->mem, fs->o.ra_chunk);
+	}
+	pthread_mutex_unlock(&fs->rabuf_mu);
 }
 
 static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
 {
-	if (c->buf != NULL) {
-		ra_buf_free(c->buf, c->len);
-		objfs_budget_give(&fs->mem, c->len);
-	}
+	ra_buf_put(fs, c->buf, c->len);
 	memset(c, 0, sizeof(*c));
 }
 
 static void fh_free(struct fhandle *fh)
 {
+	bool idle;
 	unsigned i;
 
 	pthread_mutex_lock(&fh->fs->lock);
@@ -2766,6 +2803,11 @@ static void fh_free(struct fhandle *fh)
 		ra_free_chunk(fh->fs, &fh->ra[i]);
 	}
 	pthread_mutex_unlock(&fh->mu);
+	pthread_mutex_lock(&fh->fs->lock);
+	idle = fh->fs->handles == NULL;
+	pthread_mutex_unlock(&fh->fs->lock);
+	if (idle)
+		ra_buf_drain(fh->fs);
 	pthread_cond_destroy(&fh->cv);
 	pthread_mutex_destroy(&fh->mu);
 	free(fh);
@@ -3006,9 +3048,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 struct ra_task {
 	struct fhandle *fh;
 	struct ra_chunk *c;
+	uint64_t arrived;               /* bytes in c->buf, not all published */
 	char key[KEYBUF];
 	char etag[OBJFS_ETAG_MAX];
 };
+
+#define RA_PUBLISH (256u << 10)  /* progress is published per this many */
 
 /* Bytes of a read-ahead GET land in the chunk and are published (got)
  * as they arrive, so readers need not wait for the whole chunk.  A retried
@@ -3021,11 +3066,18 @@ static int ra_sink_write(void *arg, uint64_t off, const void *data, size_t n)
 	if (off > c->len || n > c->len - off)
 		return EFBIG;
 	memcpy(c->buf + off, data, n);
-	pthread_mutex_lock(&t->fh->mu);
-	if (off + n > c->got)
-		c->got = off + n;
-	pthread_cond_broadcast(&t->fh->cv);
-	pthread_mutex_unlock(&t->fh->mu);
+	if (off + n > t->arrived)
+		t->arrived = off + n;
+	/* c->got (fh->mu) is what readers may use: moved on per
+	 * RA_PUBLISH bytes, waking only readers that wait (a lock and a
+	 * wake-up per piece cost more than the copy) */
+	if (t->arrived >= c->got + RA_PUBLISH) {
+		pthread_mutex_lock(&t->fh->mu);
+		c->got = t->arrived;
+		if (t->fh->waiters > 0)
+			pthread_cond_broadcast(&t->fh->cv);
+		pthread_mutex_unlock(&t->fh->mu);
+	}
 	return 0;
 }
 
@@ -3042,6 +3094,8 @@ static void ra_run(void *arg)
 		objfs_dcache_put(fh->fs->dcache, t->key, t->etag, t->c->off,
 				 t->c->buf, t->c->got);
 	pthread_mutex_lock(&fh->mu);
+	if (t->arrived > t->c->got)
+		t->c->got = t->arrived;
 	t->c->err = err;
 	t->c->state = err == 0 ? RA_READY : RA_ERROR;
 	pthread_cond_broadcast(&fh->cv);
@@ -3077,15 +3131,13 @@ static void ra_schedule(struct fhandle *fh, const char *key, const char *etag,
 		if (slot == NULL)
 			break;
 		len = (size_t)(fsize - coff < chunk ? fsize - coff : chunk);
-		if (!objfs_budget_take(&fs->mem, len))
+		slot->buf = ra_buf_get(fs, len);
+		if (slot->buf == NULL)
 			break;
 		t = calloc(1, sizeof(*t));
-		slot->buf = ra_buf_alloc(len);
-		if (t == NULL || slot->buf == NULL) {
-			free(t);
-			ra_buf_free(slot->buf, len);
+		if (t == NULL) {
+			ra_buf_put(fs, slot->buf, len);
 			slot->buf = NULL;
-			objfs_budget_give(&fs->mem, len);
 			break;
 		}
 		slot->off = coff;
@@ -3135,7 +3187,9 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 		if (c->state == RA_LOADING && pos >= c->off + c->got) {
 			/* another read of this handle may free and reuse the
 			 * slot meanwhile: look the chunk up again after */
+			fh->waiters++;
 			pthread_cond_wait(&fh->cv, &fh->mu);
+			fh->waiters--;
 			continue;
 		}
 		if ((c->state != RA_READY && c->state != RA_LOADING) ||
@@ -3171,7 +3225,9 @@ static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
 			return c;
 		if (c->state == RA_READY || end > c->off + c->len)
 			return NULL;
+		fh->waiters++;
 		pthread_cond_wait(&fh->cv, &fh->mu);
+		fh->waiters--;
 	}
 }
 
@@ -3967,6 +4023,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	fs->o.spool_dir = fs->spool_dir;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->volrec_mu, NULL);
+	pthread_mutex_init(&fs->rabuf_mu, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
 	pthread_cond_init(&fs->scan_cv, NULL);
 	objfs_budget_init(&fs->mem, fs->o.mem_limit);
@@ -4011,6 +4068,7 @@ err_sync:
 	objfs_budget_release(&fs->mem);
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
+	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->spool_dir);
@@ -4067,9 +4125,11 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	free(fs->root->name);
 	free(fs->root->link);
 	free(fs->root);
+	ra_buf_drain(fs);
 	objfs_budget_release(&fs->mem);
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
+	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs->spool_dir);
