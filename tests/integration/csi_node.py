@@ -97,6 +97,19 @@ def mount_pids(text):
     return out
 
 
+def all_threads_stopped(pid):
+    """True when every thread of pid is in the stopped state."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("T", "t"):
+            return False
+    return True
+
+
 def mount_pid(staging):
     pids = mount_pids(staging)
     assert len(pids) == 1, (staging, pids)
@@ -425,6 +438,9 @@ def main():
             pid = mount_pid(hang_stage)
             os.kill(pid, signal.SIGSTOP)
             try:
+                # kill() returns before every thread has stopped: one
+                # still running could answer the probe below
+                wait_for(lambda: all_threads_stopped(pid), 10, "SIGSTOP to take effect", 0.05)
                 t0 = time.time()
                 resp = stats(stub, t5, volume_id="vol-hang")
                 assert resp.volume_condition.abnormal, resp
