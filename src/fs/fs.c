@@ -227,6 +227,8 @@ struct objfs_fs {
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
+	uint64_t relieved_at;           /* fs->lock: spool_used after the last
+					   look at other files' spools */
 	pthread_mutex_t rabuf_mu;       /* read-ahead buffers kept for reuse */
 	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
 					   still taken (rabuf_mu) */
@@ -1530,6 +1532,8 @@ static bool spool_over(struct objfs_fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	over = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit;
+	if (!over)
+		fs->relieved_at = 0;
 	pthread_mutex_unlock(&fs->lock);
 	return over;
 }
@@ -1614,13 +1618,32 @@ static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
  * The bound is soft by one write and the parts in flight. */
 static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 {
+	uint64_t step = fs->o.spool_limit / 16;
+	bool others, own;
+
 	if (!spool_over(fs))
 		return;
 	stream_punch(fs, in);
-	if (!spool_over(fs))
-		return;
-	spool_relieve_others(fs, in);
-	if (!spool_over(fs) || in->stream != NULL)
+	/* the others are looked at again only after the spools grew by a
+	 * sixteenth of the limit (they may be busy: small writes must not
+	 * each scan the inode table) */
+	pthread_mutex_lock(&fs->lock);
+	others = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit &&
+		 fs->spool_used >= fs->relieved_at + step;
+	pthread_mutex_unlock(&fs->lock);
+	if (others) {
+		spool_relieve_others(fs, in);
+		pthread_mutex_lock(&fs->lock);
+		fs->relieved_at = fs->spool_used;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	/* this file goes up early only when its spool is worth it: an
+	 * upload per small write would send the file again and again */
+	pthread_mutex_lock(&fs->lock);
+	own = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit &&
+	      in->spool_disk >= fs->o.spool_limit / 8;
+	pthread_mutex_unlock(&fs->lock);
+	if (!own || in->stream != NULL)
 		return;
 	objfs_debug(fs->log, SUB, "spool over %" PRIu64 " bytes: uploading "
 		    "inode %" PRIu64 " early", fs->o.spool_limit,
