@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/kvtext.h"
+
 struct objfs_store;
 
 #define OBJFS_VOLREC_KEY ".objfs/volume"
@@ -29,21 +31,15 @@ struct objfs_store;
 #define OBJFS_VOLREC_MAX (64 * 1024)
 #define OBJFS_VOLREC_KEY_MAX 127
 
-struct objfs_volrec_param {
-	char *key;
-	char *value;
-};
-
 /* OBJFS_VOLREC_INIT is the empty record; everything it points to is owned
  * by the record: objfs_volrec_release(). */
 struct objfs_volrec {
 	uint64_t capacity_bytes;        /* 0: unlimited */
 	char *created;                  /* RFC 3339 UTC, or NULL */
 	char *name;                     /* or NULL */
-	struct objfs_volrec_param *params;
-	size_t n_params;
+	struct objfs_kv params;         /* the other keys, in order */
 };
-#define OBJFS_VOLREC_INIT { 0, NULL, NULL, NULL, 0 }
+#define OBJFS_VOLREC_INIT { 0, NULL, NULL, OBJFS_KV_INIT }
 
 void objfs_volrec_release(struct objfs_volrec *v);
 

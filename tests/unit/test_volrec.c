@@ -31,7 +31,7 @@ static void test_parse(void **state)
 	assert_true(v.capacity_bytes == 1073741824ULL);
 	assert_string_equal(v.created, "2026-11-22T10:41:19Z");
 	assert_string_equal(v.name, "pvc-123");
-	assert_int_equal(v.n_params, 1);
+	assert_int_equal(v.params.n, 1);
 	assert_string_equal(objfs_volrec_get_param(&v, "storage.class"), "fast=yes");
 	assert_null(objfs_volrec_get_param(&v, "nope"));
 	objfs_volrec_release(&v);
@@ -54,7 +54,7 @@ static void test_parse_errors(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(objfs_volrec_parse(bad[i], strlen(bad[i]), &v), EINVAL);
 		assert_null(v.name);
-		assert_int_equal(v.n_params, 0);
+		assert_int_equal(v.params.n, 0);
 	}
 	/* a NUL inside the text */
 	assert_int_equal(objfs_volrec_parse("name=a\0b\n", 9, &v), EINVAL);
@@ -89,9 +89,9 @@ static void test_round_trip(void **state)
 	assert_true(w.capacity_bytes == v.capacity_bytes);
 	assert_string_equal(w.created, v.created);
 	assert_string_equal(w.name, "vol-1");
-	assert_int_equal(w.n_params, 2);
-	assert_string_equal(w.params[0].key, "a");
-	assert_string_equal(w.params[0].value, "2");
+	assert_int_equal(w.params.n, 2);
+	assert_string_equal(w.params.items[0].key, "a");
+	assert_string_equal(w.params.items[0].value, "2");
 	assert_string_equal(objfs_volrec_get_param(&w, "b/c"), "x y");
 	objfs_volrec_release(&v);
 	objfs_volrec_release(&w);

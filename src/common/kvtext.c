@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "csi/kvtext.h"
+#include "common/kvtext.h"
 
 static int key_valid(const char *k, size_t n)
 {
@@ -23,6 +23,11 @@ static int key_valid(const char *k, size_t n)
 			return EINVAL;
 	}
 	return 0;
+}
+
+int objfs_kv_key_valid(const char *key)
+{
+	return key != NULL ? key_valid(key, strlen(key)) : EINVAL;
 }
 
 int objfs_kv_value_valid(const char *value)

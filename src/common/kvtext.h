@@ -1,18 +1,15 @@
 /*
  * kvtext.h - small key=value text documents kept as objects: the volume
- * record, the snapshot record and the controller's index entries.
+ * record (volrec.h is its typed view), the snapshot record and the CSI
+ * controller's index entries.
  *
- * Format (the one of src/common/volrec.h, so objfs-mount reads the volume
- * record the controller writes): one key=value per line; blank lines and
- * lines starting with '#' are ignored; a key is 1..127 bytes of
- * [A-Za-z0-9._/-]; a value runs to the end of the line and holds no CR,
- * LF or NUL.  Order is kept.  A document is at most OBJFS_KV_MAX bytes.
- *
- * The controller keeps this apart from volrec.c (branch fs) only until
- * that lands; both read and write the same text.
+ * Format: one key=value per line; blank lines and lines starting with '#'
+ * are ignored; a key is 1..127 bytes of [A-Za-z0-9._/-]; a value runs to
+ * the end of the line and holds no CR, LF or NUL.  Order is kept.  A
+ * document is at most OBJFS_KV_MAX bytes.
  */
-#ifndef OBJFS_CSI_KVTEXT_H
-#define OBJFS_CSI_KVTEXT_H
+#ifndef OBJFS_COMMON_KVTEXT_H
+#define OBJFS_COMMON_KVTEXT_H
 
 #include <stddef.h>
 
@@ -40,6 +37,8 @@ int objfs_kv_set(struct objfs_kv *kv, const char *key, const char *value);
 const char *objfs_kv_get(const struct objfs_kv *kv, const char *key);
 /* 0 when value may be stored (no CR, LF; at most OBJFS_KV_MAX / 4 bytes). */
 int objfs_kv_value_valid(const char *value);
+/* 0 when key may be stored (1..OBJFS_KV_KEY_MAX of [A-Za-z0-9._/-]). */
+int objfs_kv_key_valid(const char *key);
 void objfs_kv_release(struct objfs_kv *kv);
 
 /* Parses len bytes into *out (empty).  0, EINVAL or ENOMEM. */
