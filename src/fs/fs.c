@@ -1169,11 +1169,13 @@ static int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 		if (err != 0) {
 			objfs_warn(fs->log, SUB, "fetching %s: %s", key,
 				   objfs_strerror(err));
-			return err == ESTALE ? EIO : err;
+			err = err == ESTALE ? EIO : err;
+			break;
 		}
 		off = ge;
 	}
-	return 0;
+	spool_account(fs, in);  /* what was fetched, also before a failure */
+	return err;
 }
 
 
@@ -1434,7 +1436,6 @@ static int inode_sync(struct objfs_fs *fs, struct inode *in)
 			return err;
 	}
 	err = spool_fetch(fs, in, 0, in->spool->size);
-	spool_account(fs, in);
 	if (err != 0)
 		return err;
 	err = objfs_fattr_to_meta(&fa, &meta);
@@ -1526,12 +1527,18 @@ static void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 	objfs_spool_destroy(sp);
 }
 
+/* The spools hold more than spool_limit (fs->lock). */
+static bool spool_over_locked(const struct objfs_fs *fs)
+{
+	return fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit;
+}
+
 static bool spool_over(struct objfs_fs *fs)
 {
 	bool over;
 
 	pthread_mutex_lock(&fs->lock);
-	over = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit;
+	over = spool_over_locked(fs);
 	if (!over)
 		fs->relieved_at = 0;
 	pthread_mutex_unlock(&fs->lock);
@@ -1565,45 +1572,32 @@ static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
 	size_t n = 0, i, j;
 	unsigned b;
 
+	/* the 16 largest spools, kept sorted largest first (pinned) */
 	pthread_mutex_lock(&fs->lock);
 	for (b = 0; b < HASH_SIZE; b++) {
 		for (x = fs->ino_tab[b]; x != NULL; x = x->ino_next) {
-			if (x == in || x->spool_disk == 0)
+			if (x == in || x->spool_disk == 0 ||
+			    (n == 16 && x->spool_disk <= cand[15]->spool_disk))
 				continue;
-			if (n < 16) {
-				x->refs++;
-				cand[n++] = x;
-				continue;
+			if (n == 16) {
+				cand[15]->refs--;
+				maybe_free(fs, cand[15]);
+				n--;
 			}
-			for (j = 0; j < n; j++) {
-				if (cand[j]->spool_disk < x->spool_disk) {
-					cand[j]->refs--;
-					maybe_free(fs, cand[j]);
-					x->refs++;
-					cand[j] = x;
-					break;
-				}
-			}
+			for (j = n; j > 0 && cand[j - 1]->spool_disk < x->spool_disk; j--)
+				cand[j] = cand[j - 1];
+			x->refs++;
+			cand[j] = x;
+			n++;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; i < n; i++) {
-		for (j = i + 1; j < n; j++) {
-			if (cand[j]->spool_disk > cand[i]->spool_disk) {
-				x = cand[i];
-				cand[i] = cand[j];
-				cand[j] = x;
-			}
-		}
-	}
 	for (i = 0; i < n; i++) {
 		x = cand[i];
 		if (spool_over(fs) && pthread_mutex_trylock(&x->mu) == 0) {
 			if (x->stream != NULL)
 				stream_punch(fs, x);
-			else if (x->dirty && inode_sync(fs, x) == 0)
-				spool_drop(fs, x, false);
-			else if (!x->dirty)
+			else if (inode_sync(fs, x) == 0)    /* 0 at once if clean */
 				spool_drop(fs, x, false);
 			pthread_mutex_unlock(&x->mu);
 		}
@@ -1628,8 +1622,7 @@ static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 	 * sixteenth of the limit (they may be busy: small writes must not
 	 * each scan the inode table) */
 	pthread_mutex_lock(&fs->lock);
-	others = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit &&
-		 fs->spool_used >= fs->relieved_at + step;
+	others = spool_over_locked(fs) && fs->spool_used >= fs->relieved_at + step;
 	pthread_mutex_unlock(&fs->lock);
 	if (others) {
 		spool_relieve_others(fs, in);
@@ -1640,8 +1633,7 @@ static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 	/* this file goes up early only when its spool is worth it: an
 	 * upload per small write would send the file again and again */
 	pthread_mutex_lock(&fs->lock);
-	own = fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit &&
-	      in->spool_disk >= fs->o.spool_limit / 8;
+	own = spool_over_locked(fs) && in->spool_disk >= fs->o.spool_limit / 8;
 	pthread_mutex_unlock(&fs->lock);
 	if (!own || in->stream != NULL)
 		return;
@@ -3187,32 +3179,44 @@ static void ra_schedule(struct fhandle *fh, const char *key, const char *etag,
 	}
 }
 
+/* The slot holding byte pos (loading, ready or failed), or NULL
+ * (fh->mu held). */
+static struct ra_chunk *ra_find(struct fhandle *fh, uint64_t pos)
+{
+	unsigned i;
+
+	for (i = 0; i < RA_MAX; i++) {
+		if (fh->ra[i].state != RA_FREE && fh->ra[i].off <= pos &&
+		    pos < fh->ra[i].off + fh->ra[i].len)
+			return &fh->ra[i];
+	}
+	return NULL;
+}
+
+/* Waits for read-ahead progress (fh->mu held); sinks wake waiters only. */
+static void ra_wait(struct fhandle *fh)
+{
+	fh->waiters++;
+	pthread_cond_wait(&fh->cv, &fh->mu);
+	fh->waiters--;
+}
+
 /* Serves [off, end) from read-ahead buffers; returns how many bytes from
  * off it could copy into buf (fh->mu held; waits for loading chunks). */
 static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
 {
 	uint64_t pos = off;
-	unsigned i;
 
 	while (pos < end) {
-		struct ra_chunk *c = NULL;
+		struct ra_chunk *c = ra_find(fh, pos);
 		uint64_t n;
 
-		for (i = 0; i < RA_MAX; i++) {
-			if (fh->ra[i].state != RA_FREE && fh->ra[i].off <= pos &&
-			    pos < fh->ra[i].off + fh->ra[i].len) {
-				c = &fh->ra[i];
-				break;
-			}
-		}
 		if (c == NULL)
 			break;
 		if (c->state == RA_LOADING && pos >= c->off + c->got) {
 			/* another read of this handle may free and reuse the
 			 * slot meanwhile: look the chunk up again after */
-			fh->waiters++;
-			pthread_cond_wait(&fh->cv, &fh->mu);
-			fh->waiters--;
+			ra_wait(fh);
 			continue;
 		}
 		if ((c->state != RA_READY && c->state != RA_LOADING) ||
@@ -3232,25 +3236,16 @@ static size_t ra_copy(struct fhandle *fh, uint64_t off, uint64_t end, char *buf)
  * not in a single chunk. */
 static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
 {
-	unsigned i;
-
 	for (;;) {
-		struct ra_chunk *c = NULL;
+		struct ra_chunk *c = ra_find(fh, off);
 
-		for (i = 0; i < RA_MAX && c == NULL; i++) {
-			if (fh->ra[i].state != RA_FREE && fh->ra[i].off <= off &&
-			    off < fh->ra[i].off + fh->ra[i].len)
-				c = &fh->ra[i];
-		}
 		if (c == NULL || (c->state != RA_READY && c->state != RA_LOADING))
 			return NULL;
 		if (end <= c->off + c->got)
 			return c;
 		if (c->state == RA_READY || end > c->off + c->len)
 			return NULL;
-		fh->waiters++;
-		pthread_cond_wait(&fh->cv, &fh->mu);
-		fh->waiters--;
+		ra_wait(fh);
 	}
 }
 
@@ -3381,7 +3376,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	      spool_fetch(fs, in, (uint64_t)off, (uint64_t)off + size);
 	if (err == 0)
 		err = objfs_spool_read(in->spool, (uint64_t)off, buf, size, &got);
-	spool_account(fs, in);
 	pthread_mutex_unlock(&in->mu);
 	if (err != 0)
 		reply_err(req, err);
