@@ -59,7 +59,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
-#include "backend/io.h"
+#include "common/io.h"
 #include "common/errors.h"
 #include "common/log.h"
 

@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "backend/io.h"
+#include "common/io.h"
 #include "backend/retry.h"
 #include "common/errors.h"
 #include "common/log.h"

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "backend/io.h"
+#include "common/io.h"
 #include "common/errors.h"
 #include "common/log.h"
 

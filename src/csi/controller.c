@@ -46,7 +46,7 @@
 #include "csi.pb-c.h"
 #include "csi/controller.h"
 #include "csi/driver.h"
-#include "common/kvtext.h"
+#include "volume/kvtext.h"
 #include "csi/pb.h"
 #include "csi/volid.h"
 

@@ -66,11 +66,11 @@
 #include "backend/backend.h"
 #include "common/errors.h"
 #include "common/log.h"
-#include "common/volrec.h"
+#include "volume/volrec.h"
 #include "fs/attr.h"
 #include "fs/dcache.h"
 #include "fs/fs.h"
-#include "fs/pool.h"
+#include "common/pool.h"
 #include "fs/spool.h"
 
 #define HASH_BITS 16

@@ -27,7 +27,7 @@
 
 #include "backend/backend.h"
 #include "common/errors.h"
-#include "common/volrec.h"
+#include "volume/volrec.h"
 
 static int out_write(void *arg, uint64_t off, const void *data, size_t n)
 {

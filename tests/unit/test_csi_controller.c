@@ -25,7 +25,7 @@
 #include "csi.pb-c.h"
 #include "csi/controller.h"
 #include "csi/driver.h"
-#include "common/kvtext.h"
+#include "volume/kvtext.h"
 #include "csi/pb.h"
 #include "csi/rpc.h"
 #include "csi/volid.h"

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "fs/dcache.h"
-#include "fs/pool.h"
+#include "common/pool.h"
 #include "fs/spool.h"
 
 static void expect_ranges(const struct objfs_rangeset *rs, const uint64_t *r,

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
-#include "common/volrec.h"
+#include "volume/volrec.h"
 
 static void test_parse(void **state)
 {

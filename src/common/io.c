@@ -5,7 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "backend/io.h"
+#include "common/io.h"
 
 int objfs_pread_all(int fd, void *buf, size_t n, uint64_t off)
 {

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/kvtext.h"
+#include "volume/kvtext.h"
 
 struct objfs_store;
 

@@ -19,8 +19,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "common/kvtext.h"
-#include "common/volrec.h"
+#include "volume/kvtext.h"
+#include "volume/volrec.h"
 
 #define VOLREC_COMMENT "objfs volume record"
 

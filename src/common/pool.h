@@ -6,8 +6,8 @@
  * can wait for a batch (parallel HEADs, parallel copies).  Workers never
  * block on each other: a task must not wait for another queued task.
  */
-#ifndef OBJFS_FS_POOL_H
-#define OBJFS_FS_POOL_H
+#ifndef OBJFS_COMMON_POOL_H
+#define OBJFS_COMMON_POOL_H
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fs/pool.h"
+#include "common/pool.h"
 
 struct task {
 	struct task *next;

@@ -8,8 +8,8 @@
  * the end of the line and holds no CR, LF or NUL.  Order is kept.  A
  * document is at most OBJFS_KV_MAX bytes.
  */
-#ifndef OBJFS_COMMON_KVTEXT_H
-#define OBJFS_COMMON_KVTEXT_H
+#ifndef OBJFS_VOLUME_KVTEXT_H
+#define OBJFS_VOLUME_KVTEXT_H
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  * writes that retry EINTR and short transfers, and kernel randomness.
  * Each returns 0 or a positive errno.
  */
-#ifndef OBJFS_BACKEND_IO_H
-#define OBJFS_BACKEND_IO_H
+#ifndef OBJFS_COMMON_IO_H
+#define OBJFS_COMMON_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "common/kvtext.h"
+#include "volume/kvtext.h"
 
 static int key_valid(const char *k, size_t n)
 {
