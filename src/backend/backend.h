@@ -12,6 +12,9 @@
  *            fault  (injects errors, delays and short reads, fault.c)
  *            prefix (confines every key to a prefix, prefix.c)
  *
+ * Built on the ops: objfs_store_upload (store.c) and the prefix-tree walk,
+ * copy, move and delete (tree.h).
+ *
  * objfs_store_stack_create() (stack.c) assembles a stack from a config, e.g.
  * prefix -> retry -> s3.  Tests build small stacks directly.
  *
@@ -342,11 +345,6 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
 		       const struct objfs_source *src,
 		       const struct objfs_put_opts *opts, uint64_t part_size,
 		       unsigned parallel, struct objfs_obj_info *info);
-
-/* Deletes every key under prefix (listing and deleting in batches).
- * *deleted (may be NULL) counts what was removed.  Restartable. */
-int objfs_store_del_prefix(struct objfs_store *s, const char *prefix,
-			   uint64_t *deleted);
 
 /* ---- the kinds --------------------------------------------------------- */
 

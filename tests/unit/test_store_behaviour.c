@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/tree.h"
 #include "store_testutil.h"
 
 /* ---- the store under test --------------------------------------------- */
@@ -150,7 +151,7 @@ static int teardown(void **state)
 	struct objfs_list_req req = { 0 };
 	int err, rc = 0;
 
-	err = objfs_store_del_prefix(st->s, "", NULL);
+	err = objfs_tree_delete(st->s, "", NULL, NULL);
 	if (err == 0)
 		err = objfs_store_list(st->s, &req, &page);
 	if (err != 0 || page.n_entries != 0) {

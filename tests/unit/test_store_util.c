@@ -1,7 +1,7 @@
 /*
  * Unit tests of store.c: metadata lists, sinks and sources, key checks,
- * objfs_store_upload (splitting, parallel parts, abort on failure) and
- * objfs_store_del_prefix (batches, restart after a failure).
+ * objfs_store_upload (splitting, parallel parts, abort on failure) and the
+ * prefix layer (prefix trees: test_tree.c).
  */
 #include "config.h"
 
@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/fault.h"
+#include "backend/tree.h"
 #include "store_testutil.h"
 
 /* ---- fixture: fault -> local -------------------------------------------- */
@@ -309,21 +310,7 @@ static void test_upload_failure_aborts(void **state)
 	free(data);
 }
 
-/* ---- del_prefix -------------------------------------------------------- */
-
-/* Puts n keys PREFIX "d<i mod 7>/k<i>". */
-static void put_keys(struct objfs_store *s, const char *prefix, unsigned n)
-{
-	struct objfs_source src;
-	char key[64];
-	unsigned i;
-
-	objfs_source_mem(&src, "v", 1);
-	for (i = 0; i < n; i++) {
-		snprintf(key, sizeof(key), "%sd%u/k%05u", prefix, i % 7, i);
-		assert_int_equal(objfs_store_put(s, key, &src, NULL, NULL), 0);
-	}
-}
+/* ---- counting keys ------------------------------------------------------ */
 
 static size_t count_keys(struct objfs_store *s, const char *prefix)
 {
@@ -341,35 +328,6 @@ static size_t count_keys(struct objfs_store *s, const char *prefix)
 		objfs_list_page_release(&page);
 	} while (tok != NULL);
 	return n;
-}
-
-static void test_del_prefix(void **state)
-{
-	struct fixture *f = *state;
-	uint64_t deleted = 0;
-
-	put_keys(f->s, "x/", 2100);
-	put_keys(f->s, "y/", 10);
-	put_keys(f->s, "x", 3);         /* siblings of x/, not under it */
-
-	/* The first batch fails: an error, then a rerun finishes the job. */
-	objfs_fault_fail_next(f->fault, OBJFS_FOP_DEL_MANY, 1, EIO);
-	assert_int_equal(objfs_store_del_prefix(f->s, "x/", &deleted), EIO);
-	assert_int_equal(deleted, 0);
-	assert_int_equal(count_keys(f->s, "x/"), 2100);
-	objfs_fault_reset(f->fault);
-	assert_int_equal(objfs_store_del_prefix(f->s, "x/", &deleted), 0);
-	assert_int_equal(deleted, 2100);
-	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_DEL_MANY), 3);
-	assert_int_equal(count_keys(f->s, "x/"), 0);
-	assert_int_equal(count_keys(f->s, "y/"), 10);
-	assert_int_equal(count_keys(f->s, "x"), 3);
-
-	/* Nothing to delete. */
-	assert_int_equal(objfs_store_del_prefix(f->s, "x/", &deleted), 0);
-	assert_int_equal(deleted, 0);
-	assert_int_equal(objfs_store_del_prefix(f->s, "", NULL), 0);
-	assert_int_equal(count_keys(f->s, ""), 0);
 }
 
 /* ---- the prefix layer ---------------------------------------------------- */
@@ -457,7 +415,7 @@ static void test_prefix_layer(void **state)
 	assert_int_equal(objfs_store_head(f->s, "vols/v1/one", &info), ENOENT);
 	assert_int_equal(objfs_store_head(f->s, "outside", &info), 0);
 	objfs_obj_info_release(&info);
-	assert_int_equal(objfs_store_del_prefix(vol, "", NULL), 0);
+	assert_int_equal(objfs_tree_delete(vol, "", NULL, NULL), 0);
 	assert_int_equal(count_keys(f->s, ""), 2);
 	objfs_store_destroy(vol);
 }
@@ -559,7 +517,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_upload_failure_aborts, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_del_prefix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_layer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_layer, setup, teardown),
 	};
