@@ -59,6 +59,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "common/buf.h"
 #include "common/io.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -171,44 +172,16 @@ static bool name_safe(unsigned char c, bool first)
 	return c == '.' && !first;
 }
 
-/* A bounded string being built; overflow makes err ENAMETOOLONG/EINVAL. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void sb_putc(struct sbuf *b, char c)
-{
-	if (b->len + 1 >= b->cap) {
-		b->err = ENAMETOOLONG;
-		return;
-	}
-	b->p[b->len++] = c;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->len + n >= b->cap) {
-		b->err = ENAMETOOLONG;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_pct(struct sbuf *b, unsigned char c)
+static void sb_pct(struct objfs_buf *b, unsigned char c)
 {
 	char e[3] = { '%', hexd[c >> 4], hexd[c & 15] };
 
-	sb_puts(b, e, 3);
+	objfs_buf_add(b, e, 3);
 }
 
 /* Appends the on-disk name chain of one key component with type suffix
  * ('+' object, '@' directory). */
-static void path_put_comp(struct sbuf *b, const char *comp, size_t n,
+static void path_put_comp(struct objfs_buf *b, const char *comp, size_t n,
 			  char suffix)
 {
 	size_t i, chunk = 0;
@@ -219,17 +192,17 @@ static void path_put_comp(struct sbuf *b, const char *comp, size_t n,
 		c = (unsigned char)comp[i];
 		safe = name_safe(c, chunk == 0);
 		if (chunk + (safe ? 1 : 3) > NAME_CHUNK) {
-			sb_puts(b, "#/", 2);
+			objfs_buf_add(b, "#/", 2);
 			chunk = 0;
 			safe = name_safe(c, true);
 		}
 		if (safe)
-			sb_putc(b, (char)c);
+			objfs_buf_addc(b, (char)c);
 		else
 			sb_pct(b, c);
 		chunk += safe ? 1 : 3;
 	}
-	sb_putc(b, suffix);
+	objfs_buf_addc(b, suffix);
 }
 
 /* The on-disk path of key[0..n): every component but the last is a
@@ -237,10 +210,10 @@ static void path_put_comp(struct sbuf *b, const char *comp, size_t n,
 static int key_path(const char *key, size_t n, bool obj, char *out,
 		    size_t cap)
 {
-	struct sbuf b = { out, 0, cap, 0 };
+	struct objfs_buf b;
 	const char *p = key, *end = key + n, *slash;
 
-	out[0] = '\0';
+	objfs_buf_fixed(&b, out, cap, ENAMETOOLONG);
 	for (;;) {
 		slash = memchr(p, '/', (size_t)(end - p));
 		if (slash == NULL) {
@@ -248,7 +221,7 @@ static int key_path(const char *key, size_t n, bool obj, char *out,
 			break;
 		}
 		path_put_comp(&b, p, (size_t)(slash - p), '@');
-		sb_putc(&b, '/');
+		objfs_buf_addc(&b, '/');
 		p = slash + 1;
 	}
 	return b.err;
@@ -305,14 +278,14 @@ static int name_decode(const char *name, size_t n, char *out, size_t cap,
 
 /* Percent-encodes a metadata value for the trailer (no spaces, no
  * newlines, nothing outside printable ASCII). */
-static void sb_value(struct sbuf *b, const char *s)
+static void sb_value(struct objfs_buf *b, const char *s)
 {
 	unsigned char c;
 
 	for (; *s != '\0'; s++) {
 		c = (unsigned char)*s;
 		if (c > 0x20 && c < 0x7f && c != '%')
-			sb_putc(b, (char)c);
+			objfs_buf_addc(b, (char)c);
 		else
 			sb_pct(b, c);
 	}
@@ -552,7 +525,7 @@ static int tmp_finish(struct wobj *w, const char *etag,
 		      const char *content_type, const struct objfs_meta *meta)
 {
 	char *t;
-	struct sbuf b;
+	struct objfs_buf b;
 	char footer[FOOTER_LEN + 1];
 	size_t i;
 	int err = 0;
@@ -560,22 +533,21 @@ static int tmp_finish(struct wobj *w, const char *etag,
 	t = malloc(TRAILER_MAX);
 	if (t == NULL)
 		return ENOMEM;
-	b = (struct sbuf){ t, 0, TRAILER_MAX, 0 };
-	t[0] = '\0';
-	sb_puts(&b, "etag ", 5);
-	sb_puts(&b, etag, strlen(etag));
-	sb_putc(&b, '\n');
+	objfs_buf_fixed(&b, t, TRAILER_MAX, EINVAL);
+	objfs_buf_add(&b, "etag ", 5);
+	objfs_buf_add(&b, etag, strlen(etag));
+	objfs_buf_addc(&b, '\n');
 	if (content_type != NULL) {
-		sb_puts(&b, "type ", 5);
+		objfs_buf_add(&b, "type ", 5);
 		sb_value(&b, content_type);
-		sb_putc(&b, '\n');
+		objfs_buf_addc(&b, '\n');
 	}
 	for (i = 0; meta != NULL && i < meta->n; i++) {
-		sb_puts(&b, "meta ", 5);
+		objfs_buf_add(&b, "meta ", 5);
 		sb_value(&b, meta->items[i].name);
-		sb_putc(&b, ' ');
+		objfs_buf_addc(&b, ' ');
 		sb_value(&b, meta->items[i].value);
-		sb_putc(&b, '\n');
+		objfs_buf_addc(&b, '\n');
 	}
 	if (b.err != 0) {
 		err = EINVAL;

@@ -46,6 +46,7 @@
 #include "backend/s3_internal.h"
 #include "backend/s3_sign.h"
 #include "backend/s3_xml.h"
+#include "common/buf.h"
 #include "common/errors.h"
 #include "common/log.h"
 
@@ -113,11 +114,7 @@ struct s3_req {
 	int sink_err;
 	uint64_t src_off;
 	int src_err;
-	char *body;                              /* error or XML document */
-	size_t body_len;
-	size_t body_cap;
-	size_t body_max;
-	bool body_overflow;
+	struct objfs_buf body;                   /* error or XML document */
 	long status;
 	struct objfs_obj_info cap;               /* captured headers */
 	uint64_t content_length;
@@ -146,8 +143,7 @@ static void req_release(struct s3_req *r)
 	for (i = 0; i < r->n_hdrs; i++)
 		free(r->hdr_store[i]);
 	r->n_hdrs = 0;
-	free(r->body);
-	r->body = NULL;
+	objfs_buf_release(&r->body);
 	objfs_obj_info_release(&r->cap);
 }
 
@@ -271,33 +267,6 @@ static void pool_put(struct s3_ctx *c, CURL *h, bool broken)
 
 /* ---- curl callbacks -------------------------------------------------------- */
 
-static void body_append(struct s3_req *r, const char *p, size_t n)
-{
-	if (r->body_overflow)
-		return;
-	if (n > r->body_max - r->body_len) {
-		r->body_overflow = true;
-		return;
-	}
-	if (r->body_len + n + 1 > r->body_cap) {
-		size_t nc = r->body_cap ? r->body_cap : 4096;
-		char *nb;
-
-		while (nc < r->body_len + n + 1)
-			nc *= 2;
-		nb = realloc(r->body, nc);
-		if (nb == NULL) {
-			r->body_overflow = true;
-			return;
-		}
-		r->body = nb;
-		r->body_cap = nc;
-	}
-	memcpy(r->body + r->body_len, p, n);
-	r->body_len += n;
-	r->body[r->body_len] = '\0';
-}
-
 static size_t on_write(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct s3_req *r = arg;
@@ -305,8 +274,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *arg)
 	bool ok = r->status >= 200 && r->status < 300;
 
 	if (!ok || r->sink == NULL) {
-		body_append(r, p, n);
-		if (ok && r->body_overflow) {
+		objfs_buf_add(&r->body, p, n);
+		if (ok && r->body.err != 0) {
 			r->sink_err = EPROTO;
 			return 0;
 		}
@@ -598,7 +567,9 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	bool broken = false;
 	int rc, k;
 
-	r->body_max = r->want_body ? OBJFS_S3_XML_MAX_DOC : S3_ERRBODY_MAX;
+	objfs_buf_release(&r->body);
+	r->body = (struct objfs_buf)OBJFS_BUF_INIT(r->want_body ? OBJFS_S3_XML_MAX_DOC
+							  : S3_ERRBODY_MAX, EFBIG);
 	query = malloc(S3_URL_MAX);
 	url = malloc(S3_URL_MAX + sizeof(enc_path) + 256);
 	auth = malloc(OBJFS_SIGV4_AUTH_MAX);
@@ -781,8 +752,8 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 		rc = r->hdr_err;
 		goto out;
 	}
-	if (r->body_len > 0 && !r->body_overflow)
-		(void)objfs_s3_xml_parse_error(r->body, r->body_len, &r->err);
+	if (r->body.len > 0 && r->body.err == 0)
+		(void)objfs_s3_xml_parse_error(r->body.p, r->body.len, &r->err);
 	rc = objfs_s3_errno_http(r->status, r->err.code);
 	objfs_debug(s->log, "s3", "%s %s: HTTP %ld %s", r->method,
 		    r->key ? r->key : "/", r->status, r->err.code);
@@ -1031,7 +1002,7 @@ static int s3_list(struct objfs_store *s, const struct objfs_list_req *lr,
 	    !is_base64(lr->continuation))
 		rc = EINVAL;   /* Swift: 500 for a token it cannot decode */
 	if (rc == 0)
-		rc = objfs_s3_xml_parse_list(r.body, r.body_len, page, &r.err);
+		rc = objfs_s3_xml_parse_list(r.body.p, r.body.len, page, &r.err);
 	if (rc == EREMOTEIO)
 		rc = objfs_s3_errno_http(500, r.err.code);
 	req_release(&r);
@@ -1137,7 +1108,7 @@ int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
 		if (rc == 0)
 			rc = s3_perform(s, &r);
 		if (rc == 0)
-			rc = objfs_s3_xml_parse_etag(r.body, r.body_len,
+			rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
 						     "CopyPartResult",
 						     parts[i].etag, &r.err);
 		if (rc == EREMOTEIO)
@@ -1191,7 +1162,7 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 	if (rc == 0) {
 		char etag[OBJFS_ETAG_MAX];
 
-		rc = objfs_s3_xml_parse_etag(r.body, r.body_len,
+		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
 					     "CopyObjectResult", etag, &r.err);
 		if (rc == EREMOTEIO)
 			rc = objfs_s3_errno_http(500, r.err.code);
@@ -1290,7 +1261,7 @@ static int del_batch(struct objfs_store *s, const char *const *keys, size_t n,
 	if (rc == 0)
 		rc = s3_perform(s, &r);
 	if (rc == 0) {
-		rc = objfs_s3_xml_parse_delete(r.body, r.body_len, failed,
+		rc = objfs_s3_xml_parse_delete(r.body.p, r.body.len, failed,
 					       &r.err);
 		if (rc == 0 && *failed > 0)
 			rc = objfs_s3_errno_http(500, r.err.code);
@@ -1351,7 +1322,7 @@ static int s3_mpu_create(struct objfs_store *s, const char *key,
 	if (rc == 0)
 		rc = s3_perform(s, &r);
 	if (rc == 0)
-		rc = objfs_s3_xml_parse_initiate(r.body, r.body_len,
+		rc = objfs_s3_xml_parse_initiate(r.body.p, r.body.len,
 						 upload_id, &r.err);
 	if (rc == EREMOTEIO)
 		rc = objfs_s3_errno_http(500, r.err.code);
@@ -1425,7 +1396,7 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 		rc = s3_perform(s, &r);
 	if (rc == 0) {
 		/* 200 may still carry an <Error>. */
-		rc = objfs_s3_xml_parse_etag(r.body, r.body_len,
+		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
 					     "CompleteMultipartUploadResult",
 					     etag, &r.err);
 		if (rc == EREMOTEIO)

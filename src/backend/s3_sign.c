@@ -1,9 +1,9 @@
 /*
  * s3_sign.c - AWS Signature Version 4, header flavour (see s3_sign.h).
  *
- * Pure functions over caller buffers.  Every string is built with a bounded
- * appender (struct sbuf) that records overflow instead of writing past the
- * end; an overflowed build is E2BIG.  Secrets only pass through the HMAC
+ * Pure functions over caller buffers.  Every string is built in a fixed
+ * objfs_buf (common/buf.h) over the caller's memory: an overflowed build is
+ * E2BIG, never a write past the end.  Secrets only pass through the HMAC
  * chain; the derived key and the "AWS4"+secret buffer are wiped with
  * OPENSSL_cleanse before returning.
  */
@@ -19,47 +19,7 @@
 #include <openssl/hmac.h>
 
 #include "backend/s3_sign.h"
-
-/* A bounded appender over caller memory.  overflow is sticky. */
-struct sbuf {
-	char *p;
-	size_t len;
-	size_t cap;
-	bool overflow;
-};
-
-static void sb_init(struct sbuf *b, char *p, size_t cap)
-{
-	b->p = p;
-	b->len = 0;
-	b->cap = cap;
-	b->overflow = cap == 0;
-	if (cap > 0)
-		p[0] = '\0';
-}
-
-static void sb_addn(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->overflow)
-		return;
-	if (n >= b->cap - b->len) {
-		b->overflow = true;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_add(struct sbuf *b, const char *s)
-{
-	sb_addn(b, s, strlen(s));
-}
-
-static void sb_addc(struct sbuf *b, char c)
-{
-	sb_addn(b, &c, 1);
-}
+#include "common/buf.h"
 
 static bool unreserved(unsigned char c)
 {
@@ -68,21 +28,21 @@ static bool unreserved(unsigned char c)
 	       c == '~';
 }
 
-static void sb_encode(struct sbuf *b, const char *in, size_t len,
+static void sb_encode(struct objfs_buf *b, const char *in, size_t len,
 		      bool keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i;
 
-	for (i = 0; i < len && !b->overflow; i++) {
+	for (i = 0; i < len && b->err == 0; i++) {
 		unsigned char c = (unsigned char)in[i];
 
 		if (unreserved(c) || (keep_slash && c == '/')) {
-			sb_addc(b, (char)c);
+			objfs_buf_addc(b, (char)c);
 		} else {
 			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
-			sb_addn(b, e, 3);
+			objfs_buf_add(b, e, 3);
 		}
 	}
 }
@@ -90,11 +50,11 @@ static void sb_encode(struct sbuf *b, const char *in, size_t len,
 int objfs_sigv4_uri_encode(const char *in, size_t len, bool keep_slash,
 			   char *out, size_t cap)
 {
-	struct sbuf b;
+	struct objfs_buf b;
 
-	sb_init(&b, out, cap);
+	objfs_buf_fixed(&b, out, cap, E2BIG);
 	sb_encode(&b, in, len, keep_slash);
-	return b.overflow ? E2BIG : 0;
+	return b.err != 0 ? E2BIG : 0;
 }
 
 /* Encoded parameter, for sorting. */
@@ -108,11 +68,11 @@ int objfs_sigv4_canonical_query(const struct objfs_sigv4_param *params,
 {
 	struct enc_param *ep = NULL;
 	size_t i, j;
-	struct sbuf b;
+	struct objfs_buf b;
 	int rc = 0;
 
-	sb_init(&b, out, cap);
-	if (b.overflow)
+	objfs_buf_fixed(&b, out, cap, E2BIG);
+	if (b.err != 0)
 		return E2BIG;
 	if (n == 0)
 		return 0;
@@ -154,12 +114,12 @@ int objfs_sigv4_canonical_query(const struct objfs_sigv4_param *params,
 	}
 	for (i = 0; i < n; i++) {
 		if (i > 0)
-			sb_addc(&b, '&');
-		sb_add(&b, ep[i].name);
-		sb_addc(&b, '=');
-		sb_add(&b, ep[i].value);
+			objfs_buf_addc(&b, '&');
+		objfs_buf_adds(&b, ep[i].name);
+		objfs_buf_addc(&b, '=');
+		objfs_buf_adds(&b, ep[i].value);
 	}
-	rc = b.overflow ? E2BIG : 0;
+	rc = b.err != 0 ? E2BIG : 0;
 out:
 	free(ep);
 	return rc;
@@ -180,7 +140,7 @@ static int ascii_casecmp(const char *a, const char *b)
 }
 
 /* Appends value trimmed, with runs of spaces and tabs folded to one space. */
-static void sb_add_trimmed(struct sbuf *b, const char *v)
+static void sb_add_trimmed(struct objfs_buf *b, const char *v)
 {
 	bool space = false, any = false;
 
@@ -190,21 +150,21 @@ static void sb_add_trimmed(struct sbuf *b, const char *v)
 			continue;
 		}
 		if (space && any)
-			sb_addc(b, ' ');
+			objfs_buf_addc(b, ' ');
 		space = false;
 		any = true;
-		sb_addc(b, *v);
+		objfs_buf_addc(b, *v);
 	}
 }
 
-static void sb_add_lower(struct sbuf *b, const char *s)
+static void sb_add_lower(struct objfs_buf *b, const char *s)
 {
 	for (; *s != '\0'; s++) {
 		char c = *s;
 
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c + ('a' - 'A'));
-		sb_addc(b, c);
+		objfs_buf_addc(b, c);
 	}
 }
 
@@ -214,7 +174,7 @@ int objfs_sigv4_canonical_request(const struct objfs_sigv4_request *req,
 {
 	size_t order[OBJFS_SIGV4_MAX_HEADERS];
 	size_t n = req->n_headers, i, j;
-	struct sbuf b, sh;
+	struct objfs_buf b, sh;
 	int rc;
 
 	if (req->method == NULL || req->path == NULL || req->path[0] != '/' ||
@@ -222,21 +182,21 @@ int objfs_sigv4_canonical_request(const struct objfs_sigv4_request *req,
 		return EINVAL;
 	if (n > OBJFS_SIGV4_MAX_HEADERS)
 		return E2BIG;
-	sb_init(&b, creq, creq_cap);
-	sb_init(&sh, signed_headers, sh_cap);
+	objfs_buf_fixed(&b, creq, creq_cap, E2BIG);
+	objfs_buf_fixed(&sh, signed_headers, sh_cap, E2BIG);
 
-	sb_add(&b, req->method);
-	sb_addc(&b, '\n');
+	objfs_buf_adds(&b, req->method);
+	objfs_buf_addc(&b, '\n');
 	sb_encode(&b, req->path, strlen(req->path), true);
-	sb_addc(&b, '\n');
-	if (!b.overflow) {
+	objfs_buf_addc(&b, '\n');
+	if (b.err == 0) {
 		rc = objfs_sigv4_canonical_query(req->params, req->n_params,
 						 b.p + b.len, b.cap - b.len);
 		if (rc != 0)
 			return rc;
 		b.len += strlen(b.p + b.len);
 	}
-	sb_addc(&b, '\n');
+	objfs_buf_addc(&b, '\n');
 
 	/* Stable sort of header indices by lower-cased name. */
 	for (i = 0; i < n; i++) {
@@ -260,26 +220,26 @@ int objfs_sigv4_canonical_request(const struct objfs_sigv4_request *req,
 			ascii_casecmp(req->headers[order[i - 1]].name,
 				      h->name) == 0;
 
-		if (same && !b.overflow) {
+		if (same && b.err == 0) {
 			/* Duplicate names: values joined with ',' in order. */
 			b.len--; /* the '\n' */
 			b.p[b.len] = '\0';
-			sb_addc(&b, ',');
+			objfs_buf_addc(&b, ',');
 		} else if (!same) {
 			sb_add_lower(&b, h->name);
-			sb_addc(&b, ':');
+			objfs_buf_addc(&b, ':');
 			if (i > 0)
-				sb_addc(&sh, ';');
+				objfs_buf_addc(&sh, ';');
 			sb_add_lower(&sh, h->name);
 		}
 		sb_add_trimmed(&b, h->value);
-		sb_addc(&b, '\n');
+		objfs_buf_addc(&b, '\n');
 	}
-	sb_addc(&b, '\n');
-	sb_add(&b, sh.overflow ? "" : sh.p);
-	sb_addc(&b, '\n');
-	sb_add(&b, req->payload_hash);
-	return b.overflow || sh.overflow ? E2BIG : 0;
+	objfs_buf_addc(&b, '\n');
+	objfs_buf_adds(&b, sh.err != 0 ? "" : sh.p);
+	objfs_buf_addc(&b, '\n');
+	objfs_buf_adds(&b, req->payload_hash);
+	return b.err != 0 || sh.err != 0 ? E2BIG : 0;
 }
 
 static void hex_encode(const unsigned char *in, size_t n, char *out)
@@ -310,20 +270,20 @@ int objfs_sigv4_string_to_sign(const char *amz_date, const char *scope,
 			       const char *creq, char *out, size_t cap)
 {
 	char hash[65];
-	struct sbuf b;
+	struct objfs_buf b;
 	int rc;
 
 	rc = objfs_sha256_hex(creq, strlen(creq), hash);
 	if (rc != 0)
 		return rc;
-	sb_init(&b, out, cap);
-	sb_add(&b, "AWS4-HMAC-SHA256\n");
-	sb_add(&b, amz_date);
-	sb_addc(&b, '\n');
-	sb_add(&b, scope);
-	sb_addc(&b, '\n');
-	sb_add(&b, hash);
-	return b.overflow ? E2BIG : 0;
+	objfs_buf_fixed(&b, out, cap, E2BIG);
+	objfs_buf_adds(&b, "AWS4-HMAC-SHA256\n");
+	objfs_buf_adds(&b, amz_date);
+	objfs_buf_addc(&b, '\n');
+	objfs_buf_adds(&b, scope);
+	objfs_buf_addc(&b, '\n');
+	objfs_buf_adds(&b, hash);
+	return b.err != 0 ? E2BIG : 0;
 }
 
 static int hmac(const unsigned char *key, size_t klen, const char *msg,
@@ -373,7 +333,7 @@ int objfs_sigv4_authorization(const struct objfs_sigv4_request *req,
 	unsigned char kSigning[32], sig[32];
 	unsigned int siglen = 0;
 	char *creq = NULL, *sts = NULL;
-	struct sbuf b;
+	struct objfs_buf b;
 	int rc;
 
 	if (key == NULL || key->access_key == NULL || key->secret_key == NULL ||
@@ -382,14 +342,14 @@ int objfs_sigv4_authorization(const struct objfs_sigv4_request *req,
 		return EINVAL;
 	memcpy(date8, amz_date, 8);
 	date8[8] = '\0';
-	sb_init(&b, scope, sizeof(scope));
-	sb_add(&b, date8);
-	sb_addc(&b, '/');
-	sb_add(&b, key->region);
-	sb_addc(&b, '/');
-	sb_add(&b, key->service);
-	sb_add(&b, "/aws4_request");
-	if (b.overflow)
+	objfs_buf_fixed(&b, scope, sizeof(scope), E2BIG);
+	objfs_buf_adds(&b, date8);
+	objfs_buf_addc(&b, '/');
+	objfs_buf_adds(&b, key->region);
+	objfs_buf_addc(&b, '/');
+	objfs_buf_adds(&b, key->service);
+	objfs_buf_adds(&b, "/aws4_request");
+	if (b.err != 0)
 		return E2BIG;
 
 	creq = malloc(OBJFS_SIGV4_CREQ_MAX);
@@ -416,16 +376,16 @@ int objfs_sigv4_authorization(const struct objfs_sigv4_request *req,
 		goto out;
 	}
 	hex_encode(sig, 32, sigx);
-	sb_init(&b, auth, cap);
-	sb_add(&b, "AWS4-HMAC-SHA256 Credential=");
-	sb_add(&b, key->access_key);
-	sb_addc(&b, '/');
-	sb_add(&b, scope);
-	sb_add(&b, ", SignedHeaders=");
-	sb_add(&b, signed_headers);
-	sb_add(&b, ", Signature=");
-	sb_add(&b, sigx);
-	rc = b.overflow ? E2BIG : 0;
+	objfs_buf_fixed(&b, auth, cap, E2BIG);
+	objfs_buf_adds(&b, "AWS4-HMAC-SHA256 Credential=");
+	objfs_buf_adds(&b, key->access_key);
+	objfs_buf_addc(&b, '/');
+	objfs_buf_adds(&b, scope);
+	objfs_buf_adds(&b, ", SignedHeaders=");
+	objfs_buf_adds(&b, signed_headers);
+	objfs_buf_adds(&b, ", Signature=");
+	objfs_buf_adds(&b, sigx);
+	rc = b.err != 0 ? E2BIG : 0;
 out:
 	OPENSSL_cleanse(kSigning, sizeof(kSigning));
 	free(creq);
