@@ -30,6 +30,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs.h"
+#include "fs/fuselog.h"
 
 struct cli {
 	char *source;
@@ -421,6 +422,7 @@ int main(int argc, char *argv[])
 	log = objfs_log_create(STDERR_FILENO, s.level);
 	if (log == NULL)
 		goto out;
+	objfs_fuselog_route(log);
 	err = objfs_store_stack_create(&s.sc, log, &store);
 	/* the store copied what it needs */
 	objfs_creds_release(&s.creds);
@@ -503,6 +505,7 @@ out:
 		fuse_session_destroy(se);
 	objfs_fs_destroy(fs);
 	objfs_store_destroy(store);
+	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);
 	objfs_creds_release(&s.creds);
 	free(co.mountpoint);

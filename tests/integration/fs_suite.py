@@ -13,6 +13,7 @@ Mounts are always unmounted and their processes killed, also on failure;
 the whole suite is bounded by an alarm.
 """
 import errno
+import json
 import os
 import random
 import select
@@ -549,6 +550,21 @@ def t_sigterm(env):
     check(env.get(url, "open") == data, "open dirty file saved on SIGTERM")
 
 
+def t_fuse_log(env):
+    """libfuse's own messages reach objfs's JSON log, one record a line."""
+    url = env.volume("fuselog")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    p = subprocess.run([MOUNT, "-f", "-o", "no_such_fuse_option", url, mnt],
+                       env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode != 0, "an unknown option is refused")
+    recs = [json.loads(line) for line in p.stderr.decode().splitlines()]
+    fuse = [r for r in recs if r.get("sub") == "fuse"]
+    check(len(fuse) == 1 and fuse[0]["level"] == "error" and
+          "no_such_fuse_option" in fuse[0]["msg"],
+          "one fuse record naming the option: %r" % recs)
+
+
 def t_crash(env):
     url = env.volume("crash")
     m = env.mount(url)
@@ -886,6 +902,7 @@ TESTS = [
     t_data_cache,
     t_sigterm,
     t_crash,
+    t_fuse_log,
     t_many_small_and_listing,
 ]
 # need a network store to cut (fs_s3.sh)
