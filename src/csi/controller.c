@@ -46,20 +46,21 @@
 #include "csi.pb-c.h"
 #include "csi/controller.h"
 #include "csi/driver.h"
-#include "volume/kvtext.h"
 #include "csi/pb.h"
 #include "csi/volid.h"
+#include "volume/catalog.h"
+#include "volume/kvtext.h"
+#include "volume/layout.h"
+#include "volume/volrec.h"
 
 #define SUB "csi"
-#define VOLREC_KEY ".objfs/volume"
-#define SNAPREC_KEY ".objfs/snapshot"
-#define SNAP_ROOT ".objfs-snapshots"
-#define ARCHIVE_DEFAULT ".objfs-archive"
-#define IDX_VOLUMES ".objfs-csi/volumes/"
-#define IDX_VOLUME_NAMES ".objfs-csi/volume-names/"
-#define IDX_SNAPSHOTS ".objfs-csi/snapshots/"
-#define IDX_SNAPSHOT_NAMES ".objfs-csi/snapshot-names/"
-#define HASH_HEX 40
+#define HASH_HEX OBJFS_CATALOG_HASH_HEX
+/* volume_context keys, kept in the record as its ctx.* parameters. */
+#define CTX_SOURCE OBJFS_VOLREC_CTX "source"
+#define CTX_ENDPOINT OBJFS_VOLREC_CTX "endpoint"
+#define CTX_REGION OBJFS_VOLREC_CTX "region"
+#define CTX_ADDRESSING OBJFS_VOLREC_CTX "addressingStyle"
+#define CTX_MOUNT_OPTIONS OBJFS_VOLREC_CTX "mountOptions"
 #define MAC_HEX 16
 #define TOKEN_MAX (HASH_HEX + 1 + MAC_HEX)
 #define NAME_MAX_LEN 1024
@@ -259,44 +260,11 @@ static enum objfs_rpc_code store_fail(struct objfs_csi *csi,
 	return objfs_rpc_fail(st, code, "%s %s: %s", what, id, objfs_strerror(err));
 }
 
-static void hash_key(char *out, size_t cap, const char *dir, const char *s)
-{
-	char h[HASH_HEX + 1];
-
-	objfs_id_hash(s, strlen(s), h, HASH_HEX);
-	snprintf(out, cap, "%s%s", dir, h);
-}
-
-static void now_rfc3339(char *buf, size_t cap, struct timespec *ts)
-{
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, ts);
-	gmtime_r(&ts->tv_sec, &tm);
-	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static const char *secret_get(void *const *entries, size_t n, const char *key)
 {
 	const char *v = objfs_pb_map_get(entries, n, key);
 
 	return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
-/* Parses a decimal uint64 value; false when absent or malformed. */
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (s == NULL || s[0] < '0' || s[0] > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = v;
-	return true;
 }
 
 /* ---- capabilities ----------------------------------------------------- */
@@ -520,9 +488,9 @@ static void conn_resolve(struct objfs_csi *csi, const struct objfs_kv *hint,
 		hr = p->region;
 		ha = p->addressing;
 	} else if (hint != NULL) {
-		he = objfs_kv_get(hint, "ctx.endpoint");
-		hr = objfs_kv_get(hint, "ctx.region");
-		ha = objfs_kv_get(hint, "ctx.addressingStyle");
+		he = objfs_kv_get(hint, CTX_ENDPOINT);
+		hr = objfs_kv_get(hint, CTX_REGION);
+		ha = objfs_kv_get(hint, CTX_ADDRESSING);
 	}
 	conn_pick(out->endpoint, sizeof(out->endpoint), he,
 		  secret_get(secrets, n_secrets, "endpoint"),
@@ -660,17 +628,11 @@ static enum objfs_rpc_code root_open(struct objfs_csi *csi,
 	return OBJFS_RPC_OK;
 }
 
-/* Loads the index entry of id (volume or snapshot) from the default store
- * into *out.  ENOENT when there is none or no default store. */
-static int index_load(struct objfs_csi *csi, const char *dir, const char *id,
-		      struct objfs_kv *out)
+/* The catalog kind of an id. */
+static enum objfs_catalog_kind id_kind(const struct objfs_id *id)
 {
-	char key[OBJFS_KEY_MAX];
-
-	if (csi->store == NULL)
-		return ENOENT;
-	hash_key(key, sizeof(key), dir, id);
-	return objfs_kv_load(csi->store, key, out);
+	return id->type == OBJFS_ID_VOLUME ? OBJFS_CATALOG_VOLUME :
+	       OBJFS_CATALOG_SNAPSHOT;
 }
 
 /* Opens the root store of an id for the id-only calls: a bucket's
@@ -688,8 +650,7 @@ static enum objfs_rpc_code root_open_by_id(struct objfs_csi *csi,
 
 	memset(&conn, 0, sizeof(conn));
 	if (id->store == OBJFS_ID_BUCKET) {
-		if (index_load(csi, id->type == OBJFS_ID_VOLUME ? IDX_VOLUMES :
-			       IDX_SNAPSHOTS, id_text, &idx) != 0)
+		if (objfs_catalog_load(csi->store, id_kind(id), id_text, &idx) != 0)
 			objfs_kv_release(&idx);
 		conn_resolve(csi, idx.n > 0 ? &idx : NULL, NULL, secrets,
 			     n_secrets, &conn);
@@ -988,25 +949,25 @@ static int context_record(struct objfs_csi *csi, const struct objfs_id *id,
 
 	err = source_url(csi, id, url, sizeof(url));
 	if (err == 0)
-		err = objfs_kv_set(kv, "ctx.source", url);
+		err = objfs_kv_set(kv, CTX_SOURCE, url);
 	if (err == 0 && id->store == OBJFS_ID_BUCKET) {
-		err = objfs_kv_set(kv, "ctx.endpoint", conn->endpoint);
+		err = objfs_kv_set(kv, CTX_ENDPOINT, conn->endpoint);
 		if (err == 0)
-			err = objfs_kv_set(kv, "ctx.region", conn->region);
+			err = objfs_kv_set(kv, CTX_REGION, conn->region);
 		if (err == 0)
-			err = objfs_kv_set(kv, "ctx.addressingStyle", conn->addressing);
+			err = objfs_kv_set(kv, CTX_ADDRESSING, conn->addressing);
 	} else if (err == 0 && durl != NULL && strncmp(durl, "s3:", 3) == 0) {
-		err = objfs_kv_set(kv, "ctx.endpoint",
+		err = objfs_kv_set(kv, CTX_ENDPOINT,
 				   csi->cfg.store.s3.endpoint ? csi->cfg.store.s3.endpoint : "");
 		if (err == 0)
-			err = objfs_kv_set(kv, "ctx.region",
+			err = objfs_kv_set(kv, CTX_REGION,
 					   csi->cfg.store.s3.region ? csi->cfg.store.s3.region : "us-east-1");
 		if (err == 0)
-			err = objfs_kv_set(kv, "ctx.addressingStyle",
+			err = objfs_kv_set(kv, CTX_ADDRESSING,
 					   csi->cfg.store.s3.path_style ? "path" : "virtual");
 	}
 	if (err == 0 && p != NULL && p->mount_options != NULL)
-		err = objfs_kv_set(kv, "ctx.mountOptions", p->mount_options);
+		err = objfs_kv_set(kv, CTX_MOUNT_OPTIONS, p->mount_options);
 	return err;
 }
 
@@ -1044,30 +1005,32 @@ static int content_source_new(const char *src, Csi__V1__VolumeContentSource **ou
 	return 0;
 }
 
-/* A Volume message from a record (or an index entry: capacity 0). */
-static int volume_new(const char *id, const struct objfs_kv *rec,
+/* A Volume message of id: its capacity and, from fields (the record's
+ * parameters or the index entry), its volume_context (ctx.*) and content
+ * source (csi.source). */
+static int volume_new(const char *id, uint64_t cap, const struct objfs_kv *fields,
 		      Csi__V1__Volume **out)
 {
 	Csi__V1__Volume *v = objfs_pb_new(&csi__v1__volume__descriptor);
-	uint64_t cap = 0;
-	size_t i;
+	size_t i, plen = strlen(OBJFS_VOLREC_CTX);
 	int err;
 
 	*out = NULL;
 	if (v == NULL)
 		return ENOMEM;
-	if (parse_u64(objfs_kv_get(rec, "capacity_bytes"), &cap) && cap <= INT64_MAX)
+	if (cap <= INT64_MAX)
 		v->capacity_bytes = (int64_t)cap;
 	err = objfs_pb_set_str(&v->volume_id, id);
-	for (i = 0; err == 0 && i < rec->n; i++) {
-		if (strncmp(rec->items[i].key, "ctx.", 4) != 0)
+	for (i = 0; err == 0 && i < fields->n; i++) {
+		if (strncmp(fields->items[i].key, OBJFS_VOLREC_CTX, plen) != 0)
 			continue;
 		err = objfs_pb_map_add((void ***)&v->volume_context, &v->n_volume_context,
 				       &csi__v1__volume__volume_context_entry__descriptor,
-				       rec->items[i].key + 4, rec->items[i].value);
+				       fields->items[i].key + plen, fields->items[i].value);
 	}
 	if (err == 0)
-		err = content_source_new(objfs_kv_get(rec, "csi.source"), &v->content_source);
+		err = content_source_new(objfs_kv_get(fields, OBJFS_VOLREC_CSI_SOURCE),
+					 &v->content_source);
 	if (err != 0) {
 		protobuf_c_message_free_unpacked(&v->base, NULL);
 		return err;
@@ -1093,28 +1056,25 @@ static int condition_new(bool abnormal, const char *msg,
 	return 0;
 }
 
-static int snapshot_new(const char *id, const struct objfs_kv *rec,
+static int snapshot_new(const char *id, const struct objfs_snaprec *rec,
 			Csi__V1__Snapshot **out)
 {
 	Csi__V1__Snapshot *s = objfs_pb_new(&csi__v1__snapshot__descriptor);
-	uint64_t size = 0, sec = 0, ns = 0;
+	uint64_t sec = rec->created_sec, ns = rec->created_nsec;
 	int err;
 
 	*out = NULL;
 	if (s == NULL)
 		return ENOMEM;
-	if (parse_u64(objfs_kv_get(rec, "size_bytes"), &size) && size <= INT64_MAX)
-		s->size_bytes = (int64_t)size;
+	if (rec->size_bytes <= INT64_MAX)
+		s->size_bytes = (int64_t)rec->size_bytes;
 	err = objfs_pb_set_str(&s->snapshot_id, id);
 	if (err == 0)
-		err = objfs_pb_set_str(&s->source_volume_id,
-				       objfs_kv_get(rec, "source_volume_id"));
+		err = objfs_pb_set_str(&s->source_volume_id, rec->source_volume_id);
 	s->creation_time = objfs_pb_new(&google__protobuf__timestamp__descriptor);
 	if (s->creation_time == NULL)
 		err = ENOMEM;
 	if (err == 0) {
-		parse_u64(objfs_kv_get(rec, "csi.created_sec"), &sec);
-		parse_u64(objfs_kv_get(rec, "csi.created_nsec"), &ns);
 		s->creation_time->seconds = (int64_t)(sec <= INT64_MAX ? sec : 0);
 		s->creation_time->nanos = (int32_t)(ns < 1000000000ULL ? ns : 0);
 		s->ready_to_use = 1;
@@ -1177,175 +1137,31 @@ static int token_check(struct objfs_csi_controller *c, char kind,
 	return 0;
 }
 
-/* ---- index ------------------------------------------------------------ */
-
-/* Writes the id and name entries of a new volume/snapshot. */
-static int index_add(struct objfs_csi *csi, const char *dir, const char *ndir,
-		     const char *id, const char *name, const struct objfs_kv *extra)
-{
-	struct objfs_kv kv = OBJFS_KV_INIT;
-	char key[OBJFS_KEY_MAX];
-	size_t i;
-	int err;
-
-	if (csi->store == NULL)
-		return 0;
-	err = objfs_kv_set(&kv, "id", id);
-	if (err == 0)
-		err = objfs_kv_set(&kv, "name", name);
-	for (i = 0; err == 0 && extra != NULL && i < extra->n; i++)
-		err = objfs_kv_set(&kv, extra->items[i].key, extra->items[i].value);
-	if (err == 0) {
-		hash_key(key, sizeof(key), ndir, name);
-		err = objfs_kv_save(csi->store, key, &kv, "objfs-csi name index");
-	}
-	if (err == 0) {
-		hash_key(key, sizeof(key), dir, id);
-		err = objfs_kv_save(csi->store, key, &kv, "objfs-csi index");
-	}
-	objfs_kv_release(&kv);
-	return err;
-}
-
-/* Copies the facts of a record (capacity; snapshot size, time, source)
- * into the id entry of id; ready marks a snapshot as cut. */
-static int index_merge(struct objfs_csi *csi, const char *dir, const char *id,
-		       const struct objfs_kv *rec, bool ready)
-{
-	static const char *const keys[] = {
-		"capacity_bytes", "size_bytes", "csi.created_sec", "csi.created_nsec",
-		"source_volume_id",
-	};
-	struct objfs_kv kv = OBJFS_KV_INIT;
-	char key[OBJFS_KEY_MAX];
-	const char *v;
-	size_t i;
-	int err;
-
-	if (csi->store == NULL)
-		return 0;
-	err = index_load(csi, dir, id, &kv);
-	for (i = 0; err == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
-		v = objfs_kv_get(rec, keys[i]);
-		if (v != NULL)
-			err = objfs_kv_set(&kv, keys[i], v);
-	}
-	if (err == 0 && ready)
-		err = objfs_kv_set(&kv, "ready", "1");
-	if (err == 0) {
-		hash_key(key, sizeof(key), dir, id);
-		err = objfs_kv_save(csi->store, key, &kv, "objfs-csi index");
-	}
-	objfs_kv_release(&kv);
-	return err;
-}
-
-/* Removes the entries of id (the name entry only while it names id). */
-static int index_remove(struct objfs_csi *csi, const char *dir, const char *ndir,
-			const char *id, const char *name_hint)
-{
-	struct objfs_kv kv = OBJFS_KV_INIT, nkv = OBJFS_KV_INIT;
-	char key[OBJFS_KEY_MAX];
-	const char *name;
-	const char *nid;
-	int err;
-
-	if (csi->store == NULL)
-		return 0;
-	err = index_load(csi, dir, id, &kv);
-	if (err != 0 && err != ENOENT)
-		goto out;
-	name = objfs_kv_get(&kv, "name");
-	if (name == NULL)
-		name = name_hint;
-	if (name != NULL) {
-		hash_key(key, sizeof(key), ndir, name);
-		err = objfs_kv_load(csi->store, key, &nkv);
-		if (err != 0 && err != ENOENT)
-			goto out;
-		nid = objfs_kv_get(&nkv, "id");
-		err = 0;
-		if (nid != NULL && strcmp(nid, id) == 0)
-			err = objfs_store_del(csi->store, key);
-		if (err != 0)
-			goto out;
-	}
-	hash_key(key, sizeof(key), dir, id);
-	err = objfs_store_del(csi->store, key);
-out:
-	objfs_kv_release(&kv);
-	objfs_kv_release(&nkv);
-	return err;
-}
-
-/* Checks that name is free or already names id.  0, EEXIST (*other gets
- * the id it names) or a store errno. */
-static int index_name_check(struct objfs_csi *csi, const char *ndir,
-			    const char *name, const char *id, char *other,
-			    size_t cap)
-{
-	struct objfs_kv kv = OBJFS_KV_INIT;
-	char key[OBJFS_KEY_MAX];
-	const char *nid;
-	int err;
-
-	if (csi->store == NULL)
-		return 0;
-	hash_key(key, sizeof(key), ndir, name);
-	err = objfs_kv_load(csi->store, key, &kv);
-	if (err == ENOENT) {
-		err = 0;
-		goto out;
-	}
-	if (err != 0)
-		goto out;
-	nid = objfs_kv_get(&kv, "id");
-	if (nid != NULL && strcmp(nid, id) != 0) {
-		snprintf(other, cap, "%s", nid);
-		err = EEXIST;
-	}
-out:
-	objfs_kv_release(&kv);
-	return err;
-}
-
 /* ---- records ---------------------------------------------------------- */
-
-static void volrec_key(const struct objfs_id *id, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s/%s", id->path, VOLREC_KEY);
-}
 
 static void vol_prefix(const struct objfs_id *id, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/", id->path);
 }
 
-static void snap_prefix(const struct objfs_id *id, char *buf, size_t cap)
+static bool volrec_retained(const struct objfs_volrec *rec)
 {
-	snprintf(buf, cap, "%s/%s/", SNAP_ROOT, id->path);
-}
+	const char *state = objfs_volrec_get_param(rec, OBJFS_VOLREC_CSI_STATE);
 
-static void snaprec_key(const struct objfs_id *id, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s/%s/%s", SNAP_ROOT, id->path, SNAPREC_KEY);
+	return state != NULL && strcmp(state, OBJFS_VOLREC_STATE_RETAINED) == 0;
 }
 
 /* Loads the record of a live volume: ENOENT when absent or retained. */
 static int volrec_load_live(struct objfs_store *s, const struct objfs_id *id,
-			    struct objfs_kv *rec)
+			    struct objfs_volrec *rec)
 {
-	char key[OBJFS_KEY_MAX];
-	const char *state;
 	int err;
 
-	volrec_key(id, key, sizeof(key));
-	err = objfs_kv_load(s, key, rec);
+	err = objfs_volrec_load_at(s, id->path, rec);
 	if (err != 0)
 		return err;
-	state = objfs_kv_get(rec, "csi.state");
-	if (state != NULL && strcmp(state, "retained") == 0) {
-		objfs_kv_release(rec);
+	if (volrec_retained(rec)) {
+		objfs_volrec_release(rec);
 		return ENOENT;
 	}
 	return 0;
@@ -1504,8 +1320,8 @@ struct vsource {
 	uint64_t bytes;
 };
 
-static const char *const vol_skip[] = { VOLREC_KEY, NULL };
-static const char *const snap_skip[] = { VOLREC_KEY, SNAPREC_KEY, NULL };
+static const char *const vol_skip[] = { OBJFS_VOLREC_KEY, NULL };
+static const char *const snap_skip[] = { OBJFS_VOLREC_KEY, OBJFS_SNAPREC_KEY, NULL };
 
 static enum objfs_rpc_code source_parse(const Csi__V1__VolumeContentSource *cs,
 					struct vsource *src,
@@ -1525,7 +1341,7 @@ static enum objfs_rpc_code source_parse(const Csi__V1__VolumeContentSource *cs,
 			return code;
 		snprintf(src->text, sizeof(src->text), "snapshot:%s",
 			 cs->snapshot->snapshot_id);
-		snap_prefix(&src->id, src->prefix, sizeof(src->prefix));
+		objfs_snapshot_prefix(src->id.path, src->prefix, sizeof(src->prefix));
 		src->skip = snap_skip;
 		return OBJFS_RPC_OK;
 	}
@@ -1551,18 +1367,17 @@ static enum objfs_rpc_code source_measure(struct objfs_csi *csi, struct root *r,
 					  struct vsource *src,
 					  struct objfs_rpc_status *st)
 {
-	struct objfs_kv rec = OBJFS_KV_INIT;
-	char key[OBJFS_KEY_MAX];
+	struct objfs_volrec vrec = OBJFS_VOLREC_INIT;
+	struct objfs_snaprec srec = OBJFS_SNAPREC_INIT;
 	const char *idtext = strchr(src->text, ':') + 1;
 	int err;
 
-	if (src->id.type == OBJFS_ID_SNAPSHOT) {
-		snaprec_key(&src->id, key, sizeof(key));
-		err = objfs_kv_load(r->store, key, &rec);
-	} else {
-		err = volrec_load_live(r->store, &src->id, &rec);
-	}
-	objfs_kv_release(&rec);
+	if (src->id.type == OBJFS_ID_SNAPSHOT)
+		err = objfs_snaprec_load(r->store, src->id.path, &srec);
+	else
+		err = volrec_load_live(r->store, &src->id, &vrec);
+	objfs_snaprec_release(&srec);
+	objfs_volrec_release(&vrec);
 	if (err == ENOENT)
 		return objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND,
 				      "volume_content_source: %s %s does not exist",
@@ -1581,20 +1396,20 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__CreateVolumeRequest *rq = (const Csi__V1__CreateVolumeRequest *)req;
 	Csi__V1__CreateVolumeResponse *r = NULL;
-	struct objfs_kv rec = OBJFS_KV_INIT, ctxkv = OBJFS_KV_INIT, ixkv = OBJFS_KV_INIT;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
+	struct objfs_kv ctxkv = OBJFS_KV_INIT, ixkv = OBJFS_KV_INIT;
 	struct vparams p;
 	struct vsource src;
 	struct objfs_id id;
 	struct root root;
 	struct conn conn;
-	char idtext[OBJFS_ID_MAX + 1], key[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX];
+	char idtext[OBJFS_ID_MAX + 1], dst[OBJFS_KEY_MAX];
 	char digest[HASH_HEX + 1], other[OBJFS_ID_MAX + 1], msg[256];
-	char created[32], num[32];
+	char num[32];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
 	char lk_src[OBJFS_ID_MAX + 8];
 	const char *locks[3] = { lk_name, lk_id, NULL };
 	const char *v;
-	struct timespec ts;
 	uint64_t cap = 0, have = 0;
 	enum objfs_rpc_code code;
 	bool locked = false;
@@ -1657,8 +1472,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	if (code != OBJFS_RPC_OK)
 		goto out;
 
-	err = index_name_check(csi, IDX_VOLUME_NAMES, rq->name, idtext, other,
-			       sizeof(other));
+	err = objfs_catalog_name_check(csi->store, OBJFS_CATALOG_VOLUME, rq->name,
+				       idtext, other, sizeof(other));
 	if (err == EEXIST) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 				      "volume %.128s already exists as %s, with other parameters",
@@ -1670,39 +1485,36 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 		goto out;
 	}
 
-	volrec_key(&id, key, sizeof(key));
-	err = objfs_kv_load(root.store, key, &rec);
+	err = objfs_volrec_load_at(root.store, id.path, &rec);
 	if (err == 0) {
 		/* It exists: the same request again, or a conflict. */
-		v = objfs_kv_get(&rec, "csi.state");
-		if (v != NULL && strcmp(v, "retained") == 0) {
+		if (volrec_retained(&rec)) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "volume %.128s was deleted and retained at %s",
 					      rq->name, idtext);
 			goto out;
 		}
-		v = objfs_kv_get(&rec, "name");
-		if (v == NULL || strcmp(v, rq->name) != 0) {
+		if (rec.name == NULL || strcmp(rec.name, rq->name) != 0) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "prefix of volume %.128s holds another volume", rq->name);
 			goto out;
 		}
-		v = objfs_kv_get(&rec, "csi.params");
+		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_PARAMS);
 		if (v == NULL || strcmp(v, digest) != 0) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "volume %.128s already exists with other parameters",
 					      rq->name);
 			goto out;
 		}
-		v = objfs_kv_get(&rec, "csi.source");
+		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_SOURCE);
 		if (strcmp(v != NULL ? v : "", src.text) != 0) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "volume %.128s already exists with another content source",
 					      rq->name);
 			goto out;
 		}
-		if (!parse_u64(objfs_kv_get(&rec, "capacity_bytes"), &have) ||
-		    !capacity_fits(rq->capacity_range, have)) {
+		have = rec.capacity_bytes;
+		if (!capacity_fits(rq->capacity_range, have)) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "volume %.128s already exists with capacity %" PRIu64 " bytes, outside capacity_range",
 					      rq->name, have);
@@ -1714,7 +1526,7 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 		code = store_fail(csi, st, err, "cannot read the record of", idtext);
 		goto out;
 	}
-	objfs_kv_release(&rec);
+	objfs_volrec_release(&rec);
 
 	if (src.text[0] != '\0') {
 		code = source_measure(csi, &root, &src, st);
@@ -1730,14 +1542,14 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	snprintf(num, sizeof(num), "%" PRIu64, cap);
 	err = context_record(csi, &id, &conn, &p, &ctxkv);
 	if (err == 0)
-		err = objfs_kv_set(&ixkv, "capacity_bytes", num);
+		err = objfs_kv_set(&ixkv, OBJFS_VOLREC_CAPACITY, num);
 	if (err == 0 && src.text[0] != '\0')
-		err = objfs_kv_set(&ixkv, "csi.source", src.text);
+		err = objfs_kv_set(&ixkv, OBJFS_VOLREC_CSI_SOURCE, src.text);
 	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
 		err = objfs_kv_set(&ixkv, ctxkv.items[i].key, ctxkv.items[i].value);
 	if (err == 0)
-		err = index_add(csi, IDX_VOLUMES, IDX_VOLUME_NAMES, idtext,
-				rq->name, &ixkv);
+		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_VOLUME, idtext,
+					rq->name, &ixkv);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot write the index for", idtext);
 		goto out;
@@ -1751,33 +1563,32 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 			goto out;
 		}
 	}
-	snprintf(num, sizeof(num), "%" PRIu64, cap);
-	now_rfc3339(created, sizeof(created), &ts);
-	err = objfs_kv_set(&rec, "capacity_bytes", num);
+	rec.capacity_bytes = cap;
+	err = objfs_volrec_set_created_now(&rec);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "created", created);
+		err = objfs_volrec_set_name(&rec, rq->name);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "name", rq->name);
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ID, idtext);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.id", idtext);
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_PARAMS, digest);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.params", digest);
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_SOURCE, src.text);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.source", src.text);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.onDelete",
-				   p.policy == ON_DELETE_RETAIN ? "retain" :
-				   p.policy == ON_DELETE_ARCHIVE ? "archive" : "delete");
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE,
+					     p.policy == ON_DELETE_RETAIN ? "retain" :
+					     p.policy == ON_DELETE_ARCHIVE ? "archive" : "delete");
 	if (err == 0 && p.policy == ON_DELETE_ARCHIVE)
-		err = objfs_kv_set(&rec, "csi.archivePrefix",
-				   p.archive_prefix != NULL ? p.archive_prefix : ARCHIVE_DEFAULT);
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE,
+					     p.archive_prefix != NULL ? p.archive_prefix :
+					     OBJFS_ARCHIVE_DEFAULT);
 	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
-		err = objfs_kv_set(&rec, ctxkv.items[i].key, ctxkv.items[i].value);
+		err = objfs_volrec_set_param(&rec, ctxkv.items[i].key,
+					     ctxkv.items[i].value);
 	if (err != 0) {
 		code = oom(st);
 		goto out;
 	}
-	err = objfs_kv_save(root.store, key, &rec, "objfs volume record");
+	err = objfs_volrec_store_at(root.store, id.path, &rec);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot write the record of", idtext);
 		goto out;
@@ -1788,7 +1599,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 answer:
 	r = objfs_pb_new(&csi__v1__create_volume_response__descriptor);
 	*resp = (ProtobufCMessage *)r;
-	if (r == NULL || volume_new(idtext, &rec, &r->volume) != 0) {
+	if (r == NULL || volume_new(idtext, rec.capacity_bytes, &rec.params,
+				    &r->volume) != 0) {
 		code = oom(st);
 		goto out;
 	}
@@ -1797,7 +1609,7 @@ out:
 	if (locked)
 		busy_release(csi->controller, locks, 3);
 	root_close(&root);
-	objfs_kv_release(&rec);
+	objfs_volrec_release(&rec);
 	objfs_kv_release(&ctxkv);
 	objfs_kv_release(&ixkv);
 	return code;
@@ -1809,13 +1621,13 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 {
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__DeleteVolumeRequest *rq = (const Csi__V1__DeleteVolumeRequest *)req;
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
 	struct objfs_id id;
 	struct root root;
 	char key[OBJFS_KEY_MAX], prefix[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX];
 	char lk_id[OBJFS_ID_MAX + 8];
 	const char *locks[1] = { lk_id };
-	const char *policy, *state, *archive;
+	const char *policy, *archive;
 	enum objfs_rpc_code code;
 	bool locked = false;
 	uint64_t n = 0;
@@ -1839,21 +1651,21 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 	if (code != OBJFS_RPC_OK)
 		goto out;
 
-	volrec_key(&id, key, sizeof(key));
+	objfs_volrec_key(id.path, key, sizeof(key));
 	vol_prefix(&id, prefix, sizeof(prefix));
-	err = objfs_kv_load(root.store, key, &rec);
+	err = objfs_volrec_load_at(root.store, id.path, &rec);
 	if (err != 0 && err != ENOENT) {
 		code = store_fail(csi, st, err, "cannot read the record of", rq->volume_id);
 		goto out;
 	}
-	policy = objfs_kv_get(&rec, "csi.onDelete");
-	state = objfs_kv_get(&rec, "csi.state");
-	if (state != NULL && strcmp(state, "retained") == 0) {
+	policy = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE);
+	if (volrec_retained(&rec)) {
 		/* Already deleted with retain: only the index may be left. */
 	} else if (policy != NULL && strcmp(policy, "retain") == 0) {
-		err = objfs_kv_set(&rec, "csi.state", "retained");
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_STATE,
+					     OBJFS_VOLREC_STATE_RETAINED);
 		if (err == 0)
-			err = objfs_kv_save(root.store, key, &rec, "objfs volume record");
+			err = objfs_volrec_store_at(root.store, id.path, &rec);
 		if (err != 0) {
 			code = store_fail(csi, st, err, "cannot retain", rq->volume_id);
 			goto out;
@@ -1861,9 +1673,9 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 		objfs_info(csi->log, SUB, "deleted volume %s, data retained", rq->volume_id);
 	} else {
 		if (policy != NULL && strcmp(policy, "archive") == 0) {
-			archive = objfs_kv_get(&rec, "csi.archivePrefix");
+			archive = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE);
 			snprintf(dst, sizeof(dst), "%s/%s/",
-				 archive != NULL ? archive : ARCHIVE_DEFAULT, id.path);
+				 archive != NULL ? archive : OBJFS_ARCHIVE_DEFAULT, id.path);
 			/* The record too, so the archive says what it was. */
 			err = tree_copy(csi->controller, root.store, prefix, dst,
 					NULL, NULL);
@@ -1883,8 +1695,8 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_volume)
 			   rq->volume_id, n,
 			   policy != NULL && strcmp(policy, "archive") == 0 ? ", archived" : "");
 	}
-	err = index_remove(csi, IDX_VOLUMES, IDX_VOLUME_NAMES, rq->volume_id,
-			   objfs_kv_get(&rec, "name"));
+	err = objfs_catalog_remove(csi->store, OBJFS_CATALOG_VOLUME, rq->volume_id,
+				   rec.name);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot update the index for", rq->volume_id);
 		goto out;
@@ -1896,7 +1708,7 @@ out:
 	if (locked)
 		busy_release(csi->controller, locks, 1);
 	root_close(&root);
-	objfs_kv_release(&rec);
+	objfs_volrec_release(&rec);
 	return code;
 }
 
@@ -1923,7 +1735,7 @@ OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities)
 		(const Csi__V1__ValidateVolumeCapabilitiesRequest *)req;
 	Csi__V1__ValidateVolumeCapabilitiesResponse *r;
 	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *cf;
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
 	struct objfs_id id;
 	struct root root;
 	char msg[OBJFS_RPC_MSG_MAX], digest[HASH_HEX + 1];
@@ -1974,20 +1786,24 @@ OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities)
 		goto unconfirmed;
 	}
 	for (i = 0; i < rq->n_volume_context; i++) {
-		snprintf(ctxkey, sizeof(ctxkey), "ctx.%s", rq->volume_context[i]->key);
-		v = objfs_kv_get(&rec, ctxkey);
+		snprintf(ctxkey, sizeof(ctxkey), "%s%s", OBJFS_VOLREC_CTX,
+			 rq->volume_context[i]->key);
+		v = objfs_volrec_get_param(&rec, ctxkey);
 		if (v == NULL || strcmp(v, rq->volume_context[i]->value) != 0) {
 			snprintf(msg, sizeof(msg), "volume_context key %.64s does not match the volume's",
 				 rq->volume_context[i]->key);
 			goto unconfirmed;
 		}
 	}
-	for (i = 0; i < rec.n; i++) {
-		if (strncmp(rec.items[i].key, "ctx.", 4) == 0 && rq->n_volume_context > 0 &&
+	for (i = 0; i < rec.params.n; i++) {
+		const char *k = rec.params.items[i].key;
+		size_t plen = strlen(OBJFS_VOLREC_CTX);
+
+		if (strncmp(k, OBJFS_VOLREC_CTX, plen) == 0 && rq->n_volume_context > 0 &&
 		    objfs_pb_map_get((void *const *)rq->volume_context,
-				     rq->n_volume_context, rec.items[i].key + 4) == NULL) {
+				     rq->n_volume_context, k + plen) == NULL) {
 			snprintf(msg, sizeof(msg), "volume_context lacks key %.64s of the volume",
-				 rec.items[i].key + 4);
+				 k + plen);
 			goto unconfirmed;
 		}
 	}
@@ -2000,7 +1816,7 @@ OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities)
 			goto unconfirmed;
 		}
 		params_digest(&p, digest);
-		v = objfs_kv_get(&rec, "csi.params");
+		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_PARAMS);
 		if (v == NULL || strcmp(v, digest) != 0) {
 			snprintf(msg, sizeof(msg), "parameters differ from the volume's");
 			goto unconfirmed;
@@ -2049,7 +1865,7 @@ unconfirmed:
 		code = oom(st);
 out:
 	root_close(&root);
-	objfs_kv_release(&rec);
+	objfs_volrec_release(&rec);
 	return code;
 }
 
@@ -2061,7 +1877,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 			 const struct objfs_kv *idx, Csi__V1__Volume **vol,
 			 Csi__V1__VolumeCondition **cond)
 {
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
 	struct objfs_rpc_status st;
 	struct objfs_id id;
 	struct root root;
@@ -2114,18 +1930,18 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	}
 	root_close(&root);
 	if (err == ENOENT) {
-		objfs_kv_release(&rec);
+		objfs_volrec_release(&rec);
 		return ENOENT;
 	}
 	/* A store that does not answer: report the volume with what the
 	 * index knows. */
 	if (err != 0 && idx != NULL)
-		err = volume_new(idtext, idx, vol);
+		err = volume_new(idtext, objfs_catalog_capacity(idx), idx, vol);
 	else if (err != 0)
 		err = EIO;
 	else
-		err = volume_new(idtext, &rec, vol);
-	objfs_kv_release(&rec);
+		err = volume_new(idtext, rec.capacity_bytes, &rec.params, vol);
+	objfs_volrec_release(&rec);
 	if (err == 0)
 		err = condition_new(abnormal, msg, cond);
 	if (err != 0) {
@@ -2157,7 +1973,7 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_get_volume)
 	r->status = objfs_pb_new(&csi__v1__controller_get_volume_response__volume_status__descriptor);
 	if (r->status == NULL)
 		return oom(st);
-	if (index_load(csi, IDX_VOLUMES, rq->volume_id, &idx) != 0)
+	if (objfs_catalog_load(csi->store, OBJFS_CATALOG_VOLUME, rq->volume_id, &idx) != 0)
 		objfs_kv_release(&idx);
 	err = volume_status(csi, rq->volume_id, idx.n > 0 ? &idx : NULL, &r->volume,
 			    &r->status->volume_condition);
@@ -2175,100 +1991,98 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_get_volume)
 
 /* ---- listing the index ------------------------------------------------ */
 
-/* Walks index dir from the token on; calls fn(arg, id, entry) for each
- * entry until fn has accepted max entries (0: no limit) and one more
- * exists.  *next gets the token of the last accepted entry when more
- * remain.  fn returns 1 (accepted), 0 (skipped) or -errno. */
-typedef int (*index_fn)(void *arg, const char *id, const struct objfs_kv *entry);
+/* Called for each id entry of a listing: *taken says whether it was
+ * listed.  0 or an errno (ENOMEM, else a store's). */
+typedef int (*index_fn)(void *arg, const char *id, const struct objfs_kv *entry,
+			bool *taken);
 
-static enum objfs_rpc_code index_walk(struct objfs_csi *csi, const char *dir,
-				      char kind, const char *token, int32_t max,
+/* A listing in progress (index_walk()). */
+struct index_walk {
+	struct objfs_csi *csi;
+	char kind;                      /* of tokens: 'v' or 's' */
+	int32_t max;                    /* entries per answer, 0: all */
+	int32_t taken;
+	char last[HASH_HEX + 1];        /* H(id) of the last entry taken */
+	index_fn fn;
+	void *arg;
+	char *next;                     /* the token of the next answer */
+	int fn_err;                     /* what fn failed with, on fn_id */
+	char fn_id[OBJFS_ID_MAX + 1];
+};
+
+/* Stops the walk (EALREADY) when the answer is full and one more entry
+ * exists, or with fn's error. */
+static int index_walk_one(void *arg, const char *hash, const char *id,
+			  const struct objfs_kv *entry)
+{
+	struct index_walk *w = arg;
+	char tok[TOKEN_MAX + 1];
+	bool taken = false;
+	int err;
+
+	if (w->max > 0 && w->taken == w->max) {
+		/* One more exists: the page ends at last. */
+		token_make(w->csi->controller, w->kind, w->last, tok);
+		w->next = strdup(tok);
+		return w->next != NULL ? EALREADY : ENOMEM;
+	}
+	err = w->fn(w->arg, id, entry, &taken);
+	if (err != 0) {
+		w->fn_err = err;
+		snprintf(w->fn_id, sizeof(w->fn_id), "%s", id);
+		return err;
+	}
+	if (taken) {
+		w->taken++;
+		memcpy(w->last, hash, HASH_HEX);
+		w->last[HASH_HEX] = '\0';
+	}
+	return 0;
+}
+
+/* Walks the index of kind from the token on; calls fn(arg, id, entry) for
+ * each entry until fn has taken max entries (0: no limit) and one more
+ * exists.  *next gets the token of the last entry taken when more remain
+ * (the caller frees it). */
+static enum objfs_rpc_code index_walk(struct objfs_csi *csi,
+				      enum objfs_catalog_kind kind,
+				      const char *token, int32_t max,
 				      index_fn fn, void *arg, char **next,
 				      struct objfs_rpc_status *st)
 {
-	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
-	struct objfs_list_req lr;
-	struct objfs_kv kv = OBJFS_KV_INIT;
-	char hash[HASH_HEX + 1], after[OBJFS_KEY_MAX], last[HASH_HEX + 1];
-	char tok[TOKEN_MAX + 1];
-	enum objfs_rpc_code code = OBJFS_RPC_OK;
-	int32_t taken = 0;
-	size_t i;
-	bool more = true, have_after = false;
-	int err, rc;
+	struct index_walk w;
+	char hash[HASH_HEX + 1];
+	int err;
 
 	*next = NULL;
-	last[0] = '\0';
+	memset(&w, 0, sizeof(w));
+	w.csi = csi;
+	w.kind = kind == OBJFS_CATALOG_VOLUME ? 'v' : 's';
+	w.max = max;
+	w.fn = fn;
+	w.arg = arg;
 	if (max < 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "max_entries must not be negative");
-	if (token != NULL && token[0] != '\0') {
-		if (token_check(csi->controller, kind, token, hash) != 0)
-			return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-					      "starting_token was not issued by this plugin: list again from the start");
-		snprintf(after, sizeof(after), "%s%s", dir, hash);
-		have_after = true;
-	}
-	if (csi->store == NULL)
+	if (token != NULL && token[0] != '\0' &&
+	    token_check(csi->controller, w.kind, token, hash) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "starting_token was not issued by this plugin: list again from the start");
+	err = objfs_catalog_walk(csi->store, kind,
+				 token != NULL && token[0] != '\0' ? hash : NULL,
+				 csi->controller->page_keys, index_walk_one, &w);
+	if (w.fn_err != 0)
+		return w.fn_err == ENOMEM ? oom(st) :
+		       store_fail(csi, st, w.fn_err, "cannot read", w.fn_id);
+	if (w.next != NULL) {
+		*next = w.next;
 		return OBJFS_RPC_OK;
-	while (more) {
-		memset(&lr, 0, sizeof(lr));
-		lr.prefix = dir;
-		lr.start_after = have_after ? after : NULL;
-		lr.max_keys = csi->controller->page_keys;
-		err = objfs_store_list(csi->store, &lr, &page);
-		if (err != 0) {
-			code = store_fail(csi, st, err, "cannot list", "the index");
-			goto out;
-		}
-		more = page.next != NULL && page.n_entries > 0;
-		for (i = 0; i < page.n_entries; i++) {
-			const char *key = page.entries[i].key;
-			const char *id;
-
-			snprintf(after, sizeof(after), "%s", key);
-			have_after = true;
-			if (strlen(key) != strlen(dir) + HASH_HEX)
-				continue;
-			err = objfs_kv_load(csi->store, key, &kv);
-			if (err == ENOENT)
-				continue;
-			if (err != 0) {
-				code = store_fail(csi, st, err, "cannot read", key);
-				goto out;
-			}
-			id = objfs_kv_get(&kv, "id");
-			if (id == NULL) {
-				objfs_kv_release(&kv);
-				continue;
-			}
-			if (max > 0 && taken == max) {
-				/* One more exists: the page ends at last. */
-				token_make(csi->controller, kind, last, tok);
-				*next = strdup(tok);
-				if (*next == NULL)
-					code = oom(st);
-				goto out;
-			}
-			rc = fn(arg, id, &kv);
-			objfs_kv_release(&kv);
-			if (rc < 0) {
-				code = rc == -ENOMEM ? oom(st) :
-				       store_fail(csi, st, -rc, "cannot read", id);
-				goto out;
-			}
-			if (rc > 0) {
-				taken++;
-				memcpy(last, key + strlen(dir), HASH_HEX);
-				last[HASH_HEX] = '\0';
-			}
-		}
-		objfs_list_page_release(&page);
 	}
-out:
-	objfs_kv_release(&kv);
-	objfs_list_page_release(&page);
-	return code;
+	if (err == ENOMEM)
+		return oom(st);
+	if (err != 0)
+		return store_fail(csi, st, err, "cannot list", "the index");
+	return OBJFS_RPC_OK;
 }
 
 struct list_volumes_ctx {
@@ -2276,7 +2090,8 @@ struct list_volumes_ctx {
 	Csi__V1__ListVolumesResponse *r;
 };
 
-static int list_volume_one(void *arg, const char *id, const struct objfs_kv *entry)
+static int list_volume_one(void *arg, const char *id, const struct objfs_kv *entry,
+			   bool *taken)
 {
 	struct list_volumes_ctx *lc = arg;
 	Csi__V1__ListVolumesResponse__Entry *e;
@@ -2288,7 +2103,7 @@ static int list_volume_one(void *arg, const char *id, const struct objfs_kv *ent
 	if (err == ENOENT)
 		return 0;
 	if (err != 0)
-		return -err;
+		return err;
 	e = objfs_pb_new(&csi__v1__list_volumes_response__entry__descriptor);
 	if (e == NULL)
 		goto nomem;
@@ -2301,7 +2116,8 @@ static int list_volume_one(void *arg, const char *id, const struct objfs_kv *ent
 	cond = NULL;
 	if (objfs_pb_append((void ***)&lc->r->entries, &lc->r->n_entries, e) != 0)
 		goto nomem;
-	return 1;
+	*taken = true;
+	return 0;
 nomem:
 	if (e != NULL)
 		protobuf_c_message_free_unpacked(&e->base, NULL);
@@ -2309,7 +2125,7 @@ nomem:
 		protobuf_c_message_free_unpacked(&vol->base, NULL);
 	if (cond != NULL)
 		protobuf_c_message_free_unpacked(&cond->base, NULL);
-	return -ENOMEM;
+	return ENOMEM;
 }
 
 OBJFS_CSI_HANDLER(objfs_csi_list_volumes)
@@ -2327,7 +2143,7 @@ OBJFS_CSI_HANDLER(objfs_csi_list_volumes)
 		return oom(st);
 	lc.csi = csi;
 	lc.r = r;
-	code = index_walk(csi, IDX_VOLUMES, 'v', rq->starting_token, rq->max_entries,
+	code = index_walk(csi, OBJFS_CATALOG_VOLUME, rq->starting_token, rq->max_entries,
 			  list_volume_one, &lc, &next, st);
 	if (code == OBJFS_RPC_OK && next != NULL && objfs_pb_set_str(&r->next_token, next) != 0)
 		code = oom(st);
@@ -2449,10 +2265,10 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 	const Csi__V1__ControllerExpandVolumeRequest *rq =
 		(const Csi__V1__ControllerExpandVolumeRequest *)req;
 	Csi__V1__ControllerExpandVolumeResponse *r;
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
 	struct objfs_id id;
 	struct root root;
-	char key[OBJFS_KEY_MAX], num[32], msg[256];
+	char msg[256];
 	char lk_id[OBJFS_ID_MAX + 8];
 	const char *locks[1] = { lk_id };
 	enum objfs_rpc_code code;
@@ -2502,7 +2318,7 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 		code = store_fail(csi, st, err, "cannot read the record of", rq->volume_id);
 		goto out;
 	}
-	parse_u64(objfs_kv_get(&rec, "capacity_bytes"), &have);
+	have = rec.capacity_bytes;
 	if (have < want) {
 		if (lim != 0 && have > lim) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
@@ -2510,16 +2326,13 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 					      rq->volume_id);
 			goto out;
 		}
-		snprintf(num, sizeof(num), "%" PRIu64, want);
-		volrec_key(&id, key, sizeof(key));
-		err = objfs_kv_set(&rec, "capacity_bytes", num);
-		if (err == 0)
-			err = objfs_kv_save(root.store, key, &rec, "objfs volume record");
+		rec.capacity_bytes = want;
+		err = objfs_volrec_store_at(root.store, id.path, &rec);
 		if (err != 0) {
 			code = store_fail(csi, st, err, "cannot write the record of", rq->volume_id);
 			goto out;
 		}
-		err = index_merge(csi, IDX_VOLUMES, rq->volume_id, &rec, false);
+		err = objfs_catalog_set_capacity(csi->store, rq->volume_id, want);
 		if (err != 0)
 			objfs_warn(csi->log, SUB, "volume %s: cannot update the index: %s",
 				   rq->volume_id, objfs_strerror(err));
@@ -2540,7 +2353,7 @@ out:
 	if (locked)
 		busy_release(csi->controller, locks, 1);
 	root_close(&root);
-	objfs_kv_release(&rec);
+	objfs_volrec_release(&rec);
 	return code;
 }
 
@@ -2551,18 +2364,18 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__CreateSnapshotRequest *rq = (const Csi__V1__CreateSnapshotRequest *)req;
 	Csi__V1__CreateSnapshotResponse *r;
-	struct objfs_kv rec = OBJFS_KV_INIT, vrec = OBJFS_KV_INIT, extra = OBJFS_KV_INIT;
+	struct objfs_snaprec rec = OBJFS_SNAPREC_INIT;
+	struct objfs_volrec vrec = OBJFS_VOLREC_INIT;
+	struct objfs_kv extra = OBJFS_KV_INIT;
 	struct objfs_id vid, sid;
 	struct root root;
-	char sidtext[OBJFS_ID_MAX + 1], key[OBJFS_KEY_MAX];
+	char sidtext[OBJFS_ID_MAX + 1];
 	char src[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX], other[OBJFS_ID_MAX + 1];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
 	char lk_src[OBJFS_ID_MAX + 8];
-	char created[32], num[32];
 	const char *locks[3] = { lk_name, lk_id, lk_src };
 	const char *v;
 	enum objfs_rpc_code code;
-	struct timespec ts;
 	uint64_t bytes = 0;
 	bool locked = false;
 	int err;
@@ -2598,8 +2411,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 			       (void *const *)rq->secrets, rq->n_secrets, &root, st);
 	if (code != OBJFS_RPC_OK)
 		goto out;
-	err = index_name_check(csi, IDX_SNAPSHOT_NAMES, rq->name, sidtext, other,
-			       sizeof(other));
+	err = objfs_catalog_name_check(csi->store, OBJFS_CATALOG_SNAPSHOT, rq->name,
+				       sidtext, other, sizeof(other));
 	if (err == EEXIST) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 				      "snapshot %.128s already exists as %s, of another volume",
@@ -2610,17 +2423,16 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 		code = store_fail(csi, st, err, "cannot read the index for", sidtext);
 		goto out;
 	}
-	snaprec_key(&sid, key, sizeof(key));
-	err = objfs_kv_load(root.store, key, &rec);
+	err = objfs_snaprec_load(root.store, sid.path, &rec);
 	if (err == 0) {
-		v = objfs_kv_get(&rec, "source_volume_id");
+		v = rec.source_volume_id;
 		if (v == NULL || strcmp(v, rq->source_volume_id) != 0) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "snapshot %.128s already exists, of another volume",
 					      rq->name);
 			goto out;
 		}
-		v = objfs_kv_get(&rec, "name");
+		v = rec.name;
 		if (v == NULL || strcmp(v, rq->name) != 0) {
 			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
 					      "the prefix of snapshot %.128s holds another snapshot",
@@ -2633,7 +2445,7 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 		code = store_fail(csi, st, err, "cannot read the record of", sidtext);
 		goto out;
 	}
-	objfs_kv_release(&rec);
+	objfs_snaprec_release(&rec);
 	err = volrec_load_live(root.store, &vid, &vrec);
 	if (err == ENOENT) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND, "source volume %s does not exist",
@@ -2644,63 +2456,57 @@ OBJFS_CSI_HANDLER(objfs_csi_create_snapshot)
 		code = store_fail(csi, st, err, "cannot read the record of", rq->source_volume_id);
 		goto out;
 	}
-	err = objfs_kv_set(&extra, "source_volume_id", rq->source_volume_id);
-	v = objfs_kv_get(&vrec, "ctx.endpoint");
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, "ctx.endpoint", v);
-	v = objfs_kv_get(&vrec, "ctx.region");
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, "ctx.region", v);
-	v = objfs_kv_get(&vrec, "ctx.addressingStyle");
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, "ctx.addressingStyle", v);
+	/* The snapshot's entry names the source (for listings by volume) and
+	 * a bucket's connection (for id-only calls). */
+	err = objfs_snaprec_set(&rec.source_volume_id, rq->source_volume_id);
 	if (err == 0)
-		err = index_add(csi, IDX_SNAPSHOTS, IDX_SNAPSHOT_NAMES, sidtext,
-				rq->name, &extra);
+		err = objfs_snaprec_entry(&rec, &extra);
+	v = objfs_volrec_get_param(&vrec, CTX_ENDPOINT);
+	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
+		err = objfs_kv_set(&extra, CTX_ENDPOINT, v);
+	v = objfs_volrec_get_param(&vrec, CTX_REGION);
+	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
+		err = objfs_kv_set(&extra, CTX_REGION, v);
+	v = objfs_volrec_get_param(&vrec, CTX_ADDRESSING);
+	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
+		err = objfs_kv_set(&extra, CTX_ADDRESSING, v);
+	if (err == 0)
+		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_SNAPSHOT, sidtext,
+					rq->name, &extra);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot write the index for", sidtext);
 		goto out;
 	}
 	/* The cut: the moment the copy starts. */
-	now_rfc3339(created, sizeof(created), &ts);
+	err = objfs_snaprec_set_cut_now(&rec);
+	if (err != 0) {
+		code = oom(st);
+		goto out;
+	}
 	vol_prefix(&vid, src, sizeof(src));
-	snap_prefix(&sid, dst, sizeof(dst));
+	objfs_snapshot_prefix(sid.path, dst, sizeof(dst));
 	err = tree_copy(csi->controller, root.store, src, dst, vol_skip, &bytes);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot copy the volume into snapshot", sidtext);
 		goto out;
 	}
-	err = objfs_kv_set(&rec, "name", rq->name);
+	err = objfs_snaprec_set(&rec.name, rq->name);
 	if (err == 0)
-		err = objfs_kv_set(&rec, "created", created);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "source_volume_id", rq->source_volume_id);
-	snprintf(num, sizeof(num), "%" PRIu64, bytes);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "size_bytes", num);
-	v = objfs_kv_get(&vrec, "capacity_bytes");
-	if (err == 0 && v != NULL)
-		err = objfs_kv_set(&rec, "source_capacity_bytes", v);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.id", sidtext);
-	snprintf(num, sizeof(num), "%lld", (long long)ts.tv_sec);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.created_sec", num);
-	snprintf(num, sizeof(num), "%ld", (long)ts.tv_nsec);
-	if (err == 0)
-		err = objfs_kv_set(&rec, "csi.created_nsec", num);
+		err = objfs_snaprec_set(&rec.id, sidtext);
+	rec.size_bytes = bytes;
+	rec.source_capacity_bytes = vrec.capacity_bytes;
 	if (err != 0) {
 		code = oom(st);
 		goto out;
 	}
-	err = objfs_kv_save(root.store, key, &rec, "objfs snapshot record");
+	err = objfs_snaprec_store(root.store, sid.path, &rec);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot write the record of", sidtext);
 		goto out;
 	}
 	/* The index learns what the record says, so that listing works
 	 * when the bucket refuses the plugin's own keys.  Best effort. */
-	err = index_merge(csi, IDX_SNAPSHOTS, sidtext, &rec, true);
+	err = objfs_catalog_snapshot_ready(csi->store, sidtext, &rec);
 	if (err != 0)
 		objfs_warn(csi->log, SUB, "snapshot %s: cannot update the index: %s",
 			   sidtext, objfs_strerror(err));
@@ -2718,8 +2524,8 @@ out:
 	if (locked)
 		busy_release(csi->controller, locks, 3);
 	root_close(&root);
-	objfs_kv_release(&rec);
-	objfs_kv_release(&vrec);
+	objfs_snaprec_release(&rec);
+	objfs_volrec_release(&vrec);
 	objfs_kv_release(&extra);
 	return code;
 }
@@ -2728,7 +2534,7 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 {
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__DeleteSnapshotRequest *rq = (const Csi__V1__DeleteSnapshotRequest *)req;
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_snaprec rec = OBJFS_SNAPREC_INIT;
 	struct objfs_id sid;
 	struct root root;
 	char key[OBJFS_KEY_MAX], prefix[OBJFS_KEY_MAX];
@@ -2755,23 +2561,23 @@ OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot)
 	}
 	if (code != OBJFS_RPC_OK)
 		goto out;
-	snaprec_key(&sid, key, sizeof(key));
-	snap_prefix(&sid, prefix, sizeof(prefix));
-	err = objfs_kv_load(root.store, key, &rec);
+	objfs_snaprec_key(sid.path, key, sizeof(key));
+	objfs_snapshot_prefix(sid.path, prefix, sizeof(prefix));
+	err = objfs_snaprec_load(root.store, sid.path, &rec);
 	if (err != 0 && err != ENOENT) {
 		code = store_fail(csi, st, err, "cannot read the record of", rq->snapshot_id);
 		goto out;
 	}
 	{
-		static const char *const keep[] = { SNAPREC_KEY, NULL };
+		static const char *const keep[] = { OBJFS_SNAPREC_KEY, NULL };
 
 		err = tree_delete(csi->controller, root.store, prefix, keep, NULL);
 	}
 	if (err == 0)
 		err = objfs_store_del(root.store, key);
 	if (err == 0)
-		err = index_remove(csi, IDX_SNAPSHOTS, IDX_SNAPSHOT_NAMES, rq->snapshot_id,
-				   objfs_kv_get(&rec, "name"));
+		err = objfs_catalog_remove(csi->store, OBJFS_CATALOG_SNAPSHOT,
+					   rq->snapshot_id, rec.name);
 	if (err != 0) {
 		code = store_fail(csi, st, err, "cannot delete snapshot", rq->snapshot_id);
 		goto out;
@@ -2784,7 +2590,7 @@ out:
 	if (locked)
 		busy_release(csi->controller, locks, 1);
 	root_close(&root);
-	objfs_kv_release(&rec);
+	objfs_snaprec_release(&rec);
 	return code;
 }
 
@@ -2793,12 +2599,11 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 			 const struct objfs_kv *idx, void *const *secrets,
 			 size_t n_secrets, Csi__V1__Snapshot **snap)
 {
-	struct objfs_kv rec = OBJFS_KV_INIT;
+	struct objfs_snaprec rec = OBJFS_SNAPREC_INIT;
 	struct objfs_rpc_status st;
 	struct objfs_id sid;
 	struct root root;
 	struct conn conn;
-	char key[OBJFS_KEY_MAX];
 	int err;
 
 	*snap = NULL;
@@ -2812,8 +2617,7 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 	if (root_open(csi, &sid, &conn, secrets, n_secrets, &root, &st) != OBJFS_RPC_OK) {
 		err = ECONNREFUSED;
 	} else {
-		snaprec_key(&sid, key, sizeof(key));
-		err = objfs_kv_load(root.store, key, &rec);
+		err = objfs_snaprec_load(root.store, sid.path, &rec);
 		if (err == 0)
 			err = snapshot_new(idtext, &rec, snap);
 		root_close(&root);
@@ -2821,12 +2625,15 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 	/* The store does not answer (or refuses): a snapshot is immutable,
 	 * so what the index recorded once it was ready still holds. */
 	if (err != 0 && err != ENOENT && err != ENOMEM && idx != NULL &&
-	    objfs_kv_get(idx, "ready") != NULL) {
+	    objfs_kv_get(idx, OBJFS_CATALOG_READY) != NULL) {
 		objfs_debug(csi->log, SUB, "snapshot %s from the index: %s", idtext,
 			    objfs_strerror(err));
-		err = snapshot_new(idtext, idx, snap);
+		objfs_snaprec_release(&rec);
+		err = objfs_snaprec_from_kv(idx, &rec);
+		if (err == 0)
+			err = snapshot_new(idtext, &rec, snap);
 	}
-	objfs_kv_release(&rec);
+	objfs_snaprec_release(&rec);
 	return err;
 }
 
@@ -2847,7 +2654,8 @@ OBJFS_CSI_HANDLER(objfs_csi_get_snapshot)
 	*resp = (ProtobufCMessage *)r;
 	if (r == NULL)
 		return oom(st);
-	if (index_load(csi, IDX_SNAPSHOTS, rq->snapshot_id, &idx) != 0)
+	if (objfs_catalog_load(csi->store, OBJFS_CATALOG_SNAPSHOT, rq->snapshot_id,
+			       &idx) != 0)
 		objfs_kv_release(&idx);
 	err = snapshot_read(csi, rq->snapshot_id, idx.n > 0 ? &idx : NULL,
 			    (void *const *)rq->secrets, rq->n_secrets, &r->snapshot);
@@ -2883,24 +2691,34 @@ static int list_snapshot_add(Csi__V1__ListSnapshotsResponse *r, Csi__V1__Snapsho
 	return 0;
 }
 
-static int list_snapshot_one(void *arg, const char *id, const struct objfs_kv *entry)
+static int list_snapshot_one(void *arg, const char *id, const struct objfs_kv *entry,
+			     bool *taken)
 {
 	struct list_snapshots_ctx lc = *(struct list_snapshots_ctx *)arg;
 	const char *srcv = lc.rq->source_volume_id;
-	const char *src = objfs_kv_get(entry, "source_volume_id");
+	struct objfs_snaprec facts = OBJFS_SNAPREC_INIT;
 	Csi__V1__Snapshot *snap;
+	bool other;
 	int err;
 
-	if (srcv != NULL && srcv[0] != '\0' && (src == NULL || strcmp(src, srcv) != 0))
+	err = objfs_snaprec_from_kv(entry, &facts);
+	if (err != 0)
+		return err;
+	other = srcv != NULL && srcv[0] != '\0' &&
+		(facts.source_volume_id == NULL ||
+		 strcmp(facts.source_volume_id, srcv) != 0);
+	objfs_snaprec_release(&facts);
+	if (other)
 		return 0;
 	err = snapshot_read(lc.csi, id, entry, (void *const *)lc.rq->secrets,
 			    lc.rq->n_secrets, &snap);
 	if (err == ENOENT)
 		return 0;
 	if (err != 0)
-		return -err;
+		return err;
 	err = list_snapshot_add(lc.r, snap);
-	return err != 0 ? -err : 1;
+	*taken = err == 0;
+	return err;
 }
 
 OBJFS_CSI_HANDLER(objfs_csi_list_snapshots)
@@ -2927,7 +2745,8 @@ OBJFS_CSI_HANDLER(objfs_csi_list_snapshots)
 		/* One snapshot: an unknown or foreign id lists nothing. */
 		if (objfs_id_parse(rq->snapshot_id, &sid) != 0 || sid.type != OBJFS_ID_SNAPSHOT)
 			return OBJFS_RPC_OK;
-		if (index_load(csi, IDX_SNAPSHOTS, rq->snapshot_id, &idx) != 0)
+		if (objfs_catalog_load(csi->store, OBJFS_CATALOG_SNAPSHOT,
+				       rq->snapshot_id, &idx) != 0)
 			objfs_kv_release(&idx);
 		err = snapshot_read(csi, rq->snapshot_id, idx.n > 0 ? &idx : NULL,
 				    (void *const *)rq->secrets, rq->n_secrets, &snap);
@@ -2946,7 +2765,7 @@ OBJFS_CSI_HANDLER(objfs_csi_list_snapshots)
 	lc.csi = csi;
 	lc.rq = rq;
 	lc.r = r;
-	code = index_walk(csi, IDX_SNAPSHOTS, 's', rq->starting_token, rq->max_entries,
+	code = index_walk(csi, OBJFS_CATALOG_SNAPSHOT, rq->starting_token, rq->max_entries,
 			  list_snapshot_one, &lc, &next, st);
 	if (code == OBJFS_RPC_OK && next != NULL && objfs_pb_set_str(&r->next_token, next) != 0)
 		code = oom(st);

@@ -40,7 +40,8 @@
  *   endpoint, region, addressingStyle    for s3 sources
  *   mountOptions     when the StorageClass gives it
  *
- * Objects the controller writes
+ * Objects the controller writes (their keys: volume/layout.h; the index
+ * and the snapshot record: volume/catalog.h)
  *   PREFIX/.objfs/volume              the volume record (volrec format):
  *                                     capacity_bytes, created, name,
  *                                     csi.* (id, params hash, source,
