@@ -44,6 +44,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "csi.pb-c.h"
+#include "csi/caps.h"
+#include "csi/claims.h"
 #include "csi/controller.h"
 #include "csi/driver.h"
 #include "csi/pb.h"
@@ -73,9 +75,7 @@
 
 struct objfs_csi_controller {
 	struct objfs_csi *csi;                  /* not owned */
-	pthread_mutex_t mu;
-	char **busy;                            /* protected by mu */
-	size_t n_busy;                          /* protected by mu */
+	struct objfs_claims busy;               /* the in-progress set */
 	unsigned char token_key[32];            /* MAC key of list tokens */
 	unsigned copy_workers;
 	unsigned page_keys;                     /* keys per listing page */
@@ -105,7 +105,7 @@ int objfs_csi_controller_create(struct objfs_csi *csi,
 		}
 		got += (size_t)r;
 	}
-	if (pthread_mutex_init(&c->mu, NULL) != 0) {
+	if (objfs_claims_init(&c->busy) != 0) {
 		free(c);
 		return ENOMEM;
 	}
@@ -124,97 +124,10 @@ void objfs_csi_controller_tune(struct objfs_csi_controller *c,
 
 void objfs_csi_controller_destroy(struct objfs_csi_controller *c)
 {
-	size_t i;
-
 	if (c == NULL)
 		return;
-	for (i = 0; i < c->n_busy; i++)
-		free(c->busy[i]);
-	free(c->busy);
-	pthread_mutex_destroy(&c->mu);
+	objfs_claims_release(&c->busy);
 	free(c);
-}
-
-/* ---- the in-progress set ---------------------------------------------- */
-
-static bool busy_has(struct objfs_csi_controller *c, const char *k)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_busy; i++) {
-		if (strcmp(c->busy[i], k) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void busy_drop(struct objfs_csi_controller *c, const char *k)
-{
-	size_t i;
-
-	for (i = 0; i < c->n_busy; i++) {
-		if (strcmp(c->busy[i], k) == 0) {
-			free(c->busy[i]);
-			c->busy[i] = c->busy[--c->n_busy];
-			return;
-		}
-	}
-}
-
-/* Claims every non-NULL key of keys[0..n) or none.  0, EBUSY or ENOMEM. */
-static int busy_claim(struct objfs_csi_controller *c, const char *const *keys,
-		      size_t n)
-{
-	char **grown;
-	size_t i, done = 0;
-	int err = 0;
-
-	pthread_mutex_lock(&c->mu);
-	for (i = 0; i < n; i++) {
-		if (keys[i] != NULL && busy_has(c, keys[i])) {
-			err = EBUSY;
-			goto out;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (keys[i] == NULL)
-			continue;
-		grown = realloc(c->busy, (c->n_busy + 1) * sizeof(*grown));
-		if (grown == NULL) {
-			err = ENOMEM;
-			break;
-		}
-		c->busy = grown;
-		c->busy[c->n_busy] = strdup(keys[i]);
-		if (c->busy[c->n_busy] == NULL) {
-			err = ENOMEM;
-			break;
-		}
-		c->n_busy++;
-		done = i + 1;
-	}
-	if (err != 0) {
-		for (i = 0; i < done; i++) {
-			if (keys[i] != NULL)
-				busy_drop(c, keys[i]);
-		}
-	}
-out:
-	pthread_mutex_unlock(&c->mu);
-	return err;
-}
-
-static void busy_release(struct objfs_csi_controller *c, const char *const *keys,
-			 size_t n)
-{
-	size_t i;
-
-	pthread_mutex_lock(&c->mu);
-	for (i = 0; i < n; i++) {
-		if (keys[i] != NULL)
-			busy_drop(c, keys[i]);
-	}
-	pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -224,14 +137,14 @@ static enum objfs_rpc_code oom(struct objfs_rpc_status *st)
 	return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 
-/* busy_claim() for a handler: ABORTED naming what (a "volume" or a
- * "snapshot") and name when another call holds one of the keys. */
+/* Claims keys for a handler: ABORTED naming what (a "volume" or a
+ * "snapshot") and name when another call holds one of them. */
 static enum objfs_rpc_code claim_rpc(struct objfs_csi *csi,
 				     const char *const *keys, size_t n,
 				     const char *what, const char *name,
 				     struct objfs_rpc_status *st)
 {
-	int err = busy_claim(csi->controller, keys, n);
+	int err = objfs_claims_take(&csi->controller->busy, keys, n);
 
 	if (err == EBUSY)
 		return objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
@@ -265,70 +178,6 @@ static const char *secret_get(void *const *entries, size_t n, const char *key)
 	const char *v = objfs_pb_map_get(entries, n, key);
 
 	return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
-/* ---- capabilities ----------------------------------------------------- */
-
-static bool fs_type_ok(const char *t)
-{
-	return t == NULL || t[0] == '\0' || strcmp(t, "objfs") == 0 ||
-	       strcmp(t, "fuse") == 0 || strcmp(t, "fuse.objfs") == 0;
-}
-
-/* Checks one capability.  Returns OK, INVALID_ARGUMENT for a malformed one
- * (msg says why) or FAILED_PRECONDITION for a well-formed capability objfs
- * does not offer (block access, a foreign fs_type). */
-static enum objfs_rpc_code cap_check(const Csi__V1__VolumeCapability *cap,
-				     char *msg, size_t cap_len)
-{
-	if (cap == NULL || cap->access_mode == NULL) {
-		snprintf(msg, cap_len, "volume_capabilities[].access_mode is required");
-		return OBJFS_RPC_INVALID_ARGUMENT;
-	}
-	switch (cap->access_mode->mode) {
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER:
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER:
-		break;
-	default:
-		snprintf(msg, cap_len, "volume_capabilities[].access_mode.mode %d is not a known access mode",
-			 (int)cap->access_mode->mode);
-		return OBJFS_RPC_INVALID_ARGUMENT;
-	}
-	switch (cap->access_type_case) {
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT:
-		if (!fs_type_ok(cap->mount->fs_type)) {
-			snprintf(msg, cap_len, "fs_type \"%.64s\" is not offered: objfs volumes are objfs (FUSE) filesystems",
-				 cap->mount->fs_type);
-			return OBJFS_RPC_FAILED_PRECONDITION;
-		}
-		return OBJFS_RPC_OK;
-	case CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK:
-		snprintf(msg, cap_len, "block access is not supported: objfs volumes are filesystems (use a mount capability)");
-		return OBJFS_RPC_FAILED_PRECONDITION;
-	default:
-		snprintf(msg, cap_len, "volume_capabilities[].access_type (mount or block) is required");
-		return OBJFS_RPC_INVALID_ARGUMENT;
-	}
-}
-
-/* Checks every capability: OK or the first problem (a code and msg). */
-static enum objfs_rpc_code caps_check(Csi__V1__VolumeCapability *const *caps,
-				      size_t n, char *msg, size_t cap_len)
-{
-	enum objfs_rpc_code code;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		code = cap_check(caps[i], msg, cap_len);
-		if (code != OBJFS_RPC_OK)
-			return code;
-	}
-	return OBJFS_RPC_OK;
 }
 
 /* ---- parameters ------------------------------------------------------- */
@@ -1424,8 +1273,8 @@ OBJFS_CSI_HANDLER(objfs_csi_create_volume)
 	if (rq->n_volume_capabilities == 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "volume_capabilities is required");
-	code = caps_check(rq->volume_capabilities, rq->n_volume_capabilities,
-			  msg, sizeof(msg));
+	code = objfs_csi_caps_check(rq->volume_capabilities, rq->n_volume_capabilities,
+				    "volume_capabilities[]", msg, sizeof(msg));
 	if (code != OBJFS_RPC_OK)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "%s", msg);
 	if (rq->n_mutable_parameters > 0)
@@ -1607,7 +1456,7 @@ answer:
 	code = OBJFS_RPC_OK;
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 3);
+		objfs_claims_drop(&csi->controller->busy, locks, 3);
 	root_close(&root);
 	objfs_volrec_release(&rec);
 	objfs_kv_release(&ctxkv);
@@ -1706,7 +1555,7 @@ done:
 	code = *resp != NULL ? OBJFS_RPC_OK : oom(st);
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 1);
+		objfs_claims_drop(&csi->controller->busy, locks, 1);
 	root_close(&root);
 	objfs_volrec_release(&rec);
 	return code;
@@ -1775,8 +1624,8 @@ OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities)
 		goto out;
 	}
 	msg[0] = '\0';
-	code = caps_check(rq->volume_capabilities, rq->n_volume_capabilities, msg,
-			  sizeof(msg));
+	code = objfs_csi_caps_check(rq->volume_capabilities, rq->n_volume_capabilities,
+				    "volume_capabilities[]", msg, sizeof(msg));
 	if (code == OBJFS_RPC_INVALID_ARGUMENT) {
 		code = objfs_rpc_fail(st, code, "%s", msg);
 		goto out;
@@ -2197,8 +2046,8 @@ OBJFS_CSI_HANDLER(objfs_csi_get_capacity)
 	if (r == NULL)
 		return oom(st);
 	/* Capabilities objfs does not offer leave no capacity for them. */
-	if (caps_check(rq->volume_capabilities, rq->n_volume_capabilities, msg,
-		       sizeof(msg)) != OBJFS_RPC_OK)
+	if (objfs_csi_caps_check(rq->volume_capabilities, rq->n_volume_capabilities,
+				 "volume_capabilities[]", msg, sizeof(msg)) != OBJFS_RPC_OK)
 		return OBJFS_RPC_OK;
 	/* A local default store reports its file system's free space.  S3
 	 * reports no capacity at all: available_capacity stays 0, the only
@@ -2289,7 +2138,8 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "capacity_range: required_bytes or limit_bytes is required");
 	if (rq->volume_capability != NULL &&
-	    cap_check(rq->volume_capability, msg, sizeof(msg)) != OBJFS_RPC_OK)
+	    objfs_csi_cap_check(rq->volume_capability, "volume_capability", msg,
+				sizeof(msg)) != OBJFS_RPC_OK)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_capability: %s", msg);
 	want = (uint64_t)rq->capacity_range->required_bytes;
 	lim = (uint64_t)rq->capacity_range->limit_bytes;
@@ -2351,7 +2201,7 @@ OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume)
 	code = OBJFS_RPC_OK;
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 1);
+		objfs_claims_drop(&csi->controller->busy, locks, 1);
 	root_close(&root);
 	objfs_volrec_release(&rec);
 	return code;
@@ -2522,7 +2372,7 @@ answer:
 	code = OBJFS_RPC_OK;
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 3);
+		objfs_claims_drop(&csi->controller->busy, locks, 3);
 	root_close(&root);
 	objfs_snaprec_release(&rec);
 	objfs_volrec_release(&vrec);
@@ -2588,7 +2438,7 @@ done:
 	code = *resp != NULL ? OBJFS_RPC_OK : oom(st);
 out:
 	if (locked)
-		busy_release(csi->controller, locks, 1);
+		objfs_claims_drop(&csi->controller->busy, locks, 1);
 	root_close(&root);
 	objfs_snaprec_release(&rec);
 	return code;
