@@ -37,6 +37,7 @@
 #include "volume/kvtext.h"
 #include "volume/layout.h"
 
+struct objfs_snaprec;
 struct objfs_store;
 
 #define OBJFS_CATALOG_HASH_HEX 40
@@ -68,7 +69,6 @@ int objfs_catalog_set_capacity(struct objfs_store *idx, const char *id,
 			       uint64_t capacity);
 /* Marks a snapshot as cut and copies the facts of its record into its id
  * entry (ENOENT: none). */
-struct objfs_snaprec;
 int objfs_catalog_snapshot_ready(struct objfs_store *idx, const char *id,
 				 const struct objfs_snaprec *rec);
 /* Removes the entries of id: the name entry (of the entry's name, else of
