@@ -48,6 +48,8 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "csi.pb-c.h"
+#include "csi/caps.h"
+#include "csi/claims.h"
 #include "csi/node.h"
 #include "csi/pb.h"
 #include "csi/records.h"
@@ -84,11 +86,6 @@ struct vol {
 	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
 };
 
-struct busy {
-	struct busy *next;
-	char id[];
-};
-
 struct objfs_csi_node {
 	struct objfs_csi *csi;                  /* borrowed */
 	struct objfs_log *log;                  /* borrowed */
@@ -103,7 +100,7 @@ struct objfs_csi_node {
 	pthread_mutex_t lock;                   /* protects everything below */
 	pthread_cond_t wake;
 	struct vol *vols;
-	struct busy *busy;
+	struct objfs_claims busy;               /* volume ids; own mutex */
 	bool stopping;
 	bool watchdog_running;
 	pthread_t watchdog;
@@ -270,47 +267,15 @@ static uint64_t map_hash(void *const *entries, size_t n)
 
 /* ---- busy marks -------------------------------------------------------- */
 
+/* Claims volume id for a call: false when another call holds it. */
 static bool busy_acquire(struct objfs_csi_node *n, const char *id)
 {
-	struct busy *b;
-	size_t len = strlen(id) + 1;
-	bool ok = true;
-
-	pthread_mutex_lock(&n->lock);
-	for (b = n->busy; b != NULL; b = b->next) {
-		if (strcmp(b->id, id) == 0) {
-			ok = false;
-			goto out;
-		}
-	}
-	b = malloc(sizeof(*b) + len);
-	if (b == NULL) {
-		ok = false;
-		goto out;
-	}
-	memcpy(b->id, id, len);
-	b->next = n->busy;
-	n->busy = b;
-out:
-	pthread_mutex_unlock(&n->lock);
-	return ok;
+	return objfs_claims_take(&n->busy, &id, 1) == 0;
 }
 
 static void busy_release(struct objfs_csi_node *n, const char *id)
 {
-	struct busy **pp;
-
-	pthread_mutex_lock(&n->lock);
-	for (pp = &n->busy; *pp != NULL; pp = &(*pp)->next) {
-		if (strcmp((*pp)->id, id) == 0) {
-			struct busy *b = *pp;
-
-			*pp = b->next;
-			free(b);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&n->lock);
+	objfs_claims_drop(&n->busy, &id, 1);
 }
 
 /* ---- volumes ------------------------------------------------------------ */
@@ -570,50 +535,19 @@ static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
 
 /* ---- capabilities ------------------------------------------------------ */
 
-static bool mode_reader_only(int mode)
-{
-	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
-}
-
-/* Modes that allow one publication per node only (CSI's second table). */
-static bool mode_single_target(int mode)
-{
-	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER;
-}
-
 static enum objfs_rpc_code check_capability(const Csi__V1__VolumeCapability *cap,
 					    struct objfs_rpc_status *st)
 {
 	const Csi__V1__VolumeCapability__MountVolume *m;
+	enum objfs_rpc_code code;
+	char msg[COND_MAX];
 	size_t i;
 
-	if (cap == NULL)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability is missing");
-	if (cap->access_mode == NULL ||
-	    cap->access_mode->mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__UNKNOWN)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_mode is missing");
-	if ((int)cap->access_mode->mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_mode %d is unknown",
-				      (int)cap->access_mode->mode);
-	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK)
-		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
-				      "block access is not supported: objfs volumes are filesystems");
-	if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT ||
-	    cap->mount == NULL)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_type is missing (mount is required)");
+	/* What objfs offers (caps.h), then what objfs-mount accepts. */
+	code = objfs_csi_cap_check(cap, "volume_capability", msg, sizeof(msg));
+	if (code != OBJFS_RPC_OK)
+		return objfs_rpc_fail(st, code, "%s", msg);
 	m = cap->mount;
-	if (!empty(m->fs_type) && strcmp(m->fs_type, "objfs") != 0 &&
-	    strcmp(m->fs_type, "fuse") != 0 && strcmp(m->fs_type, "fuse.objfs") != 0)
-		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
-				      "fs_type \"%s\" is not supported (objfs serves its own filesystem)",
-				      m->fs_type);
 	if (!empty(m->volume_mount_group)) {
 		const char *g = m->volume_mount_group;
 
@@ -758,7 +692,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 				      r->volume_id);
 
 	err |= opt_add(opts, sizeof(opts), MOPT_ALLOW_OTHER);
-	if (mode_reader_only(r->volume_capability->access_mode->mode))
+	if (objfs_csi_mode_reader_only(r->volume_capability->access_mode->mode))
 		err |= opt_add(opts, sizeof(opts), MOPT_RO);
 	if (!empty(m->volume_mount_group)) {
 		err |= opt_add2(opts, sizeof(opts), MOPT_GID, m->volume_mount_group);
@@ -1426,7 +1360,7 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "target_path is the staging_target_path");
 	mode = r->volume_capability->access_mode->mode;
-	ro = r->readonly || mode_reader_only(mode);
+	ro = r->readonly || objfs_csi_mode_reader_only(mode);
 	group = r->volume_capability->mount->volume_mount_group;
 	publish_fingerprint(r, staging, fp, sizeof(fp));
 	if (!busy_acquire(n, r->volume_id))
@@ -1483,7 +1417,7 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 				      group);
 		goto out;
 	}
-	if (mode_single_target(mode) && cur.n_pubs > 0) {
+	if (objfs_csi_mode_single_target(mode) && cur.n_pubs > 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "volume %s is already published at %s and its access mode allows one target",
 				      r->volume_id, cur.pubs[0].target);
@@ -1987,9 +1921,12 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	} else {
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "/tmp");
 	}
-	err = pthread_mutex_init(&n->lock, NULL);
+	err = objfs_claims_init(&n->busy);
 	if (err != 0)
 		goto fail_free;
+	err = pthread_mutex_init(&n->lock, NULL);
+	if (err != 0)
+		goto fail_claims;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	err = pthread_cond_init(&n->wake, &ca);
@@ -2024,6 +1961,8 @@ fail_vols:
 	pthread_cond_destroy(&n->wake);
 fail_mutex:
 	pthread_mutex_destroy(&n->lock);
+fail_claims:
+	objfs_claims_release(&n->busy);
 fail_free:
 	free(n);
 	return err;
@@ -2046,12 +1985,7 @@ void objfs_csi_node_destroy(struct objfs_csi_node *n)
 		n->vols = v->next;
 		vol_free(v);
 	}
-	while (n->busy != NULL) {
-		struct busy *b = n->busy;
-
-		n->busy = b->next;
-		free(b);
-	}
+	objfs_claims_release(&n->busy);
 	pthread_cond_destroy(&n->wake);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
