@@ -5,8 +5,9 @@
  *
  * The service's files: controller.c (state, helpers, volumes),
  * snapshots.c (snapshot RPCs), listing.c (paged index listings and their
- * tokens), trees.c (walking, copying and deleting prefixes), sharing
- * controller_int.h; and the rules it shares or owns apart: caps.h
+ * tokens), sharing controller_int.h; prefix trees (clones, snapshots,
+ * deletes, archives) are walked, copied and deleted by backend/tree.h on
+ * the service's pool; and the rules it shares or owns apart: caps.h
  * (capabilities, shared with the node), claims.h (the in-progress set,
  * shared with the node), params.h (StorageClass parameters), roots.h
  * (root stores), volume/catalog.h (the index and snapshot records) and
@@ -44,7 +45,9 @@
 #include <sys/statvfs.h>
 
 #include "backend/backend.h"
+#include "backend/tree.h"
 #include "common/errors.h"
+#include "common/pool.h"
 #include "common/log.h"
 #include "csi.pb-c.h"
 #include "csi/caps.h"
@@ -93,6 +96,11 @@ int objfs_csi_controller_create(struct objfs_csi *csi,
 		free(c);
 		return ENOMEM;
 	}
+	if (objfs_pool_create(c->copy_workers, &c->pool) != 0) {
+		objfs_claims_release(&c->busy);
+		free(c);
+		return ENOMEM;
+	}
 	*out = c;
 	return 0;
 }
@@ -102,14 +110,24 @@ void objfs_csi_controller_tune(struct objfs_csi_controller *c,
 {
 	if (page_keys >= 1 && page_keys <= OBJFS_CTL_PAGE_KEYS)
 		c->page_keys = page_keys;
-	if (copy_workers >= 1 && copy_workers <= OBJFS_CTL_COPY_WORKERS)
-		c->copy_workers = copy_workers;
+	if (copy_workers >= 1 && copy_workers <= OBJFS_CTL_COPY_WORKERS &&
+	    copy_workers != c->copy_workers) {
+		struct objfs_pool *p = NULL;
+
+		/* Before serving: no tree operation runs on the old pool. */
+		if (objfs_pool_create(copy_workers, &p) == 0) {
+			objfs_pool_destroy(c->pool);
+			c->pool = p;
+			c->copy_workers = copy_workers;
+		}
+	}
 }
 
 void objfs_csi_controller_destroy(struct objfs_csi_controller *c)
 {
 	if (c == NULL)
 		return;
+	objfs_pool_destroy(c->pool);
 	objfs_claims_release(&c->busy);
 	free(c);
 }
@@ -488,6 +506,53 @@ struct vsource {
 };
 
 const char *const objfs_ctl_vol_skip[] = { OBJFS_VOLREC_KEY, NULL };
+
+static struct objfs_tree_opts tree_opts(struct objfs_csi_controller *c,
+					const char *const *skip)
+{
+	struct objfs_tree_opts o = { .pool = c->pool, .page_keys = c->page_keys,
+				     .skip = skip, .log = c->csi->log };
+
+	return o;
+}
+
+int objfs_ctl_tree_copy(struct objfs_csi_controller *c, struct objfs_store *s,
+			const char *src, const char *dst,
+			const char *const *skip, uint64_t *bytes)
+{
+	struct objfs_tree_opts o = tree_opts(c, skip);
+	struct objfs_tree_stats st;
+	int err = objfs_tree_copy(s, src, dst, &o, &st);
+
+	if (bytes != NULL)
+		*bytes = st.bytes;
+	return err;
+}
+
+int objfs_ctl_tree_size(struct objfs_csi_controller *c, struct objfs_store *s,
+			const char *prefix, const char *const *skip,
+			uint64_t *bytes)
+{
+	struct objfs_tree_opts o = tree_opts(c, skip);
+	struct objfs_tree_stats st;
+	int err = objfs_tree_size(s, prefix, &o, &st);
+
+	*bytes = st.bytes;
+	return err;
+}
+
+int objfs_ctl_tree_delete(struct objfs_csi_controller *c, struct objfs_store *s,
+			  const char *prefix, const char *const *skip,
+			  uint64_t *count)
+{
+	struct objfs_tree_opts o = tree_opts(c, skip);
+	struct objfs_tree_stats st;
+	int err = objfs_tree_delete(s, prefix, &o, &st);
+
+	if (count != NULL)
+		*count = st.count;
+	return err;
+}
 static const char *const snap_skip[] = { OBJFS_VOLREC_KEY, OBJFS_SNAPREC_KEY, NULL };
 
 static enum objfs_rpc_code source_parse(const Csi__V1__VolumeContentSource *cs,

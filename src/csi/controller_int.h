@@ -32,7 +32,8 @@ struct objfs_store;
 /* The longest volume or snapshot name a CO may give. */
 #define OBJFS_CTL_NAME_MAX 1024
 
-/* Copy threads and keys per listing page (objfs_csi_controller_tune()). */
+/* Threads of the copy and delete pool, and keys per listing page
+ * (objfs_csi_controller_tune()). */
 #define OBJFS_CTL_COPY_WORKERS 8
 #define OBJFS_CTL_PAGE_KEYS 1000
 
@@ -41,7 +42,9 @@ struct objfs_csi_controller {
 	struct objfs_csi *csi;                  /* not owned */
 	struct objfs_claims busy;               /* the in-progress set */
 	unsigned char token_key[32];            /* MAC key of list tokens */
-	unsigned copy_workers;
+	unsigned copy_workers;                  /* threads of pool */
+	struct objfs_pool *pool;                /* owned: prefix-tree copies
+						   and deletes (backend/tree.h) */
 	unsigned page_keys;                     /* keys per listing page */
 };
 
@@ -81,8 +84,10 @@ enum objfs_rpc_code objfs_ctl_id_make(enum objfs_id_type type,
 				      char *text, size_t cap,
 				      struct objfs_rpc_status *st);
 
-/* Copies every object under src to dst (skipping the keys of skip,
- * relative to src) in parallel; *bytes (may be NULL) gets the bytes. */
+/* The prefix trees of a root store (backend/tree.h) on the controller's
+ * pool and page size.  Copies every object under src to dst (skipping the
+ * keys of skip, relative to src) in parallel; *bytes (may be NULL) gets the
+ * bytes.  Each is restartable: the same call again finishes the job. */
 int objfs_ctl_tree_copy(struct objfs_csi_controller *c, struct objfs_store *s,
 			const char *src, const char *dst,
 			const char *const *skip, uint64_t *bytes);
