@@ -27,9 +27,9 @@
  *    again (bind mounts of a dead connection keep pointing at it).
  *  - Secrets never reach a log line, an error message, argv or environ.
  *
- * Paths: staging and target paths must be absolute, free of "..", and lie
- * under the kubelet directory once symbolic links in their parents are
- * resolved; the last component must not be a symbolic link.
+ * Paths are checked in node_paths.c, NodeGetVolumeStats is node_stats.c,
+ * repairs and the watchdog thread are watchdog.c; node_int.h holds the
+ * state they share.
  */
 #include "config.h"
 
@@ -49,6 +49,7 @@
 #include "common/log.h"
 #include "csi.pb-c.h"
 #include "csi/node.h"
+#include "csi/node_int.h"
 #include "csi/pb.h"
 #include "csi/records.h"
 
@@ -64,67 +65,12 @@
 #define MOPT_CA_FILE "ca_file="
 #define MOPT_SPOOL_DIR "spool_dir="
 
-#define OPTS_MAX 4096
-#define FP_MAX (OPTS_MAX + PATH_MAX + 512)
-#define COND_MAX 512
-#define DETACH_TRIES 8
-
 /* Secret keys of NodeStageVolume. */
 #define SECRET_ACCESS_KEY "accessKeyID"
 #define SECRET_SECRET_KEY "secretAccessKey"
 #define SECRET_SESSION_TOKEN "sessionToken"
 
-struct vol {
-	struct vol *next;
-	struct objfs_node_rec rec;      /* mirrors the record on disk */
-	struct objfs_creds creds;       /* stage secrets; empty: the plugin's */
-	bool abnormal;                  /* set by a failed repair */
-	char cond[COND_MAX];
-	unsigned failed_repairs;        /* in a row; the watchdog backs off */
-	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
-};
-
-struct busy {
-	struct busy *next;
-	char id[];
-};
-
-struct objfs_csi_node {
-	struct objfs_csi *csi;                  /* borrowed */
-	struct objfs_log *log;                  /* borrowed */
-	struct objfs_csi_mounter m;
-	char kubelet[PATH_MAX];                 /* canonical kubelet dir */
-	char rec_dir[PATH_MAX];                 /* "" when no state dir */
-	char tmp_dir[PATH_MAX];
-	char log_dir[PATH_MAX];                 /* "" when no state dir */
-	char spool_dir[PATH_MAX];               /* mounts' spools: "" when no
-						   state dir (objfs-mount's
-						   default) */
-	pthread_mutex_t lock;                   /* protects everything below */
-	pthread_cond_t wake;
-	struct vol *vols;
-	struct busy *busy;
-	bool stopping;
-	bool watchdog_running;
-	pthread_t watchdog;
-};
-
 /* ---- small helpers ---------------------------------------------------- */
-
-static struct objfs_csi_node *node_of(void *ctx)
-{
-	return ((struct objfs_csi *)ctx)->node;
-}
-
-static bool empty(const char *s)
-{
-	return s == NULL || s[0] == '\0';
-}
-
-static bool streq(const char *a, const char *b)
-{
-	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
-}
 
 /* Appends s to buf (cap), with a comma when buf is not empty.  ENOSPC. */
 static int opt_add(char *buf, size_t cap, const char *s)
@@ -316,7 +262,7 @@ static void busy_release(struct objfs_csi_node *n, const char *id)
 /* ---- volumes ------------------------------------------------------------ */
 
 /* Under lock. */
-static struct vol *find_vol(struct objfs_csi_node *n, const char *id)
+struct vol *node_find_vol(struct objfs_csi_node *n, const char *id)
 {
 	struct vol *v;
 
@@ -336,7 +282,7 @@ static void vol_free(struct vol *v)
 	free(v);
 }
 
-static int creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
+int node_creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
 {
 	int err = 0;
 
@@ -363,11 +309,11 @@ static int vol_snapshot(struct objfs_csi_node *n, const char *id,
 	if (creds != NULL)
 		memset(creds, 0, sizeof(*creds));
 	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
+	v = node_find_vol(n, id);
 	if (v != NULL) {
 		err = objfs_node_rec_copy(rec, &v->rec);
 		if (err == 0 && creds != NULL) {
-			err = creds_copy(creds, &v->creds);
+			err = node_creds_copy(creds, &v->creds);
 			if (err != 0)
 				objfs_node_rec_release(rec);
 		}
@@ -390,7 +336,7 @@ static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
 		return err;
 	}
 	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, rec->volume_id);
+	v = node_find_vol(n, rec->volume_id);
 	if (v != NULL) {
 		struct objfs_node_rec old = v->rec;
 
@@ -400,172 +346,6 @@ static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
 	}
 	pthread_mutex_unlock(&n->lock);
 	return 0;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sets the condition a volume reports besides its live checks; an
- * abnormal one set by a failed repair also delays the next try (1 s, 2 s,
- * 4 s ... 60 s), so a store that is down is not hammered. */
-static void vol_set_condition(struct objfs_csi_node *n, const char *id,
-			      bool abnormal, const char *msg)
-{
-	struct vol *v;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL) {
-		v->abnormal = abnormal;
-		snprintf(v->cond, sizeof(v->cond), "%s", msg != NULL ? msg : "");
-		if (!abnormal) {
-			v->failed_repairs = 0;
-			v->next_repair_ms = 0;
-		}
-	}
-	pthread_mutex_unlock(&n->lock);
-}
-
-static void vol_repair_failed(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-	long long delay;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL) {
-		if (v->failed_repairs < 16)
-			v->failed_repairs++;
-		delay = 1000LL << (v->failed_repairs - 1);
-		v->next_repair_ms = now_ms() + (delay > 60000 ? 60000 : delay);
-	}
-	pthread_mutex_unlock(&n->lock);
-}
-
-static bool vol_repair_due(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-	bool due = false;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL)
-		due = v->next_repair_ms == 0 || now_ms() >= v->next_repair_ms;
-	pthread_mutex_unlock(&n->lock);
-	return due;
-}
-
-/* ---- paths ------------------------------------------------------------- */
-
-/* Lexically normalises path (absolute, no ".."), into out. */
-static int normalise(const char *path, char *out, size_t cap)
-{
-	const char *p = path;
-	size_t len = 0;
-
-	if (path[0] != '/')
-		return EINVAL;
-	out[0] = '\0';
-	while (*p != '\0') {
-		const char *start;
-		size_t n;
-
-		while (*p == '/')
-			p++;
-		start = p;
-		while (*p != '\0' && *p != '/')
-			p++;
-		n = (size_t)(p - start);
-		if (n == 0 || (n == 1 && start[0] == '.'))
-			continue;
-		if (n == 2 && start[0] == '.' && start[1] == '.')
-			return EXDEV;
-		if (len + n + 2 > cap)
-			return ENAMETOOLONG;
-		out[len++] = '/';
-		memcpy(out + len, start, n);
-		len += n;
-		out[len] = '\0';
-	}
-	if (len == 0) {
-		if (cap < 2)
-			return ENAMETOOLONG;
-		out[0] = '/';
-		out[1] = '\0';
-	}
-	return 0;
-}
-
-/* Resolves symbolic links in the parents of the normalised path norm: the
- * deepest existing ancestor through realpath(), the rest appended. */
-static int resolve_parents(const char *norm, char *out, size_t cap)
-{
-	char probe[PATH_MAX], real[PATH_MAX];
-	const char *tail;
-	char *slash;
-	size_t plen;
-
-	if ((size_t)snprintf(probe, sizeof(probe), "%s", norm) >= sizeof(probe))
-		return ENAMETOOLONG;
-	slash = strrchr(probe, '/');
-	*slash = '\0';              /* probe: the parent ("" for /x) */
-	for (;;) {
-		if (realpath(probe[0] != '\0' ? probe : "/", real) != NULL)
-			break;
-		if (errno != ENOENT && errno != ENOTDIR)
-			return errno;
-		slash = strrchr(probe, '/');
-		if (slash == NULL)
-			return ENOENT;
-		*slash = '\0';
-	}
-	plen = strlen(probe);
-	tail = norm + plen;         /* starts with '/' */
-	if (strcmp(real, "/") == 0)
-		real[0] = '\0';
-	if ((size_t)snprintf(out, cap, "%s%s", real, tail) >= cap)
-		return ENAMETOOLONG;
-	return 0;
-}
-
-static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
-				   const char *path, char *out, size_t cap,
-				   enum objfs_rpc_code code, struct objfs_rpc_status *st)
-{
-	char norm[PATH_MAX];
-	size_t klen = strlen(n->kubelet);
-	struct objfs_csi_mount_info mi;
-	struct stat sb;
-	int err;
-
-	err = normalise(path, norm, sizeof(norm));
-	if (err == EINVAL)
-		return objfs_rpc_fail(st, code, "%s \"%s\" is not an absolute path",
-				      field, path);
-	if (err == EXDEV)
-		return objfs_rpc_fail(st, code, "%s \"%s\" must not contain \"..\"",
-				      field, path);
-	if (err != 0)
-		return objfs_rpc_fail(st, code, "%s is too long", field);
-	err = resolve_parents(norm, out, cap);
-	if (err != 0)
-		return objfs_rpc_fail(st, code, "%s \"%s\": cannot resolve its parent: %s",
-				      field, path, objfs_strerror(err));
-	if (strncmp(out, n->kubelet, klen) != 0 || out[klen] != '/' ||
-	    out[klen + 1] == '\0')
-		return objfs_rpc_fail(st, code, "%s \"%s\" is outside the kubelet directory %s",
-				      field, path, n->kubelet);
-	/* A mount point is no symbolic link; and an lstat() there would ask
-	 * the mounted filesystem, which may hang. */
-	if (n->m.ops->mount_info(n->m.ctx, out, &mi) != 0 &&
-	    lstat(out, &sb) == 0 && S_ISLNK(sb.st_mode))
-		return objfs_rpc_fail(st, code, "%s \"%s\" is a symbolic link", field, path);
-	return OBJFS_RPC_OK;
 }
 
 /* ---- capabilities ------------------------------------------------------ */
@@ -816,7 +596,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 
 /* The credentials a volume's mount gets: its stage secrets, else the
  * plugin's own.  A view: nothing to free. */
-static struct objfs_creds creds_for(struct objfs_csi_node *n, const struct objfs_creds *vc)
+struct objfs_creds node_creds_for(struct objfs_csi_node *n, const struct objfs_creds *vc)
 {
 	struct objfs_creds c = OBJFS_CREDS_INIT;
 
@@ -838,10 +618,10 @@ static void proc_of(const struct objfs_node_rec *rec, struct objfs_csi_proc *p)
 }
 
 /* Starts the mount process of rec at rec->staging; sets rec->pid/start. */
-static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
-		       const struct objfs_creds *vc, char *msg, size_t cap)
+int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
+		     const struct objfs_creds *vc, char *msg, size_t cap)
 {
-	struct objfs_creds c = creds_for(n, vc);
+	struct objfs_creds c = node_creds_for(n, vc);
 	struct objfs_csi_mount_spec spec;
 	struct objfs_csi_proc proc;
 	char name[OBJFS_NODE_REC_NAME_MAX];
@@ -880,7 +660,7 @@ static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 	return 0;
 }
 
-static bool proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+bool node_proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 {
 	struct objfs_csi_proc p;
 
@@ -889,7 +669,7 @@ static bool proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *re
 }
 
 /* Detaches every mount stacked at path (no waiting on the filesystem). */
-static void detach_all(struct objfs_csi_node *n, const char *path)
+void node_detach_all(struct objfs_csi_node *n, const char *path)
 {
 	struct objfs_csi_mount_info mi;
 	int i;
@@ -904,7 +684,7 @@ static void detach_all(struct objfs_csi_node *n, const char *path)
 
 /* Stops rec's process and removes its staging mount, never waiting on a
  * hung daemon. */
-static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
+void node_kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 {
 	struct objfs_csi_mount_info mi;
 	struct objfs_csi_proc p;
@@ -914,7 +694,7 @@ static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *re
 		n->m.ops->abort_conn(n->m.ctx, mi.dev);
 	if (p.pid > 0 || p.unit[0] != '\0')
 		(void)n->m.ops->stop(n->m.ctx, &p, 0);
-	detach_all(n, rec->staging);
+	node_detach_all(n, rec->staging);
 }
 
 /* Creates the directory path when missing.  Never stat()s a mount point
@@ -939,8 +719,8 @@ static int ensure_dir(struct objfs_csi_node *n, const char *path, bool *created)
 }
 
 /* Binds the staging path at target (creating it).  0 or an errno. */
-static int bind_target(struct objfs_csi_node *n, const char *staging,
-		       const char *target, bool readonly)
+int node_bind_target(struct objfs_csi_node *n, const char *staging,
+		     const char *target, bool readonly)
 {
 	bool created = false;
 	int err;
@@ -952,92 +732,6 @@ static int bind_target(struct objfs_csi_node *n, const char *staging,
 	if (err != 0 && created)
 		rmdir(target);
 	return err;
-}
-
-/* True when target holds a bind mount of the staging mount. */
-static bool target_ok(struct objfs_csi_node *n, const char *staging, const char *target)
-{
-	struct objfs_csi_mount_info a, b;
-
-	return n->m.ops->mount_info(n->m.ctx, staging, &a) == 0 &&
-	       n->m.ops->mount_info(n->m.ctx, target, &b) == 0 && a.dev == b.dev;
-}
-
-static bool staging_ok(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	struct objfs_csi_mount_info mi;
-
-	return proc_alive(n, rec) &&
-	       n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse;
-}
-
-/* Brings rec's mounts back: a new process when the staging mount is
- * broken, and every missing or stale bind mount again.  Updates rec (new
- * pid).  0 or an errno (msg says why). */
-static int repair(struct objfs_csi_node *n, struct objfs_node_rec *rec,
-		  const struct objfs_creds *vc, char *msg, size_t cap)
-{
-	bool full = !staging_ok(n, rec);
-	size_t i;
-	int err = 0;
-
-	msg[0] = '\0';
-	if (full) {
-		objfs_warn(n->log, "node", "volume %s: the mount at %s is broken (process %ld %s); restarting it",
-			   rec->volume_id, rec->staging, (long)rec->pid,
-			   proc_alive(n, rec) ? "runs" : "is gone");
-		/* Bind mounts of a dead connection must go first. */
-		for (i = 0; i < rec->n_pubs; i++)
-			detach_all(n, rec->pubs[i].target);
-		kill_mount(n, rec);
-		err = start_mount(n, rec, vc, msg, cap);
-		if (err != 0)
-			return err;
-	}
-	for (i = 0; i < rec->n_pubs; i++) {
-		const struct objfs_node_pub *p = &rec->pubs[i];
-		int e;
-
-		if (!full && target_ok(n, rec->staging, p->target))
-			continue;
-		detach_all(n, p->target);
-		e = bind_target(n, rec->staging, p->target, p->readonly);
-		if (e == ENOENT) {
-			/* The pod's directory is gone: kubelet cleaned it up;
-			 * nothing to bind any more. */
-			objfs_warn(n->log, "node", "volume %s: %s no longer exists; dropping that publication",
-				   rec->volume_id, p->target);
-			objfs_node_rec_del_pub(rec, i);
-			i--;
-			continue;
-		}
-		if (e != 0) {
-			objfs_error(n->log, "node", "volume %s: cannot bind %s again: %s",
-				    rec->volume_id, p->target, objfs_strerror(e));
-			if (err == 0) {
-				err = e;
-				snprintf(msg, cap, "cannot bind %s again: %s", p->target,
-					 objfs_strerror(e));
-			}
-		} else {
-			objfs_info(n->log, "node", "volume %s: %s bound again",
-				   rec->volume_id, p->target);
-		}
-	}
-	return err;
-}
-
-static bool needs_repair(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	size_t i;
-
-	if (!staging_ok(n, rec))
-		return true;
-	for (i = 0; i < rec->n_pubs; i++) {
-		if (!target_ok(n, rec->staging, rec->pubs[i].target))
-			return true;
-	}
-	return false;
 }
 
 /* ---- NodeStageVolume ---------------------------------------------------- */
@@ -1116,10 +810,10 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 		}
 		objfs_warn(n->log, "node", "removing an unrecorded FUSE mount at %s", staging);
 		n->m.ops->abort_conn(n->m.ctx, mi.dev);
-		detach_all(n, staging);
+		node_detach_all(n, staging);
 	}
 	v = calloc(1, sizeof(*v));
-	if (v == NULL || creds_copy(&v->creds, secrets) != 0) {
+	if (v == NULL || node_creds_copy(&v->creds, secrets) != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
@@ -1132,7 +826,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 			goto out;
 		}
 	}
-	err = start_mount(n, &rec, secrets, msg, sizeof(msg));
+	err = node_start_mount(n, &rec, secrets, msg, sizeof(msg));
 	if (err != 0) {
 		objfs_error(n->log, "node", "volume %s: cannot mount at %s: %s", r->volume_id,
 			    staging, !empty(msg) ? msg : objfs_strerror(err));
@@ -1142,7 +836,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 	if (n->rec_dir[0] != '\0') {
 		err = objfs_node_rec_save(n->rec_dir, &rec);
 		if (err != 0) {
-			kill_mount(n, &rec);
+			node_kill_mount(n, &rec);
 			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 					      "cannot record volume %s: %s", r->volume_id,
 					      objfs_strerror(err));
@@ -1191,8 +885,8 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 	code = check_capability(r->volume_capability, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	code = read_secrets(r, &secrets, st);
@@ -1237,8 +931,8 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 		goto out;
 	}
 	code = OBJFS_RPC_OK;
-	if (needs_repair(n, &cur)) {
-		int err = repair(n, &cur, &cur_creds, msg, sizeof(msg));
+	if (node_needs_repair(n, &cur)) {
+		int err = node_repair(n, &cur, &cur_creds, msg, sizeof(msg));
 		int cerr = vol_commit(n, &cur);
 
 		if (err == 0)
@@ -1246,7 +940,7 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 		if (err != 0)
 			code = mount_fail(st, r->volume_id, err, msg);
 		else
-			vol_set_condition(n, r->volume_id, false, "mounted");
+			node_vol_set_condition(n, r->volume_id, false, "mounted");
 	}
 out:
 	if (code == OBJFS_RPC_OK) {
@@ -1286,12 +980,12 @@ static int unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec
 {
 	struct objfs_csi_proc p;
 	struct objfs_csi_mount_info mi;
-	bool alive = proc_alive(n, rec);
+	bool alive = node_proc_alive(n, rec);
 	int err;
 
 	proc_of(rec, &p);
 	if (!alive) {
-		detach_all(n, rec->staging);
+		node_detach_all(n, rec->staging);
 		return 0;
 	}
 	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
@@ -1307,7 +1001,7 @@ static int unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec
 	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
 		if (mi.fuse)
 			n->m.ops->abort_conn(n->m.ctx, mi.dev);
-		detach_all(n, rec->staging);
+		node_detach_all(n, rec->staging);
 	}
 	return err;
 }
@@ -1330,8 +1024,8 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	if (empty(r->staging_target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "staging_target_path is missing");
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (!busy_acquire(n, r->volume_id))
@@ -1344,7 +1038,7 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 			objfs_warn(n->log, "node", "unstage %s: removing an unrecorded FUSE mount at %s",
 				   r->volume_id, staging);
 			if (n->m.ops->unmount(n->m.ctx, staging, false) != 0)
-				detach_all(n, staging);
+				node_detach_all(n, staging);
 		}
 		goto out;
 	}
@@ -1353,7 +1047,7 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	for (i = 0; i < cur.n_pubs; i++) {
 		objfs_warn(n->log, "node", "unstage %s: %s is still published; unmounting it",
 			   r->volume_id, cur.pubs[i].target);
-		detach_all(n, cur.pubs[i].target);
+		node_detach_all(n, cur.pubs[i].target);
 		rmdir(cur.pubs[i].target);
 	}
 	err = unmount_staging(n, &cur);
@@ -1415,11 +1109,11 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 	if (empty(r->staging_target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "staging_target_path is missing: the plugin stages volumes (NodeStageVolume first)");
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code == OBJFS_RPC_OK)
-		code = confine(n, "target_path", r->target_path, target, sizeof(target),
-			       OBJFS_RPC_INVALID_ARGUMENT, st);
+		code = node_confine(n, "target_path", r->target_path, target, sizeof(target),
+				    OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (strcmp(staging, target) == 0)
@@ -1457,9 +1151,9 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 			goto out;
 		}
 		/* Idempotent; bind again when the mount went away. */
-		if (!target_ok(n, staging, target)) {
-			detach_all(n, target);
-			err = bind_target(n, staging, target, ro);
+		if (!node_target_ok(n, staging, target)) {
+			node_detach_all(n, target);
+			err = node_bind_target(n, staging, target, ro);
 			if (err != 0) {
 				code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
 						      "cannot bind %s at %s: %s", staging,
@@ -1489,7 +1183,7 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 				      r->volume_id, cur.pubs[0].target);
 		goto out;
 	}
-	if (n->m.ops->mount_info(n->m.ctx, staging, &smi) != 0 || !proc_alive(n, &cur)) {
+	if (n->m.ops->mount_info(n->m.ctx, staging, &smi) != 0 || !node_proc_alive(n, &cur)) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_UNAVAILABLE,
 				      "the mount of volume %s at %s is down; it is being repaired",
 				      r->volume_id, staging);
@@ -1503,7 +1197,7 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 		}
 		/* Already bound (a record lost mid-publish): adopt it. */
 	} else {
-		err = bind_target(n, staging, target, ro);
+		err = node_bind_target(n, staging, target, ro);
 		if (err != 0) {
 			code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
 					      "cannot bind %s at %s: %s", staging, target,
@@ -1513,12 +1207,12 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 	}
 	if (objfs_node_rec_add_pub(&cur, target, fp, ro) != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		detach_all(n, target);
+		node_detach_all(n, target);
 		goto out;
 	}
 	err = vol_commit(n, &cur);
 	if (err != 0) {
-		detach_all(n, target);
+		node_detach_all(n, target);
 		rmdir(target);
 		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot record the publication: %s",
 				      objfs_strerror(err));
@@ -1558,8 +1252,8 @@ enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMe
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
 	if (empty(r->target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "target_path is missing");
-	code = confine(n, "target_path", r->target_path, target, sizeof(target),
-		       OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "target_path", r->target_path, target, sizeof(target),
+			    OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (!busy_acquire(n, r->volume_id))
@@ -1617,156 +1311,6 @@ out:
 	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
-	return code;
-}
-
-/* ---- NodeGetVolumeStats ------------------------------------------------- */
-
-static int add_usage(Csi__V1__NodeGetVolumeStatsResponse *resp,
-		     Csi__V1__VolumeUsage__Unit unit, uint64_t total,
-		     uint64_t used, uint64_t avail)
-{
-	Csi__V1__VolumeUsage *u = objfs_pb_new(&csi__v1__volume_usage__descriptor);
-
-	if (u == NULL)
-		return ENOMEM;
-	u->unit = unit;
-	u->total = total > INT64_MAX ? INT64_MAX : (int64_t)total;
-	u->used = used > INT64_MAX ? INT64_MAX : (int64_t)used;
-	u->available = avail > INT64_MAX ? INT64_MAX : (int64_t)avail;
-	if (objfs_pb_append((void ***)&resp->usage, &resp->n_usage, u) != 0) {
-		free(u);
-		return ENOMEM;
-	}
-	return 0;
-}
-
-enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMessage *req,
-						    ProtobufCMessage **resp,
-						    struct objfs_rpc_status *st)
-{
-	const Csi__V1__NodeGetVolumeStatsRequest *r = (const void *)req;
-	struct objfs_csi_node *n = node_of(ctx);
-	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
-	struct objfs_creds cur_creds = OBJFS_CREDS_INIT;
-	Csi__V1__NodeGetVolumeStatsResponse *out;
-	char path[PATH_MAX];
-	char cond[COND_MAX] = "";
-	char msg[COND_MAX + 160] = "";
-	bool abnormal = false, watchdog_abnormal = false;
-	enum objfs_rpc_code code;
-	struct statvfs sv;
-	struct vol *v;
-	int err;
-
-	if (empty(r->volume_id))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
-	if (empty(r->volume_path))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_path is missing");
-	code = confine(n, "volume_path", r->volume_path, path, sizeof(path),
-		       OBJFS_RPC_NOT_FOUND, st);
-	if (code != OBJFS_RPC_OK)
-		return code;
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, r->volume_id);
-	if (v != NULL && (strcmp(v->rec.staging, path) == 0 ||
-			  objfs_node_rec_find_pub(&v->rec, path) >= 0)) {
-		if (objfs_node_rec_copy(&cur, &v->rec) != 0 ||
-		    creds_copy(&cur_creds, &v->creds) != 0)
-			code = OBJFS_RPC_RESOURCE_EXHAUSTED;
-		watchdog_abnormal = v->abnormal;
-		snprintf(cond, sizeof(cond), "%s", v->cond);
-	} else {
-		code = OBJFS_RPC_NOT_FOUND;
-	}
-	pthread_mutex_unlock(&n->lock);
-	if (code == OBJFS_RPC_NOT_FOUND) {
-		code = objfs_rpc_fail(st, code, "volume %s is not staged or published at %s",
-				      r->volume_id, r->volume_path);
-		goto out;
-	}
-	if (code != OBJFS_RPC_OK) {
-		code = objfs_rpc_fail(st, code, "out of memory");
-		goto out;
-	}
-	out = objfs_pb_new(&csi__v1__node_get_volume_stats_response__descriptor);
-	*resp = (ProtobufCMessage *)out;
-	if (out == NULL) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	if (!proc_alive(n, &cur)) {
-		abnormal = true;
-		if (watchdog_abnormal)
-			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; %s",
-				 (long)cur.pid, cond);
-		else
-			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; the plugin is restarting it",
-				 (long)cur.pid);
-	} else {
-		err = n->m.ops->statfs(n->m.ctx, path, n->m.stats_timeout_ms, &sv);
-		if (err == 0) {
-			uint64_t f = sv.f_frsize != 0 ? sv.f_frsize : sv.f_bsize;
-
-			if (add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__BYTES,
-				      (uint64_t)sv.f_blocks * f,
-				      (uint64_t)(sv.f_blocks - sv.f_bfree) * f,
-				      (uint64_t)sv.f_bavail * f) != 0 ||
-			    add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__INODES,
-				      sv.f_files, sv.f_files - sv.f_ffree, sv.f_favail) != 0) {
-				code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-				goto out;
-			}
-		} else if (err == ENOTCONN) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "%s: transport endpoint is not connected (the mount is dead)",
-				 r->volume_path);
-		} else if (err == ETIMEDOUT) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "%s does not answer within %u ms", r->volume_path,
-				 n->m.stats_timeout_ms);
-		} else {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "statfs %s: %s", r->volume_path,
-				 objfs_strerror(err));
-		}
-	}
-	if (!abnormal) {
-		struct objfs_store_config sc;
-		struct objfs_creds c = creds_for(n, &cur_creds);
-
-		memset(&sc, 0, sizeof(sc));
-		sc.url = cur.source;
-		sc.s3.endpoint = cur.endpoint;
-		sc.s3.region = empty(cur.region) ? NULL : cur.region;
-		sc.s3.path_style = !streq(cur.addressing, "virtual");
-		sc.s3.ca_file = n->csi->cfg.store.s3.ca_file;
-		sc.s3.access_key = c.access_key;
-		sc.s3.secret_key = c.secret_key;
-		sc.s3.session_token = c.session_token;
-		err = n->m.ops->probe(n->m.ctx, &sc, n->m.stats_timeout_ms);
-		if (err != 0) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s",
-				 cur.source, objfs_strerror(err));
-		}
-	}
-	if (!abnormal && watchdog_abnormal) {
-		abnormal = true;
-		snprintf(msg, sizeof(msg), "%s", cond);
-	}
-	out->volume_condition = objfs_pb_new(&csi__v1__volume_condition__descriptor);
-	if (out->volume_condition == NULL ||
-	    objfs_pb_set_str(&out->volume_condition->message,
-			     abnormal ? msg : "the mount is healthy") != 0) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	out->volume_condition->abnormal = abnormal;
-	code = OBJFS_RPC_OK;
-out:
-	objfs_node_rec_release(&cur);
-	objfs_creds_release(&cur_creds);
 	return code;
 }
 
@@ -1854,12 +1398,12 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		char cond[COND_MAX];
 		int err, cerr;
 
-		if (ids[i] == NULL || !vol_repair_due(n, ids[i]) ||
+		if (ids[i] == NULL || !node_vol_repair_due(n, ids[i]) ||
 		    !busy_acquire(n, ids[i]))
 			continue;
-		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && needs_repair(n, &rec)) {
-			vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
-			err = repair(n, &rec, &creds, msg, sizeof(msg));
+		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && node_needs_repair(n, &rec)) {
+			node_vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
+			err = node_repair(n, &rec, &creds, msg, sizeof(msg));
 			/* Recorded even when a bind failed: the process may
 			 * be new. */
 			cerr = vol_commit(n, &rec);
@@ -1867,12 +1411,12 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 				err = cerr;
 			if (err == 0) {
 				repaired++;
-				vol_set_condition(n, ids[i], false, "mounted");
+				node_vol_set_condition(n, ids[i], false, "mounted");
 			} else {
 				snprintf(cond, sizeof(cond), "the mount is broken and its repair failed: %s",
 					 msg[0] != '\0' ? msg : objfs_strerror(err));
-				vol_set_condition(n, ids[i], true, cond);
-				vol_repair_failed(n, ids[i]);
+				node_vol_set_condition(n, ids[i], true, cond);
+				node_vol_repair_failed(n, ids[i]);
 				objfs_error(n->log, "node", "volume %s: %s", ids[i], cond);
 			}
 		}
@@ -1884,35 +1428,6 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		free(ids[i]);
 	free(ids);
 	return repaired;
-}
-
-static void *watchdog_main(void *arg)
-{
-	struct objfs_csi_node *n = arg;
-	struct timespec ts;
-
-	for (;;) {
-		pthread_mutex_lock(&n->lock);
-		if (n->stopping) {
-			pthread_mutex_unlock(&n->lock);
-			break;
-		}
-		pthread_mutex_unlock(&n->lock);
-		objfs_csi_node_check(n);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += n->m.watchdog_ms / 1000;
-		ts.tv_nsec += (long)(n->m.watchdog_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&n->lock);
-		while (!n->stopping &&
-		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&n->lock);
-	}
-	return NULL;
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -1972,7 +1487,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	n->csi = csi;
 	n->log = csi->log;
 	n->m = mounter != NULL ? *mounter : *objfs_csi_mounter_real();
-	err = normalise(kdir, norm, sizeof(norm));
+	err = node_normalise(kdir, norm, sizeof(norm));
 	if (err != 0)
 		goto fail_free;
 	if (realpath(norm, n->kubelet) == NULL)
@@ -2007,7 +1522,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 		}
 	}
 	if (n->m.watchdog_ms != 0) {
-		err = pthread_create(&n->watchdog, NULL, watchdog_main, n);
+		err = pthread_create(&n->watchdog, NULL, node_watchdog_main, n);
 		if (err != 0)
 			goto fail_vols;
 		n->watchdog_running = true;
