@@ -573,47 +573,13 @@ static void log_tail(const char *path, char *msg, size_t cap)
 static int write_creds(const char *dir, const struct objfs_creds *c,
 		       char *path, size_t cap)
 {
-	char *text = NULL;
-	size_t len = 0, off = 0;
-	int fd, err;
+	int err = objfs_node_rec_mkdir(dir);
 
-	path[0] = '\0';
-	err = objfs_node_creds_format(c, &text, &len);
-	if (err != 0)
-		return err;
-	err = objfs_node_rec_mkdir(dir);
-	if (err != 0)
-		goto out;
-	if ((size_t)snprintf(path, cap, "%s/creds-XXXXXX", dir) >= cap) {
-		err = ENAMETOOLONG;
-		goto out;
-	}
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		path[0] = '\0';
-		goto out;
-	}
-	if (fchmod(fd, 0600) != 0)
-		err = errno;
-	while (err == 0 && off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno != EINTR)
-			err = errno;
-		else if (w > 0)
-			off += (size_t)w;
-	}
-	close(fd);
 	if (err != 0) {
-		unlink(path);
 		path[0] = '\0';
+		return err;
 	}
-out:
-	if (text != NULL)
-		explicit_bzero(text, len);
-	free(text);
-	return err;
+	return objfs_creds_write_temp(dir, c, path, cap);
 }
 
 static int open_log(const char *path)
