@@ -1,6 +1,7 @@
 /*
  * mounter.c - the real mounter (see mounter.h): objfs-mount processes, bind
- * mounts, unmounts, bounded statvfs and store probes.
+ * mounts, unmounts and bounded statvfs.  Operating system calls only: it
+ * opens no store.
  *
  * Mount processes are started with a double fork: the intermediate child
  * calls setsid(), forks the mount process, reports its pid through a pipe
@@ -41,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "csi/mounter.h"
@@ -482,49 +482,6 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 	return err;
 }
 
-/* ---- store probe ------------------------------------------------------ */
-
-static int real_probe(void *ctx, const struct objfs_store_config *sc,
-		      unsigned timeout_ms)
-{
-	struct objfs_store_config c = *sc;
-	struct objfs_list_req lreq = { "", NULL, NULL, NULL, 1 };
-	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
-	struct objfs_store *store = NULL;
-	char *scheme = NULL, *bucket = NULL, *prefix = NULL;
-	struct stat st;
-	int err;
-
-	(void)ctx;
-	err = objfs_store_url_parse(sc->url, &scheme, &bucket, &prefix);
-	if (err != 0)
-		goto out;
-	if (strcmp(scheme, "file") == 0) {
-		/* A local store: probing through the stack would create one. */
-		if (stat(bucket, &st) != 0)
-			err = errno;
-		else if (!S_ISDIR(st.st_mode))
-			err = ENOTDIR;
-		goto out;
-	}
-	c.retry.max_attempts = 1;
-	c.retry.max_total_ms = timeout_ms;
-	c.s3.connect_timeout_ms = timeout_ms;
-	c.s3.low_speed_timeout_s = (long)(timeout_ms / 1000) + 1;
-	c.s3.max_connections = 1;
-	err = objfs_store_stack_create(&c, NULL, &store);
-	if (err != 0)
-		goto out;
-	err = objfs_store_list(store, &lreq, &page);
-	objfs_list_page_release(&page);
-out:
-	objfs_store_destroy(store);
-	free(scheme);
-	free(bucket);
-	free(prefix);
-	return err;
-}
-
 /* ---- starting a mount process ------------------------------------------ */
 
 /* The last line of the log file at path (no secrets: objfs-mount never logs
@@ -829,7 +786,6 @@ static const struct objfs_csi_mounter_ops real_ops = {
 	.abort_conn = real_abort_conn,
 	.mount_info = real_mount_info,
 	.statfs = real_statfs,
-	.probe = real_probe,
 };
 
 static const struct objfs_csi_mounter real_mounter = {
@@ -1117,7 +1073,6 @@ static const struct objfs_csi_mounter_ops sd_ops = {
 	.abort_conn = real_abort_conn,
 	.mount_info = real_mount_info,
 	.statfs = real_statfs,
-	.probe = real_probe,
 };
 
 static const struct objfs_csi_mounter sd_mounter = {

@@ -4,7 +4,8 @@
  *
  * A volume is abnormal when its mount process has exited, its mount does
  * not answer statvfs within stats_timeout_ms (or is disconnected), its
- * store does not answer a one-key listing within the same time, or the
+ * store does not answer a one-key listing within the same time (opened
+ * with the driver's store factory, never through the mounter), or the
  * watchdog's last repair failed.  Takes no busy mark: it reads a copy of
  * the volume's record made under the lock.
  */
@@ -16,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "backend/backend.h"
 #include "common/errors.h"
 #include "csi.pb-c.h"
 #include "csi/node.h"
@@ -40,6 +43,52 @@ static int add_usage(Csi__V1__NodeGetVolumeStatsResponse *resp,
 		return ENOMEM;
 	}
 	return 0;
+}
+
+/* Whether the store sc describes answers a one-key listing within the
+ * stats timeout, opened with the driver's store factory (cfg.store_open;
+ * none: nothing to probe, 0).  A local store's directory is only looked
+ * at: opening one would create it.  0 or the errno of the failure. */
+static int store_probe(struct objfs_csi_node *n, const struct objfs_store_config *sc)
+{
+	const struct objfs_csi_config *cfg = &n->csi->cfg;
+	unsigned timeout_ms = n->m.stats_timeout_ms;
+	struct objfs_store_config c = *sc;
+	struct objfs_list_req lreq = { "", NULL, NULL, NULL, 1 };
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_store *store = NULL;
+	char *scheme = NULL, *bucket = NULL, *prefix = NULL;
+	struct stat st;
+	int err;
+
+	if (cfg->store_open == NULL)
+		return 0;
+	err = objfs_store_url_parse(sc->url, &scheme, &bucket, &prefix);
+	if (err != 0)
+		goto out;
+	if (strcmp(scheme, "file") == 0) {
+		if (stat(bucket, &st) != 0)
+			err = errno;
+		else if (!S_ISDIR(st.st_mode))
+			err = ENOTDIR;
+		goto out;
+	}
+	c.retry.max_attempts = 1;
+	c.retry.max_total_ms = timeout_ms;
+	c.s3.connect_timeout_ms = timeout_ms;
+	c.s3.low_speed_timeout_s = (long)(timeout_ms / 1000) + 1;
+	c.s3.max_connections = 1;
+	err = cfg->store_open(&c, NULL, &store);
+	if (err != 0)
+		goto out;
+	err = objfs_store_list(store, &lreq, &page);
+	objfs_list_page_release(&page);
+out:
+	objfs_store_destroy(store);
+	free(scheme);
+	free(bucket);
+	free(prefix);
+	return err;
 }
 
 enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMessage *req,
@@ -145,7 +194,7 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 		sc.s3.access_key = c.access_key;
 		sc.s3.secret_key = c.secret_key;
 		sc.s3.session_token = c.session_token;
-		err = n->m.ops->probe(n->m.ctx, &sc, n->m.stats_timeout_ms);
+		err = store_probe(n, &sc);
 		if (err != 0) {
 			abnormal = true;
 			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s",

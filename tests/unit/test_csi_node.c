@@ -235,13 +235,25 @@ static int fake_statfs(void *ctx, const char *path, unsigned timeout_ms, struct 
 	return 0;
 }
 
-static int fake_probe(void *ctx, const struct objfs_store_config *sc, unsigned timeout_ms)
-{
-	struct fake *f = ctx;
+/* The driver's store factory, as NodeGetVolumeStats' probe uses it:
+ * records the url, fails with probe_err, else opens a local store. */
+static struct fake *probe_fake;
+static char probe_store[PATH_MAX];
 
-	(void)timeout_ms;
+static int fake_store_open(const struct objfs_store_config *sc, struct objfs_log *log,
+			   struct objfs_store **out)
+{
+	struct objfs_store_config lc;
+	struct fake *f = probe_fake;
+
+	*out = NULL;
 	snprintf(f->probe_url, sizeof(f->probe_url), "%s", sc->url);
-	return f->probe_err;
+	assert_int_equal(sc->retry.max_attempts, 1);
+	if (f->probe_err != 0)
+		return f->probe_err;
+	memset(&lc, 0, sizeof(lc));
+	lc.url = probe_store;
+	return objfs_store_stack_create(&lc, log, out);
 }
 
 static const struct objfs_csi_mounter_ops fake_ops = {
@@ -253,7 +265,6 @@ static const struct objfs_csi_mounter_ops fake_ops = {
 	.abort_conn = fake_abort,
 	.mount_info = fake_mount_info,
 	.statfs = fake_statfs,
-	.probe = fake_probe,
 };
 
 /* ---- fixture ---------------------------------------------------------------- */
@@ -290,6 +301,9 @@ static struct objfs_csi *make_driver(struct fx *x)
 	cfg.store.s3.access_key = "AKIDPLUGIN";
 	cfg.store.s3.secret_key = PLUGIN_SECRET;
 	cfg.mounter = &x->mounter;
+	cfg.store_open = fake_store_open;
+	probe_fake = &x->fake;
+	snprintf(probe_store, sizeof(probe_store), "file://%s/store", x->root);
 	assert_int_equal(objfs_csi_create(&cfg, NULL, NULL, &csi), 0);
 	assert_non_null(csi->node);
 	return csi;
