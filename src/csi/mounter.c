@@ -13,7 +13,7 @@
  * descriptors) is prepared before the fork.
  *
  * Readiness: the process gets the write end of a pipe as fd 3 and
- * `-o ready_fd=3`; one byte on it means the mount is live.  As a fallback
+ * `-o ready_fd=3` (built with the options by common/mountopts.h); one byte on it means the mount is live.  As a fallback
  * the mount also counts as ready once /proc/self/mountinfo shows a FUSE
  * mount at the mount point.  EOF on the pipe without either means the
  * process died.
@@ -44,6 +44,7 @@
 
 #include "common/creds.h"
 #include "common/errors.h"
+#include "common/mountopts.h"
 #include "csi/mounter.h"
 #include "csi/records.h"
 
@@ -539,6 +540,26 @@ static int write_creds(const char *dir, const struct objfs_creds *c,
 	return objfs_creds_write_temp(dir, c, path, cap);
 }
 
+/* The -o list of a mount process: the node's options, then ready_fd
+ * (unless negative) and credentials_file (unless "").  0 or ENOSPC. */
+static int supervisor_opts(const char *options, int ready_fd, const char *creds_path,
+			   char *out, size_t cap)
+{
+	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
+
+	if ((size_t)snprintf(out, cap, "%s", options) >= cap)
+		return ENOSPC;
+	if (ready_fd >= 0) {
+		mo.ready_fd = (uint64_t)ready_fd;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_READY_FD);
+	}
+	if (creds_path[0] != '\0') {
+		mo.credentials_file = creds_path;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_CREDENTIALS_FILE);
+	}
+	return objfs_mount_opts_build(&mo, out, cap);
+}
+
 static int open_log(const char *path)
 {
 	struct stat st;
@@ -656,7 +677,6 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	long long mounted_since = 0;
 	char state;
 	int err = 0;
-	size_t len;
 
 	msg[0] = '\0';
 	memset(out, 0, sizeof(*out));
@@ -670,11 +690,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	len = (size_t)snprintf(opts, sizeof(opts), "%s%sready_fd=%d%s%s",
-			       spec->options, spec->options[0] != '\0' ? "," : "",
-			       READY_FD, creds_path[0] != '\0' ? ",credentials_file=" : "",
-			       creds_path);
-	if (len >= sizeof(opts)) {
+	if (supervisor_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
@@ -977,10 +993,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	if ((size_t)snprintf(opts, sizeof(opts), "%s%s%s%s", spec->options,
-			     spec->options[0] != '\0' && creds_path[0] != '\0' ? "," : "",
-			     creds_path[0] != '\0' ? "credentials_file=" : "", creds_path) >=
-	    sizeof(opts)) {
+	if (supervisor_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;

@@ -47,23 +47,12 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "csi.pb-c.h"
 #include "csi/node.h"
 #include "csi/node_int.h"
 #include "csi/pb.h"
 #include "csi/records.h"
-
-/* objfs-mount -o option names (see objfs-mount --help). */
-#define MOPT_ALLOW_OTHER "allow_other"
-#define MOPT_RO "ro"
-#define MOPT_GID "gid="
-#define MOPT_UMASK_GROUP "umask=0002"
-#define MOPT_MEMORY "mem_limit="
-#define MOPT_ENDPOINT "endpoint="
-#define MOPT_REGION "region="
-#define MOPT_ADDRESSING "addressing="
-#define MOPT_CA_FILE "ca_file="
-#define MOPT_SPOOL_DIR "spool_dir="
 
 /* Secret keys of NodeStageVolume. */
 #define SECRET_ACCESS_KEY "accessKeyID"
@@ -88,18 +77,7 @@ static int opt_add(char *buf, size_t cap, const char *s)
 	return 0;
 }
 
-static int opt_add2(char *buf, size_t cap, const char *key, const char *val)
-{
-	char tmp[OPTS_MAX];
-
-	if (empty(val))
-		return 0;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s", key, val) >= sizeof(tmp))
-		return ENOSPC;
-	return opt_add(buf, cap, tmp);
-}
-
-/* A value that may go into the -o list: printable, no comma or blank. */
+/* A value the plugin puts into the -o list: printable, no comma or blank. */
 static bool opt_value_ok(const char *s)
 {
 	for (; *s != '\0'; s++) {
@@ -109,75 +87,87 @@ static bool opt_value_ok(const char *s)
 	return true;
 }
 
-/* One user-given option (mountOptions, mount_flags): key[=value] of safe
- * characters, and none of the ones the plugin owns. */
-static bool user_opt_ok(const char *s, size_t n)
+/* Parses a user's option list (volume_context mountOptions, a mount flag):
+ * letters, digits and "_.:/=+-@" separated by commas (nothing to escape),
+ * objfs-mount options by their contract (common/mountopts.h) except the
+ * plugin's own (ready_fd, credentials_file).  *mo, when not NULL, gets
+ * them (release it).  0 or EINVAL (err, cap bytes, says why). */
+static int user_opts_parse(const char *list, struct objfs_mount_opts *mo,
+			   char *err, size_t cap)
 {
-	static const char *const reserved[] = { "ready_fd", "credentials_file" };
-	size_t i, klen;
+	struct objfs_mount_opts tmp;
+	size_t i;
 
-	if (n == 0)
-		return true;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
+	for (i = 0; list[i] != '\0'; i++) {
+		char c = list[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || strchr("_.:/=+-@", c) != NULL))
-			return false;
+		      (c >= '0' && c <= '9') || strchr(",_.:/=+-@", c) != NULL)) {
+			snprintf(err, cap, "a character other than letters, digits and _.:/=+-@");
+			return EINVAL;
+		}
 	}
-	klen = strcspn(s, "=");
-	if (klen > n)
-		klen = n;
-	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-		if (strlen(reserved[i]) == klen && strncmp(s, reserved[i], klen) == 0)
-			return false;
-	}
-	return true;
+	if (objfs_mount_opts_parse(list, OBJFS_MOUNT_OPTS_USER, &tmp, err, cap) != 0)
+		return EINVAL;
+	if (mo != NULL)
+		*mo = tmp;
+	else
+		objfs_mount_opts_release(&tmp);
+	return 0;
 }
 
-/* True when the user's options (a comma-separated list, and the mount
- * flags) set key (which ends in '='). */
-static bool opt_listed(const char *list, const char *key, char *const *flags,
-		       size_t n_flags)
+/* Checks a user's option list (user_opts_parse) and adds it to buf (empty
+ * items dropped).  EINVAL (err says why) or ENOSPC. */
+static int user_opts_add(char *buf, size_t cap, const char *list, char *err, size_t errcap)
 {
-	size_t klen = strlen(key), i;
+	char item[OPTS_MAX];
 	const char *p = list;
 
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, key, klen) == 0)
-			return true;
-		p = strchr(p, ',');
-		if (p != NULL)
-			p++;
+	if (user_opts_parse(list, NULL, err, errcap) != 0)
+		return EINVAL;
+	while (*p != '\0') {
+		const char *comma = strchr(p, ',');
+		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		int e;
+
+		if (n >= sizeof(item))
+			return EINVAL;
+		memcpy(item, p, n);
+		item[n] = '\0';
+		e = opt_add(buf, cap, item);
+		if (e != 0)
+			return e;
+		if (comma == NULL)
+			break;
+		p = comma + 1;
 	}
-	for (i = 0; i < n_flags; i++) {
-		if (opt_listed(flags[i], key, NULL, 0))
-			return true;
-	}
-	return false;
+	return 0;
 }
 
 /* Adds a comma-separated list of user options to buf.  EINVAL or ENOSPC. */
 static int opt_add_list(char *buf, size_t cap, const char *list)
 {
-	char item[OPTS_MAX];
-	const char *p = list;
+	return user_opts_add(buf, cap, list, NULL, 0);
+}
 
-	while (p != NULL && *p != '\0') {
-		const char *comma = strchr(p, ',');
-		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
-		int err;
+/* True when the user's options (mountOptions and the mount flags) set
+ * option `which`. */
+static bool user_sets(const char *extra, char *const *flags, size_t n_flags,
+		      enum objfs_mopt which)
+{
+	struct objfs_mount_opts mo;
+	bool set = false;
+	size_t i;
 
-		if (n >= sizeof(item) || !user_opt_ok(p, n))
-			return EINVAL;
-		memcpy(item, p, n);
-		item[n] = '\0';
-		err = opt_add(buf, cap, item);
-		if (err != 0)
-			return err;
-		p = comma != NULL ? comma + 1 : NULL;
+	for (i = 0; !set && i <= n_flags; i++) {
+		const char *list = i < n_flags ? flags[i] : extra;
+
+		if (list == NULL || user_opts_parse(list, &mo, NULL, 0) != 0)
+			continue;
+		set = objfs_mount_opts_has(&mo, which);
+		objfs_mount_opts_release(&mo);
 	}
-	return 0;
+	return set;
 }
 
 /* FNV-1a of the sorted key=value pairs of a map field. */
@@ -479,8 +469,9 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
 	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
 	char src[PATH_MAX + 512];
+	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
 	char opts[OPTS_MAX] = "";
-	char num[32];
+	char why[160] = "";
 	bool s3;
 	size_t i;
 	int err = 0;
@@ -537,22 +528,28 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 				      "volume %s has no S3 endpoint (volume_context endpoint or the plugin's --s3-endpoint)",
 				      r->volume_id);
 
-	err |= opt_add(opts, sizeof(opts), MOPT_ALLOW_OTHER);
-	if (mode_reader_only(r->volume_capability->access_mode->mode))
-		err |= opt_add(opts, sizeof(opts), MOPT_RO);
+	mo.allow_other = true;
+	objfs_mount_opts_mark(&mo, OBJFS_MOPT_ALLOW_OTHER);
+	if (mode_reader_only(r->volume_capability->access_mode->mode)) {
+		mo.ro = true;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_RO);
+	}
 	if (!empty(m->volume_mount_group)) {
-		err |= opt_add2(opts, sizeof(opts), MOPT_GID, m->volume_mount_group);
-		err |= opt_add(opts, sizeof(opts), MOPT_UMASK_GROUP);
+		/* the pod's group owns the files, group-writable */
+		mo.gid = strtoull(m->volume_mount_group, NULL, 10);
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_GID);
+		mo.umask = 02;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_UMASK);
 	}
 	if (cfg->mount_memory_mib != 0) {
 		/* objfs-mount's mem_limit bounds its read-ahead buffers: half
 		 * the process's budget, the rest is for threads, HTTP
 		 * connections and metadata. */
-		snprintf(num, sizeof(num), "%uM", cfg->mount_memory_mib / 2);
-		err |= opt_add2(opts, sizeof(opts), MOPT_MEMORY, num);
+		mo.mem_limit = (uint64_t)(cfg->mount_memory_mib / 2) << 20;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_MEM_LIMIT);
 	}
 	if (n->spool_dir[0] != '\0' && opt_value_ok(n->spool_dir) &&
-	    !opt_listed(extra, MOPT_SPOOL_DIR, m->mount_flags, m->n_mount_flags)) {
+	    !user_sets(extra, m->mount_flags, m->n_mount_flags, OBJFS_MOPT_SPOOL_DIR)) {
 		/* unsaved data waits on the host's disk beside the records,
 		 * not in the plugin container's writable layer */
 		int e = objfs_node_rec_mkdir(n->spool_dir);
@@ -561,23 +558,32 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 			return objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 					      "creating the spool directory %s: %s",
 					      n->spool_dir, objfs_strerror(e));
-		err |= opt_add2(opts, sizeof(opts), MOPT_SPOOL_DIR, n->spool_dir);
+		mo.spool_dir = n->spool_dir;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_SPOOL_DIR);
 	}
 	if (s3) {
-		err |= opt_add2(opts, sizeof(opts), MOPT_ENDPOINT, endpoint);
-		err |= opt_add2(opts, sizeof(opts), MOPT_REGION, region);
-		err |= opt_add2(opts, sizeof(opts), MOPT_ADDRESSING, addressing);
-		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file))
-			err |= opt_add2(opts, sizeof(opts), MOPT_CA_FILE, cfg->store.s3.ca_file);
+		mo.endpoint = endpoint;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ENDPOINT);
+		if (!empty(region)) {
+			mo.region = region;
+			objfs_mount_opts_mark(&mo, OBJFS_MOPT_REGION);
+		}
+		mo.path_style = strcmp(addressing, "path") == 0;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ADDRESSING);
+		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file)) {
+			mo.ca_file = cfg->store.s3.ca_file;
+			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
+		}
 	}
+	err = objfs_mount_opts_build(&mo, opts, sizeof(opts));
 	if (err != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "mount options are too long");
 	if (!empty(extra)) {
-		err = opt_add_list(opts, sizeof(opts), extra);
+		err = user_opts_add(opts, sizeof(opts), extra, why, sizeof(why));
 		if (err == EINVAL)
 			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "volume_context mountOptions \"%s\" is not a list of objfs-mount options",
-					      extra);
+					      "volume_context mountOptions \"%s\" is not a list of objfs-mount options: %s",
+					      extra, why);
 	}
 	for (i = 0; err == 0 && i < m->n_mount_flags; i++)
 		err = opt_add_list(opts, sizeof(opts), m->mount_flags[i]);

@@ -673,7 +673,21 @@ static void test_missing_fields(void **state)
 	a.mount_options = "ready_fd=7";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "mountOptions"));
+	assert_non_null(strstr(st.msg, "ready_fd is set by the plugin"));
+	/* objfs-mount's contract (common/mountopts.h) is checked here, not
+	 * by a mount that fails */
+	a.mount_options = "attr_ttl=1,mem_limit=lots";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "option mem_limit"));
+	a.mount_options = "noatime,no_such_option";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "no_such_option"));
 	a.mount_options = NULL;
+	a.flag = "dir_ttl=1,bogus";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "mount_flags[0]"));
+	a.flag = NULL;
+	assert_int_equal(x->fake.starts, 0);
 
 	a.source = "http://example.com/x";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
