@@ -3,7 +3,8 @@
  * files share.  Not for other modules (node.h is the interface).
  *
  *   node.c        the handlers of staging and publishing, the volume list,
- *                 mount processes, records, lifetime
+ *                 records, lifetime
+ *   node_mount.c  a volume's objfs-mount process and bind mounts
  *   node_paths.c  staging and target path checks (confinement under the
  *                 kubelet directory)
  *   node_stats.c  NodeGetVolumeStats and its store probe
@@ -84,12 +85,14 @@ static inline bool streq(const char *a, const char *b)
 	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
 }
 
-/* ---- node.c: volumes and mounts ---------------------------------------- */
+/* ---- node.c: volumes ---------------------------------------------------- */
 
 /* The volume of id, or NULL.  Under lock. */
 struct vol *node_find_vol(struct objfs_csi_node *n, const char *id);
 /* Deep copy of src into dst (overwritten).  0 or ENOMEM. */
 int node_creds_copy(struct objfs_creds *dst, const struct objfs_creds *src);
+/* ---- node_mount.c: mount processes and mounts -------------------------- */
+
 /* The credentials a volume's mount gets: its stage secrets (vc), else the
  * plugin's own.  A view: nothing to free. */
 struct objfs_creds node_creds_for(struct objfs_csi_node *n,
@@ -108,6 +111,13 @@ void node_kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 /* Binds the staging path at target (creating it).  0 or an errno. */
 int node_bind_target(struct objfs_csi_node *n, const char *staging,
 		     const char *target, bool readonly);
+/* Creates the directory path when missing (*created says so).  Never
+ * stat()s a mount point.  0, ENOTDIR or an errno. */
+int node_ensure_dir(struct objfs_csi_node *n, const char *path, bool *created);
+/* Unmounts rec's staging mount, lets the process flush and exit, and makes
+ * sure nothing is left (SIGTERM, SIGKILL, abort, detach).  0, or an errno
+ * when the process does not stop. */
+int node_unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec *rec);
 
 /* ---- node_paths.c ------------------------------------------------------- */
 
