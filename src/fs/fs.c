@@ -1,22 +1,10 @@
 /*
- * fs.c - the objfs filesystem over the libfuse3 low-level API.
+ * fs.c - the objfs filesystem over the libfuse3 low-level API: the FUSE
+ * operations and the life cycle.
  *
- * Objects: an inode per name the kernel knows (inode number = a counter,
- * never reused), found by number (ino hash) and by (parent, name) (name
- * hash).  An inode lives while the kernel holds lookups on it (nlookup),
- * files are open on it (nopen), children or running operations pin it
- * (refs), or it holds unsaved data (dirty).
- *
- * Locks, always taken in this order:
- *   fs->ns     rwlock.  Read side: any operation that writes or deletes
- *              keys of existing names (upload, unlink, rmdir, setattr).
- *              Write side: rename, so a renamed tree never changes under
- *              it and no upload writes to an old key meanwhile.
- *   in->mu     the inode's data: spool, dirty.  Held across store I/O of
- *              that file (upload, fetch into the spool).
- *   fs->lock   mutex.  Tables, tree links, nlookup/nopen/refs, every
- *              attribute field, listing snapshots, capacity counters.
- *              Never held across store I/O.
+ * State is reached through the request's userdata (req_fs()); every op_x
+ * replies exactly once, errors through reply_err().  The structures, the
+ * lock order and the functions the files of src/fs share are in fs_int.h.
  *
  * File data states:
  *   clean, no spool   reads are ranged GETs (with read-ahead per handle)
@@ -34,232 +22,34 @@
  * before they are read or changed), other files' spools are freed (dirty
  * ones uploaded early), and last the written file is uploaded early.
  *
+ * Capacity: `used` is one listing of the volume (a background scan at
+ * start and every usage_refresh seconds) plus local deltas; every size
+ * change is charged against the capacity of the volume record before it is
+ * made (ENOSPC otherwise), so nothing past the capacity is ever uploaded.
+ *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
  * every open of a clean file revalidates it with a HEAD; the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
  * data it caches (cache_etag), and attributes are invalidated when it
  * changed.  Listings are cached for dir_ttl and dropped on local changes.
- *
- * Capacity: `used` is one listing of the volume (a background scan at
- * start and every usage_refresh seconds) plus local deltas; every size
- * change is charged against the capacity of the volume record before it is
- * made (ENOSPC otherwise), so nothing past the capacity is ever uploaded.
  */
-#define FUSE_USE_VERSION 312
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "fs/fs_int.h"
 #include "volume/volrec.h"
-#include "fs/attr.h"
-#include "fs/dcache.h"
-#include "fs/fs.h"
-#include "common/pool.h"
-#include "fs/spool.h"
-
-#define HASH_BITS 16
-#define HASH_SIZE (1u << HASH_BITS)
-#define KEYBUF (OBJFS_KEY_MAX + 2)
-#define ROOT_ATTR_KEY ".objfs/root"
-#define RA_MAX 16
-#define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
-#define LINK_MAX_LEN 4096
-#define SUB "fs"
-
-struct dent {
-	char *name;
-	bool is_dir;
-	bool have_attr;         /* fa/size/etag from a HEAD */
-	bool marker;            /* a directory with a marker object */
-	uint64_t size;
-	char etag[OBJFS_ETAG_MAX];
-	struct timespec mtime;  /* Last-Modified from the listing */
-	struct objfs_fattr fa;
-};
-
-/* A directory listing; shared by readdir handles (refs, fs->lock). */
-struct dirsnap {
-	unsigned refs;
-	size_t n;
-	struct dent *e;
-	double time;
-	bool attrs_done;
-};
-
-/* A multipart upload fed while a file is written sequentially: every
- * completed part_size bytes go up at once, so closing a large file only
- * sends the tail.  The parts array and counters are under mu (tasks finish
- * without the inode's lock); the rest belongs to the inode (in->mu). */
-struct stream {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	char key[KEYBUF];
-	char *upload_id;
-	struct objfs_part *parts;       /* index = part number - 1 */
-	unsigned n_parts;               /* parts started */
-	unsigned inflight;              /* mu */
-	int err;                        /* first failure, mu */
-	uint64_t off;                   /* bytes handed to parts */
-	uint64_t punched;               /* [0, punched) left the spool: only
-					   the completed parts hold it */
-	bool attrs_changed;             /* mode, owner or mtime set meanwhile:
-					   stored by a copy after completion */
-	struct objfs_fattr fa;          /* attributes sent at create */
-};
-
-struct inode {
-	fuse_ino_t ino;
-	struct inode *ino_next;         /* ino hash chain */
-	struct inode *name_next;        /* name hash chain (when linked) */
-	struct inode *parent;           /* pinned (refs); NULL for root/unlinked */
-	struct inode *child;            /* first child (linked ones) */
-	struct inode *sib_prev, *sib_next;
-	char *name;
-	uint64_t nlookup;
-	unsigned nopen;
-	unsigned refs;
-	bool linked;
-
-	/* attributes (fs->lock) */
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	uint64_t size;
-	struct timespec mtime;
-	struct timespec ctime;
-	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
-	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
-	double attr_time;                /* when attributes were fetched */
-	bool in_store;                   /* the object (or marker) exists */
-	uint64_t stored_size;
-	uint64_t charged;                /* bytes counted in fs->used */
-	struct dirsnap *snap;
-	char *link;
-
-	/* data (mu) */
-	pthread_mutex_t mu;
-	struct objfs_spool *spool;
-	bool dirty;                      /* also read under fs->lock */
-	bool seq;                        /* written only at its end since empty */
-	struct stream *stream;           /* parts already on their way */
-	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
-					    counted in fs->spool_used */
-};
-
-struct ra_chunk {
-	uint64_t off;
-	size_t len;
-	char *buf;
-	size_t got;
-	int state;          /* RA_FREE, RA_LOADING, RA_READY, RA_ERROR */
-	int err;
-};
-enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
-
-struct fhandle {
-	struct objfs_fs *fs;
-	struct inode *in;
-	struct fhandle *prev, *next;    /* fs->handles, fs->lock */
-	char key[KEYBUF];
-	pthread_mutex_t mu;             /* the read-ahead state */
-	pthread_cond_t cv;
-	uint64_t next_off;
-	unsigned seq;
-	unsigned waiters;               /* readers in cond_wait on cv */
-	struct ra_chunk ra[RA_MAX];
-};
-
-struct dhandle {
-	struct dirsnap *snap;
-	struct dhandle *prev, *next;    /* fs->dirhandles, fs->lock */
-};
-
-struct objfs_fs {
-	struct objfs_store *store;
-	struct objfs_log *log;
-	struct objfs_fs_opts o;
-	char *spool_dir;
-	struct fuse_session *se;
-	struct objfs_pool *pool;
-	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
-	struct objfs_budget mem;
-	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
-	struct fhandle *handles;        /* open files (fs->lock), freed at
-					   destroy when the kernel went away
-					   without releasing them */
-	pthread_rwlock_t ns;
-	pthread_mutex_t lock;
-
-	/* fs->lock */
-	struct inode *ino_tab[HASH_SIZE];
-	struct inode *name_tab[HASH_SIZE];
-	fuse_ino_t next_ino;
-	struct inode *root;
-	uint64_t n_inodes;
-
-	/* capacity (fs->lock) */
-	uint64_t capacity;              /* 0: unlimited */
-	int64_t used;
-	int64_t objects;
-	int64_t scan_delta;
-	int64_t scan_obj_delta;
-	bool scan_done;
-	double volrec_time;
-	pthread_cond_t scan_cv;
-	bool stopping;
-	pthread_t scan_thread;
-	bool scan_started;
-	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
-	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
-	uint64_t relieved_at;           /* fs->lock: spool_used after the last
-					   look at other files' spools */
-	pthread_mutex_t rabuf_mu;       /* read-ahead buffers kept for reuse */
-	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
-					   still taken (rabuf_mu) */
-	unsigned n_rabuf;
-};
-
-static int store_attrs(struct objfs_fs *fs, struct inode *in);
-static int snap_build(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap **out);
-static void spool_account(struct objfs_fs *fs, struct inode *in);
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct timespec now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts;
-}
-
-static struct objfs_fs *req_fs(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 void objfs_fs_opts_default(struct objfs_fs_opts *o)
 {
@@ -286,97 +76,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->usage_refresh = 600.0;
 }
 
-/* ---- tables (fs->lock) ------------------------------------------------ */
-
-static unsigned hash_ino(fuse_ino_t ino)
-{
-	uint64_t h = ino * 0x9E3779B97F4A7C15ULL;
-
-	return (unsigned)(h >> (64 - HASH_BITS));
-}
-
-static unsigned hash_name(const struct inode *parent, const char *name)
-{
-	uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)parent;
-
-	for (; *name != '\0'; name++) {
-		h ^= (unsigned char)*name;
-		h *= 1099511628211ULL;
-	}
-	return (unsigned)(h >> (64 - HASH_BITS)) ^ (unsigned)(h & (HASH_SIZE - 1));
-}
-
-static struct inode *find_ino(struct objfs_fs *fs, fuse_ino_t ino)
-{
-	struct inode *in;
-
-	if (ino == FUSE_ROOT_ID)
-		return fs->root;
-	for (in = fs->ino_tab[hash_ino(ino)]; in != NULL; in = in->ino_next) {
-		if (in->ino == ino)
-			return in;
-	}
-	return NULL;
-}
-
-static struct inode *find_child(struct objfs_fs *fs, struct inode *parent,
-				const char *name)
-{
-	struct inode *in;
-
-	for (in = fs->name_tab[hash_name(parent, name) & (HASH_SIZE - 1)];
-	     in != NULL; in = in->name_next) {
-		if (in->parent == parent && in->linked &&
-		    strcmp(in->name, name) == 0)
-			return in;
-	}
-	return NULL;
-}
-
-static void name_unhash(struct objfs_fs *fs, struct inode *in)
-{
-	struct inode **pp;
-	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
-
-	for (pp = &fs->name_tab[h]; *pp != NULL; pp = &(*pp)->name_next) {
-		if (*pp == in) {
-			*pp = in->name_next;
-			break;
-		}
-	}
-	in->name_next = NULL;
-}
-
-static void name_hash(struct objfs_fs *fs, struct inode *in)
-{
-	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
-
-	in->name_next = fs->name_tab[h];
-	fs->name_tab[h] = in;
-}
-
-static void sib_unlink(struct inode *in)
-{
-	if (in->sib_prev != NULL)
-		in->sib_prev->sib_next = in->sib_next;
-	else if (in->parent != NULL)
-		in->parent->child = in->sib_next;
-	if (in->sib_next != NULL)
-		in->sib_next->sib_prev = in->sib_prev;
-	in->sib_prev = NULL;
-	in->sib_next = NULL;
-}
-
-static void sib_link(struct inode *parent, struct inode *in)
-{
-	in->sib_prev = NULL;
-	in->sib_next = parent->child;
-	if (parent->child != NULL)
-		parent->child->sib_prev = in;
-	parent->child = in;
-}
-
-static void snap_put_locked(struct dirsnap *s)
+void snap_put_locked(struct dirsnap *s)
 {
 	size_t i;
 
@@ -388,7 +88,7 @@ static void snap_put_locked(struct dirsnap *s)
 	free(s);
 }
 
-static void snap_drop(struct inode *dir)
+void snap_drop(struct inode *dir)
 {
 	if (dir != NULL && dir->snap != NULL) {
 		snap_put_locked(dir->snap);
@@ -397,7 +97,7 @@ static void snap_drop(struct inode *dir)
 }
 
 /* Finds name in a snapshot: its index, or where it would go (*found). */
-static size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
+size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
 {
 	size_t lo = 0, hi = s->n;
 
@@ -421,8 +121,8 @@ static size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
 /* Keeps dir's listing current after a local change (fs->lock): the name
  * is added (add) or removed.  A listing that readdir handles share is
  * dropped instead, so their offsets stay valid. */
-static void snap_note(struct inode *dir, const char *name, bool add,
-		      bool is_dir)
+void snap_note(struct inode *dir, const char *name, bool add,
+	       bool is_dir)
 {
 	struct dirsnap *s = dir != NULL ? dir->snap : NULL;
 	bool found;
@@ -462,162 +162,9 @@ static void snap_note(struct inode *dir, const char *name, bool add,
 	}
 }
 
-static void inode_free(struct objfs_fs *fs, struct inode *in)
-{
-	struct inode **pp;
-
-	for (pp = &fs->ino_tab[hash_ino(in->ino)]; *pp != NULL;
-	     pp = &(*pp)->ino_next) {
-		if (*pp == in) {
-			*pp = in->ino_next;
-			break;
-		}
-	}
-	fs->n_inodes--;
-	snap_drop(in);
-	fs->spool_used -= in->spool_disk;
-	objfs_spool_destroy(in->spool);
-	pthread_mutex_destroy(&in->mu);
-	free(in->link);
-	free(in->name);
-	free(in);
-}
-
-/* Detaches in from its name and parent (fs->lock).  The parent loses the
- * pin the child held; the caller must run maybe_free(parent) after. */
-static struct inode *detach(struct objfs_fs *fs, struct inode *in)
-{
-	struct inode *parent = in->parent;
-
-	if (parent == NULL)
-		return NULL;
-	if (in->linked)
-		name_unhash(fs, in);
-	sib_unlink(in);
-	in->linked = false;
-	in->parent = NULL;
-	parent->refs--;
-	return parent;
-}
-
-/* Frees in (and parents left unused) when nothing holds it (fs->lock). */
-static void maybe_free(struct objfs_fs *fs, struct inode *in)
-{
-	while (in != NULL && in != fs->root && in->nlookup == 0 &&
-	       in->nopen == 0 && in->refs == 0 && !in->dirty &&
-	       in->child == NULL) {
-		struct inode *parent = detach(fs, in);
-
-		inode_free(fs, in);
-		in = parent;
-	}
-}
-
-static struct inode *inode_new(struct objfs_fs *fs, struct inode *parent,
-			       const char *name, mode_t mode)
-{
-	struct inode *in = calloc(1, sizeof(*in));
-
-	if (in == NULL)
-		return NULL;
-	in->name = strdup(name);
-	if (in->name == NULL) {
-		free(in);
-		return NULL;
-	}
-	pthread_mutex_init(&in->mu, NULL);
-	in->ino = fs->next_ino++;
-	in->mode = mode;
-	in->uid = fs->o.uid;
-	in->gid = fs->o.gid;
-	in->ino_next = fs->ino_tab[hash_ino(in->ino)];
-	fs->ino_tab[hash_ino(in->ino)] = in;
-	fs->n_inodes++;
-	if (parent != NULL) {
-		in->parent = parent;
-		in->linked = true;
-		parent->refs++;
-		name_hash(fs, in);
-		sib_link(parent, in);
-	}
-	return in;
-}
-
-/* The key of in into buf: "" for the root, "a/b" for a file, "a/b/" for a
- * directory when dir_slash (fs->lock).  0 or ENAMETOOLONG/ENOENT. */
-static int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
-		     char *buf, size_t cap)
-{
-	const struct inode *chain[OBJFS_KEY_MAX / 2 + 2];
-	size_t n = 0, len = 0, i;
-	const struct inode *p;
-
-	(void)fs;
-	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
-		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))
-			return p->linked ? ENAMETOOLONG : ENOENT;
-		chain[n++] = p;
-	}
-	if (p != fs->root)
-		return ENOENT;
-	for (i = n; i-- > 0;) {
-		size_t nl = strlen(chain[i]->name);
-
-		if (len + nl + 2 > cap || len + nl + 1 > OBJFS_KEY_MAX)
-			return ENAMETOOLONG;
-		memcpy(buf + len, chain[i]->name, nl);
-		len += nl;
-		if (i > 0 || (dir_slash && S_ISDIR(in->mode)))
-			buf[len++] = '/';
-	}
-	buf[len] = '\0';
-	return 0;
-}
-
-static bool is_root(struct objfs_fs *fs, struct inode *in)
-{
-	return in == fs->root;
-}
-
-static mode_t default_mode(struct objfs_fs *fs, mode_t type)
-{
-	if (type == S_IFDIR)
-		return S_IFDIR | (0777 & ~fs->o.umask);
-	if (type == S_IFLNK)
-		return S_IFLNK | 0777;
-	return S_IFREG | (0666 & ~fs->o.umask);
-}
-
-static void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = in->ino;
-	st->st_mode = in->mode;
-	st->st_nlink = S_ISDIR(in->mode) ? 2 : (in->linked || in == fs->root ? 1 : 0);
-	st->st_uid = in->uid;
-	st->st_gid = in->gid;
-	st->st_size = (off_t)(S_ISDIR(in->mode) ? 4096 : in->size);
-	st->st_blksize = 4096;
-	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
-	st->st_mtim = in->mtime;
-	st->st_atim = in->mtime;
-	st->st_ctim = in->ctime.tv_sec != 0 ? in->ctime : in->mtime;
-}
-
-static void fill_entry(struct objfs_fs *fs, struct inode *in,
-		       struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = in->ino;
-	e->generation = 1;
-	e->attr_timeout = fs->o.attr_ttl;
-	e->entry_timeout = fs->o.entry_ttl;
-	fill_stat(fs, in, &e->attr);
-}
-
 /* ---- capacity (fs->lock) ---------------------------------------------- */
 
-static void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
+void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
 {
 	int64_t d = (int64_t)size - (int64_t)in->charged;
 
@@ -641,7 +188,7 @@ static int charge_locked(struct objfs_fs *fs, struct inode *in, uint64_t size)
 	return 0;
 }
 
-static void volrec_refresh(struct objfs_fs *fs, double max_age)
+void volrec_refresh(struct objfs_fs *fs, double max_age)
 {
 	struct objfs_volrec v = OBJFS_VOLREC_INIT;
 	double now = now_mono();
@@ -674,7 +221,7 @@ out:
 
 /* charge_locked() that re-reads a stale volume record before ENOSPC (the
  * capacity may have been raised).  Takes and releases fs->lock. */
-static int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
+int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
 {
 	int err;
 
@@ -727,7 +274,7 @@ static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
 	return err;
 }
 
-static void *scan_main(void *arg)
+void *scan_main(void *arg)
 {
 	struct objfs_fs *fs = arg;
 
@@ -779,17 +326,8 @@ static void *scan_main(void *arg)
 
 /* ---- finding names in the store --------------------------------------- */
 
-/* What the store says about one name. */
-struct probe {
-	bool is_dir;
-	bool marker;            /* directory with a marker object */
-	uint64_t size;
-	char etag[OBJFS_ETAG_MAX];
-	struct objfs_fattr fa;
-};
-
-static void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
-			    bool dir, struct probe *p)
+void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
+		     bool dir, struct probe *p)
 {
 	p->is_dir = dir;
 	p->marker = dir;
@@ -809,7 +347,7 @@ static void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *in
 	}
 }
 
-static void probe_implied_dir(struct objfs_fs *fs, struct probe *p)
+void probe_implied_dir(struct objfs_fs *fs, struct probe *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->is_dir = true;
@@ -820,8 +358,8 @@ static void probe_implied_dir(struct objfs_fs *fs, struct probe *p)
 }
 
 /* True when some key starts with prefix (which ends in "/").  0 or errno. */
-static int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self,
-		       bool *used)
+int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self,
+		bool *used)
 {
 	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 2 };
 	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
@@ -924,8 +462,8 @@ out:
 
 /* Copies probe results into an inode's attributes (fs->lock).  Local state
  * wins while the inode has unsaved data or a spool. */
-static void apply_probe(struct objfs_fs *fs, struct inode *in,
-			const struct probe *p)
+void apply_probe(struct objfs_fs *fs, struct inode *in,
+		 const struct probe *p)
 {
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
@@ -946,15 +484,10 @@ static void apply_probe(struct objfs_fs *fs, struct inode *in,
 		in->charged = p->size;  /* the scan counts other writers */
 }
 
-static bool same_type(mode_t a, mode_t b)
-{
-	return (a & S_IFMT) == (b & S_IFMT);
-}
-
 /* Looks up (parent, name) for the kernel (nlookup++) or for internal use
  * (pin: refs++).  *out is set with the reference taken.  0, ENOENT, ... */
-static int do_lookup(struct objfs_fs *fs, struct inode *parent,
-		     const char *name, bool pin, struct inode **out)
+int do_lookup(struct objfs_fs *fs, struct inode *parent,
+	      const char *name, bool pin, struct inode **out)
 {
 	char key[KEYBUF], dkey[KEYBUF];
 	struct inode *in;
@@ -1066,29 +599,6 @@ out_locked:
 	return err;
 }
 
-static void unpin(struct objfs_fs *fs, struct inode *in)
-{
-	if (in == NULL)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	in->refs--;
-	maybe_free(fs, in);
-	pthread_mutex_unlock(&fs->lock);
-}
-
-/* Pins the inode the kernel calls ino; NULL when unknown. */
-static struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino)
-{
-	struct inode *in;
-
-	pthread_mutex_lock(&fs->lock);
-	in = find_ino(fs, ino);
-	if (in != NULL)
-		in->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	return in;
-}
-
 /* ---- spool and upload (in->mu held) ----------------------------------- */
 
 struct spool_sink {
@@ -1104,7 +614,7 @@ static int spool_sink_write(void *arg, uint64_t off, const void *data, size_t n)
 }
 
 /* Starts a spool for in if it has none (in->mu). */
-static int spool_ensure(struct objfs_fs *fs, struct inode *in)
+int spool_ensure(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_spool *sp = NULL;
 	uint64_t base = 0;
@@ -1134,8 +644,8 @@ static int spool_ensure(struct objfs_fs *fs, struct inode *in)
 
 /* Fetches whatever of [off, end) the spool lacks (in->mu).  Fetches are
  * rounded to 1 MiB so small reads do not become many GETs. */
-static int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
-		       uint64_t end)
+int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
+		uint64_t end)
 {
 	struct objfs_spool *sp = in->spool;
 	char key[KEYBUF];
@@ -1177,7 +687,6 @@ static int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 	spool_account(fs, in);  /* what was fetched, also before a failure */
 	return err;
 }
-
 
 /* ---- streaming uploads of sequential writers (in->mu) ----------------- */
 
@@ -1227,7 +736,7 @@ static int stream_wait(struct stream *st, unsigned max_inflight)
 }
 
 /* Abandons the stream (its parts are aborted in the store). */
-static void stream_abort(struct objfs_fs *fs, struct inode *in)
+void stream_abort(struct objfs_fs *fs, struct inode *in)
 {
 	struct stream *st = in->stream;
 
@@ -1245,7 +754,7 @@ static void stream_abort(struct objfs_fs *fs, struct inode *in)
 
 /* Sends every complete part of a sequentially written file (after a
  * write).  Errors only stop streaming: the close uploads the spool. */
-static void stream_feed(struct objfs_fs *fs, struct inode *in)
+void stream_feed(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_spool *sp = in->spool;
 	struct stream *st = in->stream;
@@ -1369,7 +878,7 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 }
 
 /* Uploads a dirty inode: ns (read or write) and in->mu held. */
-static int inode_sync(struct objfs_fs *fs, struct inode *in)
+int inode_sync(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
@@ -1483,7 +992,7 @@ out:
 }
 
 /* Takes ns (read) and in->mu, uploads, releases. */
-static int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
+int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
 {
 	int err;
 
@@ -1495,11 +1004,10 @@ static int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
 	return err;
 }
 
-
 /* ---- the spool bound (in->mu held) ----------------------------------- */
 
 /* Recounts the disk blocks of in's spool into fs->spool_used. */
-static void spool_account(struct objfs_fs *fs, struct inode *in)
+void spool_account(struct objfs_fs *fs, struct inode *in)
 {
 	uint64_t disk = in->spool != NULL ? objfs_spool_disk(in->spool) : 0;
 
@@ -1512,7 +1020,7 @@ static void spool_account(struct objfs_fs *fs, struct inode *in)
 /* Drops the spool of a clean file (in->mu), only when nobody has it open
  * if idle_only: reads go to the store, a later write starts a new spool
  * over the stored object. */
-static void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
+void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 {
 	struct objfs_spool *sp = NULL;
 
@@ -1610,7 +1118,7 @@ static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
  * waits for its parts and drops them from its spool; other files are
  * relieved; last, this file is uploaded now and continues from the store.
  * The bound is soft by one write and the parts in flight. */
-static void spool_relieve(struct objfs_fs *fs, struct inode *in)
+void spool_relieve(struct objfs_fs *fs, struct inode *in)
 {
 	uint64_t step = fs->o.spool_limit / 16;
 	bool others, own;
@@ -1647,7 +1155,7 @@ static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 /* Ends the stream of in before a change that is not an append (ns and
  * in->mu held): abandoned, or completed when its parts hold bytes the
  * spool no longer has. */
-static int stream_stop(struct objfs_fs *fs, struct inode *in)
+int stream_stop(struct objfs_fs *fs, struct inode *in)
 {
 	if (in->stream != NULL && in->stream->punched > 0)
 		return inode_sync(fs, in);
@@ -1671,7 +1179,7 @@ static int fs_errno(int err)
 	}
 }
 
-static void reply_err(fuse_req_t req, int err)
+void reply_err(fuse_req_t req, int err)
 {
 	fuse_reply_err(req, fs_errno(err));
 }
@@ -1765,7 +1273,7 @@ static void op_forget_multi(fuse_req_t req, size_t count,
 }
 
 /* Re-reads the attributes of a clean, stale inode from the store. */
-static int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
+int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 {
 	char key[KEYBUF];
 	struct probe p;
@@ -1816,7 +1324,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* ---- metadata changes ------------------------------------------------- */
 
 /* Stores the attributes of a clean file, symlink or directory (ns read). */
-static int store_attrs(struct objfs_fs *fs, struct inode *in)
+int store_attrs(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
@@ -2011,8 +1519,8 @@ out:
 
 /* ---- names: mkdir, symlink, create, unlink, rmdir --------------------- */
 
-static int new_name_check(struct objfs_fs *fs, struct inode *parent,
-			  const char *name)
+int new_name_check(struct objfs_fs *fs, struct inode *parent,
+		   const char *name)
 {
 	int err;
 
@@ -2168,7 +1676,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* Keeps an implied directory alive when its last entry goes away, by
  * writing its marker (ns held). */
-static void keep_dir(struct objfs_fs *fs, struct inode *dir)
+void keep_dir(struct objfs_fs *fs, struct inode *dir)
 {
 	struct objfs_fattr fa;
 	char dkey[KEYBUF];
@@ -2196,7 +1704,7 @@ static void keep_dir(struct objfs_fs *fs, struct inode *dir)
 
 /* Makes an open file's data local before its object goes away, so open
  * handles can still read it (in->mu not held; takes it). */
-static int keep_open_data(struct objfs_fs *fs, struct inode *in)
+int keep_open_data(struct objfs_fs *fs, struct inode *in)
 {
 	bool open;
 	int err = 0;
@@ -2396,7 +1904,7 @@ static int del_batches(struct objfs_fs *fs, const char **keys, size_t n,
 }
 
 /* Uploads every dirty inode at or under top (ns held for writing). */
-static int sync_under(struct objfs_fs *fs, struct inode *top)
+int sync_under(struct objfs_fs *fs, struct inode *top)
 {
 	struct inode **list = NULL, *in, *p;
 	size_t n = 0, cap = 0, i;
@@ -2546,9 +2054,9 @@ out:
 	return err;
 }
 
-static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname,
-		      unsigned int flags)
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname,
+	       unsigned int flags)
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
@@ -2786,7 +2294,7 @@ static void ra_buf_put(struct objfs_fs *fs, char *p, size_t len)
 }
 
 /* Unmaps the kept buffers (no file open, or at the end). */
-static void ra_buf_drain(struct objfs_fs *fs)
+void ra_buf_drain(struct objfs_fs *fs)
 {
 	pthread_mutex_lock(&fs->rabuf_mu);
 	while (fs->n_rabuf > 0) {
@@ -2796,7 +2304,7 @@ static void ra_buf_drain(struct objfs_fs *fs)
 	pthread_mutex_unlock(&fs->rabuf_mu);
 }
 
-static void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
+void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c)
 {
 	ra_buf_put(fs, c->buf, c->len);
 	memset(c, 0, sizeof(*c));
@@ -3252,8 +2760,8 @@ static struct ra_chunk *ra_whole(struct fhandle *fh, uint64_t off, uint64_t end)
 /* Reads [off, off+size) of a clean file from read-ahead chunks or the
  * store and replies to req: straight from the chunk when one holds it all
  * (no copy), else through a buffer.  0, or an errno not yet replied. */
-static int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
-		      size_t size)
+int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
+	       size_t size)
 {
 	struct objfs_fs *fs = fh->fs;
 	struct inode *in = fh->in;
@@ -3472,8 +2980,8 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 
 /* Lists dir into a new snapshot installed in dir->snap; *out gets a
  * reference of its own. */
-static int snap_build(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap **out)
+int snap_build(struct objfs_fs *fs, struct inode *dir,
+	       struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
 	struct dirsnap *s;
@@ -3599,8 +3107,8 @@ static void head_run(void *arg)
 /* Fetches the attributes of every entry the kernel will need (readdirplus):
  * parallel HEADs for names without fresh inode attributes, queued in
  * batches so a huge directory does not queue a task per name at once. */
-static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
-			     struct dirsnap *s)
+void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s)
 {
 	struct objfs_group g;
 	char dkey[KEYBUF];
@@ -3652,7 +3160,7 @@ static void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 }
 
 /* Unlinks and frees a directory handle (takes fs->lock). */
-static void dh_free(struct objfs_fs *fs, struct dhandle *dh)
+void dh_free(struct objfs_fs *fs, struct dhandle *dh)
 {
 	pthread_mutex_lock(&fs->lock);
 	if (dh->prev != NULL)
@@ -3697,7 +3205,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	reply_err(req, 0);
 }
 
-static uint64_t name_ino(const char *name)
+uint64_t name_ino(const char *name)
 {
 	uint64_t h = 1469598103934665603ULL;
 
@@ -3710,8 +3218,8 @@ static uint64_t name_ino(const char *name)
 
 /* Finds or makes the inode for a listing entry (fs->lock); *created tells
  * whether it is new (nlookup 0). */
-static struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
-				const struct dent *d, bool *created)
+struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d, bool *created)
 {
 	struct inode *in = find_child(fs, dir, d->name);
 	mode_t mode;
