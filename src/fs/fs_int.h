@@ -347,7 +347,7 @@ void fill_entry(struct objfs_fs *fs, struct inode *in,
 struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino);
 void unpin(struct objfs_fs *fs, struct inode *in);
 
-/* ---- fs.c (for now): charges, the volume record, the usage scan ---- */
+/* ---- capacity.c: charges, the volume record, the usage scan ---- */
 
 /* Sets in's charge to size bytes whatever the capacity (a shrink or a
  * delete).  fs->lock held. */
