@@ -363,7 +363,7 @@ void volrec_refresh(struct objfs_fs *fs, double max_age);
  * every usage_refresh seconds until fs->stopping. */
 void *scan_main(void *arg);
 
-/* ---- fs.c (for now): finding names in the store ---- */
+/* ---- lookup.c: finding names in the store ---- */
 
 /* The attributes of an object (dir: a directory marker) as a probe.  No
  * lock. */
