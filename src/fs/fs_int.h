@@ -389,7 +389,7 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent, const char *name,
  * type changed), ENOENT or a store errno.  Takes fs->lock. */
 int revalidate(struct objfs_fs *fs, struct inode *in, bool force);
 
-/* ---- fs.c (for now): listings and readdir entries ---- */
+/* ---- dirsnap.c: listings and readdir entries ---- */
 
 /* Drops a reference to s (NULL: nothing) and frees it with the last one.
  * fs->lock held. */
