@@ -420,7 +420,7 @@ uint64_t name_ino(const char *name);
 struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 			 const struct dent *d, bool *created);
 
-/* ---- fs.c (for now): spools, uploads, the spool bound ---- */
+/* ---- writeback.c: spools, uploads, the spool bound ---- */
 
 /* Starts a spool for in (over its stored object) if it has none.  0 or an
  * errno.  in->mu held; takes fs->lock. */
