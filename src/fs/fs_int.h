@@ -462,7 +462,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in);
  * errno.  fs->ns held; takes in->mu and fs->lock. */
 int keep_open_data(struct objfs_fs *fs, struct inode *in);
 
-/* ---- fs.c (for now): reads of clean files ---- */
+/* ---- readahead.c: reads of clean files ---- */
 
 /* Frees a read-ahead chunk (not loading) back to the buffer pool.
  * fh->mu held (or fh private to the caller). */
