@@ -473,7 +473,7 @@ void ra_buf_drain(struct objfs_fs *fs);
  * errno not yet replied.  No lock held; takes fs->lock and fh->mu. */
 int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
 
-/* ---- fs.c (for now): rename ---- */
+/* ---- rename.c: rename ---- */
 
 /* Uploads every dirty inode at or under top.  0 or the first errno.
  * fs->ns held for writing. */
