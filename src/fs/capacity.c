@@ -31,6 +31,7 @@ void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
 {
 	int64_t d = (int64_t)size - (int64_t)in->charged;
 
+	fs_assert_locked(fs);
 	fs->used += d;
 	fs->scan_delta += d;
 	in->charged = size;
@@ -41,6 +42,7 @@ static int charge_locked(struct objfs_fs *fs, struct inode *in, uint64_t size)
 {
 	int64_t d = (int64_t)size - (int64_t)in->charged;
 
+	fs_assert_locked(fs);
 	if (d > 0 && fs->capacity != 0) {
 		while (!fs->scan_done && !fs->stopping)
 			pthread_cond_wait(&fs->scan_cv, &fs->lock);

@@ -28,6 +28,7 @@ void snap_put_locked(struct dirsnap *s)
 {
 	size_t i;
 
+	assert(s == NULL || s->refs > 0);
 	if (s == NULL || --s->refs > 0)
 		return;
 	for (i = 0; i < s->n; i++)
@@ -366,6 +367,7 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 	struct inode *in = find_child(fs, dir, d->name);
 	mode_t mode;
 
+	fs_assert_locked(fs);
 	*created = false;
 	mode = d->have_attr ? d->fa.mode :
 	       default_mode(fs, d->is_dir ? S_IFDIR : S_IFREG);

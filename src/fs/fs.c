@@ -765,6 +765,7 @@ static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
 	struct inode *in = fh->in;
 
 	pthread_mutex_lock(&fs->lock);
+	assert(in->nopen > 0);
 	in->nopen--;
 	pthread_mutex_unlock(&fs->lock);
 	fh_free(fh);
@@ -901,6 +902,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			    "after close: %s", (uint64_t)in->ino,
 			    objfs_strerror(err));
 	pthread_mutex_lock(&fs->lock);
+	assert(in->nopen > 0);
 	in->nopen--;
 	pthread_mutex_unlock(&fs->lock);
 	spool_drop(fs, in, true);
@@ -1406,11 +1408,13 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	while (fs->dirhandles != NULL)
 		dh_free(fs, fs->dirhandles);
 	objfs_dcache_destroy(fs->dcache);
+	pthread_mutex_lock(&fs->lock);  /* for the checks: nothing else runs */
 	for (h = 0; h < HASH_SIZE; h++) {
 		while (fs->ino_tab[h] != NULL)
 			inode_free(fs, fs->ino_tab[h]);
 	}
 	snap_drop(fs->root);
+	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_destroy(&fs->root->mu);
 	free(fs->root->name);
 	free(fs->root->link);

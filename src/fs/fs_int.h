@@ -464,7 +464,7 @@ int keep_open_data(struct objfs_fs *fs, struct inode *in);
 
 /* ---- readahead.c: reads of clean files ---- */
 
-/* Frees a read-ahead chunk (not loading) back to the buffer pool.
+/* Frees a read-ahead chunk whose GET is not running to the buffer pool.
  * fh->mu held (or fh private to the caller). */
 void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c);
 /* Unmaps the read-ahead buffers kept for reuse.  Takes fs->rabuf_mu. */

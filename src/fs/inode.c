@@ -50,6 +50,7 @@ struct inode *find_ino(struct objfs_fs *fs, fuse_ino_t ino)
 {
 	struct inode *in;
 
+	fs_assert_locked(fs);
 	if (ino == FUSE_ROOT_ID)
 		return fs->root;
 	for (in = fs->ino_tab[hash_ino(ino)]; in != NULL; in = in->ino_next) {
@@ -64,6 +65,7 @@ struct inode *find_child(struct objfs_fs *fs, struct inode *parent,
 {
 	struct inode *in;
 
+	fs_assert_locked(fs);
 	for (in = fs->name_tab[hash_name(parent, name) & (HASH_SIZE - 1)];
 	     in != NULL; in = in->name_next) {
 		if (in->parent == parent && in->linked &&
@@ -78,6 +80,7 @@ void name_unhash(struct objfs_fs *fs, struct inode *in)
 	struct inode **pp;
 	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
 
+	fs_assert_locked(fs);
 	for (pp = &fs->name_tab[h]; *pp != NULL; pp = &(*pp)->name_next) {
 		if (*pp == in) {
 			*pp = in->name_next;
@@ -91,6 +94,7 @@ void name_hash(struct objfs_fs *fs, struct inode *in)
 {
 	unsigned h = hash_name(in->parent, in->name) & (HASH_SIZE - 1);
 
+	fs_assert_locked(fs);
 	in->name_next = fs->name_tab[h];
 	fs->name_tab[h] = in;
 }
@@ -120,6 +124,10 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 {
 	struct inode **pp;
 
+	fs_assert_locked(fs);
+	/* a dirty inode is never freed, but at destroy */
+	assert(!in->dirty || fs->stopping);
+	assert(fs->n_inodes > 0 && fs->spool_used >= in->spool_disk);
 	for (pp = &fs->ino_tab[hash_ino(in->ino)]; *pp != NULL;
 	     pp = &(*pp)->ino_next) {
 		if (*pp == in) {
@@ -143,8 +151,10 @@ struct inode *detach(struct objfs_fs *fs, struct inode *in)
 {
 	struct inode *parent = in->parent;
 
+	fs_assert_locked(fs);
 	if (parent == NULL)
 		return NULL;
+	assert(parent->refs > 0);
 	if (in->linked)
 		name_unhash(fs, in);
 	sib_unlink(in);
@@ -157,6 +167,7 @@ struct inode *detach(struct objfs_fs *fs, struct inode *in)
 /* Frees in (and parents left unused) when nothing holds it (fs->lock). */
 void maybe_free(struct objfs_fs *fs, struct inode *in)
 {
+	fs_assert_locked(fs);
 	while (in != NULL && in != fs->root && in->nlookup == 0 &&
 	       in->nopen == 0 && in->refs == 0 && !in->dirty &&
 	       in->child == NULL) {
@@ -170,8 +181,10 @@ void maybe_free(struct objfs_fs *fs, struct inode *in)
 struct inode *inode_new(struct objfs_fs *fs, struct inode *parent,
 			const char *name, mode_t mode)
 {
-	struct inode *in = calloc(1, sizeof(*in));
+	struct inode *in;
 
+	fs_assert_locked(fs);
+	in = calloc(1, sizeof(*in));
 	if (in == NULL)
 		return NULL;
 	in->name = strdup(name);
@@ -206,7 +219,7 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	size_t n = 0, len = 0, i;
 	const struct inode *p;
 
-	(void)fs;
+	fs_assert_locked(fs);
 	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
 		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))
 			return p->linked ? ENAMETOOLONG : ENOENT;
@@ -239,6 +252,7 @@ mode_t default_mode(struct objfs_fs *fs, mode_t type)
 
 void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st)
 {
+	fs_assert_locked(fs);
 	memset(st, 0, sizeof(*st));
 	st->st_ino = in->ino;
 	st->st_mode = in->mode;
@@ -269,6 +283,7 @@ void unpin(struct objfs_fs *fs, struct inode *in)
 	if (in == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
+	assert(in->refs > 0);
 	in->refs--;
 	maybe_free(fs, in);
 	pthread_mutex_unlock(&fs->lock);

@@ -166,6 +166,7 @@ out:
 void apply_probe(struct objfs_fs *fs, struct inode *in,
 		 const struct probe *p)
 {
+	fs_assert_locked(fs);
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
 	if (in->dirty || in->spool != NULL)

@@ -57,6 +57,7 @@ int spool_ensure(struct objfs_fs *fs, struct inode *in)
 	char etag[OBJFS_ETAG_MAX] = "";
 	int err;
 
+	fs_assert_held(&in->mu);
 	if (in->spool != NULL)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
@@ -88,6 +89,7 @@ int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 	uint64_t gs, ge;
 	int err = 0;
 
+	fs_assert_held(&in->mu);
 	if (end > sp->base_size)
 		end = sp->base_size;
 	if (off >= end || !objfs_spool_missing(sp, off, end, &gs, &ge))
@@ -152,6 +154,7 @@ static void part_run(void *arg)
 		t->st->parts[t->number - 1] = part;
 	else if (t->st->err == 0)
 		t->st->err = err;
+	assert(t->st->inflight > 0);
 	t->st->inflight--;
 	pthread_cond_broadcast(&t->st->cv);
 	pthread_mutex_unlock(&t->st->mu);
@@ -196,6 +199,7 @@ void stream_feed(struct objfs_fs *fs, struct inode *in)
 	struct stream *st = in->stream;
 	uint64_t ps = fs->o.part_size;
 
+	fs_assert_held(&in->mu);
 	if (!in->seq || fs->pool == NULL || sp->size < (st ? st->off : 0) + ps)
 		return;
 	if (st == NULL) {
@@ -326,6 +330,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	bool linked, fix_attrs = false;
 	int err;
 
+	fs_assert_held(&in->mu);
 	if (!in->dirty)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
@@ -448,6 +453,7 @@ void spool_account(struct objfs_fs *fs, struct inode *in)
 	uint64_t disk = in->spool != NULL ? objfs_spool_disk(in->spool) : 0;
 
 	pthread_mutex_lock(&fs->lock);
+	assert(fs->spool_used >= in->spool_disk);
 	fs->spool_used = fs->spool_used - in->spool_disk + disk;
 	in->spool_disk = disk;
 	pthread_mutex_unlock(&fs->lock);
@@ -464,6 +470,7 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 	if (!in->dirty && in->spool != NULL && (!idle_only || in->nopen == 0)) {
 		sp = in->spool;
 		in->spool = NULL;
+		assert(fs->spool_used >= in->spool_disk);
 		fs->spool_used -= in->spool_disk;
 		in->spool_disk = 0;
 	}
