@@ -969,38 +969,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
-	struct inode *in = fh->in;
-	uint64_t end = (uint64_t)off + size;
 	int err;
 
 	if (fs->o.read_only) {
 		reply_err(req, EROFS);
 		return;
 	}
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&in->mu);
-	err = spool_ensure(fs, in);
-	if (err == 0)
-		err = charge(fs, in, end > in->spool->size ? end : in->spool->size);
-	if (err == 0 && (uint64_t)off != in->spool->size) {
-		/* not an append: the parts sent so far may change */
-		in->seq = false;
-		err = stream_stop(fs, in);
-	}
-	if (err == 0)
-		err = objfs_spool_write(in->spool, (uint64_t)off, buf, size);
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		in->size = in->spool->size;
-		in->dirty = true;
-		in->mtime = now_real();
-		pthread_mutex_unlock(&fs->lock);
-		stream_feed(fs, in);
-		spool_account(fs, in);
-		spool_relieve(fs, in);
-	}
-	pthread_mutex_unlock(&in->mu);
-	pthread_rwlock_unlock(&fs->ns);
+	err = inode_write(fs, fh->in, buf, size, (uint64_t)off);
 	if (err != 0)
 		reply_err(req, err);
 	else

@@ -422,6 +422,13 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 
 /* ---- writeback.c: spools, uploads, the spool bound ---- */
 
+/* Writes size bytes of buf at off into in's spool (started over the
+ * stored object if need be), charged against the capacity first; marks
+ * in dirty, streams complete parts of a sequential writer and relieves
+ * the spool bound.  0 or an errno (ENOSPC past the capacity).  Takes
+ * fs->ns (read), in->mu and fs->lock: none held. */
+int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
+		size_t size, uint64_t off);
 /* Starts a spool for in (over its stored object) if it has none.  0 or an
  * errno.  in->mu held; takes fs->lock. */
 int spool_ensure(struct objfs_fs *fs, struct inode *in);
@@ -435,15 +442,9 @@ void spool_account(struct objfs_fs *fs, struct inode *in);
 /* Drops the spool of a clean in (only when nobody has it open if
  * idle_only).  in->mu held; takes fs->lock. */
 void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
-/* After a write to in: frees spool space while the spools are over
- * spool_limit.  fs->ns (read) and in->mu held. */
-void spool_relieve(struct objfs_fs *fs, struct inode *in);
 /* Abandons in's stream (its parts are aborted in the store).  in->mu
  * held. */
 void stream_abort(struct objfs_fs *fs, struct inode *in);
-/* Sends every complete part of a sequentially written in.  fs->ns (read)
- * and in->mu held. */
-void stream_feed(struct objfs_fs *fs, struct inode *in);
 /* Ends in's stream before a change that is not an append (completed when
  * its parts hold bytes the spool gave up).  0 or an errno.  fs->ns and
  * in->mu held. */

@@ -193,7 +193,7 @@ void stream_abort(struct objfs_fs *fs, struct inode *in)
 
 /* Sends every complete part of a sequentially written file (after a
  * write).  Errors only stop streaming: the close uploads the spool. */
-void stream_feed(struct objfs_fs *fs, struct inode *in)
+static void stream_feed(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_spool *sp = in->spool;
 	struct stream *st = in->stream;
@@ -561,7 +561,7 @@ static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
  * waits for its parts and drops them from its spool; other files are
  * relieved; last, this file is uploaded now and continues from the store.
  * The bound is soft by one write and the parts in flight. */
-void spool_relieve(struct objfs_fs *fs, struct inode *in)
+static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 {
 	uint64_t step = fs->o.spool_limit / 16;
 	bool others, own;
@@ -681,5 +681,39 @@ int keep_open_data(struct objfs_fs *fs, struct inode *in)
 			err = spool_fetch(fs, in, 0, in->spool->size);
 	}
 	pthread_mutex_unlock(&in->mu);
+	return err;
+}
+
+/* Writes size bytes of buf at off into in's spool: see fs_int.h. */
+int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
+		size_t size, uint64_t off)
+{
+	uint64_t end = off + size;
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = spool_ensure(fs, in);
+	if (err == 0)
+		err = charge(fs, in, end > in->spool->size ? end : in->spool->size);
+	if (err == 0 && off != in->spool->size) {
+		/* not an append: the parts sent so far may change */
+		in->seq = false;
+		err = stream_stop(fs, in);
+	}
+	if (err == 0)
+		err = objfs_spool_write(in->spool, off, buf, size);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->size = in->spool->size;
+		in->dirty = true;
+		in->mtime = now_real();
+		pthread_mutex_unlock(&fs->lock);
+		stream_feed(fs, in);
+		spool_account(fs, in);
+		spool_relieve(fs, in);
+	}
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
 	return err;
 }
