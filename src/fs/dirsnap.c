@@ -15,13 +15,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/errors.h"
-#include "common/log.h"
 #include "fs/fs_int.h"
 
 void snap_put_locked(struct dirsnap *s)

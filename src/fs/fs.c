@@ -17,11 +17,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -491,6 +489,7 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	bool need, used = true;
 	int err;
 
+	fs_assert_ns_held(fs);
 	pthread_mutex_lock(&fs->lock);
 	need = dir != fs->root && dir->linked && !dir->in_store;
 	err = need ? inode_key(fs, dir, true, dkey, sizeof(dkey)) : 0;

@@ -45,8 +45,9 @@
  *
  * Each prototype below says which locks the caller must hold ("fs->lock
  * held") or must not hold ("takes fs->lock"), and who owns what it
- * returns.  In debug builds (without NDEBUG) fs_assert_locked() and
- * fs_assert_held() check the held ones, and asserts check the counts.
+ * returns.  In debug builds (without NDEBUG) fs_assert_locked(),
+ * fs_assert_held() and fs_assert_ns_held() check the held ones, and
+ * asserts check the counts.
  */
 #ifndef OBJFS_FS_INT_H
 #define OBJFS_FS_INT_H
@@ -254,10 +255,22 @@ static inline bool fs_mutex_held(pthread_mutex_t *m)
 	return false;
 }
 
+/* True when l is held for reading or writing (by some thread). */
+static inline bool fs_rwlock_held(pthread_rwlock_t *l)
+{
+	if (pthread_rwlock_trywrlock(l) != 0)
+		return true;
+	pthread_rwlock_unlock(l);
+	return false;
+}
+
 #ifdef NDEBUG
 #define fs_assert_held(m) ((void)0)
+#define fs_assert_ns_held(fs) ((void)0)
 #else
 #define fs_assert_held(m) assert(fs_mutex_held(m))
+/* The caller holds fs->ns (either side). */
+#define fs_assert_ns_held(fs) assert(fs_rwlock_held(&(fs)->ns))
 #endif
 /* The caller holds fs->lock. */
 #define fs_assert_locked(fs) fs_assert_held(&(fs)->lock)

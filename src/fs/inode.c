@@ -17,13 +17,9 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/errors.h"
-#include "common/log.h"
 #include "fs/fs_int.h"
 
 /* ---- tables (fs->lock) ------------------------------------------------ */

@@ -13,14 +13,11 @@
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "common/errors.h"
-#include "common/log.h"
 #include "fs/fs_int.h"
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep

@@ -179,6 +179,7 @@ void stream_abort(struct objfs_fs *fs, struct inode *in)
 {
 	struct stream *st = in->stream;
 
+	fs_assert_held(&in->mu);
 	if (st == NULL)
 		return;
 	stream_wait(st, 0);
@@ -199,6 +200,7 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 	struct stream *st = in->stream;
 	uint64_t ps = fs->o.part_size;
 
+	fs_assert_ns_held(fs);
 	fs_assert_held(&in->mu);
 	if (!in->seq || fs->pool == NULL || sp->size < (st ? st->off : 0) + ps)
 		return;
@@ -330,6 +332,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	bool linked, fix_attrs = false;
 	int err;
 
+	fs_assert_ns_held(fs);
 	fs_assert_held(&in->mu);
 	if (!in->dirty)
 		return 0;
@@ -452,6 +455,7 @@ void spool_account(struct objfs_fs *fs, struct inode *in)
 {
 	uint64_t disk = in->spool != NULL ? objfs_spool_disk(in->spool) : 0;
 
+	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	assert(fs->spool_used >= in->spool_disk);
 	fs->spool_used = fs->spool_used - in->spool_disk + disk;
@@ -466,6 +470,7 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 {
 	struct objfs_spool *sp = NULL;
 
+	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	if (!in->dirty && in->spool != NULL && (!idle_only || in->nopen == 0)) {
 		sp = in->spool;
@@ -566,6 +571,7 @@ static void spool_relieve(struct objfs_fs *fs, struct inode *in)
 	uint64_t step = fs->o.spool_limit / 16;
 	bool others, own;
 
+	fs_assert_ns_held(fs);
 	if (!spool_over(fs))
 		return;
 	stream_punch(fs, in);
@@ -616,6 +622,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	bool dir, root, in_store;
 	int err;
 
+	fs_assert_ns_held(fs);
 	pthread_mutex_lock(&fs->lock);
 	root = in == fs->root;
 	dir = S_ISDIR(in->mode);
