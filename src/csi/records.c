@@ -20,6 +20,7 @@
 
 #include <openssl/sha.h>
 
+#include "common/buf.h"
 #include "common/creds.h"
 #include "csi/records.h"
 
@@ -152,46 +153,7 @@ int objfs_node_rec_name(const char *volume_id, char name[OBJFS_NODE_REC_NAME_MAX
 
 /* ---- formatting ------------------------------------------------------- */
 
-/* A growing buffer capped at OBJFS_NODE_REC_MAX. */
-struct buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void buf_put(struct buf *b, const char *s, size_t n)
-{
-	if (b->err != 0)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap != 0 ? b->cap : 1024;
-		char *grown;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if (cap > OBJFS_NODE_REC_MAX) {
-			b->err = EFBIG;
-			return;
-		}
-		grown = realloc(b->p, cap);
-		if (grown == NULL) {
-			b->err = ENOMEM;
-			return;
-		}
-		b->p = grown;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void buf_str(struct buf *b, const char *s)
-{
-	buf_put(b, s, strlen(s));
-}
-
-static void buf_esc(struct buf *b, const char *s)
+static void buf_esc(struct objfs_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *u = (const unsigned char *)(s != NULL ? s : "");
@@ -202,33 +164,34 @@ static void buf_esc(struct buf *b, const char *s)
 			e[0] = '%';
 			e[1] = hex[*u >> 4];
 			e[2] = hex[*u & 15];
-			buf_put(b, e, 3);
+			objfs_buf_add(b, e, 3);
 		} else {
-			buf_put(b, (const char *)u, 1);
+			objfs_buf_add(b, u, 1);
 		}
 	}
 }
 
-static void buf_kv(struct buf *b, const char *k, const char *v)
+static void buf_kv(struct objfs_buf *b, const char *k, const char *v)
 {
-	buf_str(b, k);
-	buf_str(b, "=");
+	objfs_buf_adds(b, k);
+	objfs_buf_addc(b, '=');
 	buf_esc(b, v);
-	buf_str(b, "\n");
+	objfs_buf_addc(b, '\n');
 }
 
 int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *len)
 {
-	struct buf b = { NULL, 0, 0, 0 };
+	struct objfs_buf b = OBJFS_BUF_INIT(OBJFS_NODE_REC_MAX - 1, EFBIG);
 	char num[64];
 	size_t i;
+	int err;
 
 	*out = NULL;
 	*len = 0;
 	if (r->volume_id == NULL || r->volume_id[0] == '\0' ||
 	    r->staging == NULL || r->staging[0] == '\0')
 		return EINVAL;
-	buf_str(&b, "# objfs node record\n");
+	objfs_buf_adds(&b, "# objfs node record\n");
 	buf_kv(&b, "volume_id", r->volume_id);
 	buf_kv(&b, "staging", r->staging);
 	buf_kv(&b, "source", r->source);
@@ -246,19 +209,21 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 	buf_kv(&b, "start", num);
 	buf_kv(&b, "secrets", r->secrets ? "1" : "0");
 	for (i = 0; i < r->n_pubs; i++) {
-		buf_str(&b, "publish=");
-		buf_str(&b, r->pubs[i].readonly ? "1|" : "0|");
+		objfs_buf_adds(&b, "publish=");
+		objfs_buf_adds(&b, r->pubs[i].readonly ? "1|" : "0|");
 		buf_esc(&b, r->pubs[i].fingerprint);
-		buf_str(&b, "|");
+		objfs_buf_adds(&b, "|");
 		buf_esc(&b, r->pubs[i].target);
-		buf_str(&b, "\n");
+		objfs_buf_adds(&b, "\n");
 	}
-	if (b.err != 0) {
-		free(b.p);
-		return b.err;
-	}
-	*out = b.p;
 	*len = b.len;
+	*out = objfs_buf_detach(&b);
+	if (*out == NULL) {
+		*len = 0;
+		err = objfs_buf_err(&b) != 0 ? objfs_buf_err(&b) : ENOMEM;
+		objfs_buf_release(&b);
+		return err;
+	}
 	return 0;
 }
 
@@ -672,22 +637,22 @@ int objfs_node_secrets_save(const char *dir, const char *volume_id,
 {
 	char hash[OBJFS_NODE_REC_NAME_MAX];
 	char name[OBJFS_NODE_REC_NAME_MAX + 8];
-	struct buf b = { NULL, 0, 0, 0 };
+	char *text = NULL;
+	size_t len = 0;
 	int err;
 
 	err = objfs_node_rec_name(volume_id, hash);
 	if (err != 0)
 		return err;
 	snprintf(name, sizeof(name), "%s.secrets", hash);
-	err = objfs_creds_format(c, &b.p, &b.len);
-	b.cap = b.len;
+	err = objfs_creds_format(c, &text, &len);
 	if (err == 0)
 		err = objfs_node_rec_mkdir(dir);
 	if (err == 0)
-		err = write_atomic(dir, name, b.p != NULL ? b.p : "", b.len, 0600);
-	if (b.p != NULL) {
-		explicit_bzero(b.p, b.cap);
-		free(b.p);
+		err = write_atomic(dir, name, text != NULL ? text : "", len, 0600);
+	if (text != NULL) {
+		explicit_bzero(text, len);
+		free(text);
 	}
 	return err;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "volume/kvtext.h"
 
 static int key_valid(const char *k, size_t n)
@@ -151,43 +152,29 @@ int objfs_kv_parse(const char *text, size_t len, struct objfs_kv *out)
 int objfs_kv_format(const struct objfs_kv *kv, const char *comment,
 		    char **out, size_t *len)
 {
-	size_t cap = 0, at = 0, i, n;
-	char *buf = NULL;
-	int err = 0;
+	struct objfs_buf b = OBJFS_BUF_INIT(OBJFS_KV_MAX, EFBIG);
+	size_t i;
+	int err;
 
 	*out = NULL;
 	*len = 0;
-	cap += comment != NULL ? strlen(comment) + 3 : 0;
 	for (i = 0; i < kv->n; i++) {
 		if (key_valid(kv->items[i].key, strlen(kv->items[i].key)) != 0 ||
 		    objfs_kv_value_valid(kv->items[i].value) != 0)
 			return EINVAL;
-		cap += strlen(kv->items[i].key) + strlen(kv->items[i].value) + 2;
 	}
-	if (cap > OBJFS_KV_MAX)
-		return EFBIG;
-	buf = malloc(cap + 1);
-	if (buf == NULL)
-		return ENOMEM;
-	if (comment != NULL) {
-		n = strlen(comment);
-		memcpy(buf + at, "# ", 2);
-		memcpy(buf + at + 2, comment, n);
-		buf[at + 2 + n] = '\n';
-		at += n + 3;
+	if (comment != NULL)
+		objfs_buf_addf(&b, "# %s\n", comment);
+	for (i = 0; i < kv->n; i++)
+		objfs_buf_addf(&b, "%s=%s\n", kv->items[i].key,
+			       kv->items[i].value);
+	*len = b.len;
+	*out = objfs_buf_detach(&b);
+	if (*out == NULL) {
+		*len = 0;
+		err = objfs_buf_err(&b) != 0 ? objfs_buf_err(&b) : ENOMEM;
+		objfs_buf_release(&b);
+		return err;
 	}
-	for (i = 0; i < kv->n; i++) {
-		n = strlen(kv->items[i].key);
-		memcpy(buf + at, kv->items[i].key, n);
-		at += n;
-		buf[at++] = '=';
-		n = strlen(kv->items[i].value);
-		memcpy(buf + at, kv->items[i].value, n);
-		at += n;
-		buf[at++] = '\n';
-	}
-	buf[at] = '\0';
-	*out = buf;
-	*len = at;
-	return err;
+	return 0;
 }
