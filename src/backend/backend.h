@@ -348,7 +348,9 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
 
 /* ---- the kinds --------------------------------------------------------- */
 
-/* Local directory store rooted at dir (created if missing, mode 0700). */
+/* Local directory store rooted at dir (created if missing, mode 0700).  A
+ * store root holds this marker file (stack.c finds roots by it). */
+#define OBJFS_LOCAL_STORE_MARKER ".objfs-store"
 int objfs_local_store_create(const char *dir, struct objfs_log *log,
 			     struct objfs_store **out);
 

@@ -26,7 +26,7 @@
 #include "backend/backend.h"
 #include "common/log.h"
 
-#define STORE_MARKER ".objfs-store"
+#define STORE_MARKER OBJFS_LOCAL_STORE_MARKER
 #define URL_MAX 4096
 
 static bool bucket_char(char c)
