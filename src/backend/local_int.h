@@ -8,6 +8,7 @@
 #ifndef OBJFS_BACKEND_LOCAL_INT_H
 #define OBJFS_BACKEND_LOCAL_INT_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
