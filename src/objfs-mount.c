@@ -66,6 +66,8 @@ struct cli {
 	char *log_level;
 	char *max_connections;
 	char *retries;
+	char *retry_timeout;
+	char *stall_timeout;
 	int read_only;
 	int help;
 };
@@ -103,6 +105,8 @@ static const struct fuse_opt cli_opts[] = {
 	OPT("log_level=%s", log_level),
 	OPT("max_connections=%s", max_connections),
 	OPT("retries=%s", retries),
+	OPT("retry_timeout=%s", retry_timeout),
+	OPT("stall_timeout=%s", stall_timeout),
 	{ "ro", offsetof(struct cli, read_only), 1 },
 	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),
 	{ "-h", offsetof(struct cli, help), 1 },
@@ -138,7 +142,13 @@ static void usage(const char *prog)
 "                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
 "                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
-"  retries=N              attempts per request (default: 5)\n"
+"  retry_timeout=SECONDS  how long a request is retried while the store is\n"
+"                         down or failing (refused or reset connections,\n"
+"                         timeouts, 5xx, throttling): the application waits,\n"
+"                         as on an NFS hard mount, then gets EIO (default: 60)\n"
+"  retries=N              cap the tries per request instead (default: none)\n"
+"  stall_timeout=SECONDS  a transfer that moves no byte this long is\n"
+"                         abandoned and tried again (default: 3)\n"
 "\n"
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
@@ -312,9 +322,34 @@ static int build_settings(struct cli *c, struct settings *s)
 		NUM(max_connections, &v, parse_u64);
 		s->sc.s3.max_connections = (unsigned)v;
 	}
+	/* Ride through store outages up to retry_timeout (see backend.h). */
+	s->sc.retry.max_attempts = OBJFS_RETRY_UNLIMITED;
 	if (c->retries != NULL) {
 		NUM(retries, &v, parse_u64);
-		s->sc.retry.max_attempts = (unsigned)v;
+		s->sc.retry.max_attempts = v > 0 && v < OBJFS_RETRY_UNLIMITED ?
+					   (unsigned)v : OBJFS_RETRY_UNLIMITED;
+	}
+	if (c->retry_timeout != NULL) {
+		double t;
+
+		NUM(retry_timeout, &t, parse_double);
+		if (t > 86400) {
+			fprintf(stderr, "objfs-mount: retry_timeout over a day: "
+				"%s\n", c->retry_timeout);
+			return EINVAL;
+		}
+		s->sc.retry.max_total_ms = t > 0 ? (unsigned)(t * 1000) : 1;
+	}
+	if (c->stall_timeout != NULL) {
+		double t;
+
+		NUM(stall_timeout, &t, parse_double);
+		if (t > 3600) {
+			fprintf(stderr, "objfs-mount: stall_timeout over an hour: "
+				"%s\n", c->stall_timeout);
+			return EINVAL;
+		}
+		s->sc.s3.stall_timeout_ms = t > 0 ? (long)(t * 1000) : 1;
 	}
 
 	s->sc.url = c->source;
@@ -364,7 +399,8 @@ static void cli_release(struct cli *c)
 		&c->part_size, &c->upload_parallel, &c->threads, &c->spool_dir,
 		&c->spool_limit, &c->cache_dir, &c->cache_size,
 		&c->volrec_ttl, &c->usage_refresh, &c->ready_fd, &c->log_level,
-		&c->max_connections, &c->retries,
+		&c->max_connections, &c->retries, &c->retry_timeout,
+		&c->stall_timeout,
 	};
 	size_t i;
 
