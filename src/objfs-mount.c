@@ -5,7 +5,8 @@
  *
  * SOURCE is s3://BUCKET/PREFIX or file:///DIR/PREFIX.  Credentials come
  * from the environment or -o credentials_file, never from argv.  See
- * usage() for every option.  Readiness: with -o ready_fd=N the program
+ * usage() for every option; common/mountopts.h reads them (the same
+ * contract the node plugin builds them with).  Readiness: with -o ready_fd=N the program
  * writes the single byte "R" to fd N and closes it once the mount is live;
  * on failure it closes N without writing and exits non-zero.
  */
@@ -15,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
@@ -29,86 +29,19 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "fs/fs.h"
 #include "fs/fuselog.h"
 
 struct cli {
 	char *source;
 	int nonopt;
-	char *endpoint;
-	char *region;
-	char *addressing;
-	char *ca_file;
-	int insecure;
-	int unsigned_payload;
-	int signed_payload;
-	char *credentials_file;
-	char *uid;
-	char *gid;
-	char *umask;
-	char *attr_ttl;
-	char *entry_ttl;
-	char *neg_ttl;
-	char *dir_ttl;
-	char *mem_limit;
-	char *readahead;
-	char *readahead_chunks;
-	char *part_size;
-	char *upload_parallel;
-	char *threads;
-	char *spool_dir;
-	char *spool_limit;
-	char *cache_dir;
-	char *cache_size;
-	char *volrec_ttl;
-	char *usage_refresh;
-	char *ready_fd;
-	char *log_level;
-	char *max_connections;
-	char *retries;
-	char *retry_timeout;
-	char *stall_timeout;
-	int read_only;
 	int help;
+	struct objfs_mount_opts mo;     /* the -o options (common/mountopts.h) */
 };
 
-#define OPT(t, f) { t, offsetof(struct cli, f), 0 }
+/* -o options reach cli_proc() one by one; only the help flags are here. */
 static const struct fuse_opt cli_opts[] = {
-	OPT("endpoint=%s", endpoint),
-	OPT("region=%s", region),
-	OPT("addressing=%s", addressing),
-	OPT("ca_file=%s", ca_file),
-	{ "insecure_skip_verify", offsetof(struct cli, insecure), 1 },
-	{ "unsigned_payload", offsetof(struct cli, unsigned_payload), 1 },
-	{ "signed_payload", offsetof(struct cli, signed_payload), 1 },
-	OPT("credentials_file=%s", credentials_file),
-	OPT("uid=%s", uid),
-	OPT("gid=%s", gid),
-	OPT("umask=%s", umask),
-	OPT("attr_ttl=%s", attr_ttl),
-	OPT("entry_ttl=%s", entry_ttl),
-	OPT("negative_ttl=%s", neg_ttl),
-	OPT("dir_ttl=%s", dir_ttl),
-	OPT("mem_limit=%s", mem_limit),
-	OPT("readahead=%s", readahead),
-	OPT("readahead_chunks=%s", readahead_chunks),
-	OPT("part_size=%s", part_size),
-	OPT("upload_parallel=%s", upload_parallel),
-	OPT("threads=%s", threads),
-	OPT("spool_dir=%s", spool_dir),
-	OPT("spool_limit=%s", spool_limit),
-	OPT("cache_dir=%s", cache_dir),
-	OPT("cache_size=%s", cache_size),
-	OPT("volrec_ttl=%s", volrec_ttl),
-	OPT("usage_refresh=%s", usage_refresh),
-	OPT("ready_fd=%s", ready_fd),
-	OPT("log_level=%s", log_level),
-	OPT("max_connections=%s", max_connections),
-	OPT("retries=%s", retries),
-	OPT("retry_timeout=%s", retry_timeout),
-	OPT("stall_timeout=%s", stall_timeout),
-	{ "ro", offsetof(struct cli, read_only), 1 },
-	FUSE_OPT_KEY("ro", FUSE_OPT_KEY_KEEP),
 	{ "-h", offsetof(struct cli, help), 1 },
 	{ "--help", offsetof(struct cli, help), 1 },
 	FUSE_OPT_END
@@ -190,54 +123,32 @@ static void usage(const char *prog)
 		prog);
 }
 
+/* Takes SOURCE and every -o option: objfs-mount's own are applied to
+ * c->mo, FUSE's (ro and allow_other are both) stay in outargs for libfuse,
+ * anything else fails the parse. */
 static int cli_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct cli *c = data;
+	char err[160];
+	int r;
 
-	if (key == FUSE_OPT_KEY_NONOPT && c->nonopt++ == 0) {
-		c->source = strdup(arg);
-		return 0;
+	(void)outargs;
+	if (key == FUSE_OPT_KEY_NONOPT) {
+		if (c->nonopt++ == 0) {
+			c->source = strdup(arg);
+			return 0;
+		}
+		return 1;
 	}
-	return 1;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0 || end == s)
-		return EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
+	if (arg[0] == '-')
+		return 1;       /* -f, -d, -s ...: fuse_parse_cmdline's */
+	r = objfs_mount_opts_apply(&c->mo, arg, 0, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "objfs-mount: -o %s\n", err);
+		return -1;
 	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end != '\0')
-		return EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_double(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || v < 0)
-		return EINVAL;
-	*out = v;
-	return 0;
+	return r;
 }
 
 struct settings {
@@ -248,133 +159,97 @@ struct settings {
 	struct objfs_creds creds;
 };
 
-#define NUM(field, dst, fn) do {                                        \
-	if (c->field != NULL && fn(c->field, dst) != 0) {               \
-		fprintf(stderr, "objfs-mount: bad value for %s: %s\n",  \
-			#field, c->field);                              \
-		return EINVAL;                                          \
-	}                                                               \
-} while (0)
-
 static int build_settings(struct cli *c, struct settings *s)
 {
-	uint64_t v;
+	const struct objfs_mount_opts *mo = &c->mo;
 	int err;
 
+#define HAS(w) objfs_mount_opts_has(mo, OBJFS_MOPT_##w)
 	objfs_fs_opts_default(&s->fo);
 	memset(&s->sc, 0, sizeof(s->sc));
 	s->ready_fd = -1;
-	s->level = OBJFS_LOG_INFO;
-	if (c->log_level != NULL && objfs_log_parse_level(c->log_level, &s->level) != 0) {
-		fprintf(stderr, "objfs-mount: bad log_level: %s\n", c->log_level);
-		return EINVAL;
-	}
-	if (c->uid != NULL) {
-		NUM(uid, &v, parse_u64);
-		s->fo.uid = (uid_t)v;
-	}
-	if (c->gid != NULL) {
-		NUM(gid, &v, parse_u64);
-		s->fo.gid = (gid_t)v;
-	}
-	if (c->umask != NULL) {
-		char *end;
-		unsigned long m = strtoul(c->umask, &end, 8);
-
-		if (*end != '\0' || m > 0777) {
-			fprintf(stderr, "objfs-mount: bad umask: %s\n", c->umask);
-			return EINVAL;
-		}
-		s->fo.umask = (mode_t)m;
-	}
-	NUM(attr_ttl, &s->fo.attr_ttl, parse_double);
-	NUM(entry_ttl, &s->fo.entry_ttl, parse_double);
-	NUM(neg_ttl, &s->fo.neg_ttl, parse_double);
-	NUM(dir_ttl, &s->fo.dir_ttl, parse_double);
-	NUM(volrec_ttl, &s->fo.volrec_ttl, parse_double);
-	NUM(usage_refresh, &s->fo.usage_refresh, parse_double);
-	NUM(mem_limit, &s->fo.mem_limit, parse_u64);
-	NUM(readahead, &s->fo.ra_chunk, parse_u64);
-	NUM(part_size, &s->fo.part_size, parse_u64);
-	if (c->readahead_chunks != NULL) {
-		NUM(readahead_chunks, &v, parse_u64);
-		s->fo.ra_chunks = (unsigned)v;
-	}
-	if (c->upload_parallel != NULL) {
-		NUM(upload_parallel, &v, parse_u64);
-		s->fo.upload_parallel = v ? (unsigned)v : 1;
-	}
-	if (c->threads != NULL) {
-		NUM(threads, &v, parse_u64);
-		s->fo.threads = v ? (unsigned)v : 1;
-	}
-	if (c->spool_dir != NULL)
-		s->fo.spool_dir = c->spool_dir;
-	s->fo.cache_dir = c->cache_dir;
-	NUM(cache_size, &s->fo.cache_size, parse_u64);
-	NUM(spool_limit, &s->fo.spool_limit, parse_u64);
-	s->fo.read_only = c->read_only != 0;
-	if (c->ready_fd != NULL) {
-		NUM(ready_fd, &v, parse_u64);
-		s->ready_fd = (int)v;
-	}
-	if (c->max_connections != NULL) {
-		NUM(max_connections, &v, parse_u64);
-		s->sc.s3.max_connections = (unsigned)v;
-	}
-	/* Ride through store outages up to retry_timeout (see backend.h). */
+	s->level = HAS(LOG_LEVEL) ? mo->log_level : OBJFS_LOG_INFO;
+	if (HAS(UID))
+		s->fo.uid = (uid_t)mo->uid;
+	if (HAS(GID))
+		s->fo.gid = (gid_t)mo->gid;
+	if (HAS(UMASK))
+		s->fo.umask = (mode_t)mo->umask;
+	if (HAS(ATTR_TTL))
+		s->fo.attr_ttl = mo->attr_ttl;
+	if (HAS(ENTRY_TTL))
+		s->fo.entry_ttl = mo->entry_ttl;
+	if (HAS(NEGATIVE_TTL))
+		s->fo.neg_ttl = mo->negative_ttl;
+	if (HAS(DIR_TTL))
+		s->fo.dir_ttl = mo->dir_ttl;
+	if (HAS(VOLREC_TTL))
+		s->fo.volrec_ttl = mo->volrec_ttl;
+	if (HAS(USAGE_REFRESH))
+		s->fo.usage_refresh = mo->usage_refresh;
+	if (HAS(MEM_LIMIT))
+		s->fo.mem_limit = mo->mem_limit;
+	if (HAS(READAHEAD))
+		s->fo.ra_chunk = mo->readahead;
+	if (HAS(PART_SIZE))
+		s->fo.part_size = mo->part_size;
+	if (HAS(READAHEAD_CHUNKS))
+		s->fo.ra_chunks = (unsigned)mo->readahead_chunks;
+	if (HAS(UPLOAD_PARALLEL))
+		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
+	if (HAS(THREADS))
+		s->fo.threads = mo->threads ? (unsigned)mo->threads : 1;
+	if (HAS(SPOOL_DIR))
+		s->fo.spool_dir = mo->spool_dir;
+	s->fo.cache_dir = HAS(CACHE_DIR) ? mo->cache_dir : NULL;
+	if (HAS(CACHE_SIZE))
+		s->fo.cache_size = mo->cache_size;
+	if (HAS(SPOOL_LIMIT))
+		s->fo.spool_limit = mo->spool_limit;
+	s->fo.read_only = HAS(RO) && mo->ro;
+	if (HAS(READY_FD))
+		s->ready_fd = (int)mo->ready_fd;
+	if (HAS(MAX_CONNECTIONS))
+		s->sc.s3.max_connections = (unsigned)mo->max_connections;
+	/* Ride through store outages up to retry_timeout (backend.h). */
 	s->sc.retry.max_attempts = OBJFS_RETRY_UNLIMITED;
-	if (c->retries != NULL) {
-		NUM(retries, &v, parse_u64);
-		s->sc.retry.max_attempts = v > 0 && v < OBJFS_RETRY_UNLIMITED ?
-					   (unsigned)v : OBJFS_RETRY_UNLIMITED;
-	}
-	if (c->retry_timeout != NULL) {
-		double t;
-
-		NUM(retry_timeout, &t, parse_double);
-		if (t > 86400) {
-			fprintf(stderr, "objfs-mount: retry_timeout over a day: "
-				"%s\n", c->retry_timeout);
+	if (HAS(RETRIES) && mo->retries > 0 &&
+	    mo->retries < OBJFS_RETRY_UNLIMITED)
+		s->sc.retry.max_attempts = (unsigned)mo->retries;
+	if (HAS(RETRY_TIMEOUT)) {
+		if (mo->retry_timeout > 86400) {
+			fprintf(stderr, "objfs-mount: -o retry_timeout: over a "
+				"day\n");
 			return EINVAL;
 		}
-		s->sc.retry.max_total_ms = t > 0 ? (unsigned)(t * 1000) : 1;
+		s->sc.retry.max_total_ms = mo->retry_timeout > 0 ?
+			(unsigned)(mo->retry_timeout * 1000) : 1;
 	}
-	if (c->stall_timeout != NULL) {
-		double t;
-
-		NUM(stall_timeout, &t, parse_double);
-		if (t > 3600) {
-			fprintf(stderr, "objfs-mount: stall_timeout over an hour: "
-				"%s\n", c->stall_timeout);
+	if (HAS(STALL_TIMEOUT)) {
+		if (mo->stall_timeout > 3600) {
+			fprintf(stderr, "objfs-mount: -o stall_timeout: over an "
+				"hour\n");
 			return EINVAL;
 		}
-		s->sc.s3.stall_timeout_ms = t > 0 ? (long)(t * 1000) : 1;
+		s->sc.s3.stall_timeout_ms = mo->stall_timeout > 0 ?
+			(long)(mo->stall_timeout * 1000) : 1;
 	}
 
 	s->sc.url = c->source;
-	s->sc.s3.endpoint = c->endpoint != NULL ? c->endpoint : getenv("AWS_ENDPOINT_URL");
-	s->sc.s3.region = c->region != NULL ? c->region : getenv("AWS_REGION");
-	s->sc.s3.path_style = true;
-	if (c->addressing != NULL) {
-		if (strcmp(c->addressing, "virtual") == 0) {
-			s->sc.s3.path_style = false;
-		} else if (strcmp(c->addressing, "path") != 0) {
-			fprintf(stderr, "objfs-mount: addressing must be path or virtual\n");
-			return EINVAL;
-		}
-	}
-	s->sc.s3.ca_file = c->ca_file;
-	s->sc.s3.insecure_skip_verify = c->insecure != 0;
-	s->sc.s3.unsigned_payload = c->unsigned_payload != 0;
-	s->sc.s3.signed_payload = c->signed_payload != 0;
-	if (c->credentials_file != NULL) {
+	s->sc.s3.endpoint = HAS(ENDPOINT) ? mo->endpoint : getenv("AWS_ENDPOINT_URL");
+	s->sc.s3.region = HAS(REGION) ? mo->region : getenv("AWS_REGION");
+	s->sc.s3.path_style = HAS(ADDRESSING) ? mo->path_style : true;
+	s->sc.s3.ca_file = HAS(CA_FILE) ? mo->ca_file : NULL;
+	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
+	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
+	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);
+	if (HAS(CREDENTIALS_FILE)) {
 		int line = 0;
 
-		err = objfs_creds_load_file(c->credentials_file, &s->creds, &line);
+		err = objfs_creds_load_file(mo->credentials_file, &s->creds, &line);
 		if (err != 0) {
 			fprintf(stderr, "objfs-mount: reading %s: %s (line %d)\n",
-				c->credentials_file, objfs_strerror(err), line);
+				mo->credentials_file, objfs_strerror(err), line);
 			return err;
 		}
 	} else {
@@ -382,32 +257,19 @@ static int build_settings(struct cli *c, struct settings *s)
 		if (err != 0)
 			return err;
 	}
+#undef HAS
 	s->sc.s3.access_key = s->creds.access_key;
 	s->sc.s3.secret_key = s->creds.secret_key;
 	s->sc.s3.session_token = s->creds.session_token;
 	return 0;
 }
 
-/* Frees the strings fuse_opt_parse() duplicated into c. */
+/* Frees what parsing the command line allocated. */
 static void cli_release(struct cli *c)
 {
-	char **strs[] = {
-		&c->source, &c->endpoint, &c->region, &c->addressing,
-		&c->ca_file, &c->credentials_file, &c->uid, &c->gid, &c->umask,
-		&c->attr_ttl, &c->entry_ttl, &c->neg_ttl, &c->dir_ttl,
-		&c->mem_limit, &c->readahead, &c->readahead_chunks,
-		&c->part_size, &c->upload_parallel, &c->threads, &c->spool_dir,
-		&c->spool_limit, &c->cache_dir, &c->cache_size,
-		&c->volrec_ttl, &c->usage_refresh, &c->ready_fd, &c->log_level,
-		&c->max_connections, &c->retries, &c->retry_timeout,
-		&c->stall_timeout,
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-		free(*strs[i]);
-		*strs[i] = NULL;
-	}
+	free(c->source);
+	c->source = NULL;
+	objfs_mount_opts_release(&c->mo);
 }
 
 int main(int argc, char *argv[])

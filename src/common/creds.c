@@ -1,12 +1,17 @@
-/* creds.c - credentials from files and the environment (see creds.h). */
+/* creds.c - credentials from files and the environment, and the file
+ * writer (see creds.h). */
 #include "config.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -134,4 +139,87 @@ void objfs_creds_release(struct objfs_creds *c)
 	wipe_free(&c->access_key);
 	wipe_free(&c->secret_key);
 	wipe_free(&c->session_token);
+}
+
+static bool value_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	return n > 0 && strpbrk(v, "\r\n") == NULL && v[0] != ' ' &&
+	       v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t';
+}
+
+int objfs_creds_format(const struct objfs_creds *c, char **out, size_t *len)
+{
+	static const char *const keys[3] = {
+		"access_key_id", "secret_access_key", "session_token"
+	};
+	const char *vals[3] = { c->access_key, c->secret_key, c->session_token };
+	size_t i, cap = 1, off = 0;
+	char *text;
+
+	*out = NULL;
+	*len = 0;
+	for (i = 0; i < 3; i++) {
+		if (vals[i] == NULL)
+			continue;
+		if (!value_ok(vals[i]))
+			return EINVAL;
+		cap += strlen(keys[i]) + strlen(vals[i]) + 2;
+	}
+	text = malloc(cap);
+	if (text == NULL)
+		return ENOMEM;
+	text[0] = '\0';
+	for (i = 0; i < 3; i++) {
+		if (vals[i] != NULL)
+			off += (size_t)snprintf(text + off, cap - off, "%s=%s\n",
+						keys[i], vals[i]);
+	}
+	*out = text;
+	*len = off;
+	return 0;
+}
+
+int objfs_creds_write_temp(const char *dir, const struct objfs_creds *c,
+			   char *path, size_t cap)
+{
+	char *text = NULL;
+	size_t len = 0, off = 0;
+	int fd, err;
+
+	path[0] = '\0';
+	err = objfs_creds_format(c, &text, &len);
+	if (err != 0)
+		return err;
+	if ((size_t)snprintf(path, cap, "%s/creds-XXXXXX", dir) >= cap) {
+		path[0] = '\0';
+		err = ENAMETOOLONG;
+		goto out;
+	}
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		path[0] = '\0';
+		goto out;
+	}
+	if (fchmod(fd, 0600) != 0)
+		err = errno;
+	while (err == 0 && off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w < 0 && errno != EINTR)
+			err = errno;
+		else if (w > 0)
+			off += (size_t)w;
+	}
+	close(fd);
+	if (err != 0) {
+		unlink(path);
+		path[0] = '\0';
+	}
+out:
+	OPENSSL_cleanse(text, len);
+	free(text);
+	return err;
 }

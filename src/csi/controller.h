@@ -40,7 +40,8 @@
  *   endpoint, region, addressingStyle    for s3 sources
  *   mountOptions     when the StorageClass gives it
  *
- * Objects the controller writes
+ * Objects the controller writes (their keys: volume/layout.h; the index
+ * and the snapshot record: volume/catalog.h)
  *   PREFIX/.objfs/volume              the volume record (volrec format):
  *                                     capacity_bytes, created, name,
  *                                     csi.* (id, params hash, source,
@@ -88,21 +89,44 @@ void objfs_csi_controller_destroy(struct objfs_csi_controller *c);
 void objfs_csi_controller_tune(struct objfs_csi_controller *c,
 			       unsigned page_keys, unsigned copy_workers);
 
-/* Handlers (ctx is the struct objfs_csi). */
-#define OBJFS_CSI_HANDLER(fn) \
-	enum objfs_rpc_code fn(void *ctx, const ProtobufCMessage *req, \
-			       ProtobufCMessage **resp, struct objfs_rpc_status *st)
-OBJFS_CSI_HANDLER(objfs_csi_create_volume);
-OBJFS_CSI_HANDLER(objfs_csi_delete_volume);
-OBJFS_CSI_HANDLER(objfs_csi_validate_volume_capabilities);
-OBJFS_CSI_HANDLER(objfs_csi_list_volumes);
-OBJFS_CSI_HANDLER(objfs_csi_controller_get_volume);
-OBJFS_CSI_HANDLER(objfs_csi_get_capacity);
-OBJFS_CSI_HANDLER(objfs_csi_controller_get_capabilities);
-OBJFS_CSI_HANDLER(objfs_csi_controller_expand_volume);
-OBJFS_CSI_HANDLER(objfs_csi_create_snapshot);
-OBJFS_CSI_HANDLER(objfs_csi_delete_snapshot);
-OBJFS_CSI_HANDLER(objfs_csi_list_snapshots);
-OBJFS_CSI_HANDLER(objfs_csi_get_snapshot);
+/* Handlers (ctx is the struct objfs_csi; see rpc.h): volumes, in
+ * controller.c. */
+enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *req,
+					    ProtobufCMessage **resp,
+					    struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *req,
+					    ProtobufCMessage **resp,
+					    struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_validate_volume_capabilities(void *ctx, const ProtobufCMessage *req,
+							   ProtobufCMessage **resp,
+							   struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_list_volumes(void *ctx, const ProtobufCMessage *req,
+					   ProtobufCMessage **resp,
+					   struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_controller_get_volume(void *ctx, const ProtobufCMessage *req,
+						    ProtobufCMessage **resp,
+						    struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_get_capacity(void *ctx, const ProtobufCMessage *req,
+					   ProtobufCMessage **resp,
+					   struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_controller_get_capabilities(void *ctx, const ProtobufCMessage *req,
+							  ProtobufCMessage **resp,
+							  struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_controller_expand_volume(void *ctx, const ProtobufCMessage *req,
+						       ProtobufCMessage **resp,
+						       struct objfs_rpc_status *st);
+/* Snapshots, in snapshots.c. */
+enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage *req,
+					      ProtobufCMessage **resp,
+					      struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage *req,
+					      ProtobufCMessage **resp,
+					      struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_list_snapshots(void *ctx, const ProtobufCMessage *req,
+					     ProtobufCMessage **resp,
+					     struct objfs_rpc_status *st);
+enum objfs_rpc_code objfs_csi_get_snapshot(void *ctx, const ProtobufCMessage *req,
+					   ProtobufCMessage **resp,
+					   struct objfs_rpc_status *st);
 
 #endif

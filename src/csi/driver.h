@@ -50,9 +50,10 @@ struct objfs_csi_config {
 	const struct objfs_csi_mounter *mounter;
 	/* The default store (url, S3 settings, credentials, retries). */
 	struct objfs_store_config store;
-	/* Opens the store of a bucket named by StorageClass parameters
-	 * (objfs-csi: objfs_store_stack_create; tests inject their own).
-	 * NULL: volumes can live only in the default store. */
+	/* Opens the store of a bucket named by StorageClass parameters, and
+	 * (node) the store a NodeGetVolumeStats probes (objfs-csi:
+	 * objfs_store_stack_create; tests inject their own).  NULL: volumes
+	 * can live only in the default store, and the node probes none. */
 	int (*store_open)(const struct objfs_store_config *cfg,
 			  struct objfs_log *log, struct objfs_store **out);
 };

@@ -1,6 +1,7 @@
 /*
  * mounter.c - the real mounter (see mounter.h): objfs-mount processes, bind
- * mounts, unmounts, bounded statvfs and store probes.
+ * mounts, unmounts and bounded statvfs.  Operating system calls only: it
+ * opens no store.
  *
  * Mount processes are started with a double fork: the intermediate child
  * calls setsid(), forks the mount process, reports its pid through a pipe
@@ -12,7 +13,7 @@
  * descriptors) is prepared before the fork.
  *
  * Readiness: the process gets the write end of a pipe as fd 3 and
- * `-o ready_fd=3`; one byte on it means the mount is live.  As a fallback
+ * `-o ready_fd=3` (built with the options by common/mountopts.h); one byte on it means the mount is live.  As a fallback
  * the mount also counts as ready once /proc/self/mountinfo shows a FUSE
  * mount at the mount point.  EOF on the pipe without either means the
  * process died.
@@ -41,9 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h"
 #include "common/creds.h"
 #include "common/errors.h"
+#include "common/mountopts.h"
 #include "csi/mounter.h"
 #include "csi/records.h"
 
@@ -482,49 +483,6 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 	return err;
 }
 
-/* ---- store probe ------------------------------------------------------ */
-
-static int real_probe(void *ctx, const struct objfs_store_config *sc,
-		      unsigned timeout_ms)
-{
-	struct objfs_store_config c = *sc;
-	struct objfs_list_req lreq = { "", NULL, NULL, NULL, 1 };
-	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
-	struct objfs_store *store = NULL;
-	char *scheme = NULL, *bucket = NULL, *prefix = NULL;
-	struct stat st;
-	int err;
-
-	(void)ctx;
-	err = objfs_store_url_parse(sc->url, &scheme, &bucket, &prefix);
-	if (err != 0)
-		goto out;
-	if (strcmp(scheme, "file") == 0) {
-		/* A local store: probing through the stack would create one. */
-		if (stat(bucket, &st) != 0)
-			err = errno;
-		else if (!S_ISDIR(st.st_mode))
-			err = ENOTDIR;
-		goto out;
-	}
-	c.retry.max_attempts = 1;
-	c.retry.max_total_ms = timeout_ms;
-	c.s3.connect_timeout_ms = timeout_ms;
-	c.s3.low_speed_timeout_s = (long)(timeout_ms / 1000) + 1;
-	c.s3.max_connections = 1;
-	err = objfs_store_stack_create(&c, NULL, &store);
-	if (err != 0)
-		goto out;
-	err = objfs_store_list(store, &lreq, &page);
-	objfs_list_page_release(&page);
-out:
-	objfs_store_destroy(store);
-	free(scheme);
-	free(bucket);
-	free(prefix);
-	return err;
-}
-
 /* ---- starting a mount process ------------------------------------------ */
 
 /* The last line of the log file at path (no secrets: objfs-mount never logs
@@ -573,47 +531,33 @@ static void log_tail(const char *path, char *msg, size_t cap)
 static int write_creds(const char *dir, const struct objfs_creds *c,
 		       char *path, size_t cap)
 {
-	char *text = NULL;
-	size_t len = 0, off = 0;
-	int fd, err;
+	int err = objfs_node_rec_mkdir(dir);
 
-	path[0] = '\0';
-	err = objfs_node_creds_format(c, &text, &len);
-	if (err != 0)
-		return err;
-	err = objfs_node_rec_mkdir(dir);
-	if (err != 0)
-		goto out;
-	if ((size_t)snprintf(path, cap, "%s/creds-XXXXXX", dir) >= cap) {
-		err = ENAMETOOLONG;
-		goto out;
-	}
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0) {
-		err = errno;
-		path[0] = '\0';
-		goto out;
-	}
-	if (fchmod(fd, 0600) != 0)
-		err = errno;
-	while (err == 0 && off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno != EINTR)
-			err = errno;
-		else if (w > 0)
-			off += (size_t)w;
-	}
-	close(fd);
 	if (err != 0) {
-		unlink(path);
 		path[0] = '\0';
+		return err;
 	}
-out:
-	if (text != NULL)
-		explicit_bzero(text, len);
-	free(text);
-	return err;
+	return objfs_creds_write_temp(dir, c, path, cap);
+}
+
+/* The -o list of a mount process: the node's options, then ready_fd
+ * (unless negative) and credentials_file (unless "").  0 or ENOSPC. */
+static int supervisor_opts(const char *options, int ready_fd, const char *creds_path,
+			   char *out, size_t cap)
+{
+	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
+
+	if ((size_t)snprintf(out, cap, "%s", options) >= cap)
+		return ENOSPC;
+	if (ready_fd >= 0) {
+		mo.ready_fd = (uint64_t)ready_fd;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_READY_FD);
+	}
+	if (creds_path[0] != '\0') {
+		mo.credentials_file = creds_path;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_CREDENTIALS_FILE);
+	}
+	return objfs_mount_opts_build(&mo, out, cap);
 }
 
 static int open_log(const char *path)
@@ -733,7 +677,6 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	long long mounted_since = 0;
 	char state;
 	int err = 0;
-	size_t len;
 
 	msg[0] = '\0';
 	memset(out, 0, sizeof(*out));
@@ -747,11 +690,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	len = (size_t)snprintf(opts, sizeof(opts), "%s%sready_fd=%d%s%s",
-			       spec->options, spec->options[0] != '\0' ? "," : "",
-			       READY_FD, creds_path[0] != '\0' ? ",credentials_file=" : "",
-			       creds_path);
-	if (len >= sizeof(opts)) {
+	if (supervisor_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
@@ -863,7 +802,6 @@ static const struct objfs_csi_mounter_ops real_ops = {
 	.abort_conn = real_abort_conn,
 	.mount_info = real_mount_info,
 	.statfs = real_statfs,
-	.probe = real_probe,
 };
 
 static const struct objfs_csi_mounter real_mounter = {
@@ -1055,10 +993,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	if ((size_t)snprintf(opts, sizeof(opts), "%s%s%s%s", spec->options,
-			     spec->options[0] != '\0' && creds_path[0] != '\0' ? "," : "",
-			     creds_path[0] != '\0' ? "credentials_file=" : "", creds_path) >=
-	    sizeof(opts)) {
+	if (supervisor_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
@@ -1151,7 +1086,6 @@ static const struct objfs_csi_mounter_ops sd_ops = {
 	.abort_conn = real_abort_conn,
 	.mount_info = real_mount_info,
 	.statfs = real_statfs,
-	.probe = real_probe,
 };
 
 static const struct objfs_csi_mounter sd_mounter = {

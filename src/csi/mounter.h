@@ -1,7 +1,8 @@
 /*
  * mounter.h - what the node service asks of the operating system: starting
- * and watching objfs-mount processes, bind mounts, unmounts, statvfs and a
- * reachability probe of a volume's store.
+ * and watching objfs-mount processes, bind mounts, unmounts and statvfs.
+ * (The node probes a volume's store through the driver's store factory,
+ * objfs_csi_config.store_open, not through the mounter.)
  *
  * node.c reaches all of it through `struct objfs_csi_mounter` (an ops table
  * and a context), so cmocka tests inject a fake and call the handlers with
@@ -18,7 +19,6 @@
 #include <sys/types.h>
 
 struct objfs_creds;
-struct objfs_store_config;
 
 /* One objfs-mount to start: `PROGRAM -f -o OPTIONS[,ready_fd=3]
  * [,credentials_file=F] SOURCE MOUNTPOINT`.  All borrowed. */
@@ -87,10 +87,6 @@ struct objfs_csi_mounter_ops {
 	/* statvfs(path) bounded by timeout_ms (ETIMEDOUT: a hung mount). */
 	int (*statfs)(void *ctx, const char *path, unsigned timeout_ms,
 		      struct statvfs *out);
-	/* Whether the store sc describes answers a one-key listing within
-	 * timeout_ms.  0 or the errno of the failure. */
-	int (*probe)(void *ctx, const struct objfs_store_config *sc,
-		     unsigned timeout_ms);
 };
 
 /* The injected mounter and the timings of the node service. */

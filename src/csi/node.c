@@ -27,9 +27,10 @@
  *    again (bind mounts of a dead connection keep pointing at it).
  *  - Secrets never reach a log line, an error message, argv or environ.
  *
- * Paths: staging and target paths must be absolute, free of "..", and lie
- * under the kubelet directory once symbolic links in their parents are
- * resolved; the last component must not be a symbolic link.
+ * Paths are checked in node_paths.c, a volume's process and bind mounts
+ * are node_mount.c, NodeGetVolumeStats is node_stats.c, repairs and the
+ * watchdog thread are watchdog.c; node_int.h holds the state they share.
+ * objfs-mount's -o options are built and checked by common/mountopts.h.
  */
 #include "config.h"
 
@@ -47,84 +48,21 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "csi.pb-c.h"
+#include "csi/caps.h"
+#include "csi/claims.h"
 #include "csi/node.h"
+#include "csi/node_int.h"
 #include "csi/pb.h"
 #include "csi/records.h"
-
-/* objfs-mount -o option names (see objfs-mount --help). */
-#define MOPT_ALLOW_OTHER "allow_other"
-#define MOPT_RO "ro"
-#define MOPT_GID "gid="
-#define MOPT_UMASK_GROUP "umask=0002"
-#define MOPT_MEMORY "mem_limit="
-#define MOPT_ENDPOINT "endpoint="
-#define MOPT_REGION "region="
-#define MOPT_ADDRESSING "addressing="
-#define MOPT_CA_FILE "ca_file="
-#define MOPT_SPOOL_DIR "spool_dir="
-
-#define OPTS_MAX 4096
-#define FP_MAX (OPTS_MAX + PATH_MAX + 512)
-#define COND_MAX 512
-#define DETACH_TRIES 8
 
 /* Secret keys of NodeStageVolume. */
 #define SECRET_ACCESS_KEY "accessKeyID"
 #define SECRET_SECRET_KEY "secretAccessKey"
 #define SECRET_SESSION_TOKEN "sessionToken"
 
-struct vol {
-	struct vol *next;
-	struct objfs_node_rec rec;      /* mirrors the record on disk */
-	struct objfs_creds creds;       /* stage secrets; empty: the plugin's */
-	bool abnormal;                  /* set by a failed repair */
-	char cond[COND_MAX];
-	unsigned failed_repairs;        /* in a row; the watchdog backs off */
-	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
-};
-
-struct busy {
-	struct busy *next;
-	char id[];
-};
-
-struct objfs_csi_node {
-	struct objfs_csi *csi;                  /* borrowed */
-	struct objfs_log *log;                  /* borrowed */
-	struct objfs_csi_mounter m;
-	char kubelet[PATH_MAX];                 /* canonical kubelet dir */
-	char rec_dir[PATH_MAX];                 /* "" when no state dir */
-	char tmp_dir[PATH_MAX];
-	char log_dir[PATH_MAX];                 /* "" when no state dir */
-	char spool_dir[PATH_MAX];               /* mounts' spools: "" when no
-						   state dir (objfs-mount's
-						   default) */
-	pthread_mutex_t lock;                   /* protects everything below */
-	pthread_cond_t wake;
-	struct vol *vols;
-	struct busy *busy;
-	bool stopping;
-	bool watchdog_running;
-	pthread_t watchdog;
-};
-
 /* ---- small helpers ---------------------------------------------------- */
-
-static struct objfs_csi_node *node_of(void *ctx)
-{
-	return ((struct objfs_csi *)ctx)->node;
-}
-
-static bool empty(const char *s)
-{
-	return s == NULL || s[0] == '\0';
-}
-
-static bool streq(const char *a, const char *b)
-{
-	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
-}
 
 /* Appends s to buf (cap), with a comma when buf is not empty.  ENOSPC. */
 static int opt_add(char *buf, size_t cap, const char *s)
@@ -142,18 +80,7 @@ static int opt_add(char *buf, size_t cap, const char *s)
 	return 0;
 }
 
-static int opt_add2(char *buf, size_t cap, const char *key, const char *val)
-{
-	char tmp[OPTS_MAX];
-
-	if (empty(val))
-		return 0;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s", key, val) >= sizeof(tmp))
-		return ENOSPC;
-	return opt_add(buf, cap, tmp);
-}
-
-/* A value that may go into the -o list: printable, no comma or blank. */
+/* A value the plugin puts into the -o list: printable, no comma or blank. */
 static bool opt_value_ok(const char *s)
 {
 	for (; *s != '\0'; s++) {
@@ -163,75 +90,87 @@ static bool opt_value_ok(const char *s)
 	return true;
 }
 
-/* One user-given option (mountOptions, mount_flags): key[=value] of safe
- * characters, and none of the ones the plugin owns. */
-static bool user_opt_ok(const char *s, size_t n)
+/* Parses a user's option list (volume_context mountOptions, a mount flag):
+ * letters, digits and "_.:/=+-@" separated by commas (nothing to escape),
+ * objfs-mount options by their contract (common/mountopts.h) except the
+ * plugin's own (ready_fd, credentials_file).  *mo, when not NULL, gets
+ * them (release it).  0 or EINVAL (err, cap bytes, says why). */
+static int user_opts_parse(const char *list, struct objfs_mount_opts *mo,
+			   char *err, size_t cap)
 {
-	static const char *const reserved[] = { "ready_fd", "credentials_file" };
-	size_t i, klen;
+	struct objfs_mount_opts tmp;
+	size_t i;
 
-	if (n == 0)
-		return true;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
+	for (i = 0; list[i] != '\0'; i++) {
+		char c = list[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || strchr("_.:/=+-@", c) != NULL))
-			return false;
+		      (c >= '0' && c <= '9') || strchr(",_.:/=+-@", c) != NULL)) {
+			snprintf(err, cap, "a character other than letters, digits and _.:/=+-@");
+			return EINVAL;
+		}
 	}
-	klen = strcspn(s, "=");
-	if (klen > n)
-		klen = n;
-	for (i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-		if (strlen(reserved[i]) == klen && strncmp(s, reserved[i], klen) == 0)
-			return false;
-	}
-	return true;
+	if (objfs_mount_opts_parse(list, OBJFS_MOUNT_OPTS_USER, &tmp, err, cap) != 0)
+		return EINVAL;
+	if (mo != NULL)
+		*mo = tmp;
+	else
+		objfs_mount_opts_release(&tmp);
+	return 0;
 }
 
-/* True when the user's options (a comma-separated list, and the mount
- * flags) set key (which ends in '='). */
-static bool opt_listed(const char *list, const char *key, char *const *flags,
-		       size_t n_flags)
+/* Checks a user's option list (user_opts_parse) and adds it to buf (empty
+ * items dropped).  EINVAL (err says why) or ENOSPC. */
+static int user_opts_add(char *buf, size_t cap, const char *list, char *err, size_t errcap)
 {
-	size_t klen = strlen(key), i;
+	char item[OPTS_MAX];
 	const char *p = list;
 
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, key, klen) == 0)
-			return true;
-		p = strchr(p, ',');
-		if (p != NULL)
-			p++;
+	if (user_opts_parse(list, NULL, err, errcap) != 0)
+		return EINVAL;
+	while (*p != '\0') {
+		const char *comma = strchr(p, ',');
+		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		int e;
+
+		if (n >= sizeof(item))
+			return EINVAL;
+		memcpy(item, p, n);
+		item[n] = '\0';
+		e = opt_add(buf, cap, item);
+		if (e != 0)
+			return e;
+		if (comma == NULL)
+			break;
+		p = comma + 1;
 	}
-	for (i = 0; i < n_flags; i++) {
-		if (opt_listed(flags[i], key, NULL, 0))
-			return true;
-	}
-	return false;
+	return 0;
 }
 
 /* Adds a comma-separated list of user options to buf.  EINVAL or ENOSPC. */
 static int opt_add_list(char *buf, size_t cap, const char *list)
 {
-	char item[OPTS_MAX];
-	const char *p = list;
+	return user_opts_add(buf, cap, list, NULL, 0);
+}
 
-	while (p != NULL && *p != '\0') {
-		const char *comma = strchr(p, ',');
-		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
-		int err;
+/* True when the user's options (mountOptions and the mount flags) set
+ * option `which`. */
+static bool user_sets(const char *extra, char *const *flags, size_t n_flags,
+		      enum objfs_mopt which)
+{
+	struct objfs_mount_opts mo;
+	bool set = false;
+	size_t i;
 
-		if (n >= sizeof(item) || !user_opt_ok(p, n))
-			return EINVAL;
-		memcpy(item, p, n);
-		item[n] = '\0';
-		err = opt_add(buf, cap, item);
-		if (err != 0)
-			return err;
-		p = comma != NULL ? comma + 1 : NULL;
+	for (i = 0; !set && i <= n_flags; i++) {
+		const char *list = i < n_flags ? flags[i] : extra;
+
+		if (list == NULL || user_opts_parse(list, &mo, NULL, 0) != 0)
+			continue;
+		set = objfs_mount_opts_has(&mo, which);
+		objfs_mount_opts_release(&mo);
 	}
-	return 0;
+	return set;
 }
 
 /* FNV-1a of the sorted key=value pairs of a map field. */
@@ -270,53 +209,21 @@ static uint64_t map_hash(void *const *entries, size_t n)
 
 /* ---- busy marks -------------------------------------------------------- */
 
+/* Claims volume id for a call: false when another call holds it. */
 static bool busy_acquire(struct objfs_csi_node *n, const char *id)
 {
-	struct busy *b;
-	size_t len = strlen(id) + 1;
-	bool ok = true;
-
-	pthread_mutex_lock(&n->lock);
-	for (b = n->busy; b != NULL; b = b->next) {
-		if (strcmp(b->id, id) == 0) {
-			ok = false;
-			goto out;
-		}
-	}
-	b = malloc(sizeof(*b) + len);
-	if (b == NULL) {
-		ok = false;
-		goto out;
-	}
-	memcpy(b->id, id, len);
-	b->next = n->busy;
-	n->busy = b;
-out:
-	pthread_mutex_unlock(&n->lock);
-	return ok;
+	return objfs_claims_take(&n->busy, &id, 1) == 0;
 }
 
 static void busy_release(struct objfs_csi_node *n, const char *id)
 {
-	struct busy **pp;
-
-	pthread_mutex_lock(&n->lock);
-	for (pp = &n->busy; *pp != NULL; pp = &(*pp)->next) {
-		if (strcmp((*pp)->id, id) == 0) {
-			struct busy *b = *pp;
-
-			*pp = b->next;
-			free(b);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&n->lock);
+	objfs_claims_drop(&n->busy, &id, 1);
 }
 
 /* ---- volumes ------------------------------------------------------------ */
 
 /* Under lock. */
-static struct vol *find_vol(struct objfs_csi_node *n, const char *id)
+struct vol *node_find_vol(struct objfs_csi_node *n, const char *id)
 {
 	struct vol *v;
 
@@ -336,7 +243,7 @@ static void vol_free(struct vol *v)
 	free(v);
 }
 
-static int creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
+int node_creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
 {
 	int err = 0;
 
@@ -363,11 +270,11 @@ static int vol_snapshot(struct objfs_csi_node *n, const char *id,
 	if (creds != NULL)
 		memset(creds, 0, sizeof(*creds));
 	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
+	v = node_find_vol(n, id);
 	if (v != NULL) {
 		err = objfs_node_rec_copy(rec, &v->rec);
 		if (err == 0 && creds != NULL) {
-			err = creds_copy(creds, &v->creds);
+			err = node_creds_copy(creds, &v->creds);
 			if (err != 0)
 				objfs_node_rec_release(rec);
 		}
@@ -390,7 +297,7 @@ static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
 		return err;
 	}
 	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, rec->volume_id);
+	v = node_find_vol(n, rec->volume_id);
 	if (v != NULL) {
 		struct objfs_node_rec old = v->rec;
 
@@ -402,218 +309,21 @@ static int vol_commit(struct objfs_csi_node *n, struct objfs_node_rec *rec)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sets the condition a volume reports besides its live checks; an
- * abnormal one set by a failed repair also delays the next try (1 s, 2 s,
- * 4 s ... 60 s), so a store that is down is not hammered. */
-static void vol_set_condition(struct objfs_csi_node *n, const char *id,
-			      bool abnormal, const char *msg)
-{
-	struct vol *v;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL) {
-		v->abnormal = abnormal;
-		snprintf(v->cond, sizeof(v->cond), "%s", msg != NULL ? msg : "");
-		if (!abnormal) {
-			v->failed_repairs = 0;
-			v->next_repair_ms = 0;
-		}
-	}
-	pthread_mutex_unlock(&n->lock);
-}
-
-static void vol_repair_failed(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-	long long delay;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL) {
-		if (v->failed_repairs < 16)
-			v->failed_repairs++;
-		delay = 1000LL << (v->failed_repairs - 1);
-		v->next_repair_ms = now_ms() + (delay > 60000 ? 60000 : delay);
-	}
-	pthread_mutex_unlock(&n->lock);
-}
-
-static bool vol_repair_due(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-	bool due = false;
-
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, id);
-	if (v != NULL)
-		due = v->next_repair_ms == 0 || now_ms() >= v->next_repair_ms;
-	pthread_mutex_unlock(&n->lock);
-	return due;
-}
-
-/* ---- paths ------------------------------------------------------------- */
-
-/* Lexically normalises path (absolute, no ".."), into out. */
-static int normalise(const char *path, char *out, size_t cap)
-{
-	const char *p = path;
-	size_t len = 0;
-
-	if (path[0] != '/')
-		return EINVAL;
-	out[0] = '\0';
-	while (*p != '\0') {
-		const char *start;
-		size_t n;
-
-		while (*p == '/')
-			p++;
-		start = p;
-		while (*p != '\0' && *p != '/')
-			p++;
-		n = (size_t)(p - start);
-		if (n == 0 || (n == 1 && start[0] == '.'))
-			continue;
-		if (n == 2 && start[0] == '.' && start[1] == '.')
-			return EXDEV;
-		if (len + n + 2 > cap)
-			return ENAMETOOLONG;
-		out[len++] = '/';
-		memcpy(out + len, start, n);
-		len += n;
-		out[len] = '\0';
-	}
-	if (len == 0) {
-		if (cap < 2)
-			return ENAMETOOLONG;
-		out[0] = '/';
-		out[1] = '\0';
-	}
-	return 0;
-}
-
-/* Resolves symbolic links in the parents of the normalised path norm: the
- * deepest existing ancestor through realpath(), the rest appended. */
-static int resolve_parents(const char *norm, char *out, size_t cap)
-{
-	char probe[PATH_MAX], real[PATH_MAX];
-	const char *tail;
-	char *slash;
-	size_t plen;
-
-	if ((size_t)snprintf(probe, sizeof(probe), "%s", norm) >= sizeof(probe))
-		return ENAMETOOLONG;
-	slash = strrchr(probe, '/');
-	*slash = '\0';              /* probe: the parent ("" for /x) */
-	for (;;) {
-		if (realpath(probe[0] != '\0' ? probe : "/", real) != NULL)
-			break;
-		if (errno != ENOENT && errno != ENOTDIR)
-			return errno;
-		slash = strrchr(probe, '/');
-		if (slash == NULL)
-			return ENOENT;
-		*slash = '\0';
-	}
-	plen = strlen(probe);
-	tail = norm + plen;         /* starts with '/' */
-	if (strcmp(real, "/") == 0)
-		real[0] = '\0';
-	if ((size_t)snprintf(out, cap, "%s%s", real, tail) >= cap)
-		return ENAMETOOLONG;
-	return 0;
-}
-
-static enum objfs_rpc_code confine(struct objfs_csi_node *n, const char *field,
-				   const char *path, char *out, size_t cap,
-				   enum objfs_rpc_code code, struct objfs_rpc_status *st)
-{
-	char norm[PATH_MAX];
-	size_t klen = strlen(n->kubelet);
-	struct objfs_csi_mount_info mi;
-	struct stat sb;
-	int err;
-
-	err = normalise(path, norm, sizeof(norm));
-	if (err == EINVAL)
-		return objfs_rpc_fail(st, code, "%s \"%s\" is not an absolute path",
-				      field, path);
-	if (err == EXDEV)
-		return objfs_rpc_fail(st, code, "%s \"%s\" must not contain \"..\"",
-				      field, path);
-	if (err != 0)
-		return objfs_rpc_fail(st, code, "%s is too long", field);
-	err = resolve_parents(norm, out, cap);
-	if (err != 0)
-		return objfs_rpc_fail(st, code, "%s \"%s\": cannot resolve its parent: %s",
-				      field, path, objfs_strerror(err));
-	if (strncmp(out, n->kubelet, klen) != 0 || out[klen] != '/' ||
-	    out[klen + 1] == '\0')
-		return objfs_rpc_fail(st, code, "%s \"%s\" is outside the kubelet directory %s",
-				      field, path, n->kubelet);
-	/* A mount point is no symbolic link; and an lstat() there would ask
-	 * the mounted filesystem, which may hang. */
-	if (n->m.ops->mount_info(n->m.ctx, out, &mi) != 0 &&
-	    lstat(out, &sb) == 0 && S_ISLNK(sb.st_mode))
-		return objfs_rpc_fail(st, code, "%s \"%s\" is a symbolic link", field, path);
-	return OBJFS_RPC_OK;
-}
-
 /* ---- capabilities ------------------------------------------------------ */
-
-static bool mode_reader_only(int mode)
-{
-	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
-}
-
-/* Modes that allow one publication per node only (CSI's second table). */
-static bool mode_single_target(int mode)
-{
-	return mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY ||
-	       mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER;
-}
 
 static enum objfs_rpc_code check_capability(const Csi__V1__VolumeCapability *cap,
 					    struct objfs_rpc_status *st)
 {
 	const Csi__V1__VolumeCapability__MountVolume *m;
+	enum objfs_rpc_code code;
+	char msg[COND_MAX];
 	size_t i;
 
-	if (cap == NULL)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability is missing");
-	if (cap->access_mode == NULL ||
-	    cap->access_mode->mode == CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__UNKNOWN)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_mode is missing");
-	if ((int)cap->access_mode->mode > CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_mode %d is unknown",
-				      (int)cap->access_mode->mode);
-	if (cap->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK)
-		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
-				      "block access is not supported: objfs volumes are filesystems");
-	if (cap->access_type_case != CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT ||
-	    cap->mount == NULL)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_capability.access_type is missing (mount is required)");
+	/* What objfs offers (caps.h), then what objfs-mount accepts. */
+	code = objfs_csi_cap_check(cap, "volume_capability", msg, sizeof(msg));
+	if (code != OBJFS_RPC_OK)
+		return objfs_rpc_fail(st, code, "%s", msg);
 	m = cap->mount;
-	if (!empty(m->fs_type) && strcmp(m->fs_type, "objfs") != 0 &&
-	    strcmp(m->fs_type, "fuse") != 0 && strcmp(m->fs_type, "fuse.objfs") != 0)
-		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
-				      "fs_type \"%s\" is not supported (objfs serves its own filesystem)",
-				      m->fs_type);
 	if (!empty(m->volume_mount_group)) {
 		const char *g = m->volume_mount_group;
 
@@ -673,7 +383,7 @@ static void publish_fingerprint(const Csi__V1__NodePublishVolumeRequest *r,
 					      r->n_publish_context));
 }
 
-/* ---- the mount of a volume --------------------------------------------- */
+/* ---- what a volume is mounted with -------------------------------------- */
 
 static bool volume_id_is_path_safe(const char *id)
 {
@@ -699,8 +409,9 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
 	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
 	char src[PATH_MAX + 512];
+	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
 	char opts[OPTS_MAX] = "";
-	char num[32];
+	char why[160] = "";
 	bool s3;
 	size_t i;
 	int err = 0;
@@ -757,22 +468,28 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 				      "volume %s has no S3 endpoint (volume_context endpoint or the plugin's --s3-endpoint)",
 				      r->volume_id);
 
-	err |= opt_add(opts, sizeof(opts), MOPT_ALLOW_OTHER);
-	if (mode_reader_only(r->volume_capability->access_mode->mode))
-		err |= opt_add(opts, sizeof(opts), MOPT_RO);
+	mo.allow_other = true;
+	objfs_mount_opts_mark(&mo, OBJFS_MOPT_ALLOW_OTHER);
+	if (objfs_csi_mode_reader_only(r->volume_capability->access_mode->mode)) {
+		mo.ro = true;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_RO);
+	}
 	if (!empty(m->volume_mount_group)) {
-		err |= opt_add2(opts, sizeof(opts), MOPT_GID, m->volume_mount_group);
-		err |= opt_add(opts, sizeof(opts), MOPT_UMASK_GROUP);
+		/* the pod's group owns the files, group-writable */
+		mo.gid = strtoull(m->volume_mount_group, NULL, 10);
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_GID);
+		mo.umask = 02;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_UMASK);
 	}
 	if (cfg->mount_memory_mib != 0) {
 		/* objfs-mount's mem_limit bounds its read-ahead buffers: half
 		 * the process's budget, the rest is for threads, HTTP
 		 * connections and metadata. */
-		snprintf(num, sizeof(num), "%uM", cfg->mount_memory_mib / 2);
-		err |= opt_add2(opts, sizeof(opts), MOPT_MEMORY, num);
+		mo.mem_limit = (uint64_t)(cfg->mount_memory_mib / 2) << 20;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_MEM_LIMIT);
 	}
 	if (n->spool_dir[0] != '\0' && opt_value_ok(n->spool_dir) &&
-	    !opt_listed(extra, MOPT_SPOOL_DIR, m->mount_flags, m->n_mount_flags)) {
+	    !user_sets(extra, m->mount_flags, m->n_mount_flags, OBJFS_MOPT_SPOOL_DIR)) {
 		/* unsaved data waits on the host's disk beside the records,
 		 * not in the plugin container's writable layer */
 		int e = objfs_node_rec_mkdir(n->spool_dir);
@@ -781,23 +498,32 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 			return objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 					      "creating the spool directory %s: %s",
 					      n->spool_dir, objfs_strerror(e));
-		err |= opt_add2(opts, sizeof(opts), MOPT_SPOOL_DIR, n->spool_dir);
+		mo.spool_dir = n->spool_dir;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_SPOOL_DIR);
 	}
 	if (s3) {
-		err |= opt_add2(opts, sizeof(opts), MOPT_ENDPOINT, endpoint);
-		err |= opt_add2(opts, sizeof(opts), MOPT_REGION, region);
-		err |= opt_add2(opts, sizeof(opts), MOPT_ADDRESSING, addressing);
-		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file))
-			err |= opt_add2(opts, sizeof(opts), MOPT_CA_FILE, cfg->store.s3.ca_file);
+		mo.endpoint = endpoint;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ENDPOINT);
+		if (!empty(region)) {
+			mo.region = region;
+			objfs_mount_opts_mark(&mo, OBJFS_MOPT_REGION);
+		}
+		mo.path_style = strcmp(addressing, "path") == 0;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ADDRESSING);
+		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file)) {
+			mo.ca_file = cfg->store.s3.ca_file;
+			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
+		}
 	}
+	err = objfs_mount_opts_build(&mo, opts, sizeof(opts));
 	if (err != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "mount options are too long");
 	if (!empty(extra)) {
-		err = opt_add_list(opts, sizeof(opts), extra);
+		err = user_opts_add(opts, sizeof(opts), extra, why, sizeof(why));
 		if (err == EINVAL)
 			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "volume_context mountOptions \"%s\" is not a list of objfs-mount options",
-					      extra);
+					      "volume_context mountOptions \"%s\" is not a list of objfs-mount options: %s",
+					      extra, why);
 	}
 	for (i = 0; err == 0 && i < m->n_mount_flags; i++)
 		err = opt_add_list(opts, sizeof(opts), m->mount_flags[i]);
@@ -812,232 +538,6 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	    objfs_pb_set_str(&rec->group, m->volume_mount_group) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 	return OBJFS_RPC_OK;
-}
-
-/* The credentials a volume's mount gets: its stage secrets, else the
- * plugin's own.  A view: nothing to free. */
-static struct objfs_creds creds_for(struct objfs_csi_node *n, const struct objfs_creds *vc)
-{
-	struct objfs_creds c = OBJFS_CREDS_INIT;
-
-	if (vc != NULL && vc->access_key != NULL)
-		return *vc;
-	c.access_key = (char *)n->csi->cfg.store.s3.access_key;
-	c.secret_key = (char *)n->csi->cfg.store.s3.secret_key;
-	c.session_token = (char *)n->csi->cfg.store.s3.session_token;
-	return c;
-}
-
-static void proc_of(const struct objfs_node_rec *rec, struct objfs_csi_proc *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->pid = rec->pid;
-	p->start = rec->start;
-	if (rec->unit != NULL)
-		snprintf(p->unit, sizeof(p->unit), "%s", rec->unit);
-}
-
-/* Starts the mount process of rec at rec->staging; sets rec->pid/start. */
-static int start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
-		       const struct objfs_creds *vc, char *msg, size_t cap)
-{
-	struct objfs_creds c = creds_for(n, vc);
-	struct objfs_csi_mount_spec spec;
-	struct objfs_csi_proc proc;
-	char name[OBJFS_NODE_REC_NAME_MAX];
-	char log_path[PATH_MAX];
-	int err;
-
-	memset(&spec, 0, sizeof(spec));
-	spec.program = n->csi->cfg.mount_program != NULL ? n->csi->cfg.mount_program
-							  : "objfs-mount";
-	spec.source = rec->source;
-	spec.mountpoint = rec->staging;
-	spec.options = rec->options != NULL ? rec->options : "";
-	spec.creds = c.access_key != NULL ? &c : NULL;
-	spec.work_dir = n->tmp_dir;
-	spec.timeout_ms = n->m.ready_timeout_ms;
-	spec.memory_mib = n->csi->cfg.mount_memory_mib;
-	if (n->log_dir[0] != '\0' && objfs_node_rec_name(rec->volume_id, name) == 0 &&
-	    objfs_node_rec_mkdir(n->log_dir) == 0 &&
-	    (size_t)snprintf(log_path, sizeof(log_path), "%s/%s.log", n->log_dir, name) <
-	    sizeof(log_path))
-		spec.log_path = log_path;
-	objfs_debug(n->log, "node", "starting %s -f -o %s %s %s", spec.program,
-		    spec.options, spec.source, spec.mountpoint);
-	err = n->m.ops->start(n->m.ctx, &spec, &proc, msg, cap);
-	if (err != 0)
-		return err;
-	rec->pid = proc.pid;
-	rec->start = proc.start;
-	err = objfs_pb_set_str(&rec->unit, proc.unit);
-	if (err != 0) {
-		(void)n->m.ops->stop(n->m.ctx, &proc, 0);
-		return err;
-	}
-	objfs_info(n->log, "node", "volume %s mounted at %s by process %ld",
-		   rec->volume_id, rec->staging, (long)proc.pid);
-	return 0;
-}
-
-static bool proc_alive(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	struct objfs_csi_proc p;
-
-	proc_of(rec, &p);
-	return (p.pid > 0 || p.unit[0] != '\0') && n->m.ops->alive(n->m.ctx, &p);
-}
-
-/* Detaches every mount stacked at path (no waiting on the filesystem). */
-static void detach_all(struct objfs_csi_node *n, const char *path)
-{
-	struct objfs_csi_mount_info mi;
-	int i;
-
-	for (i = 0; i < DETACH_TRIES; i++) {
-		if (n->m.ops->mount_info(n->m.ctx, path, &mi) != 0)
-			break;
-		if (n->m.ops->unmount(n->m.ctx, path, true) != 0)
-			break;
-	}
-}
-
-/* Stops rec's process and removes its staging mount, never waiting on a
- * hung daemon. */
-static void kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	struct objfs_csi_mount_info mi;
-	struct objfs_csi_proc p;
-
-	proc_of(rec, &p);
-	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse)
-		n->m.ops->abort_conn(n->m.ctx, mi.dev);
-	if (p.pid > 0 || p.unit[0] != '\0')
-		(void)n->m.ops->stop(n->m.ctx, &p, 0);
-	detach_all(n, rec->staging);
-}
-
-/* Creates the directory path when missing.  Never stat()s a mount point
- * (a hung FUSE daemon would hold the call). */
-static int ensure_dir(struct objfs_csi_node *n, const char *path, bool *created)
-{
-	struct objfs_csi_mount_info mi;
-	struct stat sb;
-
-	*created = false;
-	if (mkdir(path, 0750) == 0) {
-		*created = true;
-		return 0;
-	}
-	if (errno != EEXIST)
-		return errno;
-	if (n->m.ops->mount_info(n->m.ctx, path, &mi) == 0)
-		return 0;
-	if (lstat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
-		return ENOTDIR;
-	return 0;
-}
-
-/* Binds the staging path at target (creating it).  0 or an errno. */
-static int bind_target(struct objfs_csi_node *n, const char *staging,
-		       const char *target, bool readonly)
-{
-	bool created = false;
-	int err;
-
-	err = ensure_dir(n, target, &created);
-	if (err != 0)
-		return err;
-	err = n->m.ops->bind(n->m.ctx, staging, target, readonly);
-	if (err != 0 && created)
-		rmdir(target);
-	return err;
-}
-
-/* True when target holds a bind mount of the staging mount. */
-static bool target_ok(struct objfs_csi_node *n, const char *staging, const char *target)
-{
-	struct objfs_csi_mount_info a, b;
-
-	return n->m.ops->mount_info(n->m.ctx, staging, &a) == 0 &&
-	       n->m.ops->mount_info(n->m.ctx, target, &b) == 0 && a.dev == b.dev;
-}
-
-static bool staging_ok(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	struct objfs_csi_mount_info mi;
-
-	return proc_alive(n, rec) &&
-	       n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse;
-}
-
-/* Brings rec's mounts back: a new process when the staging mount is
- * broken, and every missing or stale bind mount again.  Updates rec (new
- * pid).  0 or an errno (msg says why). */
-static int repair(struct objfs_csi_node *n, struct objfs_node_rec *rec,
-		  const struct objfs_creds *vc, char *msg, size_t cap)
-{
-	bool full = !staging_ok(n, rec);
-	size_t i;
-	int err = 0;
-
-	msg[0] = '\0';
-	if (full) {
-		objfs_warn(n->log, "node", "volume %s: the mount at %s is broken (process %ld %s); restarting it",
-			   rec->volume_id, rec->staging, (long)rec->pid,
-			   proc_alive(n, rec) ? "runs" : "is gone");
-		/* Bind mounts of a dead connection must go first. */
-		for (i = 0; i < rec->n_pubs; i++)
-			detach_all(n, rec->pubs[i].target);
-		kill_mount(n, rec);
-		err = start_mount(n, rec, vc, msg, cap);
-		if (err != 0)
-			return err;
-	}
-	for (i = 0; i < rec->n_pubs; i++) {
-		const struct objfs_node_pub *p = &rec->pubs[i];
-		int e;
-
-		if (!full && target_ok(n, rec->staging, p->target))
-			continue;
-		detach_all(n, p->target);
-		e = bind_target(n, rec->staging, p->target, p->readonly);
-		if (e == ENOENT) {
-			/* The pod's directory is gone: kubelet cleaned it up;
-			 * nothing to bind any more. */
-			objfs_warn(n->log, "node", "volume %s: %s no longer exists; dropping that publication",
-				   rec->volume_id, p->target);
-			objfs_node_rec_del_pub(rec, i);
-			i--;
-			continue;
-		}
-		if (e != 0) {
-			objfs_error(n->log, "node", "volume %s: cannot bind %s again: %s",
-				    rec->volume_id, p->target, objfs_strerror(e));
-			if (err == 0) {
-				err = e;
-				snprintf(msg, cap, "cannot bind %s again: %s", p->target,
-					 objfs_strerror(e));
-			}
-		} else {
-			objfs_info(n->log, "node", "volume %s: %s bound again",
-				   rec->volume_id, p->target);
-		}
-	}
-	return err;
-}
-
-static bool needs_repair(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	size_t i;
-
-	if (!staging_ok(n, rec))
-		return true;
-	for (i = 0; i < rec->n_pubs; i++) {
-		if (!target_ok(n, rec->staging, rec->pubs[i].target))
-			return true;
-	}
-	return false;
 }
 
 /* ---- NodeStageVolume ---------------------------------------------------- */
@@ -1099,7 +599,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 		goto out;
 	}
 	rec.secrets = secrets->access_key != NULL && n->rec_dir[0] != '\0';
-	err = ensure_dir(n, staging, &created);
+	err = node_ensure_dir(n, staging, &created);
 	if (err != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "staging_target_path %s is not a directory: %s",
@@ -1116,10 +616,10 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 		}
 		objfs_warn(n->log, "node", "removing an unrecorded FUSE mount at %s", staging);
 		n->m.ops->abort_conn(n->m.ctx, mi.dev);
-		detach_all(n, staging);
+		node_detach_all(n, staging);
 	}
 	v = calloc(1, sizeof(*v));
-	if (v == NULL || creds_copy(&v->creds, secrets) != 0) {
+	if (v == NULL || node_creds_copy(&v->creds, secrets) != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
@@ -1132,7 +632,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 			goto out;
 		}
 	}
-	err = start_mount(n, &rec, secrets, msg, sizeof(msg));
+	err = node_start_mount(n, &rec, secrets, msg, sizeof(msg));
 	if (err != 0) {
 		objfs_error(n->log, "node", "volume %s: cannot mount at %s: %s", r->volume_id,
 			    staging, !empty(msg) ? msg : objfs_strerror(err));
@@ -1142,7 +642,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 	if (n->rec_dir[0] != '\0') {
 		err = objfs_node_rec_save(n->rec_dir, &rec);
 		if (err != 0) {
-			kill_mount(n, &rec);
+			node_kill_mount(n, &rec);
 			code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 					      "cannot record volume %s: %s", r->volume_id,
 					      objfs_strerror(err));
@@ -1191,8 +691,8 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 	code = check_capability(r->volume_capability, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	code = read_secrets(r, &secrets, st);
@@ -1237,8 +737,8 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 		goto out;
 	}
 	code = OBJFS_RPC_OK;
-	if (needs_repair(n, &cur)) {
-		int err = repair(n, &cur, &cur_creds, msg, sizeof(msg));
+	if (node_needs_repair(n, &cur)) {
+		int err = node_repair(n, &cur, &cur_creds, msg, sizeof(msg));
 		int cerr = vol_commit(n, &cur);
 
 		if (err == 0)
@@ -1246,7 +746,7 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 		if (err != 0)
 			code = mount_fail(st, r->volume_id, err, msg);
 		else
-			vol_set_condition(n, r->volume_id, false, "mounted");
+			node_vol_set_condition(n, r->volume_id, false, "mounted");
 	}
 out:
 	if (code == OBJFS_RPC_OK) {
@@ -1280,38 +780,6 @@ static void vol_remove(struct objfs_csi_node *n, const char *id)
 	vol_free(v);
 }
 
-/* Unmounts the staging mount, lets the process flush and exit, and makes
- * sure nothing is left (SIGTERM, SIGKILL, abort, detach). */
-static int unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
-{
-	struct objfs_csi_proc p;
-	struct objfs_csi_mount_info mi;
-	bool alive = proc_alive(n, rec);
-	int err;
-
-	proc_of(rec, &p);
-	if (!alive) {
-		detach_all(n, rec->staging);
-		return 0;
-	}
-	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
-		err = n->m.ops->unmount(n->m.ctx, rec->staging, false);
-		if (err != 0 && err != EINVAL)
-			objfs_warn(n->log, "node", "volume %s: unmount %s: %s", rec->volume_id,
-				   rec->staging, objfs_strerror(err));
-	}
-	err = n->m.ops->stop(n->m.ctx, &p, n->m.stop_grace_ms);
-	if (err != 0)
-		objfs_error(n->log, "node", "volume %s: process %ld does not stop",
-			    rec->volume_id, (long)rec->pid);
-	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
-		if (mi.fuse)
-			n->m.ops->abort_conn(n->m.ctx, mi.dev);
-		detach_all(n, rec->staging);
-	}
-	return err;
-}
-
 enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMessage *req,
 						  ProtobufCMessage **resp,
 						  struct objfs_rpc_status *st)
@@ -1330,8 +798,8 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	if (empty(r->staging_target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "staging_target_path is missing");
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (!busy_acquire(n, r->volume_id))
@@ -1344,7 +812,7 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 			objfs_warn(n->log, "node", "unstage %s: removing an unrecorded FUSE mount at %s",
 				   r->volume_id, staging);
 			if (n->m.ops->unmount(n->m.ctx, staging, false) != 0)
-				detach_all(n, staging);
+				node_detach_all(n, staging);
 		}
 		goto out;
 	}
@@ -1353,10 +821,10 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	for (i = 0; i < cur.n_pubs; i++) {
 		objfs_warn(n->log, "node", "unstage %s: %s is still published; unmounting it",
 			   r->volume_id, cur.pubs[i].target);
-		detach_all(n, cur.pubs[i].target);
+		node_detach_all(n, cur.pubs[i].target);
 		rmdir(cur.pubs[i].target);
 	}
-	err = unmount_staging(n, &cur);
+	err = node_unmount_staging(n, &cur);
 	if (err != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 				      "the mount process of volume %s does not stop",
@@ -1415,18 +883,18 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 	if (empty(r->staging_target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "staging_target_path is missing: the plugin stages volumes (NodeStageVolume first)");
-	code = confine(n, "staging_target_path", r->staging_target_path, staging,
-		       sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "staging_target_path", r->staging_target_path, staging,
+			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code == OBJFS_RPC_OK)
-		code = confine(n, "target_path", r->target_path, target, sizeof(target),
-			       OBJFS_RPC_INVALID_ARGUMENT, st);
+		code = node_confine(n, "target_path", r->target_path, target, sizeof(target),
+				    OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (strcmp(staging, target) == 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "target_path is the staging_target_path");
 	mode = r->volume_capability->access_mode->mode;
-	ro = r->readonly || mode_reader_only(mode);
+	ro = r->readonly || objfs_csi_mode_reader_only(mode);
 	group = r->volume_capability->mount->volume_mount_group;
 	publish_fingerprint(r, staging, fp, sizeof(fp));
 	if (!busy_acquire(n, r->volume_id))
@@ -1457,9 +925,9 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 			goto out;
 		}
 		/* Idempotent; bind again when the mount went away. */
-		if (!target_ok(n, staging, target)) {
-			detach_all(n, target);
-			err = bind_target(n, staging, target, ro);
+		if (!node_target_ok(n, staging, target)) {
+			node_detach_all(n, target);
+			err = node_bind_target(n, staging, target, ro);
 			if (err != 0) {
 				code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
 						      "cannot bind %s at %s: %s", staging,
@@ -1483,13 +951,13 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 				      group);
 		goto out;
 	}
-	if (mode_single_target(mode) && cur.n_pubs > 0) {
+	if (objfs_csi_mode_single_target(mode) && cur.n_pubs > 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "volume %s is already published at %s and its access mode allows one target",
 				      r->volume_id, cur.pubs[0].target);
 		goto out;
 	}
-	if (n->m.ops->mount_info(n->m.ctx, staging, &smi) != 0 || !proc_alive(n, &cur)) {
+	if (n->m.ops->mount_info(n->m.ctx, staging, &smi) != 0 || !node_proc_alive(n, &cur)) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_UNAVAILABLE,
 				      "the mount of volume %s at %s is down; it is being repaired",
 				      r->volume_id, staging);
@@ -1503,7 +971,7 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 		}
 		/* Already bound (a record lost mid-publish): adopt it. */
 	} else {
-		err = bind_target(n, staging, target, ro);
+		err = node_bind_target(n, staging, target, ro);
 		if (err != 0) {
 			code = objfs_rpc_fail(st, objfs_rpc_code_from_errno(err),
 					      "cannot bind %s at %s: %s", staging, target,
@@ -1513,12 +981,12 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 	}
 	if (objfs_node_rec_add_pub(&cur, target, fp, ro) != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		detach_all(n, target);
+		node_detach_all(n, target);
 		goto out;
 	}
 	err = vol_commit(n, &cur);
 	if (err != 0) {
-		detach_all(n, target);
+		node_detach_all(n, target);
 		rmdir(target);
 		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL, "cannot record the publication: %s",
 				      objfs_strerror(err));
@@ -1558,8 +1026,8 @@ enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMe
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
 	if (empty(r->target_path))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "target_path is missing");
-	code = confine(n, "target_path", r->target_path, target, sizeof(target),
-		       OBJFS_RPC_INVALID_ARGUMENT, st);
+	code = node_confine(n, "target_path", r->target_path, target, sizeof(target),
+			    OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (!busy_acquire(n, r->volume_id))
@@ -1617,156 +1085,6 @@ out:
 	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
-	return code;
-}
-
-/* ---- NodeGetVolumeStats ------------------------------------------------- */
-
-static int add_usage(Csi__V1__NodeGetVolumeStatsResponse *resp,
-		     Csi__V1__VolumeUsage__Unit unit, uint64_t total,
-		     uint64_t used, uint64_t avail)
-{
-	Csi__V1__VolumeUsage *u = objfs_pb_new(&csi__v1__volume_usage__descriptor);
-
-	if (u == NULL)
-		return ENOMEM;
-	u->unit = unit;
-	u->total = total > INT64_MAX ? INT64_MAX : (int64_t)total;
-	u->used = used > INT64_MAX ? INT64_MAX : (int64_t)used;
-	u->available = avail > INT64_MAX ? INT64_MAX : (int64_t)avail;
-	if (objfs_pb_append((void ***)&resp->usage, &resp->n_usage, u) != 0) {
-		free(u);
-		return ENOMEM;
-	}
-	return 0;
-}
-
-enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMessage *req,
-						    ProtobufCMessage **resp,
-						    struct objfs_rpc_status *st)
-{
-	const Csi__V1__NodeGetVolumeStatsRequest *r = (const void *)req;
-	struct objfs_csi_node *n = node_of(ctx);
-	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
-	struct objfs_creds cur_creds = OBJFS_CREDS_INIT;
-	Csi__V1__NodeGetVolumeStatsResponse *out;
-	char path[PATH_MAX];
-	char cond[COND_MAX] = "";
-	char msg[COND_MAX + 160] = "";
-	bool abnormal = false, watchdog_abnormal = false;
-	enum objfs_rpc_code code;
-	struct statvfs sv;
-	struct vol *v;
-	int err;
-
-	if (empty(r->volume_id))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_id is missing");
-	if (empty(r->volume_path))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "volume_path is missing");
-	code = confine(n, "volume_path", r->volume_path, path, sizeof(path),
-		       OBJFS_RPC_NOT_FOUND, st);
-	if (code != OBJFS_RPC_OK)
-		return code;
-	pthread_mutex_lock(&n->lock);
-	v = find_vol(n, r->volume_id);
-	if (v != NULL && (strcmp(v->rec.staging, path) == 0 ||
-			  objfs_node_rec_find_pub(&v->rec, path) >= 0)) {
-		if (objfs_node_rec_copy(&cur, &v->rec) != 0 ||
-		    creds_copy(&cur_creds, &v->creds) != 0)
-			code = OBJFS_RPC_RESOURCE_EXHAUSTED;
-		watchdog_abnormal = v->abnormal;
-		snprintf(cond, sizeof(cond), "%s", v->cond);
-	} else {
-		code = OBJFS_RPC_NOT_FOUND;
-	}
-	pthread_mutex_unlock(&n->lock);
-	if (code == OBJFS_RPC_NOT_FOUND) {
-		code = objfs_rpc_fail(st, code, "volume %s is not staged or published at %s",
-				      r->volume_id, r->volume_path);
-		goto out;
-	}
-	if (code != OBJFS_RPC_OK) {
-		code = objfs_rpc_fail(st, code, "out of memory");
-		goto out;
-	}
-	out = objfs_pb_new(&csi__v1__node_get_volume_stats_response__descriptor);
-	*resp = (ProtobufCMessage *)out;
-	if (out == NULL) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	if (!proc_alive(n, &cur)) {
-		abnormal = true;
-		if (watchdog_abnormal)
-			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; %s",
-				 (long)cur.pid, cond);
-		else
-			snprintf(msg, sizeof(msg), "the mount process (pid %ld) has exited; the plugin is restarting it",
-				 (long)cur.pid);
-	} else {
-		err = n->m.ops->statfs(n->m.ctx, path, n->m.stats_timeout_ms, &sv);
-		if (err == 0) {
-			uint64_t f = sv.f_frsize != 0 ? sv.f_frsize : sv.f_bsize;
-
-			if (add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__BYTES,
-				      (uint64_t)sv.f_blocks * f,
-				      (uint64_t)(sv.f_blocks - sv.f_bfree) * f,
-				      (uint64_t)sv.f_bavail * f) != 0 ||
-			    add_usage(out, CSI__V1__VOLUME_USAGE__UNIT__INODES,
-				      sv.f_files, sv.f_files - sv.f_ffree, sv.f_favail) != 0) {
-				code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-				goto out;
-			}
-		} else if (err == ENOTCONN) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "%s: transport endpoint is not connected (the mount is dead)",
-				 r->volume_path);
-		} else if (err == ETIMEDOUT) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "%s does not answer within %u ms", r->volume_path,
-				 n->m.stats_timeout_ms);
-		} else {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "statfs %s: %s", r->volume_path,
-				 objfs_strerror(err));
-		}
-	}
-	if (!abnormal) {
-		struct objfs_store_config sc;
-		struct objfs_creds c = creds_for(n, &cur_creds);
-
-		memset(&sc, 0, sizeof(sc));
-		sc.url = cur.source;
-		sc.s3.endpoint = cur.endpoint;
-		sc.s3.region = empty(cur.region) ? NULL : cur.region;
-		sc.s3.path_style = !streq(cur.addressing, "virtual");
-		sc.s3.ca_file = n->csi->cfg.store.s3.ca_file;
-		sc.s3.access_key = c.access_key;
-		sc.s3.secret_key = c.secret_key;
-		sc.s3.session_token = c.session_token;
-		err = n->m.ops->probe(n->m.ctx, &sc, n->m.stats_timeout_ms);
-		if (err != 0) {
-			abnormal = true;
-			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s",
-				 cur.source, objfs_strerror(err));
-		}
-	}
-	if (!abnormal && watchdog_abnormal) {
-		abnormal = true;
-		snprintf(msg, sizeof(msg), "%s", cond);
-	}
-	out->volume_condition = objfs_pb_new(&csi__v1__volume_condition__descriptor);
-	if (out->volume_condition == NULL ||
-	    objfs_pb_set_str(&out->volume_condition->message,
-			     abnormal ? msg : "the mount is healthy") != 0) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-		goto out;
-	}
-	out->volume_condition->abnormal = abnormal;
-	code = OBJFS_RPC_OK;
-out:
-	objfs_node_rec_release(&cur);
-	objfs_creds_release(&cur_creds);
 	return code;
 }
 
@@ -1854,12 +1172,12 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		char cond[COND_MAX];
 		int err, cerr;
 
-		if (ids[i] == NULL || !vol_repair_due(n, ids[i]) ||
+		if (ids[i] == NULL || !node_vol_repair_due(n, ids[i]) ||
 		    !busy_acquire(n, ids[i]))
 			continue;
-		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && needs_repair(n, &rec)) {
-			vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
-			err = repair(n, &rec, &creds, msg, sizeof(msg));
+		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && node_needs_repair(n, &rec)) {
+			node_vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
+			err = node_repair(n, &rec, &creds, msg, sizeof(msg));
 			/* Recorded even when a bind failed: the process may
 			 * be new. */
 			cerr = vol_commit(n, &rec);
@@ -1867,12 +1185,12 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 				err = cerr;
 			if (err == 0) {
 				repaired++;
-				vol_set_condition(n, ids[i], false, "mounted");
+				node_vol_set_condition(n, ids[i], false, "mounted");
 			} else {
 				snprintf(cond, sizeof(cond), "the mount is broken and its repair failed: %s",
 					 msg[0] != '\0' ? msg : objfs_strerror(err));
-				vol_set_condition(n, ids[i], true, cond);
-				vol_repair_failed(n, ids[i]);
+				node_vol_set_condition(n, ids[i], true, cond);
+				node_vol_repair_failed(n, ids[i]);
 				objfs_error(n->log, "node", "volume %s: %s", ids[i], cond);
 			}
 		}
@@ -1884,35 +1202,6 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 		free(ids[i]);
 	free(ids);
 	return repaired;
-}
-
-static void *watchdog_main(void *arg)
-{
-	struct objfs_csi_node *n = arg;
-	struct timespec ts;
-
-	for (;;) {
-		pthread_mutex_lock(&n->lock);
-		if (n->stopping) {
-			pthread_mutex_unlock(&n->lock);
-			break;
-		}
-		pthread_mutex_unlock(&n->lock);
-		objfs_csi_node_check(n);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += n->m.watchdog_ms / 1000;
-		ts.tv_nsec += (long)(n->m.watchdog_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&n->lock);
-		while (!n->stopping &&
-		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&n->lock);
-	}
-	return NULL;
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -1972,7 +1261,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	n->csi = csi;
 	n->log = csi->log;
 	n->m = mounter != NULL ? *mounter : *objfs_csi_mounter_real();
-	err = normalise(kdir, norm, sizeof(norm));
+	err = node_normalise(kdir, norm, sizeof(norm));
 	if (err != 0)
 		goto fail_free;
 	if (realpath(norm, n->kubelet) == NULL)
@@ -1987,9 +1276,12 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	} else {
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "/tmp");
 	}
-	err = pthread_mutex_init(&n->lock, NULL);
+	err = objfs_claims_init(&n->busy);
 	if (err != 0)
 		goto fail_free;
+	err = pthread_mutex_init(&n->lock, NULL);
+	if (err != 0)
+		goto fail_claims;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	err = pthread_cond_init(&n->wake, &ca);
@@ -2007,7 +1299,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 		}
 	}
 	if (n->m.watchdog_ms != 0) {
-		err = pthread_create(&n->watchdog, NULL, watchdog_main, n);
+		err = pthread_create(&n->watchdog, NULL, node_watchdog_main, n);
 		if (err != 0)
 			goto fail_vols;
 		n->watchdog_running = true;
@@ -2024,6 +1316,8 @@ fail_vols:
 	pthread_cond_destroy(&n->wake);
 fail_mutex:
 	pthread_mutex_destroy(&n->lock);
+fail_claims:
+	objfs_claims_release(&n->busy);
 fail_free:
 	free(n);
 	return err;
@@ -2046,12 +1340,7 @@ void objfs_csi_node_destroy(struct objfs_csi_node *n)
 		n->vols = v->next;
 		vol_free(v);
 	}
-	while (n->busy != NULL) {
-		struct busy *b = n->busy;
-
-		n->busy = b->next;
-		free(b);
-	}
+	objfs_claims_release(&n->busy);
 	pthread_cond_destroy(&n->wake);
 	pthread_mutex_destroy(&n->lock);
 	free(n);

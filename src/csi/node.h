@@ -8,7 +8,8 @@
  *   endpoint         S3 endpoint URL       (else the plugin's --s3-endpoint)
  *   region           S3 region             (else the plugin's --s3-region)
  *   addressingStyle  path or virtual       (else the plugin's)
- *   mountOptions     extra objfs-mount -o options, comma-separated
+ *   mountOptions     extra objfs-mount -o options, comma-separated (checked
+ *                    against objfs-mount's, common/mountopts.h)
  * Without "source" the volume lives at the plugin's default store + "/" +
  * volume_id (a simple static layout: volume id "data" with --store
  * s3://bucket/vols mounts s3://bucket/vols/data).

@@ -679,7 +679,7 @@ int objfs_node_secrets_save(const char *dir, const char *volume_id,
 	if (err != 0)
 		return err;
 	snprintf(name, sizeof(name), "%s.secrets", hash);
-	err = objfs_node_creds_format(c, &b.p, &b.len);
+	err = objfs_creds_format(c, &b.p, &b.len);
 	b.cap = b.len;
 	if (err == 0)
 		err = objfs_node_rec_mkdir(dir);
@@ -690,46 +690,6 @@ int objfs_node_secrets_save(const char *dir, const char *volume_id,
 		free(b.p);
 	}
 	return err;
-}
-
-static bool creds_value_ok(const char *v)
-{
-	size_t n = strlen(v);
-
-	return n > 0 && strpbrk(v, "\r\n") == NULL && v[0] != ' ' &&
-	       v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t';
-}
-
-int objfs_node_creds_format(const struct objfs_creds *c, char **out, size_t *len)
-{
-	struct buf b = { NULL, 0, 0, 0 };
-	const char *keys[3] = { "access_key_id", "secret_access_key", "session_token" };
-	const char *vals[3] = { c->access_key, c->secret_key, c->session_token };
-	size_t i;
-
-	*out = NULL;
-	*len = 0;
-	for (i = 0; i < 3; i++) {
-		if (vals[i] == NULL)
-			continue;
-		if (!creds_value_ok(vals[i])) {
-			b.err = EINVAL;
-			break;
-		}
-		buf_str(&b, keys[i]);
-		buf_str(&b, "=");
-		buf_str(&b, vals[i]);
-		buf_str(&b, "\n");
-	}
-	if (b.err != 0) {
-		if (b.p != NULL)
-			explicit_bzero(b.p, b.cap);
-		free(b.p);
-		return b.err;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
 }
 
 int objfs_node_secrets_load(const char *dir, const char *volume_id,

@@ -108,13 +108,10 @@ int objfs_node_rec_remove(const char *dir, const char *volume_id);
 int objfs_node_rec_load_all(const char *dir, struct objfs_node_rec **recs,
 			    size_t *n, unsigned *bad);
 
-/* Saves c as volume_id's secrets file (mode 0600, atomic).  0 or errno. */
+/* Saves c as volume_id's secrets file (mode 0600, atomic; the format of
+ * objfs_creds_format()).  0 or errno. */
 int objfs_node_secrets_save(const char *dir, const char *volume_id,
 			    const struct objfs_creds *c);
-/* Formats c in the creds.h file format into *out (malloc'ed; the caller
- * wipes and frees it; *len bytes).  0, EINVAL (a value the loader would not
- * read back: CR/LF, surrounding blanks) or ENOMEM. */
-int objfs_node_creds_format(const struct objfs_creds *c, char **out, size_t *len);
 /* Loads them into c (empty).  0, ENOENT or another errno. */
 int objfs_node_secrets_load(const char *dir, const char *volume_id,
 			    struct objfs_creds *c);

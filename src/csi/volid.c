@@ -12,9 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "csi/volid.h"
+#include "volume/catalog.h"
 
 static int is_alnum(char c)
 {
@@ -160,18 +159,7 @@ int objfs_id_parse(const char *s, struct objfs_id *out)
 
 void objfs_id_hash(const char *s, size_t len, char *out, size_t hexlen)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	size_t i;
-
-	if (hexlen > 64)
-		hexlen = 64;
-	if (EVP_Digest(s, len, md, &mdlen, EVP_sha256(), NULL) != 1)
-		memset(md, 0, sizeof(md));
-	for (i = 0; i < hexlen; i++)
-		out[i] = hex[(md[i / 2] >> (i % 2 == 0 ? 4 : 0)) & 0xf];
-	out[hexlen] = '\0';
+	objfs_catalog_hash(s, len, out, hexlen);
 }
 
 int objfs_id_safe_name(const char *name, size_t max, char *out, size_t cap)

@@ -31,13 +31,15 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "volume/layout.h"
+
 struct objfs_meta;
 
 #define OBJFS_META_MODE "mode"
 #define OBJFS_META_UID "uid"
 #define OBJFS_META_GID "gid"
 #define OBJFS_META_MTIME "mtime"
-#define OBJFS_RESERVED_NAME ".objfs"
+#define OBJFS_RESERVED_NAME OBJFS_META_DIR
 #define OBJFS_NAME_MAX 255
 
 struct objfs_fattr {

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
 #include "volume/kvtext.h"
 
 static int key_valid(const char *k, size_t n)
@@ -190,42 +189,5 @@ int objfs_kv_format(const struct objfs_kv *kv, const char *comment,
 	buf[at] = '\0';
 	*out = buf;
 	*len = at;
-	return err;
-}
-
-int objfs_kv_load(struct objfs_store *s, const char *key, struct objfs_kv *out)
-{
-	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(OBJFS_KV_MAX);
-	struct objfs_get_opts opts = OBJFS_GET_ALL;
-	struct objfs_sink sink;
-	int err;
-
-	objfs_sink_membuf(&sink, &mb);
-	err = objfs_store_get(s, key, &opts, &sink, NULL);
-	if (err == ERANGE)      /* an empty object */
-		err = 0;
-	if (err == EFBIG)
-		err = EINVAL;
-	if (err == 0)
-		err = objfs_kv_parse(mb.data != NULL ? mb.data : "", mb.len, out);
-	objfs_membuf_release(&mb);
-	return err;
-}
-
-int objfs_kv_save(struct objfs_store *s, const char *key,
-		  const struct objfs_kv *kv, const char *comment)
-{
-	struct objfs_put_opts opts = { NULL, "text/plain", false };
-	struct objfs_source src;
-	char *text = NULL;
-	size_t len = 0;
-	int err;
-
-	err = objfs_kv_format(kv, comment, &text, &len);
-	if (err != 0)
-		return err;
-	objfs_source_mem(&src, text, len);
-	err = objfs_store_put(s, key, &src, &opts, NULL);
-	free(text);
 	return err;
 }

@@ -1,7 +1,8 @@
 /*
  * kvtext.h - small key=value text documents kept as objects: the volume
  * record (volrec.h is its typed view), the snapshot record and the CSI
- * controller's index entries.
+ * controller's index entries.  Pure text: docstore.h keeps documents as
+ * objects.
  *
  * Format: one key=value per line; blank lines and lines starting with '#'
  * are ignored; a key is 1..127 bytes of [A-Za-z0-9._/-]; a value runs to
@@ -12,8 +13,6 @@
 #define OBJFS_VOLUME_KVTEXT_H
 
 #include <stddef.h>
-
-struct objfs_store;
 
 #define OBJFS_KV_MAX (64 * 1024)
 #define OBJFS_KV_KEY_MAX 127
@@ -47,12 +46,5 @@ int objfs_kv_parse(const char *text, size_t len, struct objfs_kv *out);
  * caller frees); *len without the NUL.  0, EINVAL, EFBIG or ENOMEM. */
 int objfs_kv_format(const struct objfs_kv *kv, const char *comment,
 		    char **out, size_t *len);
-
-/* Reads object key of s into *out (empty).  ENOENT when absent, else the
- * store's errno or the parser's. */
-int objfs_kv_load(struct objfs_store *s, const char *key, struct objfs_kv *out);
-/* Writes (creates or replaces) object key.  0 or an errno. */
-int objfs_kv_save(struct objfs_store *s, const char *key,
-		  const struct objfs_kv *kv, const char *comment);
 
 #endif

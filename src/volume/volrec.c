@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "volume/docstore.h"
 #include "volume/kvtext.h"
 #include "volume/volrec.h"
 
@@ -38,8 +39,9 @@ void objfs_volrec_release(struct objfs_volrec *v)
 
 static bool reserved(const char *k)
 {
-	return strcmp(k, "capacity_bytes") == 0 || strcmp(k, "created") == 0 ||
-	       strcmp(k, "name") == 0;
+	return strcmp(k, OBJFS_VOLREC_CAPACITY) == 0 ||
+	       strcmp(k, OBJFS_VOLREC_CREATED) == 0 ||
+	       strcmp(k, OBJFS_VOLREC_NAME) == 0;
 }
 
 static int set_str(char **dst, const char *val)
@@ -114,11 +116,11 @@ static int from_kv(const struct objfs_kv *kv, struct objfs_volrec *out)
 	for (i = 0; i < kv->n && err == 0; i++) {
 		const char *k = kv->items[i].key, *v = kv->items[i].value;
 
-		if (strcmp(k, "capacity_bytes") == 0)
+		if (strcmp(k, OBJFS_VOLREC_CAPACITY) == 0)
 			err = parse_u64(v, &out->capacity_bytes);
-		else if (strcmp(k, "created") == 0)
+		else if (strcmp(k, OBJFS_VOLREC_CREATED) == 0)
 			err = set_str(&out->created, v);
-		else if (strcmp(k, "name") == 0)
+		else if (strcmp(k, OBJFS_VOLREC_NAME) == 0)
 			err = set_str(&out->name, v);
 		else
 			err = objfs_volrec_set_param(out, k, v);
@@ -136,11 +138,11 @@ static int to_kv(const struct objfs_volrec *v, struct objfs_kv *kv)
 	int err;
 
 	snprintf(num, sizeof(num), "%" PRIu64, v->capacity_bytes);
-	err = objfs_kv_set(kv, "capacity_bytes", num);
+	err = objfs_kv_set(kv, OBJFS_VOLREC_CAPACITY, num);
 	if (err == 0 && v->created != NULL)
-		err = objfs_kv_set(kv, "created", v->created);
+		err = objfs_kv_set(kv, OBJFS_VOLREC_CREATED, v->created);
 	if (err == 0 && v->name != NULL)
-		err = objfs_kv_set(kv, "name", v->name);
+		err = objfs_kv_set(kv, OBJFS_VOLREC_NAME, v->name);
 	for (i = 0; err == 0 && i < v->params.n; i++)
 		err = objfs_kv_set(kv, v->params.items[i].key,
 				   v->params.items[i].value);
@@ -187,26 +189,55 @@ int objfs_volrec_format(const struct objfs_volrec *v, char *buf, size_t cap,
 	return err;
 }
 
-int objfs_volrec_load(struct objfs_store *s, struct objfs_volrec *out)
+int objfs_volrec_key(const char *prefix, char *buf, size_t cap)
+{
+	int n;
+
+	if (prefix == NULL || prefix[0] == '\0')
+		n = snprintf(buf, cap, "%s", OBJFS_VOLREC_KEY);
+	else
+		n = snprintf(buf, cap, "%s/%s", prefix, OBJFS_VOLREC_KEY);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
+int objfs_volrec_load_at(struct objfs_store *s, const char *prefix,
+			 struct objfs_volrec *out)
 {
 	struct objfs_kv kv = OBJFS_KV_INIT;
+	char key[OBJFS_KEY_MAX];
 	int err;
 
-	err = objfs_kv_load(s, OBJFS_VOLREC_KEY, &kv);
+	err = objfs_volrec_key(prefix, key, sizeof(key));
+	if (err == 0)
+		err = objfs_doc_load(s, key, &kv);
 	if (err == 0)
 		err = from_kv(&kv, out);
 	objfs_kv_release(&kv);
 	return err;
 }
 
-int objfs_volrec_store(struct objfs_store *s, const struct objfs_volrec *v)
+int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
+			  const struct objfs_volrec *v)
 {
 	struct objfs_kv kv = OBJFS_KV_INIT;
+	char key[OBJFS_KEY_MAX];
 	int err;
 
-	err = to_kv(v, &kv);
+	err = objfs_volrec_key(prefix, key, sizeof(key));
 	if (err == 0)
-		err = objfs_kv_save(s, OBJFS_VOLREC_KEY, &kv, VOLREC_COMMENT);
+		err = to_kv(v, &kv);
+	if (err == 0)
+		err = objfs_doc_save(s, key, &kv, VOLREC_COMMENT);
 	objfs_kv_release(&kv);
 	return err;
+}
+
+int objfs_volrec_load(struct objfs_store *s, struct objfs_volrec *out)
+{
+	return objfs_volrec_load_at(s, NULL, out);
+}
+
+int objfs_volrec_store(struct objfs_store *s, const struct objfs_volrec *v)
+{
+	return objfs_volrec_store_at(s, NULL, v);
 }

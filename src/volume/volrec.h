@@ -23,10 +23,26 @@
 #include <stdint.h>
 
 #include "volume/kvtext.h"
+#include "volume/layout.h"
 
 struct objfs_store;
 
-#define OBJFS_VOLREC_KEY ".objfs/volume"
+/* The record's key relative to the volume prefix is OBJFS_VOLREC_KEY
+ * (layout.h).  Its fields, as document keys: */
+#define OBJFS_VOLREC_CAPACITY "capacity_bytes"
+#define OBJFS_VOLREC_CREATED "created"
+#define OBJFS_VOLREC_NAME "name"
+/* Parameters the CSI controller keeps in the record (csi/controller.h):
+ * csi.* describe the volume to the controller, ctx.KEY is its
+ * volume_context entry KEY. */
+#define OBJFS_VOLREC_CSI_ID "csi.id"
+#define OBJFS_VOLREC_CSI_PARAMS "csi.params"
+#define OBJFS_VOLREC_CSI_SOURCE "csi.source"
+#define OBJFS_VOLREC_CSI_ON_DELETE "csi.onDelete"
+#define OBJFS_VOLREC_CSI_ARCHIVE "csi.archivePrefix"
+#define OBJFS_VOLREC_CSI_STATE "csi.state"
+#define OBJFS_VOLREC_STATE_RETAINED "retained"
+#define OBJFS_VOLREC_CTX "ctx."
 /* The largest record load() accepts and format() produces. */
 #define OBJFS_VOLREC_MAX (64 * 1024)
 #define OBJFS_VOLREC_KEY_MAX 127
@@ -69,5 +85,15 @@ int objfs_volrec_format(const struct objfs_volrec *v, char *buf, size_t cap,
 int objfs_volrec_load(struct objfs_store *s, struct objfs_volrec *out);
 /* Writes (creates or replaces) the record.  0 or an errno. */
 int objfs_volrec_store(struct objfs_store *s, const struct objfs_volrec *v);
+
+/* The same for the volume at prefix (no trailing '/'; NULL or "": s is
+ * the volume's store) of a store holding many volumes. */
+int objfs_volrec_load_at(struct objfs_store *s, const char *prefix,
+			 struct objfs_volrec *out);
+int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
+			  const struct objfs_volrec *v);
+/* The key of the record of the volume at prefix into buf.  0 or
+ * ENAMETOOLONG. */
+int objfs_volrec_key(const char *prefix, char *buf, size_t cap);
 
 #endif

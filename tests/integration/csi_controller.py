@@ -62,8 +62,16 @@ class Store:
         p = self.run("get", key)
         return p.stdout if p.returncode == 0 else None
 
-    def list(self, prefix):
-        p = self.run("list", prefix)
+    def list(self, prefix, busy_for=0):
+        """The keys under prefix; busy_for: seconds to keep asking while the
+        store answers 503 (a Swift server just restarted)."""
+        deadline = time.time() + busy_for
+        while True:
+            p = self.run("list", prefix)
+            if p.returncode == 0 or b"temporarily unavailable" not in p.stderr \
+                    or time.time() > deadline:
+                break
+            time.sleep(0.5)
         assert p.returncode == 0, p.stderr
         return [k for k in p.stdout.decode().split("\n") if k]
 
@@ -397,7 +405,7 @@ def main():
                     if e.code() != grpc.StatusCode.UNAVAILABLE or time.time() > deadline:
                         raise
                     time.sleep(2)
-            assert store.list("it/pvc-fail/") == []
+            assert store.list("it/pvc-fail/", busy_for=60) == []
             csilib.expect_error(ctrl.ValidateVolumeCapabilities, grpc.StatusCode.NOT_FOUND,
                                 pb.ValidateVolumeCapabilitiesRequest(
                                     volume_id=v.volume_id, volume_capabilities=[mount_cap()],

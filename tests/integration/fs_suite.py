@@ -554,14 +554,14 @@ def t_fuse_log(env):
     """libfuse's own messages reach objfs's JSON log, one record a line."""
     url = env.volume("fuselog")
     mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
-    p = subprocess.run([MOUNT, "-f", "-o", "no_such_fuse_option", url, mnt],
+    p = subprocess.run([MOUNT, "-f", "-o", "max_read=abc", url, mnt],
                        env=dict(env.tool_env), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=60)
-    check(p.returncode != 0, "an unknown option is refused")
+    check(p.returncode != 0, "a value libfuse refuses is refused")
     recs = [json.loads(line) for line in p.stderr.decode().splitlines()]
     fuse = [r for r in recs if r.get("sub") == "fuse"]
     check(len(fuse) == 1 and fuse[0]["level"] == "error" and
-          "no_such_fuse_option" in fuse[0]["msg"],
+          "max_read=abc" in fuse[0]["msg"],
           "one fuse record naming the option: %r" % recs)
 
 

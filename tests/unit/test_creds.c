@@ -1,5 +1,5 @@
-/* Unit tests of the credentials loader: file formats, env fallback, errors
- * that never echo file contents. */
+/* Unit tests of the credentials loader and writer: file formats, env
+ * fallback, errors that never echo file contents, round trips. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -94,12 +95,90 @@ static void test_env_fills_gaps(void **state)
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 }
 
+/* What the writer writes, the loader reads back, in a 0600 file. */
+static void test_write_round_trip(void **state)
+{
+	static const char *const tokens[] = { NULL, "tok/+=en" };
+	char dir[] = "/tmp/objfs-creds-dir-XXXXXX";
+	char path[128];
+	size_t i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 2; i++) {
+		struct objfs_creds in = OBJFS_CREDS_INIT, out = OBJFS_CREDS_INIT;
+		struct stat sb;
+
+		assert_int_equal(objfs_creds_set(&in, "access_key_id", "AK ID"), 0);
+		assert_int_equal(objfs_creds_set(&in, "secret_access_key", "s=c#r[e]t/+"), 0);
+		if (tokens[i] != NULL)
+			assert_int_equal(objfs_creds_set(&in, "session_token", tokens[i]), 0);
+		assert_int_equal(objfs_creds_write_temp(dir, &in, path, sizeof(path)), 0);
+		assert_int_equal(strncmp(path, dir, strlen(dir)), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+		assert_int_equal(objfs_creds_load_file(path, &out, NULL), 0);
+		assert_string_equal(out.access_key, "AK ID");
+		assert_string_equal(out.secret_key, "s=c#r[e]t/+");
+		if (tokens[i] != NULL)
+			assert_string_equal(out.session_token, tokens[i]);
+		else
+			assert_null(out.session_token);
+		unlink(path);
+		objfs_creds_release(&in);
+		objfs_creds_release(&out);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* Values the loader would read differently are refused, and nothing is
+ * left behind. */
+static void test_write_rejects(void **state)
+{
+	static const char *const bad[] = { "two\nlines", "cr\r", " lead", "trail\t", "" };
+	char dir[] = "/tmp/objfs-creds-dir-XXXXXX";
+	char path[128];
+	char *text = NULL;
+	size_t i, len = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct objfs_creds c = OBJFS_CREDS_INIT;
+
+		assert_int_equal(objfs_creds_set(&c, "access_key_id", "AK"), 0);
+		assert_int_equal(objfs_creds_set(&c, "secret_access_key", bad[i]), 0);
+		assert_int_equal(objfs_creds_format(&c, &text, &len), EINVAL);
+		assert_null(text);
+		assert_int_equal(objfs_creds_write_temp(dir, &c, path, sizeof(path)), EINVAL);
+		assert_string_equal(path, "");
+		objfs_creds_release(&c);
+	}
+	assert_int_equal(rmdir(dir), 0);   /* empty */
+	{
+		struct objfs_creds c = OBJFS_CREDS_INIT;
+
+		assert_int_equal(objfs_creds_set(&c, "access_key_id", "AK"), 0);
+		assert_int_equal(objfs_creds_set(&c, "secret_access_key", "SK"), 0);
+		assert_int_equal(objfs_creds_write_temp("/nonexistent/dir", &c, path,
+							sizeof(path)), ENOENT);
+		assert_string_equal(path, "");
+		assert_int_equal(objfs_creds_format(&c, &text, &len), 0);
+		assert_string_equal(text, "access_key_id=AK\nsecret_access_key=SK\n");
+		assert_int_equal(len, strlen(text));
+		free(text);
+		objfs_creds_release(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_file_formats),
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_env_fills_gaps),
+		cmocka_unit_test(test_write_round_trip),
+		cmocka_unit_test(test_write_rejects),
 	};
 	return cmocka_run_group_tests_name("creds", tests, NULL, NULL);
 }

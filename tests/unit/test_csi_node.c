@@ -235,13 +235,25 @@ static int fake_statfs(void *ctx, const char *path, unsigned timeout_ms, struct 
 	return 0;
 }
 
-static int fake_probe(void *ctx, const struct objfs_store_config *sc, unsigned timeout_ms)
-{
-	struct fake *f = ctx;
+/* The driver's store factory, as NodeGetVolumeStats' probe uses it:
+ * records the url, fails with probe_err, else opens a local store. */
+static struct fake *probe_fake;
+static char probe_store[PATH_MAX];
 
-	(void)timeout_ms;
+static int fake_store_open(const struct objfs_store_config *sc, struct objfs_log *log,
+			   struct objfs_store **out)
+{
+	struct objfs_store_config lc;
+	struct fake *f = probe_fake;
+
+	*out = NULL;
 	snprintf(f->probe_url, sizeof(f->probe_url), "%s", sc->url);
-	return f->probe_err;
+	assert_int_equal(sc->retry.max_attempts, 1);
+	if (f->probe_err != 0)
+		return f->probe_err;
+	memset(&lc, 0, sizeof(lc));
+	lc.url = probe_store;
+	return objfs_store_stack_create(&lc, log, out);
 }
 
 static const struct objfs_csi_mounter_ops fake_ops = {
@@ -253,7 +265,6 @@ static const struct objfs_csi_mounter_ops fake_ops = {
 	.abort_conn = fake_abort,
 	.mount_info = fake_mount_info,
 	.statfs = fake_statfs,
-	.probe = fake_probe,
 };
 
 /* ---- fixture ---------------------------------------------------------------- */
@@ -290,6 +301,9 @@ static struct objfs_csi *make_driver(struct fx *x)
 	cfg.store.s3.access_key = "AKIDPLUGIN";
 	cfg.store.s3.secret_key = PLUGIN_SECRET;
 	cfg.mounter = &x->mounter;
+	cfg.store_open = fake_store_open;
+	probe_fake = &x->fake;
+	snprintf(probe_store, sizeof(probe_store), "file://%s/store", x->root);
 	assert_int_equal(objfs_csi_create(&cfg, NULL, NULL, &csi), 0);
 	assert_non_null(csi->node);
 	return csi;
@@ -659,7 +673,21 @@ static void test_missing_fields(void **state)
 	a.mount_options = "ready_fd=7";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "mountOptions"));
+	assert_non_null(strstr(st.msg, "ready_fd is set by the plugin"));
+	/* objfs-mount's contract (common/mountopts.h) is checked here, not
+	 * by a mount that fails */
+	a.mount_options = "attr_ttl=1,mem_limit=lots";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "option mem_limit"));
+	a.mount_options = "noatime,no_such_option";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "no_such_option"));
 	a.mount_options = NULL;
+	a.flag = "dir_ttl=1,bogus";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "mount_flags[0]"));
+	a.flag = NULL;
+	assert_int_equal(x->fake.starts, 0);
 
 	a.source = "http://example.com/x";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);

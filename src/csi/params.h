@@ -1,0 +1,63 @@
+/*
+ * params.h - the StorageClass parameters of an objfs volume (the
+ * Controller's CreateVolume, ValidateVolumeCapabilities and GetCapacity;
+ * csi/controller.h lists them and what they mean).
+ *
+ * A parse is all or nothing: an unknown key (other than the
+ * csi.storage.k8s.io/... keys the external provisioner adds), a value with
+ * a line break or over 1024 bytes, or a value out of its grammar is
+ * INVALID_ARGUMENT naming the key.  Parameter values are not secret but
+ * are cut short in messages.
+ *
+ * Ownership: struct objfs_csi_params points into the request's map (the
+ * strings are borrowed; it lives no longer than the request).
+ */
+#ifndef OBJFS_CSI_PARAMS_H
+#define OBJFS_CSI_PARAMS_H
+
+#include <stddef.h>
+
+#include "csi/rpc.h"
+
+#define OBJFS_CSI_ENDPOINT_MAX 512
+#define OBJFS_CSI_REGION_MAX 64
+/* Hex digits of objfs_csi_params_digest(). */
+#define OBJFS_CSI_PARAMS_DIGEST_HEX 40
+
+/* What DeleteVolume does with the volume's objects. */
+enum objfs_csi_on_delete {
+	OBJFS_CSI_ON_DELETE_DELETE,     /* removes them (the default) */
+	OBJFS_CSI_ON_DELETE_RETAIN,     /* keeps them, record marked retained */
+	OBJFS_CSI_ON_DELETE_ARCHIVE,    /* copies them under archivePrefix */
+};
+
+/* The parameters; NULL when not given (or empty). */
+struct objfs_csi_params {
+	const char *bucket;
+	const char *base_prefix;
+	const char *endpoint;
+	const char *region;
+	const char *addressing;
+	const char *on_delete;
+	const char *archive_prefix;
+	const char *mount_options;
+	enum objfs_csi_on_delete policy;
+};
+
+/* Reads and checks entries[0..n) (struct objfs_pb_map_entry *) into *p.
+ * OK or INVALID_ARGUMENT (st says which key). */
+enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
+					   struct objfs_csi_params *p,
+					   struct objfs_rpc_status *st);
+/* A digest of the parameters that shape a volume, to tell a repeated
+ * CreateVolume from a conflicting one: OBJFS_CSI_PARAMS_DIGEST_HEX hex
+ * digits and a NUL into out. */
+void objfs_csi_params_digest(const struct objfs_csi_params *p, char *out);
+/* "delete", "retain" or "archive". */
+const char *objfs_csi_on_delete_name(enum objfs_csi_on_delete policy);
+
+/* The value of key in a request's string map (parameters or secrets), or
+ * NULL when absent or empty; owned by the request. */
+const char *objfs_csi_map_get(void *const *entries, size_t n, const char *key);
+
+#endif

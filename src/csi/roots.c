@@ -1,0 +1,234 @@
+/*
+ * roots.c - the root stores of CSI volumes (see roots.h).
+ *
+ * The default store is borrowed from the driver for the length of a call;
+ * a bucket store is opened per call from the driver's configuration, the
+ * connection resolved here and the request's secrets, and destroyed by
+ * objfs_csi_root_close().  A caBundle secret is written once to a
+ * content-addressed file under the state dir, so concurrent calls agree.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "common/errors.h"
+#include "csi/driver.h"
+#include "csi/params.h"
+#include "csi/roots.h"
+#include "csi/volid.h"
+#include "volume/catalog.h"
+#include "volume/kvtext.h"
+
+static void conn_pick(char *dst, size_t cap, const char *a, const char *b,
+		      const char *c, const char *d)
+{
+	const char *v = a != NULL ? a : b != NULL ? b : c != NULL ? c : d;
+
+	snprintf(dst, cap, "%s", v != NULL ? v : "");
+}
+
+/* Resolves the connection of a bucket volume: first the hint (parameters
+ * or the index), then the secret, then the plugin's defaults. */
+void objfs_csi_conn_resolve(struct objfs_csi *csi, const struct objfs_kv *hint,
+			    const struct objfs_csi_params *p,
+			    void *const *secrets, size_t n_secrets,
+			    struct objfs_csi_conn *out)
+{
+	const char *he = NULL, *hr = NULL, *ha = NULL;
+
+	if (p != NULL) {
+		he = p->endpoint;
+		hr = p->region;
+		ha = p->addressing;
+	} else if (hint != NULL) {
+		he = objfs_kv_get(hint, OBJFS_CSI_CTX_ENDPOINT);
+		hr = objfs_kv_get(hint, OBJFS_CSI_CTX_REGION);
+		ha = objfs_kv_get(hint, OBJFS_CSI_CTX_ADDRESSING);
+	}
+	conn_pick(out->endpoint, sizeof(out->endpoint), he,
+		  objfs_csi_map_get(secrets, n_secrets, "endpoint"),
+		  csi->cfg.store.s3.endpoint, NULL);
+	conn_pick(out->region, sizeof(out->region), hr,
+		  objfs_csi_map_get(secrets, n_secrets, "region"),
+		  csi->cfg.store.s3.region, "us-east-1");
+	conn_pick(out->addressing, sizeof(out->addressing), ha,
+		  objfs_csi_map_get(secrets, n_secrets, "addressingStyle"),
+		  csi->cfg.store.url != NULL && strncmp(csi->cfg.store.url, "s3:", 3) == 0 &&
+		  !csi->cfg.store.s3.path_style ? "virtual" : NULL, "path");
+}
+
+void objfs_csi_root_close(struct objfs_csi_root *r)
+{
+	if (r->owned)
+		objfs_store_destroy(r->store);
+	r->store = NULL;
+	r->owned = false;
+}
+
+/* Writes a PEM bundle given in the secrets (key caBundle) to
+ * STATE_DIR/ca/<sha256>.pem (once; content-addressed, so concurrent calls
+ * agree) and puts its path in path. */
+static int ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
+			  size_t cap)
+{
+	char hash[65], dir[PATH_MAX], tmp[PATH_MAX + 32];
+	size_t len = strlen(pem), done = 0;
+	ssize_t w;
+	int fd, err = 0;
+
+	if (csi->cfg.state_dir == NULL || csi->cfg.state_dir[0] == '\0')
+		return ENOTSUP;
+	if (len == 0 || len > 1024 * 1024 || strstr(pem, "-----BEGIN") == NULL)
+		return EINVAL;
+	objfs_id_hash(pem, len, hash, 64);
+	snprintf(dir, sizeof(dir), "%s/ca", csi->cfg.state_dir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return errno;
+	if ((size_t)snprintf(path, cap, "%s/%s.pem", dir, hash) >= cap)
+		return ENAMETOOLONG;
+	if (access(path, R_OK) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	while (done < len) {
+		w = write(fd, pem + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			err = w < 0 ? errno : EIO;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	if (err == 0 && rename(tmp, path) != 0)
+		err = errno;
+	if (err != 0)
+		unlink(tmp);
+	return err;
+}
+
+/* Opens the root store of id.  For a bucket, conn must be resolved; keys
+ * come from the secrets, else the plugin's own. */
+enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
+					const struct objfs_id *id,
+					const struct objfs_csi_conn *conn,
+					void *const *secrets, size_t n_secrets,
+					struct objfs_csi_root *r,
+					struct objfs_rpc_status *st)
+{
+	struct objfs_store_config sc;
+	char url[128], ca[PATH_MAX];
+	const char *ak, *sk, *v;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (id->store == OBJFS_ID_DEFAULT) {
+		if (csi->store == NULL)
+			return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+					      "no default object store is configured");
+		r->store = csi->store;
+		return OBJFS_RPC_OK;
+	}
+	if (csi->cfg.store_open == NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "this plugin serves volumes of its default store only");
+	if (conn->endpoint[0] == '\0')
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "bucket %s: no S3 endpoint (give parameter or secret \"endpoint\", or start objfs-csi with --s3-endpoint)",
+				      id->bucket);
+	r->conn = *conn;
+	sc = csi->cfg.store;
+	snprintf(url, sizeof(url), "s3://%s", id->bucket);
+	sc.url = url;
+	sc.s3.endpoint = r->conn.endpoint;
+	sc.s3.region = r->conn.region;
+	sc.s3.path_style = strcmp(r->conn.addressing, "virtual") != 0;
+	ak = objfs_csi_map_get(secrets, n_secrets, "accessKeyID");
+	sk = objfs_csi_map_get(secrets, n_secrets, "secretAccessKey");
+	if ((ak == NULL) != (sk == NULL))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "secrets must hold both accessKeyID and secretAccessKey, or neither");
+	if (ak != NULL) {
+		sc.s3.access_key = ak;
+		sc.s3.secret_key = sk;
+		sc.s3.session_token = objfs_csi_map_get(secrets, n_secrets, "sessionToken");
+	}
+	v = objfs_csi_map_get(secrets, n_secrets, "caBundle");
+	if (v != NULL) {
+		err = ca_bundle_file(csi, v, ca, sizeof(ca));
+		if (err != 0)
+			return objfs_rpc_fail(st, err == EINVAL ? OBJFS_RPC_INVALID_ARGUMENT :
+					      OBJFS_RPC_FAILED_PRECONDITION,
+					      "secret caBundle: %s", err == EINVAL ?
+					      "not a PEM bundle" : objfs_strerror(err));
+		sc.s3.ca_file = ca;
+	}
+	err = csi->cfg.store_open(&sc, csi->log, &r->store);
+	if (err != 0) {
+		enum objfs_rpc_code code = objfs_rpc_code_from_errno(err);
+
+		r->store = NULL;
+		if (code == OBJFS_RPC_NOT_FOUND || code == OBJFS_RPC_ALREADY_EXISTS)
+			code = OBJFS_RPC_FAILED_PRECONDITION;
+		return objfs_rpc_fail(st, code,
+				      "cannot open bucket %s at %s: %s", id->bucket,
+				      r->conn.endpoint, objfs_strerror(err));
+	}
+	r->owned = true;
+	return OBJFS_RPC_OK;
+}
+
+/* The catalog kind of an id. */
+static enum objfs_catalog_kind id_kind(const struct objfs_id *id)
+{
+	return id->type == OBJFS_ID_VOLUME ? OBJFS_CATALOG_VOLUME :
+	       OBJFS_CATALOG_SNAPSHOT;
+}
+
+/* Opens the root store of an id for the id-only calls: a bucket's
+ * connection comes from the index (what the create used), else the
+ * secrets, else the defaults. */
+enum objfs_rpc_code objfs_csi_root_open_by_id(struct objfs_csi *csi,
+					      const struct objfs_id *id,
+					      const char *id_text,
+					      void *const *secrets,
+					      size_t n_secrets,
+					      struct objfs_csi_root *r,
+					      struct objfs_rpc_status *st)
+{
+	struct objfs_kv idx = OBJFS_KV_INIT;
+	struct objfs_csi_conn conn;
+	enum objfs_rpc_code code;
+
+	memset(&conn, 0, sizeof(conn));
+	if (id->store == OBJFS_ID_BUCKET) {
+		if (objfs_catalog_load(csi->store, id_kind(id), id_text, &idx) != 0)
+			objfs_kv_release(&idx);
+		objfs_csi_conn_resolve(csi, idx.n > 0 ? &idx : NULL, NULL,
+				       secrets, n_secrets, &conn);
+		/* Nothing in the index and nowhere to look: objfs knows
+		 * nothing of it (deleted already, or never made). */
+		if (idx.n == 0 && conn.endpoint[0] == '\0') {
+			memset(r, 0, sizeof(*r));
+			return objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND,
+					      "%s is unknown: not in the index, and no endpoint (secret \"endpoint\" or --s3-endpoint) to look for it",
+					      id_text);
+		}
+	}
+	code = objfs_csi_root_open(csi, id, &conn, secrets, n_secrets, r, st);
+	objfs_kv_release(&idx);
+	return code;
+}
+

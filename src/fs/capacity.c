@@ -1,0 +1,189 @@
+/*
+ * capacity.c - the volume's capacity and usage.
+ *
+ * `used` is one listing of the volume (scan_main(): at start and every
+ * usage_refresh seconds) plus local deltas; each inode carries what it is
+ * charged (in->charged, counted in fs->used).  Every size change is
+ * charged before it is made (charge(): ENOSPC past the capacity of the
+ * volume record), so nothing past the capacity is ever uploaded; shrinks
+ * and deletes use charge_force().  Until the first scan ends (scan_done)
+ * growing charges wait on scan_cv when the volume has a capacity.  The
+ * capacity is re-read from the volume record when older than volrec_ttl
+ * (statfs), or 5 s before an ENOSPC.  Counters are under fs->lock;
+ * fs->volrec_mu makes one record read at a time.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "fs/fs_int.h"
+#include "volume/volrec.h"
+
+/* ---- capacity (fs->lock) ---------------------------------------------- */
+
+void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int64_t d = (int64_t)size - (int64_t)in->charged;
+
+	fs_assert_locked(fs);
+	fs->used += d;
+	fs->scan_delta += d;
+	in->charged = size;
+}
+
+/* Charges in for size bytes; ENOSPC when that passes the capacity. */
+static int charge_locked(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int64_t d = (int64_t)size - (int64_t)in->charged;
+
+	fs_assert_locked(fs);
+	if (d > 0 && fs->capacity != 0) {
+		while (!fs->scan_done && !fs->stopping)
+			pthread_cond_wait(&fs->scan_cv, &fs->lock);
+		if (fs->used + d > (int64_t)fs->capacity)
+			return ENOSPC;
+	}
+	charge_force(fs, in, size);
+	return 0;
+}
+
+void volrec_refresh(struct objfs_fs *fs, double max_age)
+{
+	struct objfs_volrec v = OBJFS_VOLREC_INIT;
+	double now = now_mono();
+	int err;
+
+	pthread_mutex_lock(&fs->volrec_mu);
+	pthread_mutex_lock(&fs->lock);
+	if (now - fs->volrec_time < max_age) {
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	err = objfs_volrec_load(fs->store, &v);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 || err == ENOENT) {
+		if (fs->capacity != v.capacity_bytes)
+			objfs_info(fs->log, SUB, "capacity now %" PRIu64 " bytes",
+				   v.capacity_bytes);
+		fs->capacity = v.capacity_bytes;
+		fs->volrec_time = now;
+	} else {
+		objfs_warn(fs->log, SUB, "reading the volume record: %s",
+			   objfs_strerror(err));
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	pthread_mutex_unlock(&fs->volrec_mu);
+	objfs_volrec_release(&v);
+}
+
+/* charge_locked() that re-reads a stale volume record before ENOSPC (the
+ * capacity may have been raised).  Takes and releases fs->lock. */
+int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	err = charge_locked(fs, in, size);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == ENOSPC) {
+		volrec_refresh(fs, 5.0);
+		pthread_mutex_lock(&fs->lock);
+		err = charge_locked(fs, in, size);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err;
+}
+
+static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
+{
+	struct objfs_list_req rq = { NULL, NULL, NULL, NULL, 1000 };
+	char *token = NULL;
+	int err = 0;
+
+	*bytes = 0;
+	*count = 0;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			break;
+		for (i = 0; i < pg.n_entries; i++) {
+			if (strncmp(pg.entries[i].key, OBJFS_RESERVED_NAME "/",
+				    sizeof(OBJFS_RESERVED_NAME)) == 0)
+				continue;
+			*bytes += pg.entries[i].size;
+			(*count)++;
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+		pthread_mutex_lock(&fs->lock);
+		if (fs->stopping)
+			err = ECANCELED;
+		pthread_mutex_unlock(&fs->lock);
+	} while (err == 0 && token != NULL);
+	free(token);
+	return err;
+}
+
+void *scan_main(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	while (!fs->stopping) {
+		uint64_t bytes, count;
+		int64_t pending = 0;
+		unsigned i;
+		struct inode *in;
+		struct timespec until;
+		int err;
+
+		for (i = 0; i < HASH_SIZE; i++) {
+			for (in = fs->ino_tab[i]; in != NULL; in = in->ino_next) {
+				if (in->dirty)
+					pending += (int64_t)in->charged -
+						   (int64_t)(in->in_store ?
+							     in->stored_size : 0);
+			}
+		}
+		fs->scan_delta = pending;
+		fs->scan_obj_delta = 0;
+		pthread_mutex_unlock(&fs->lock);
+		err = scan_usage(fs, &bytes, &count);
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0) {
+			fs->used = (int64_t)bytes + fs->scan_delta;
+			fs->objects = (int64_t)count + fs->scan_obj_delta;
+			objfs_debug(fs->log, SUB, "usage: %" PRIu64 " bytes in %"
+				    PRIu64 " objects", bytes, count);
+		} else if (err != ECANCELED) {
+			objfs_warn(fs->log, SUB, "usage scan: %s",
+				   objfs_strerror(err));
+		}
+		if (!fs->scan_done) {
+			/* even after an error: writes must not wait forever */
+			fs->scan_done = true;
+			pthread_cond_broadcast(&fs->scan_cv);
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(err == 0 ? fs->o.usage_refresh : 10);
+		while (!fs->stopping &&
+		       pthread_cond_timedwait(&fs->scan_cv, &fs->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}

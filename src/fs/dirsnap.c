@@ -1,0 +1,415 @@
+/*
+ * dirsnap.c - directory listings (snapshots) and readdir entries.
+ *
+ * A snapshot is a sorted, deduplicated listing of one directory: the
+ * store's keys and prefixes plus names created here and not yet uploaded.
+ * dir->snap holds the directory's current one (a reference); each open
+ * readdir handle holds the one it started with (its offsets index it).
+ * Listings are trusted for dir_ttl; a local change is noted in place
+ * (snap_note()) while only the directory holds its snapshot, and drops it
+ * when handles share it.  A snapshot is freed with its last reference;
+ * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
+ * entry attributes with HEADs on the pool, HEAD_BATCH at a time, once per
+ * snapshot.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs_int.h"
+
+void snap_put_locked(struct dirsnap *s)
+{
+	size_t i;
+
+	assert(s == NULL || s->refs > 0);
+	if (s == NULL || --s->refs > 0)
+		return;
+	for (i = 0; i < s->n; i++)
+		free(s->e[i].name);
+	free(s->e);
+	free(s);
+}
+
+void snap_drop(struct inode *dir)
+{
+	if (dir != NULL && dir->snap != NULL) {
+		snap_put_locked(dir->snap);
+		dir->snap = NULL;
+	}
+}
+
+/* Finds name in a snapshot: its index, or where it would go (*found). */
+size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
+{
+	size_t lo = 0, hi = s->n;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->e[mid].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Keeps dir's listing current after a local change (fs->lock): the name
+ * is added (add) or removed.  A listing that readdir handles share is
+ * dropped instead, so their offsets stay valid. */
+void snap_note(struct inode *dir, const char *name, bool add,
+	       bool is_dir)
+{
+	struct dirsnap *s = dir != NULL ? dir->snap : NULL;
+	bool found;
+	size_t i;
+
+	if (s == NULL)
+		return;
+	if (s->refs > 1) {
+		snap_drop(dir);
+		return;
+	}
+	i = snap_find(s, name, &found);
+	if (add && !found) {
+		struct dent *e = realloc(s->e, (s->n + 1) * sizeof(*e));
+		char *nm = strdup(name);
+
+		if (e == NULL || nm == NULL) {
+			if (e != NULL)
+				s->e = e;
+			free(nm);
+			snap_drop(dir);
+			return;
+		}
+		s->e = e;
+		memmove(&e[i + 1], &e[i], (s->n - i) * sizeof(*e));
+		memset(&e[i], 0, sizeof(*e));
+		e[i].name = nm;
+		e[i].is_dir = is_dir;
+		s->n++;
+	} else if (add) {
+		s->e[i].is_dir = is_dir;
+		s->e[i].have_attr = false;
+	} else if (found) {
+		free(s->e[i].name);
+		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
+		s->n--;
+	}
+}
+
+static int dent_cmp(const void *a, const void *b)
+{
+	const struct dent *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	/* a file sorts before a directory of the same name */
+	return (int)x->is_dir - (int)y->is_dir;
+}
+
+static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
+		    bool is_dir, uint64_t size, const char *etag,
+		    const struct timespec *mtime)
+{
+	struct dent *d;
+
+	if (s->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+
+		d = realloc(s->e, nc * sizeof(*d));
+		if (d == NULL)
+			return ENOMEM;
+		s->e = d;
+		*cap = nc;
+	}
+	d = &s->e[s->n];
+	memset(d, 0, sizeof(*d));
+	d->name = strdup(name);
+	if (d->name == NULL)
+		return ENOMEM;
+	d->is_dir = is_dir;
+	d->size = size;
+	if (etag != NULL)
+		snprintf(d->etag, sizeof(d->etag), "%s", etag);
+	if (mtime != NULL)
+		d->mtime = *mtime;
+	s->n++;
+	return 0;
+}
+
+/* Lists dir into a new snapshot installed in dir->snap; *out gets a
+ * reference of its own. */
+int snap_build(struct objfs_fs *fs, struct inode *dir,
+	       struct dirsnap **out)
+{
+	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
+	struct dirsnap *s;
+	char dkey[KEYBUF], name[OBJFS_NAME_MAX + 1];
+	char *token = NULL;
+	size_t cap = 0, i, j;
+	struct inode *c;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return ENOMEM;
+	s->refs = 1;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		goto out;
+	rq.prefix = dkey;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			goto out;
+		for (i = 0; i < pg.n_entries && err == 0; i++) {
+			if (objfs_key_child(dkey, pg.entries[i].key, false, name,
+					    sizeof(name)))
+				err = snap_add(s, &cap, name, false,
+					       pg.entries[i].size,
+					       pg.entries[i].etag,
+					       &pg.entries[i].mtime);
+		}
+		for (i = 0; i < pg.n_prefixes && err == 0; i++) {
+			if (objfs_key_child(dkey, pg.prefixes[i], true, name,
+					    sizeof(name)))
+				err = snap_add(s, &cap, name, true, 0, NULL, NULL);
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	if (err != 0)
+		goto out;
+
+	pthread_mutex_lock(&fs->lock);
+	/* names created here and not yet uploaded */
+	for (c = dir->child; c != NULL && err == 0; c = c->sib_next) {
+		if (c->linked && !c->in_store && !S_ISDIR(c->mode))
+			err = snap_add(s, &cap, c->name, false, c->size, NULL,
+				       &c->mtime);
+	}
+	if (err == 0) {
+		if (s->n > 1)
+			qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
+		for (i = 0, j = 0; i < s->n; i++) {
+			if (j > 0 && strcmp(s->e[j - 1].name, s->e[i].name) == 0) {
+				free(s->e[i].name);
+				continue;
+			}
+			s->e[j++] = s->e[i];
+		}
+		s->n = j;
+		s->time = now_mono();
+		snap_drop(dir);
+		dir->snap = s;
+		s->refs++;
+		*out = s;
+		s = NULL;
+	}
+	pthread_mutex_unlock(&fs->lock);
+out:
+	free(token);
+	if (s != NULL) {
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(s);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err;
+}
+
+struct head_task {
+	struct objfs_fs *fs;
+	struct dent *d;
+	char key[];
+};
+
+static void head_run(void *arg)
+{
+	struct head_task *t = arg;
+	struct objfs_fs *fs = t->fs;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct probe p;
+	int err;
+
+	err = objfs_store_head(fs->store, t->key, &info);
+	if (err == 0)
+		probe_from_info(fs, &info, t->d->is_dir, &p);
+	else if (t->d->is_dir && err == ENOENT)
+		probe_implied_dir(fs, &p);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 || (t->d->is_dir && err == ENOENT)) {
+		t->d->fa = p.fa;
+		t->d->have_attr = true;
+		t->d->marker = p.marker;
+		if (!t->d->is_dir) {
+			t->d->size = p.size;
+			snprintf(t->d->etag, sizeof(t->d->etag), "%s", p.etag);
+			if (p.is_dir)
+				t->d->is_dir = true;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	objfs_obj_info_release(&info);
+	free(t);
+}
+
+#define HEAD_BATCH 256          /* HEAD tasks queued at once */
+
+/* Fetches the attributes of every entry the kernel will need (readdirplus):
+ * parallel HEADs for names without fresh inode attributes, queued in
+ * batches so a huge directory does not queue a task per name at once. */
+void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s)
+{
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	double now = now_mono();
+	size_t i, queued;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	if (s->attrs_done) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	s->attrs_done = true;
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return;
+	objfs_group_init(&g);
+	for (i = 0, queued = 0; i < s->n; i++) {
+		struct dent *d = &s->e[i];
+		char key[KEYBUF];
+		struct inode *c;
+		struct head_task *t;
+		bool skip;
+
+		pthread_mutex_lock(&fs->lock);
+		c = find_child(fs, dir, d->name);
+		skip = d->have_attr ||
+		       (c != NULL && (c->dirty || c->spool != NULL || !c->in_store ||
+				      now - c->attr_time < fs->o.attr_ttl));
+		pthread_mutex_unlock(&fs->lock);
+		if (skip || objfs_key_join(dkey, d->name, d->is_dir, key,
+					   sizeof(key)) != 0)
+			continue;
+		t = malloc(sizeof(*t) + strlen(key) + 1);
+		if (t == NULL)
+			break;
+		t->fs = fs;
+		t->d = d;
+		strcpy(t->key, key);
+		if (objfs_pool_submit(fs->pool, &g, head_run, t) != 0)
+			head_run(t);
+		if (++queued % HEAD_BATCH == 0) {
+			objfs_group_wait(&g);
+			objfs_group_init(&g);
+		}
+	}
+	objfs_group_wait(&g);
+}
+
+/* Unlinks and frees a directory handle (takes fs->lock). */
+void dh_free(struct objfs_fs *fs, struct dhandle *dh)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (dh->prev != NULL)
+		dh->prev->next = dh->next;
+	else
+		fs->dirhandles = dh->next;
+	if (dh->next != NULL)
+		dh->next->prev = dh->prev;
+	snap_put_locked(dh->snap);
+	pthread_mutex_unlock(&fs->lock);
+	free(dh);
+}
+
+uint64_t name_ino(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 1099511628211ULL;
+	}
+	return h | (1ULL << 63);
+}
+
+/* Finds or makes the inode for a listing entry (fs->lock); *created tells
+ * whether it is new (nlookup 0). */
+struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d, bool *created)
+{
+	struct inode *in = find_child(fs, dir, d->name);
+	mode_t mode;
+
+	fs_assert_locked(fs);
+	*created = false;
+	mode = d->have_attr ? d->fa.mode :
+	       default_mode(fs, d->is_dir ? S_IFDIR : S_IFREG);
+	if (in != NULL) {
+		if (same_type(in->mode, mode) || in->dirty || in->spool != NULL) {
+			if (d->have_attr && !in->dirty && in->spool == NULL &&
+			    now_mono() - in->attr_time >= fs->o.attr_ttl) {
+				struct probe p;
+
+				memset(&p, 0, sizeof(p));
+				p.is_dir = d->is_dir;
+				p.marker = d->marker;
+				p.size = d->size;
+				snprintf(p.etag, sizeof(p.etag), "%s", d->etag);
+				p.fa = d->fa;
+				apply_probe(fs, in, &p);
+			}
+			return in;
+		}
+		if (in->nlookup == 0 && in->nopen == 0) {
+			struct inode *par = detach(fs, in);
+
+			maybe_free(fs, in);
+			(void)par;      /* dir stays pinned by the caller */
+		} else {
+			return in;
+		}
+	}
+	in = inode_new(fs, dir, d->name, mode);
+	if (in == NULL)
+		return NULL;
+	*created = true;
+	in->size = d->is_dir ? 0 : d->size;
+	in->stored_size = in->size;
+	in->charged = in->size;
+	in->in_store = d->is_dir ? d->marker : true;
+	snprintf(in->etag, sizeof(in->etag), "%s", d->etag);
+	if (d->have_attr) {
+		in->uid = d->fa.uid;
+		in->gid = d->fa.gid;
+		in->mtime = d->fa.mtime;
+		in->attr_time = now_mono();
+	} else {
+		in->mtime = d->mtime.tv_sec != 0 ? d->mtime : now_real();
+		in->attr_time = 0;
+	}
+	return in;
+}

@@ -1,0 +1,511 @@
+/*
+ * fs_int.h - the filesystem's internal header: the structures shared by
+ * the files of src/fs, the lock order, and the functions they call in one
+ * another.  Not for use outside src/fs (fs.h is the interface); the unit
+ * tests include it to drive write-back and lookup without FUSE.
+ *
+ * Files:
+ *   fs.c         the FUSE operations (op_*: each replies exactly once) and
+ *                the life cycle (create, start, sync_all, destroy)
+ *   inode.c      inode tables, tree links, inode lifetime, keys, stat
+ *   lookup.c     finding names in the store, do_lookup, revalidate
+ *   dirsnap.c    directory listings (snapshots), HEAD batches, readdir
+ *                entries
+ *   writeback.c  spools, uploads, streaming parts, inode_sync, the spool
+ *                bound and its relief
+ *   readahead.c  read-ahead chunks and reads of clean files from the store
+ *   capacity.c   charges against the volume capacity, the volume record,
+ *                the usage scan
+ *   rename.c     rename, and the directory rename's copy and delete of a
+ *                key tree
+ *
+ * Objects: an inode per name the kernel knows (inode number = a counter,
+ * never reused), found by number (ino hash) and by (parent, name) (name
+ * hash).  An inode lives while the kernel holds lookups on it (nlookup),
+ * files are open on it (nopen), children or running operations pin it
+ * (refs), or it holds unsaved data (dirty).  None of the counts ever goes
+ * below zero, and a dirty inode is never freed (until destroy).
+ *
+ * Locks, always taken in this order:
+ *   fs->ns     rwlock.  Read side: any operation that writes or deletes
+ *              keys of existing names (upload, unlink, rmdir, setattr).
+ *              Write side: rename, so a renamed tree never changes under
+ *              it and no upload writes to an old key meanwhile.
+ *   in->mu     the inode's data: spool, dirty.  Held across store I/O of
+ *              that file (upload, fetch into the spool).
+ *   fs->lock   mutex.  Tables, tree links, nlookup/nopen/refs, every
+ *              attribute field, listing snapshots, capacity counters.
+ *              Never held across store I/O.
+ * Leaf locks, taken under any of these and never around them:
+ * fs->volrec_mu (one volume record refresh; taken before fs->lock),
+ * stream->mu, fhandle->mu, fs->rabuf_mu.
+ *
+ * Errors: functions return 0 or a positive errno; fs.c's reply_err() is
+ * the one place they reach the kernel (libfuse negates them).
+ *
+ * Each prototype below says which locks the caller must hold ("fs->lock
+ * held") or must not hold ("takes fs->lock"), and who owns what it
+ * returns.  In debug builds (without NDEBUG) fs_assert_locked(),
+ * fs_assert_held() and fs_assert_ns_held() check the held ones, and
+ * asserts check the counts.
+ */
+#ifndef OBJFS_FS_INT_H
+#define OBJFS_FS_INT_H
+
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 312
+#endif
+
+#include <assert.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "common/pool.h"
+#include "fs/attr.h"
+#include "fs/dcache.h"
+#include "fs/fs.h"
+#include "fs/spool.h"
+#include "volume/layout.h"
+
+#define HASH_BITS 16
+#define HASH_SIZE (1u << HASH_BITS)
+#define KEYBUF (OBJFS_KEY_MAX + 2)
+#define RA_MAX 16
+#define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
+#define LINK_MAX_LEN 4096
+#define SUB "fs"
+
+struct dent {
+	char *name;
+	bool is_dir;
+	bool have_attr;         /* fa/size/etag from a HEAD */
+	bool marker;            /* a directory with a marker object */
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];
+	struct timespec mtime;  /* Last-Modified from the listing */
+	struct objfs_fattr fa;
+};
+
+/* A directory listing; shared by readdir handles (refs, fs->lock). */
+struct dirsnap {
+	unsigned refs;
+	size_t n;
+	struct dent *e;
+	double time;
+	bool attrs_done;
+};
+
+/* A multipart upload fed while a file is written sequentially: every
+ * completed part_size bytes go up at once, so closing a large file only
+ * sends the tail.  The parts array and counters are under mu (tasks finish
+ * without the inode's lock); the rest belongs to the inode (in->mu). */
+struct stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char key[KEYBUF];
+	char *upload_id;
+	struct objfs_part *parts;       /* index = part number - 1 */
+	unsigned n_parts;               /* parts started */
+	unsigned inflight;              /* mu */
+	int err;                        /* first failure, mu */
+	uint64_t off;                   /* bytes handed to parts */
+	uint64_t punched;               /* [0, punched) left the spool: only
+					   the completed parts hold it */
+	bool attrs_changed;             /* mode, owner or mtime set meanwhile:
+					   stored by a copy after completion */
+	struct objfs_fattr fa;          /* attributes sent at create */
+};
+
+struct inode {
+	fuse_ino_t ino;
+	struct inode *ino_next;         /* ino hash chain */
+	struct inode *name_next;        /* name hash chain (when linked) */
+	struct inode *parent;           /* pinned (refs); NULL for root/unlinked */
+	struct inode *child;            /* first child (linked ones) */
+	struct inode *sib_prev, *sib_next;
+	char *name;
+	uint64_t nlookup;
+	unsigned nopen;
+	unsigned refs;
+	bool linked;
+
+	/* attributes (fs->lock) */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec mtime;
+	struct timespec ctime;
+	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
+	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
+	double attr_time;                /* when attributes were fetched */
+	bool in_store;                   /* the object (or marker) exists */
+	uint64_t stored_size;
+	uint64_t charged;                /* bytes counted in fs->used */
+	struct dirsnap *snap;
+	char *link;
+
+	/* data (mu) */
+	pthread_mutex_t mu;
+	struct objfs_spool *spool;
+	bool dirty;                      /* also read under fs->lock */
+	bool seq;                        /* written only at its end since empty */
+	struct stream *stream;           /* parts already on their way */
+	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
+					    counted in fs->spool_used */
+};
+
+struct ra_chunk {
+	uint64_t off;
+	size_t len;
+	char *buf;
+	size_t got;
+	int state;          /* RA_FREE, RA_LOADING, RA_READY, RA_ERROR */
+	int err;
+};
+
+enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
+
+struct fhandle {
+	struct objfs_fs *fs;
+	struct inode *in;
+	struct fhandle *prev, *next;    /* fs->handles, fs->lock */
+	char key[KEYBUF];
+	pthread_mutex_t mu;             /* the read-ahead state */
+	pthread_cond_t cv;
+	uint64_t next_off;
+	unsigned seq;
+	unsigned waiters;               /* readers in cond_wait on cv */
+	struct ra_chunk ra[RA_MAX];
+};
+
+struct dhandle {
+	struct dirsnap *snap;
+	struct dhandle *prev, *next;    /* fs->dirhandles, fs->lock */
+};
+
+struct objfs_fs {
+	struct objfs_store *store;
+	struct objfs_log *log;
+	struct objfs_fs_opts o;
+	char *spool_dir;
+	struct fuse_session *se;
+	struct objfs_pool *pool;
+	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
+	struct objfs_budget mem;
+	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
+	struct fhandle *handles;        /* open files (fs->lock), freed at
+					   destroy when the kernel went away
+					   without releasing them */
+	pthread_rwlock_t ns;
+	pthread_mutex_t lock;
+
+	/* fs->lock */
+	struct inode *ino_tab[HASH_SIZE];
+	struct inode *name_tab[HASH_SIZE];
+	fuse_ino_t next_ino;
+	struct inode *root;
+	uint64_t n_inodes;
+
+	/* capacity (fs->lock) */
+	uint64_t capacity;              /* 0: unlimited */
+	int64_t used;
+	int64_t objects;
+	int64_t scan_delta;
+	int64_t scan_obj_delta;
+	bool scan_done;
+	double volrec_time;
+	pthread_cond_t scan_cv;
+	bool stopping;
+	pthread_t scan_thread;
+	bool scan_started;
+	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
+	uint64_t relieved_at;           /* fs->lock: spool_used after the last
+					   look at other files' spools */
+	pthread_mutex_t rabuf_mu;       /* read-ahead buffers kept for reuse */
+	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
+					   still taken (rabuf_mu) */
+	unsigned n_rabuf;
+};
+
+/* What the store says about one name. */
+struct probe {
+	bool is_dir;
+	bool marker;            /* directory with a marker object */
+	uint64_t size;
+	char etag[OBJFS_ETAG_MAX];
+	struct objfs_fattr fa;
+};
+
+/* ---- debug-build checks ------------------------------------------------ */
+
+/* True when m is locked (by this thread or, which a check cannot tell
+ * apart, another one). */
+static inline bool fs_mutex_held(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return true;
+	pthread_mutex_unlock(m);
+	return false;
+}
+
+/* True when l is held for reading or writing (by some thread). */
+static inline bool fs_rwlock_held(pthread_rwlock_t *l)
+{
+	if (pthread_rwlock_trywrlock(l) != 0)
+		return true;
+	pthread_rwlock_unlock(l);
+	return false;
+}
+
+#ifdef NDEBUG
+#define fs_assert_held(m) ((void)0)
+#define fs_assert_ns_held(fs) ((void)0)
+#else
+#define fs_assert_held(m) assert(fs_mutex_held(m))
+/* The caller holds fs->ns (either side). */
+#define fs_assert_ns_held(fs) assert(fs_rwlock_held(&(fs)->ns))
+#endif
+/* The caller holds fs->lock. */
+#define fs_assert_locked(fs) fs_assert_held(&(fs)->lock)
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static inline double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline struct timespec now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+static inline struct objfs_fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline bool is_root(struct objfs_fs *fs, struct inode *in)
+{
+	return in == fs->root;
+}
+
+static inline bool same_type(mode_t a, mode_t b)
+{
+	return (a & S_IFMT) == (b & S_IFMT);
+}
+
+/* ---- inode.c: tables, tree links, inode lifetime ---- */
+
+/* The inode the kernel calls ino (the root for FUSE_ROOT_ID), or NULL; no
+ * reference taken.  fs->lock held. */
+struct inode *find_ino(struct objfs_fs *fs, fuse_ino_t ino);
+/* parent's linked child called name, or NULL; no reference taken.
+ * fs->lock held. */
+struct inode *find_child(struct objfs_fs *fs, struct inode *parent,
+			 const char *name);
+/* Adds in to / removes it from the name hash under (in->parent,
+ * in->name).  fs->lock held. */
+void name_hash(struct objfs_fs *fs, struct inode *in);
+void name_unhash(struct objfs_fs *fs, struct inode *in);
+/* Links in first among parent's children / unlinks it from its parent's
+ * children (in->parent and the refs are the caller's).  fs->lock held. */
+void sib_link(struct inode *parent, struct inode *in);
+void sib_unlink(struct inode *in);
+/* A new inode named name under parent (linked, pinning parent), or an
+ * unlinked one when parent is NULL; every count 0, so the caller takes a
+ * reference (nlookup, nopen or refs) or calls maybe_free().  Owned by the
+ * tables.  NULL when out of memory.  fs->lock held. */
+struct inode *inode_new(struct objfs_fs *fs, struct inode *parent,
+			const char *name, mode_t mode);
+/* Frees in at once: out of the ino table, with its snapshot, spool and
+ * memory.  It must be detached and unused (maybe_free() decides), or the
+ * whole fs going (objfs_fs_destroy()).  fs->lock held. */
+void inode_free(struct objfs_fs *fs, struct inode *in);
+/* Detaches in from its name and parent; returns the parent, whose pin
+ * the child held: the caller runs maybe_free() on it after.  fs->lock
+ * held. */
+struct inode *detach(struct objfs_fs *fs, struct inode *in);
+/* Frees in, and parents left unused, when nothing holds it and it is
+ * clean.  fs->lock held. */
+void maybe_free(struct objfs_fs *fs, struct inode *in);
+/* The key of in into buf: "" for the root, "a/b" for a file, "a/b/" for
+ * a directory when dir_slash.  0, ENAMETOOLONG or ENOENT (unlinked).
+ * fs->lock held. */
+int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
+	      char *buf, size_t cap);
+/* The mode of a name without stored attributes, of type S_IFDIR, S_IFLNK
+ * or S_IFREG.  No lock. */
+mode_t default_mode(struct objfs_fs *fs, mode_t type);
+/* in's attributes as stat / as a FUSE entry.  fs->lock held. */
+void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st);
+void fill_entry(struct objfs_fs *fs, struct inode *in,
+		struct fuse_entry_param *e);
+/* Pins the inode the kernel calls ino (refs++): NULL when unknown.
+ * unpin() drops the pin (in may be NULL) and frees what is unused.  Both
+ * take fs->lock. */
+struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino);
+void unpin(struct objfs_fs *fs, struct inode *in);
+
+/* ---- capacity.c: charges, the volume record, the usage scan ---- */
+
+/* Sets in's charge to size bytes whatever the capacity (a shrink or a
+ * delete).  fs->lock held. */
+void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size);
+/* Charges in for size bytes: ENOSPC when that passes the capacity (after
+ * re-reading a stale volume record), else 0.  Waits for the first usage
+ * scan when the volume has a capacity.  Takes fs->lock. */
+int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
+/* Re-reads the volume record when older than max_age seconds.  Takes
+ * fs->volrec_mu and fs->lock (store I/O between). */
+void volrec_refresh(struct objfs_fs *fs, double max_age);
+/* The usage scan thread (arg: the fs): lists the volume at start and
+ * every usage_refresh seconds until fs->stopping. */
+void *scan_main(void *arg);
+
+/* ---- lookup.c: finding names in the store ---- */
+
+/* The attributes of an object (dir: a directory marker) as a probe.  No
+ * lock. */
+void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
+		     bool dir, struct probe *p);
+/* The attributes of a directory implied by the keys under it.  No lock. */
+void probe_implied_dir(struct objfs_fs *fs, struct probe *p);
+/* *used: some key starts with prefix (which ends in "/"), not counting
+ * prefix itself when ignore_self.  0 or an errno.  No lock (store I/O). */
+int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self,
+		bool *used);
+/* Copies probe results into in's attributes; local state wins while in
+ * has unsaved data or a spool.  fs->lock held. */
+void apply_probe(struct objfs_fs *fs, struct inode *in, const struct probe *p);
+/* Looks up (parent, name) (parent pinned by the caller) and sets *out with
+ * a reference taken: nlookup for the kernel, refs (drop with unpin()) when
+ * pin.  0, ENOENT, ENOTDIR, ENAMETOOLONG, EINVAL or a store errno.  Takes
+ * fs->lock (store I/O without it). */
+int do_lookup(struct objfs_fs *fs, struct inode *parent, const char *name,
+	      bool pin, struct inode **out);
+/* Re-reads the attributes of a clean inode (pinned by the caller) from the
+ * store when older than attr_ttl, or always when force.  0, ESTALE (its
+ * type changed), ENOENT or a store errno.  Takes fs->lock. */
+int revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+
+/* ---- dirsnap.c: listings and readdir entries ---- */
+
+/* Drops a reference to s (NULL: nothing) and frees it with the last one.
+ * fs->lock held. */
+void snap_put_locked(struct dirsnap *s);
+/* Drops dir's own listing (dir may be NULL).  fs->lock held. */
+void snap_drop(struct inode *dir);
+/* The index of name in s, or where it would go (*found false).  fs->lock
+ * held. */
+size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
+/* Keeps dir's listing current after a local change: name added (add) or
+ * removed.  fs->lock held. */
+void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
+/* Lists dir (pinned by the caller) into a new snapshot installed as
+ * dir->snap; *out gets a reference of its own (snap_put_locked()).  0 or
+ * an errno.  Takes fs->lock (store I/O without it). */
+int snap_build(struct objfs_fs *fs, struct inode *dir, struct dirsnap **out);
+/* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
+ * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
+void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s);
+/* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
+ * fs->lock. */
+void dh_free(struct objfs_fs *fs, struct dhandle *dh);
+/* The inode number readdir reports for a name without an inode. */
+uint64_t name_ino(const char *name);
+/* The inode for a listing entry, found or made (*created: new, all counts
+ * 0, owned by the tables).  NULL when out of memory.  fs->lock held. */
+struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d, bool *created);
+
+/* ---- writeback.c: spools, uploads, the spool bound ---- */
+
+/* Writes size bytes of buf at off into in's spool (started over the
+ * stored object if need be), charged against the capacity first; marks
+ * in dirty, streams complete parts of a sequential writer and relieves
+ * the spool bound.  0 or an errno (ENOSPC past the capacity).  Takes
+ * fs->ns (read), in->mu and fs->lock: none held. */
+int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
+		size_t size, uint64_t off);
+/* Starts a spool for in (over its stored object) if it has none.  0 or an
+ * errno.  in->mu held; takes fs->lock. */
+int spool_ensure(struct objfs_fs *fs, struct inode *in);
+/* Fetches whatever of [off, end) in's spool (present) lacks.  0 or an
+ * errno.  in->mu held; takes fs->lock. */
+int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
+		uint64_t end);
+/* Recounts the disk blocks of in's spool into fs->spool_used.  in->mu
+ * held; takes fs->lock. */
+void spool_account(struct objfs_fs *fs, struct inode *in);
+/* Drops the spool of a clean in (only when nobody has it open if
+ * idle_only).  in->mu held; takes fs->lock. */
+void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
+/* Abandons in's stream (its parts are aborted in the store).  in->mu
+ * held. */
+void stream_abort(struct objfs_fs *fs, struct inode *in);
+/* Ends in's stream before a change that is not an append (completed when
+ * its parts hold bytes the spool gave up).  0 or an errno.  fs->ns and
+ * in->mu held. */
+int stream_stop(struct objfs_fs *fs, struct inode *in);
+/* Uploads a dirty inode (whole object, or completes its stream); on
+ * failure it stays dirty.  0 or an errno.  fs->ns (read or write) and
+ * in->mu held; takes fs->lock. */
+int inode_sync(struct objfs_fs *fs, struct inode *in);
+/* inode_sync() taking fs->ns (read) and in->mu itself. */
+int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in);
+/* Stores the attributes of a clean file, symlink or directory (a copy in
+ * place, or a marker).  0 or an errno.  fs->ns (read) held; takes
+ * fs->lock. */
+int store_attrs(struct objfs_fs *fs, struct inode *in);
+/* Makes an open file's data local before its object goes away.  0 or an
+ * errno.  fs->ns held; takes in->mu and fs->lock. */
+int keep_open_data(struct objfs_fs *fs, struct inode *in);
+
+/* ---- readahead.c: reads of clean files ---- */
+
+/* Frees a read-ahead chunk whose GET is not running to the buffer pool.
+ * fh->mu held (or fh private to the caller). */
+void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c);
+/* Unmaps the read-ahead buffers kept for reuse.  Takes fs->rabuf_mu. */
+void ra_buf_drain(struct objfs_fs *fs);
+/* Reads [off, off+size) of fh's clean file and replies to req.  0, or an
+ * errno not yet replied.  No lock held; takes fs->lock and fh->mu. */
+int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
+
+/* ---- rename.c: rename ---- */
+
+/* Uploads every dirty inode at or under top.  0 or the first errno.
+ * fs->ns held for writing. */
+int sync_under(struct objfs_fs *fs, struct inode *top);
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+
+/* ---- fs.c: the FUSE edge ---- */
+
+/* Replies err to req: store errors a file system call cannot mean become
+ * EIO; the one place an errno is negated (by libfuse). */
+void reply_err(fuse_req_t req, int err);
+/* EROFS, EINVAL, ENAMETOOLONG, EPERM (reserved) or ENOTDIR when name may
+ * not be created under parent (pinned by the caller), else 0.  No lock. */
+int new_name_check(struct objfs_fs *fs, struct inode *parent,
+		   const char *name);
+/* Writes the marker of an implied directory that lost its last entry.
+ * fs->ns held; takes fs->lock. */
+void keep_dir(struct objfs_fs *fs, struct inode *dir);
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * lookup.c - finding names in the store.
+ *
+ * A name is an object ("a/b"), a directory marker ("a/b/"), or a directory
+ * implied by keys under "a/b/"; probe_key() asks for all three at once (a
+ * HEAD and a one-key LIST in parallel), so a missing name costs one round
+ * trip.  do_lookup() answers from the inode tables while attributes are
+ * fresh (entry_ttl), from a fresh listing of the parent (dir_ttl: a quick
+ * ENOENT), and relists a small parent before probing.  An inode with
+ * local state (dirty, spooled, or created and not yet uploaded) is never
+ * replaced by what the store says; a clean one gone from the store or of
+ * another type is detached.  revalidate() re-reads a clean inode's
+ * attributes after attr_ttl (and at every open: close-to-open).  No lock
+ * is held across store I/O; fs->lock is taken around table work.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs_int.h"
+
+/* ---- finding names in the store --------------------------------------- */
+
+void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
+		     bool dir, struct probe *p)
+{
+	p->is_dir = dir;
+	p->marker = dir;
+	p->size = dir ? 0 : info->size;
+	snprintf(p->etag, sizeof(p->etag), "%s", info->etag);
+	p->fa.mode = default_mode(fs, dir ? S_IFDIR : S_IFREG);
+	p->fa.uid = fs->o.uid;
+	p->fa.gid = fs->o.gid;
+	p->fa.mtime = info->mtime;
+	objfs_fattr_from_meta(&info->meta, &p->fa);
+	if (dir && !S_ISDIR(p->fa.mode))
+		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
+	if (!dir && S_ISDIR(p->fa.mode)) {
+		/* an old s3fs-style "dir" object without the slash */
+		p->is_dir = true;
+		p->size = 0;
+	}
+}
+
+void probe_implied_dir(struct objfs_fs *fs, struct probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->is_dir = true;
+	p->fa.mode = default_mode(fs, S_IFDIR);
+	p->fa.uid = fs->o.uid;
+	p->fa.gid = fs->o.gid;
+	p->fa.mtime = now_real();
+}
+
+/* True when some key starts with prefix (which ends in "/").  0 or errno. */
+int prefix_used(struct objfs_fs *fs, const char *prefix, bool ignore_self,
+		bool *used)
+{
+	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 2 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+	size_t i;
+	int err;
+
+	*used = false;
+	err = objfs_store_list(fs->store, &rq, &pg);
+	if (err != 0)
+		return err;
+	for (i = 0; i < pg.n_entries; i++) {
+		if (!ignore_self || strcmp(pg.entries[i].key, prefix) != 0)
+			*used = true;
+	}
+	if (pg.n_prefixes > 0)
+		*used = true;
+	objfs_list_page_release(&pg);
+	return 0;
+}
+
+struct list_task {
+	struct objfs_fs *fs;
+	const char *prefix;
+	int err;
+	bool used;
+	bool marker;            /* the first key is the prefix itself */
+};
+
+static void list_run(void *arg)
+{
+	struct list_task *t = arg;
+	struct objfs_list_req rq = { t->prefix, NULL, NULL, NULL, 1 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+	t->err = objfs_store_list(t->fs->store, &rq, &pg);
+	if (t->err == 0) {
+		t->used = pg.n_entries > 0 || pg.n_prefixes > 0;
+		t->marker = pg.n_entries > 0 &&
+			    strcmp(pg.entries[0].key, t->prefix) == 0;
+	}
+	objfs_list_page_release(&pg);
+}
+
+/* Probes the name whose file key is key: object, marker, or implied
+ * directory.  The HEAD of the object and the listing of "key/" run in
+ * parallel, so a missing name costs one round trip.  want_dir skips the
+ * object HEAD.  0, ENOENT or another errno. */
+static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
+		     struct probe *p)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct list_task lt;
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	int err, herr = ENOENT;
+
+	memset(p, 0, sizeof(*p));
+	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err != 0)
+		return err;
+	memset(&lt, 0, sizeof(lt));
+	lt.fs = fs;
+	lt.prefix = dkey;
+	objfs_group_init(&g);
+	if (fs->pool == NULL || objfs_pool_submit(fs->pool, &g, list_run, &lt) != 0)
+		list_run(&lt);
+	if (!want_dir) {
+		herr = objfs_store_head(fs->store, key, &info);
+		if (herr == 0)
+			probe_from_info(fs, &info, false, p);
+	}
+	objfs_group_wait(&g);
+	if (herr == 0 || herr != ENOENT) {
+		err = herr;
+		goto out;
+	}
+	objfs_obj_info_release(&info);
+	err = lt.err;
+	if (err != 0)
+		goto out;
+	if (!lt.used) {
+		err = ENOENT;
+		goto out;
+	}
+	if (lt.marker) {
+		err = objfs_store_head(fs->store, dkey, &info);
+		if (err == 0) {
+			probe_from_info(fs, &info, true, p);
+			goto out;
+		}
+		if (err != ENOENT)
+			goto out;
+		err = 0;
+	}
+	probe_implied_dir(fs, p);
+out:
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+/* Copies probe results into an inode's attributes (fs->lock).  Local state
+ * wins while the inode has unsaved data or a spool. */
+void apply_probe(struct objfs_fs *fs, struct inode *in,
+		 const struct probe *p)
+{
+	fs_assert_locked(fs);
+	in->attr_time = now_mono();
+	in->in_store = p->is_dir ? p->marker : true;
+	if (in->dirty || in->spool != NULL)
+		return;
+	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
+		free(in->link);
+		in->link = NULL;
+	}
+	in->mode = p->fa.mode;
+	in->uid = p->fa.uid;
+	in->gid = p->fa.gid;
+	in->mtime = p->fa.mtime;
+	in->size = p->size;
+	in->stored_size = p->size;
+	snprintf(in->etag, sizeof(in->etag), "%s", p->etag);
+	if (!S_ISDIR(in->mode) && in->charged != p->size)
+		in->charged = p->size;  /* the scan counts other writers */
+}
+
+/* Looks up (parent, name) for the kernel (nlookup++) or for internal use
+ * (pin: refs++).  *out is set with the reference taken.  0, ENOENT, ... */
+int do_lookup(struct objfs_fs *fs, struct inode *parent,
+	      const char *name, bool pin, struct inode **out)
+{
+	char key[KEYBUF], dkey[KEYBUF];
+	struct inode *in;
+	struct probe p;
+	bool want_dir = false, fresh;
+	double now = now_mono();
+	bool relisted = false;
+	int err;
+
+	err = objfs_name_check(name);
+	if (err != 0)
+		return err;
+	if (objfs_name_reserved(is_root(fs, parent), name))
+		return ENOENT;
+	pthread_mutex_lock(&fs->lock);
+again:
+	if (!S_ISDIR(parent->mode)) {
+		err = ENOTDIR;
+		goto out_locked;
+	}
+	in = find_child(fs, parent, name);
+	if (in != NULL) {
+		fresh = in->dirty || in->spool != NULL ||
+			(!in->in_store && !S_ISDIR(in->mode)) ||
+			now - in->attr_time < fs->o.entry_ttl;
+		if (fresh)
+			goto found;
+		want_dir = S_ISDIR(in->mode);
+	} else if (parent->snap != NULL &&
+		   now - parent->snap->time < fs->o.dir_ttl) {
+		/* a fresh listing without the name: a quick ENOENT */
+		bool seen;
+		size_t i = snap_find(parent->snap, name, &seen);
+
+		if (seen)
+			want_dir = parent->snap->e[i].is_dir;
+		else {
+			err = ENOENT;
+			goto out_locked;
+		}
+	} else if (!relisted && parent->snap != NULL &&
+		   parent->snap->n < SNAP_RELIST_MAX) {
+		/* a small directory listed before: one LIST answers this
+		 * lookup and the next ones for dir_ttl (a HEAD and a LIST
+		 * per name otherwise, when many files are created) */
+		struct dirsnap *s = NULL;
+
+		relisted = true;
+		pthread_mutex_unlock(&fs->lock);
+		err = snap_build(fs, parent, &s);
+		pthread_mutex_lock(&fs->lock);
+		if (s != NULL)
+			snap_put_locked(s);
+		now = now_mono();
+		if (err == 0)
+			goto again;
+	}
+	err = inode_key(fs, parent, true, dkey, sizeof(dkey));
+	if (err == 0)
+		err = objfs_key_join(dkey, name, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return err;
+
+	err = probe_key(fs, key, want_dir, &p);
+	if (err == ENOENT && want_dir)
+		err = probe_key(fs, key, false, &p);
+
+	pthread_mutex_lock(&fs->lock);
+	in = find_child(fs, parent, name);
+	if (err != 0) {
+		if (err == ENOENT && in != NULL && !in->dirty &&
+		    in->spool == NULL && in->in_store) {
+			/* gone from the store: forget the name */
+			struct inode *par = detach(fs, in);
+
+			maybe_free(fs, in);
+			maybe_free(fs, par);
+		} else if (err == ENOENT && in != NULL) {
+			err = 0;        /* local data we still hold */
+			goto found;
+		}
+		goto out_locked;
+	}
+	if (in != NULL && !same_type(in->mode, p.fa.mode) && !in->dirty &&
+	    in->spool == NULL) {
+		struct inode *par = detach(fs, in);
+
+		maybe_free(fs, in);
+		maybe_free(fs, par);
+		in = NULL;
+	}
+	if (in == NULL) {
+		in = inode_new(fs, parent, name, p.fa.mode);
+		if (in == NULL) {
+			err = ENOMEM;
+			goto out_locked;
+		}
+	}
+	apply_probe(fs, in, &p);
+found:
+	if (pin)
+		in->refs++;
+	else
+		in->nlookup++;
+	*out = in;
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}
+
+/* Re-reads the attributes of a clean, stale inode from the store. */
+int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
+{
+	char key[KEYBUF];
+	struct probe p;
+	bool need;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	need = in != fs->root && !in->dirty && in->spool == NULL &&
+	       in->linked && (in->in_store || S_ISDIR(in->mode)) &&
+	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
+	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (!need || err != 0)
+		return err;
+	err = probe_key(fs, key, S_ISDIR(in->mode), &p);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 && same_type(p.fa.mode, in->mode))
+		apply_probe(fs, in, &p);
+	else if (err == 0)
+		err = ESTALE;
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}

@@ -1,0 +1,243 @@
+/*
+ * rename.c - rename.  A file is copied to its new key and the old key
+ * deleted; a directory's dirty files are uploaded (sync_under()), then
+ * every key under it is moved by backend/tree.h: copied in parallel on the
+ * mount's pool, all or nothing (the copies are deleted on failure), then
+ * the old keys deleted in batches.
+ * fs->ns is held for writing throughout, so no upload writes to an old
+ * key meanwhile.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/tree.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "fs/fs_int.h"
+
+/* ---- rename ----------------------------------------------------------- */
+
+/* Uploads every dirty inode at or under top (ns held for writing). */
+int sync_under(struct objfs_fs *fs, struct inode *top)
+{
+	struct inode **list = NULL, *in, *p;
+	size_t n = 0, cap = 0, i;
+	unsigned h;
+	int err = 0, e;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = 0; h < HASH_SIZE; h++) {
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			if (!in->dirty)
+				continue;
+			for (p = in; p != NULL && p != top; p = p->parent)
+				;
+			if (p == NULL)
+				continue;
+			if (n == cap) {
+				struct inode **nl;
+
+				cap = cap ? cap * 2 : 16;
+				nl = realloc(list, cap * sizeof(*nl));
+				if (nl == NULL) {
+					err = ENOMEM;
+					goto out_locked;
+				}
+				list = nl;
+			}
+			in->refs++;
+			list[n++] = in;
+		}
+	}
+out_locked:
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&list[i]->mu);
+		e = inode_sync(fs, list[i]);
+		pthread_mutex_unlock(&list[i]->mu);
+		if (err == 0)
+			err = e;
+		unpin(fs, list[i]);
+	}
+	free(list);
+	return err;
+}
+
+/* Moves every key under sp to dp (both ending in "/"), all or nothing
+ * (backend/tree.h): on failure the source is untouched.  (ns held for
+ * writing) */
+static int rename_tree(struct objfs_fs *fs, const char *sp, const char *dp)
+{
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	struct objfs_tree_opts o = { .pool = fs->pool, .copy = &co,
+				     .log = fs->log };
+
+	return objfs_tree_move(fs->store, sp, dp, &o, NULL);
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname,
+	       unsigned int flags)
+{
+	struct objfs_fs *fs = req_fs(req);
+	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
+	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
+	bool used, pending, is_dir;
+	int err;
+
+	sdir = pin_ino(fs, parent);
+	ddir = pin_ino(fs, newparent);
+	if (sdir == NULL || ddir == NULL) {
+		err = ENOENT;
+		goto out_nolock;
+	}
+	if (flags & ~RENAME_NOREPLACE) {
+		err = EINVAL;
+		goto out_nolock;
+	}
+	err = new_name_check(fs, ddir, newname);
+	if (err == 0 && objfs_name_reserved(is_root(fs, sdir), name))
+		err = ENOENT;
+	if (err != 0)
+		goto out_nolock;
+	pthread_rwlock_wrlock(&fs->ns);
+	err = do_lookup(fs, sdir, name, true, &src);
+	if (err != 0)
+		goto out;
+	err = do_lookup(fs, ddir, newname, true, &dst);
+	if (err == ENOENT) {
+		dst = NULL;
+		err = 0;
+	}
+	if (err != 0)
+		goto out;
+	if (dst == src)
+		goto out;       /* same name: nothing to do */
+	is_dir = S_ISDIR(src->mode);
+	if (dst != NULL) {
+		if (flags & RENAME_NOREPLACE)
+			err = EEXIST;
+		else if (is_dir && !S_ISDIR(dst->mode))
+			err = ENOTDIR;
+		else if (!is_dir && S_ISDIR(dst->mode))
+			err = EISDIR;
+		if (err != 0)
+			goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, src, true, skey, sizeof(skey));
+	if (err == 0)
+		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
+	if (err == 0)
+		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		goto out;
+	if (dst != NULL && S_ISDIR(dst->mode)) {
+		err = prefix_used(fs, dkey, true, &used);
+		if (err == 0 && used)
+			err = ENOTEMPTY;
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0 && dst->child != NULL) {
+			for (par = dst->child; par != NULL; par = par->sib_next)
+				if (par->linked && (par->dirty || !par->in_store))
+					err = ENOTEMPTY;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (err == 0)
+			err = objfs_store_del(fs->store, dkey);
+		if (err != 0)
+			goto out;
+	} else if (dst != NULL) {
+		err = keep_open_data(fs, dst);
+		if (err != 0)
+			goto out;
+	}
+
+	if (is_dir) {
+		err = sync_under(fs, src);
+		if (err == 0)
+			err = rename_tree(fs, skey, dkey);
+	} else {
+		pthread_mutex_lock(&src->mu);
+		pthread_mutex_lock(&fs->lock);
+		pending = !src->in_store;
+		pthread_mutex_unlock(&fs->lock);
+		if (!pending) {
+			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+			struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+
+			err = inode_sync(fs, src);
+			if (err == 0)
+				err = objfs_store_copy(fs->store, skey, dkey, &co,
+						       &info);
+			if (err == 0)
+				err = objfs_store_del(fs->store, skey);
+			if (err == 0) {
+				pthread_mutex_lock(&fs->lock);
+				if (strcmp(src->cache_etag, src->etag) == 0)
+					snprintf(src->cache_etag,
+						 sizeof(src->cache_etag), "%s",
+						 info.etag);
+				snprintf(src->etag, sizeof(src->etag), "%s",
+					 info.etag);
+				if (src->spool != NULL)
+					snprintf(src->spool->base_etag,
+						 sizeof(src->spool->base_etag),
+						 "%s", info.etag);
+				pthread_mutex_unlock(&fs->lock);
+			}
+			objfs_obj_info_release(&info);
+		} else if (dst != NULL && dst->in_store) {
+			/* the pending file will be uploaded under the new name */
+			err = objfs_store_del(fs->store, dkey);
+		}
+		pthread_mutex_unlock(&src->mu);
+	}
+	if (err != 0)
+		goto out;
+
+	pthread_mutex_lock(&fs->lock);
+	if (dst != NULL) {
+		if (dst->in_store && !S_ISDIR(dst->mode)) {
+			fs->objects--;
+			fs->scan_obj_delta--;
+		}
+		charge_force(fs, dst, 0);
+		detach(fs, dst);
+	}
+	if (src->linked) {
+		char *nn = strdup(newname);
+
+		if (nn == NULL) {
+			err = ENOMEM;
+		} else {
+			name_unhash(fs, src);
+			sib_unlink(src);
+			src->parent->refs--;
+			free(src->name);
+			src->name = nn;
+			src->parent = ddir;
+			ddir->refs++;
+			sib_link(ddir, src);
+			name_hash(fs, src);
+			src->ctime = now_real();
+		}
+	}
+	snap_note(sdir, name, false, is_dir);
+	snap_note(ddir, newname, true, is_dir);
+	pthread_mutex_unlock(&fs->lock);
+	keep_dir(fs, sdir);
+out:
+	pthread_rwlock_unlock(&fs->ns);
+out_nolock:
+	reply_err(req, err);
+	unpin(fs, dst);
+	unpin(fs, src);
+	unpin(fs, sdir);
+	unpin(fs, ddir);
+}

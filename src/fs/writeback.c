@@ -1,0 +1,726 @@
+/*
+ * writeback.c - unsaved data: spools, uploads, streaming parts, the spool
+ * bound.
+ *
+ * File data states (in->mu):
+ *   clean, no spool   reads are ranged GETs (readahead.c)
+ *   spool, clean      the spool mirrors the stored object (present ranges
+ *                     plus fetch on demand); kept while the file is open
+ *   spool, dirty      local changes not yet uploaded; uploaded (whole
+ *                     object, multipart when large) on flush, fsync,
+ *                     release, setattr without a handle, rename, and at
+ *                     unmount.  A dirty inode is never freed.
+ * An acknowledged flush/fsync/close means the object is in the store; a
+ * failed upload leaves the inode dirty for the next try.
+ *
+ * Streaming: a file written only at its end since empty (in->seq) sends
+ * every complete part_size bytes of its spool as a part of a multipart
+ * upload while it is written, so its close sends only the tail.
+ *
+ * Spool bound: fs->spool_used counts the spools' disk blocks.  Past
+ * spool_limit a streaming writer punches its sent parts out of its spool
+ * (stream->punched: those bytes live only in the upload, which completes
+ * before they are read or changed), other files' spools are freed (dirty
+ * ones uploaded early), and last the written file is uploaded early.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "fs/fs_int.h"
+
+/* ---- spool and upload (in->mu held) ----------------------------------- */
+
+struct spool_sink {
+	struct objfs_spool *sp;
+	uint64_t base;
+};
+
+static int spool_sink_write(void *arg, uint64_t off, const void *data, size_t n)
+{
+	struct spool_sink *ss = arg;
+
+	return objfs_spool_fill(ss->sp, ss->base + off, data, n);
+}
+
+/* Starts a spool for in if it has none (in->mu). */
+int spool_ensure(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = NULL;
+	uint64_t base = 0;
+	char etag[OBJFS_ETAG_MAX] = "";
+	int err;
+
+	fs_assert_held(&in->mu);
+	if (in->spool != NULL)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	if (in->in_store) {
+		base = in->stored_size;
+		snprintf(etag, sizeof(etag), "%s", in->etag);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	err = objfs_spool_create(fs->spool_dir, base, etag, &sp);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "creating a spool file in %s: %s",
+			    fs->spool_dir, objfs_strerror(err));
+		return err;
+	}
+	pthread_mutex_lock(&fs->lock);
+	in->spool = sp;
+	in->size = sp->size;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+/* Fetches whatever of [off, end) the spool lacks (in->mu).  Fetches are
+ * rounded to 1 MiB so small reads do not become many GETs. */
+int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
+		uint64_t end)
+{
+	struct objfs_spool *sp = in->spool;
+	char key[KEYBUF];
+	uint64_t gs, ge;
+	int err = 0;
+
+	fs_assert_held(&in->mu);
+	if (end > sp->base_size)
+		end = sp->base_size;
+	if (off >= end || !objfs_spool_missing(sp, off, end, &gs, &ge))
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, in, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return EIO;     /* unlinked before its data was saved */
+	while (off < end && objfs_spool_missing(sp, off, end, &gs, &ge)) {
+		struct objfs_get_opts go = { 0, 0, NULL };
+		struct spool_sink ss = { sp, 0 };
+		struct objfs_sink sink = { spool_sink_write, &ss };
+
+		gs &= ~((1ULL << 20) - 1);
+		if (ge - gs < (1ULL << 20))
+			ge = gs + (1ULL << 20);
+		if (ge > sp->base_size)
+			ge = sp->base_size;
+		go.off = gs;
+		go.len = ge - gs;
+		go.if_match = sp->base_etag[0] != '\0' ? sp->base_etag : NULL;
+		ss.base = gs;
+		err = objfs_store_get(fs->store, key, &go, &sink, NULL);
+		if (err != 0) {
+			objfs_warn(fs->log, SUB, "fetching %s: %s", key,
+				   objfs_strerror(err));
+			err = err == ESTALE ? EIO : err;
+			break;
+		}
+		off = ge;
+	}
+	spool_account(fs, in);  /* what was fetched, also before a failure */
+	return err;
+}
+
+/* ---- streaming uploads of sequential writers (in->mu) ----------------- */
+
+struct part_task {
+	struct objfs_fs *fs;
+	struct stream *st;
+	int fd;
+	unsigned number;
+	uint64_t off;
+	uint64_t len;
+};
+
+static void part_run(void *arg)
+{
+	struct part_task *t = arg;
+	struct objfs_fd_source fdctx;
+	struct objfs_source src;
+	struct objfs_part part;
+	int err;
+
+	memset(&part, 0, sizeof(part));
+	objfs_source_fd(&src, &fdctx, t->fd, t->off, t->len);
+	err = objfs_store_mpu_part(t->fs->store, t->st->key, t->st->upload_id,
+				   t->number, &src, &part);
+	pthread_mutex_lock(&t->st->mu);
+	if (err == 0)
+		t->st->parts[t->number - 1] = part;
+	else if (t->st->err == 0)
+		t->st->err = err;
+	assert(t->st->inflight > 0);
+	t->st->inflight--;
+	pthread_cond_broadcast(&t->st->cv);
+	pthread_mutex_unlock(&t->st->mu);
+	free(t);
+}
+
+/* Waits for the parts in flight; returns the first error. */
+static int stream_wait(struct stream *st, unsigned max_inflight)
+{
+	int err;
+
+	pthread_mutex_lock(&st->mu);
+	while (st->inflight > max_inflight)
+		pthread_cond_wait(&st->cv, &st->mu);
+	err = st->err;
+	pthread_mutex_unlock(&st->mu);
+	return err;
+}
+
+/* Abandons the stream (its parts are aborted in the store). */
+void stream_abort(struct objfs_fs *fs, struct inode *in)
+{
+	struct stream *st = in->stream;
+
+	fs_assert_held(&in->mu);
+	if (st == NULL)
+		return;
+	stream_wait(st, 0);
+	objfs_store_mpu_abort(fs->store, st->key, st->upload_id);
+	in->stream = NULL;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->upload_id);
+	free(st->parts);
+	free(st);
+}
+
+/* Sends every complete part of a sequentially written file (after a
+ * write).  Errors only stop streaming: the close uploads the spool. */
+static void stream_feed(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_spool *sp = in->spool;
+	struct stream *st = in->stream;
+	uint64_t ps = fs->o.part_size;
+
+	fs_assert_ns_held(fs);
+	fs_assert_held(&in->mu);
+	if (!in->seq || fs->pool == NULL || sp->size < (st ? st->off : 0) + ps)
+		return;
+	if (st == NULL) {
+		struct objfs_meta meta = OBJFS_META_INIT;
+		struct objfs_put_opts po = { &meta, NULL, false };
+		int err;
+
+		/* S3 allows 10,000 parts: stream files up to that many parts */
+		st = calloc(1, sizeof(*st));
+		if (st == NULL)
+			return;
+		st->parts = calloc(OBJFS_MPU_MAX_PARTS, sizeof(*st->parts));
+		pthread_mutex_lock(&fs->lock);
+		err = st->parts == NULL ? ENOMEM :
+		      inode_key(fs, in, false, st->key, sizeof(st->key));
+		st->fa.mode = in->mode;
+		st->fa.uid = in->uid;
+		st->fa.gid = in->gid;
+		st->fa.mtime = in->mtime;
+		pthread_mutex_unlock(&fs->lock);
+		if (err == 0) {
+			/* no mtime: the object's Last-Modified (its completion,
+			 * about the close) stands for it, not the time the
+			 * upload began */
+			struct objfs_fattr fa = st->fa;
+
+			fa.mtime.tv_nsec = -1;
+			err = objfs_fattr_to_meta(&fa, &meta);
+		}
+		if (err == 0)
+			err = objfs_store_mpu_create(fs->store, st->key, &po,
+						     &st->upload_id);
+		objfs_meta_release(&meta);
+		if (err != 0) {
+			free(st->parts);
+			free(st);
+			in->seq = false;
+			return;
+		}
+		pthread_mutex_init(&st->mu, NULL);
+		pthread_cond_init(&st->cv, NULL);
+		in->stream = st;
+		objfs_debug(fs->log, SUB, "streaming %s", st->key);
+	}
+	while (sp->size >= st->off + ps && st->n_parts + 1 < OBJFS_MPU_MAX_PARTS) {
+		struct part_task *t;
+
+		/* at most upload_parallel parts in flight: writers wait */
+		if (stream_wait(st, fs->o.upload_parallel ? fs->o.upload_parallel - 1 : 0) != 0)
+			return;
+		t = calloc(1, sizeof(*t));
+		if (t == NULL)
+			return;
+		t->fs = fs;
+		t->st = st;
+		t->fd = sp->fd;
+		t->number = ++st->n_parts;
+		t->off = st->off;
+		t->len = ps;
+		st->off += ps;
+		pthread_mutex_lock(&st->mu);
+		st->inflight++;
+		pthread_mutex_unlock(&st->mu);
+		if (objfs_pool_submit(fs->pool, NULL, part_run, t) != 0)
+			part_run(t);
+	}
+}
+
+/* Completes the stream with the tail of the spool.  0, or an errno after
+ * which the caller uploads the whole spool instead. */
+static int stream_finish(struct objfs_fs *fs, struct inode *in,
+			 const struct objfs_fattr *fa,
+			 struct objfs_obj_info *info)
+{
+	struct stream *st = in->stream;
+	struct objfs_spool *sp = in->spool;
+	int err;
+
+	err = stream_wait(st, 0);
+	if (err == 0 && sp->size > st->off) {
+		struct part_task *t = calloc(1, sizeof(*t));
+
+		if (t == NULL)
+			return ENOMEM;
+		t->fs = fs;
+		t->st = st;
+		t->fd = sp->fd;
+		t->number = ++st->n_parts;
+		t->off = st->off;
+		t->len = sp->size - st->off;
+		st->off = sp->size;
+		pthread_mutex_lock(&st->mu);
+		st->inflight++;
+		pthread_mutex_unlock(&st->mu);
+		part_run(t);
+		err = stream_wait(st, 0);
+	}
+	if (err == 0)
+		err = objfs_store_mpu_complete(fs->store, st->key, st->upload_id,
+					       st->parts, st->n_parts, info);
+	if (err != 0) {
+		objfs_warn(fs->log, SUB, "streamed upload of %s: %s; sending "
+			   "the file again", st->key, objfs_strerror(err));
+		return err;
+	}
+	objfs_debug(fs->log, SUB, "streamed %s in %u parts", st->key, st->n_parts);
+	free(st->upload_id);
+	st->upload_id = NULL;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->parts);
+	free(st);
+	in->stream = NULL;
+	(void)fa;
+	return 0;
+}
+
+/* Uploads a dirty inode: ns (read or write) and in->mu held. */
+int inode_sync(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_fd_source fdctx;
+	struct objfs_source src;
+	struct objfs_fattr fa;
+	char key[KEYBUF];
+	bool linked, fix_attrs = false;
+	int err;
+
+	fs_assert_ns_held(fs);
+	fs_assert_held(&in->mu);
+	if (!in->dirty)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	linked = in->linked;
+	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
+	fa.mode = in->mode;
+	fa.uid = in->uid;
+	fa.gid = in->gid;
+	fa.mtime = in->mtime;
+	pthread_mutex_unlock(&fs->lock);
+	if (!linked) {
+		/* unlinked: nobody can see the data again once closed */
+		stream_abort(fs, in);
+		in->dirty = false;
+		return 0;
+	}
+	if (err != 0)
+		return err;
+	if (in->stream != NULL) {
+		bool same_key = strcmp(in->stream->key, key) == 0, same;
+
+		same = same_key && !in->stream->attrs_changed &&
+		       in->stream->fa.mode == fa.mode &&
+		       in->stream->fa.uid == fa.uid &&
+		       in->stream->fa.gid == fa.gid;
+		if (same_key) {
+			/* attributes changed while streaming follow in a
+			 * copy once the upload is complete */
+			if (stream_finish(fs, in, &fa, &info) == 0) {
+				fix_attrs = !same;
+				goto done;
+			}
+			objfs_obj_info_release(&info);
+		}
+		if (in->stream != NULL && in->stream->punched > 0) {
+			/* the parts hold bytes the spool gave up: the stream
+			 * must complete (it stays for a retry if it fails) */
+			if (!same_key) {
+				objfs_error(fs->log, SUB, "streamed %s was renamed "
+					    "to %s before it completed",
+					    in->stream->key, key);
+				return EIO;
+			}
+			objfs_error(fs->log, SUB, "completing %s failed; the "
+				    "close reports it", key);
+			return EIO;
+		}
+		stream_abort(fs, in);
+	}
+	if (in->spool == NULL) {
+		err = spool_ensure(fs, in);
+		if (err != 0)
+			return err;
+	}
+	err = spool_fetch(fs, in, 0, in->spool->size);
+	if (err != 0)
+		return err;
+	err = objfs_fattr_to_meta(&fa, &meta);
+	if (err != 0)
+		goto out;
+	po.meta = &meta;
+	objfs_source_fd(&src, &fdctx, in->spool->fd, 0, in->spool->size);
+	err = objfs_store_upload(fs->store, key, &src, &po, fs->o.part_size,
+				 fs->o.upload_parallel, &info);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "uploading %s (%" PRIu64 " bytes): %s",
+			    key, in->spool->size, objfs_strerror(err));
+		goto out;
+	}
+done:
+	/* appends to an empty stored file may stream again */
+	in->seq = in->spool->size == 0;
+	pthread_mutex_lock(&fs->lock);
+	if (!in->in_store && fs->scan_done) {
+		fs->objects++;
+		fs->scan_obj_delta++;
+	}
+	in->in_store = true;
+	in->stored_size = in->spool->size;
+	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
+	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
+	in->attr_time = now_mono();
+	in->dirty = false;
+	in->spool->base_size = in->spool->size;
+	snprintf(in->spool->base_etag, sizeof(in->spool->base_etag), "%s",
+		 info.etag);
+	pthread_mutex_unlock(&fs->lock);
+	objfs_debug(fs->log, SUB, "uploaded %s", key);
+	if (fix_attrs) {
+		err = store_attrs(fs, in);
+		pthread_mutex_lock(&fs->lock);
+		snprintf(in->spool->base_etag, sizeof(in->spool->base_etag),
+			 "%s", in->etag);
+		pthread_mutex_unlock(&fs->lock);
+	}
+out:
+	objfs_meta_release(&meta);
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+/* Takes ns (read) and in->mu, uploads, releases. */
+int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
+{
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = inode_sync(fs, in);
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	return err;
+}
+
+/* ---- the spool bound (in->mu held) ----------------------------------- */
+
+/* Recounts the disk blocks of in's spool into fs->spool_used. */
+void spool_account(struct objfs_fs *fs, struct inode *in)
+{
+	uint64_t disk = in->spool != NULL ? objfs_spool_disk(in->spool) : 0;
+
+	fs_assert_held(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	assert(fs->spool_used >= in->spool_disk);
+	fs->spool_used = fs->spool_used - in->spool_disk + disk;
+	in->spool_disk = disk;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Drops the spool of a clean file (in->mu), only when nobody has it open
+ * if idle_only: reads go to the store, a later write starts a new spool
+ * over the stored object. */
+void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
+{
+	struct objfs_spool *sp = NULL;
+
+	fs_assert_held(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	if (!in->dirty && in->spool != NULL && (!idle_only || in->nopen == 0)) {
+		sp = in->spool;
+		in->spool = NULL;
+		assert(fs->spool_used >= in->spool_disk);
+		fs->spool_used -= in->spool_disk;
+		in->spool_disk = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	objfs_spool_destroy(sp);
+}
+
+/* The spools hold more than spool_limit (fs->lock). */
+static bool spool_over_locked(const struct objfs_fs *fs)
+{
+	return fs->o.spool_limit > 0 && fs->spool_used > fs->o.spool_limit;
+}
+
+static bool spool_over(struct objfs_fs *fs)
+{
+	bool over;
+
+	pthread_mutex_lock(&fs->lock);
+	over = spool_over_locked(fs);
+	if (!over)
+		fs->relieved_at = 0;
+	pthread_mutex_unlock(&fs->lock);
+	return over;
+}
+
+/* Frees the spool bytes of a streaming file whose parts are all sent:
+ * waits for the parts in flight, then punches what they cover. */
+static void stream_punch(struct objfs_fs *fs, struct inode *in)
+{
+	struct stream *st = in->stream;
+	int err;
+
+	if (st == NULL || stream_wait(st, 0) != 0 || st->off <= st->punched)
+		return;
+	err = objfs_spool_punch(in->spool, st->punched, st->off);
+	if (err == 0)
+		st->punched = st->off;
+	else
+		objfs_warn(fs->log, SUB, "freeing spool space of %s: %s",
+			   st->key, objfs_strerror(err));
+	spool_account(fs, in);
+}
+
+/* Makes room in the other files' spools (ns read held; in->mu held, so
+ * theirs are only tried): streams give up sent parts, dirty files are
+ * uploaded early, clean spools are dropped; largest first. */
+static void spool_relieve_others(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode *cand[16], *x;
+	size_t n = 0, i, j;
+	unsigned b;
+
+	/* the 16 largest spools, kept sorted largest first (pinned) */
+	pthread_mutex_lock(&fs->lock);
+	for (b = 0; b < HASH_SIZE; b++) {
+		for (x = fs->ino_tab[b]; x != NULL; x = x->ino_next) {
+			if (x == in || x->spool_disk == 0 ||
+			    (n == 16 && x->spool_disk <= cand[15]->spool_disk))
+				continue;
+			if (n == 16) {
+				cand[15]->refs--;
+				maybe_free(fs, cand[15]);
+				n--;
+			}
+			for (j = n; j > 0 && cand[j - 1]->spool_disk < x->spool_disk; j--)
+				cand[j] = cand[j - 1];
+			x->refs++;
+			cand[j] = x;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		x = cand[i];
+		if (spool_over(fs) && pthread_mutex_trylock(&x->mu) == 0) {
+			if (x->stream != NULL)
+				stream_punch(fs, x);
+			else if (inode_sync(fs, x) == 0)    /* 0 at once if clean */
+				spool_drop(fs, x, false);
+			pthread_mutex_unlock(&x->mu);
+		}
+		unpin(fs, x);
+	}
+}
+
+/* After a write to in (ns read and in->mu held): while the spools hold
+ * more than spool_limit, free what is safe to free.  A sequential writer
+ * waits for its parts and drops them from its spool; other files are
+ * relieved; last, this file is uploaded now and continues from the store.
+ * The bound is soft by one write and the parts in flight. */
+static void spool_relieve(struct objfs_fs *fs, struct inode *in)
+{
+	uint64_t step = fs->o.spool_limit / 16;
+	bool others, own;
+
+	fs_assert_ns_held(fs);
+	if (!spool_over(fs))
+		return;
+	stream_punch(fs, in);
+	/* the others are looked at again only after the spools grew by a
+	 * sixteenth of the limit (they may be busy: small writes must not
+	 * each scan the inode table) */
+	pthread_mutex_lock(&fs->lock);
+	others = spool_over_locked(fs) && fs->spool_used >= fs->relieved_at + step;
+	pthread_mutex_unlock(&fs->lock);
+	if (others) {
+		spool_relieve_others(fs, in);
+		pthread_mutex_lock(&fs->lock);
+		fs->relieved_at = fs->spool_used;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	/* this file goes up early only when its spool is worth it: an
+	 * upload per small write would send the file again and again */
+	pthread_mutex_lock(&fs->lock);
+	own = spool_over_locked(fs) && in->spool_disk >= fs->o.spool_limit / 8;
+	pthread_mutex_unlock(&fs->lock);
+	if (!own || in->stream != NULL)
+		return;
+	objfs_debug(fs->log, SUB, "spool over %" PRIu64 " bytes: uploading "
+		    "inode %" PRIu64 " early", fs->o.spool_limit,
+		    (uint64_t)in->ino);
+	if (in->dirty && inode_sync(fs, in) == 0)
+		spool_drop(fs, in, false);
+}
+
+/* Ends the stream of in before a change that is not an append (ns and
+ * in->mu held): abandoned, or completed when its parts hold bytes the
+ * spool no longer has. */
+int stream_stop(struct objfs_fs *fs, struct inode *in)
+{
+	if (in->stream != NULL && in->stream->punched > 0)
+		return inode_sync(fs, in);
+	stream_abort(fs, in);
+	return 0;
+}
+
+/* Stores the attributes of a clean file, symlink or directory (ns read). */
+int store_attrs(struct objfs_fs *fs, struct inode *in)
+{
+	struct objfs_meta meta = OBJFS_META_INIT;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_fattr fa;
+	char key[KEYBUF];
+	bool dir, root, in_store;
+	int err;
+
+	fs_assert_ns_held(fs);
+	pthread_mutex_lock(&fs->lock);
+	root = in == fs->root;
+	dir = S_ISDIR(in->mode);
+	in_store = in->in_store;
+	fa.mode = in->mode;
+	fa.uid = in->uid;
+	fa.gid = in->gid;
+	fa.mtime = in->mtime;
+	err = root ? 0 : inode_key(fs, in, true, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return err;
+	if (root)
+		snprintf(key, sizeof(key), "%s", OBJFS_ROOT_ATTR_KEY);
+	err = objfs_fattr_to_meta(&fa, &meta);
+	if (err != 0)
+		goto out;
+	if (dir || !in_store) {
+		struct objfs_put_opts po = { &meta, NULL, false };
+		struct objfs_source src;
+
+		objfs_source_mem(&src, "", 0);
+		err = objfs_store_put(fs->store, key, &src, &po, &info);
+	} else {
+		struct objfs_copy_opts co = { OBJFS_META_REPLACE, &meta, NULL, NULL };
+
+		err = objfs_store_copy(fs->store, key, key, &co, &info);
+	}
+	if (err != 0)
+		goto out;
+	pthread_mutex_lock(&fs->lock);
+	if (!root)
+		in->in_store = true;
+	if (!dir && !root) {
+		/* same bytes, new ETag: the page cache stays valid */
+		if (strcmp(in->cache_etag, in->etag) == 0)
+			snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
+				 info.etag);
+		snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
+	}
+	in->attr_time = now_mono();
+	pthread_mutex_unlock(&fs->lock);
+out:
+	objfs_meta_release(&meta);
+	objfs_obj_info_release(&info);
+	return err;
+}
+
+/* Makes an open file's data local before its object goes away, so open
+ * handles can still read it (in->mu not held; takes it). */
+int keep_open_data(struct objfs_fs *fs, struct inode *in)
+{
+	bool open;
+	int err = 0;
+
+	pthread_mutex_lock(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	open = in->nopen > 0 && S_ISREG(in->mode);
+	pthread_mutex_unlock(&fs->lock);
+	if (open) {
+		err = spool_ensure(fs, in);
+		if (err == 0)
+			err = spool_fetch(fs, in, 0, in->spool->size);
+	}
+	pthread_mutex_unlock(&in->mu);
+	return err;
+}
+
+/* Writes size bytes of buf at off into in's spool: see fs_int.h. */
+int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
+		size_t size, uint64_t off)
+{
+	uint64_t end = off + size;
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = spool_ensure(fs, in);
+	if (err == 0)
+		err = charge(fs, in, end > in->spool->size ? end : in->spool->size);
+	if (err == 0 && off != in->spool->size) {
+		/* not an append: the parts sent so far may change */
+		in->seq = false;
+		err = stream_stop(fs, in);
+	}
+	if (err == 0)
+		err = objfs_spool_write(in->spool, off, buf, size);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->size = in->spool->size;
+		in->dirty = true;
+		in->mtime = now_real();
+		pthread_mutex_unlock(&fs->lock);
+		stream_feed(fs, in);
+		spool_account(fs, in);
+		spool_relieve(fs, in);
+	}
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	return err;
+}

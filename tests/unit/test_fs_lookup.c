@@ -1,0 +1,183 @@
+/*
+ * Unit tests of lookup (src/fs/lookup.c) without FUSE, over the fault
+ * layer and a local store: files, directory markers, implied directories,
+ * missing and reserved names, names and keys too long, store errors, and
+ * revalidation of names that vanish or change type in the store.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "fs_testutil.h"
+#include "store_testutil.h"
+
+static int setup(void **state)
+{
+	return fe_setup_state(state, NULL);
+}
+
+static void test_file(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = NULL, *again = NULL;
+	uint64_t heads;
+
+	tu_put(e->store, "a.txt", "hello", 5, NULL);
+	assert_int_equal(do_lookup(fs, fs->root, "a.txt", true, &in), 0);
+	assert_true(S_ISREG(in->mode));
+	assert_true(in->size == 5);
+	assert_true(in->in_store);
+	assert_true(in->linked && in->parent == fs->root);
+	assert_true(in->refs == 1 && in->nlookup == 0);
+	assert_true(in->etag[0] != '\0');
+	/* fresh attributes: answered from the tables, no request */
+	heads = objfs_fault_calls(e->fault, OBJFS_FOP_ALL);
+	assert_int_equal(do_lookup(fs, fs->root, "a.txt", false, &again), 0);
+	assert_ptr_equal(again, in);
+	assert_true(in->nlookup == 1 && in->refs == 1);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_ALL) == heads);
+	unpin(fs, in);
+	pthread_mutex_lock(&fs->lock);
+	assert_ptr_equal(find_child(fs, fs->root, "a.txt"), in);   /* nlookup */
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void test_dirs(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *d = NULL, *x = NULL, *y = NULL, *z = NULL;
+
+	tu_put(e->store, "d/", "", 0, NULL);            /* a marker */
+	tu_put(e->store, "x/y/z", "zz", 2, NULL);       /* x and y implied */
+	assert_int_equal(do_lookup(fs, fs->root, "d", true, &d), 0);
+	assert_true(S_ISDIR(d->mode));
+	assert_true(d->in_store);
+	assert_int_equal(do_lookup(fs, fs->root, "x", true, &x), 0);
+	assert_true(S_ISDIR(x->mode));
+	assert_false(x->in_store);
+	assert_int_equal(do_lookup(fs, x, "y", true, &y), 0);
+	assert_true(S_ISDIR(y->mode));
+	assert_int_equal(do_lookup(fs, y, "z", true, &z), 0);
+	assert_true(S_ISREG(z->mode));
+	assert_true(z->size == 2);
+	/* a file is not a directory */
+	assert_int_equal(do_lookup(fs, z, "w", true, &d), ENOTDIR);
+	unpin(fs, z);
+	unpin(fs, y);
+	unpin(fs, x);
+	unpin(fs, d);
+}
+
+static void test_missing(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = NULL;
+	char longname[OBJFS_NAME_MAX + 2];
+
+	assert_int_equal(do_lookup(fs, fs->root, "nope", true, &in), ENOENT);
+	assert_null(in);
+	/* the volume's own keys are not names */
+	tu_put(e->store, OBJFS_RESERVED_NAME "/x", "", 0, NULL);
+	assert_int_equal(do_lookup(fs, fs->root, OBJFS_RESERVED_NAME, true, &in),
+			 ENOENT);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(do_lookup(fs, fs->root, longname, true, &in),
+			 ENAMETOOLONG);
+	longname[OBJFS_NAME_MAX] = '\0';        /* the longest name is fine */
+	assert_int_equal(do_lookup(fs, fs->root, longname, true, &in), ENOENT);
+	assert_null(in);
+}
+
+/* Names each fine, whose key passes OBJFS_KEY_MAX. */
+static void test_key_too_long(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *chain[8], *in = NULL, *dir = fs->root;
+	char name[OBJFS_NAME_MAX + 1];
+	unsigned i, n = OBJFS_KEY_MAX / OBJFS_NAME_MAX + 1;
+
+	memset(name, 'k', OBJFS_NAME_MAX);
+	name[OBJFS_NAME_MAX] = '\0';
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		chain[i] = inode_new(fs, dir, name, S_IFDIR | 0755);
+		assert_non_null(chain[i]);
+		chain[i]->refs++;
+		dir = chain[i];
+	}
+	pthread_mutex_unlock(&fs->lock);
+	assert_int_equal(do_lookup(fs, dir, "f", true, &in), ENAMETOOLONG);
+	for (i = n; i-- > 0;)
+		unpin(fs, chain[i]);
+}
+
+static void test_store_errors(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = NULL;
+
+	tu_put(e->store, "b", "bb", 2, NULL);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_HEAD, 1, EIO);
+	assert_int_equal(do_lookup(fs, fs->root, "b", true, &in), EIO);
+	assert_null(in);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_LIST, 1, ETIMEDOUT);
+	assert_int_equal(do_lookup(fs, fs->root, "missing", true, &in),
+			 ETIMEDOUT);
+	/* nothing was remembered: the next lookups ask again */
+	assert_int_equal(do_lookup(fs, fs->root, "b", true, &in), 0);
+	assert_true(in->size == 2);
+	unpin(fs, in);
+}
+
+static void test_revalidate(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *a = NULL, *b = NULL;
+
+	tu_put(e->store, "a", "1", 1, NULL);
+	tu_put(e->store, "b", "2", 1, NULL);
+	assert_int_equal(do_lookup(fs, fs->root, "a", true, &a), 0);
+	assert_int_equal(do_lookup(fs, fs->root, "b", true, &b), 0);
+	/* fresh: no request */
+	assert_int_equal(revalidate(fs, a, false), 0);
+	/* changed in the store: the new size is seen */
+	tu_put(e->store, "a", "1234", 4, NULL);
+	assert_int_equal(revalidate(fs, a, true), 0);
+	assert_true(a->size == 4);
+	/* gone */
+	assert_int_equal(objfs_store_del(e->store, "a"), 0);
+	assert_int_equal(revalidate(fs, a, true), ENOENT);
+	/* now a directory: a stale inode */
+	assert_int_equal(objfs_store_del(e->store, "b"), 0);
+	tu_put(e->store, "b/c", "", 0, NULL);
+	assert_int_equal(revalidate(fs, b, true), ESTALE);
+	unpin(fs, b);
+	unpin(fs, a);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
+	const struct CMUnitTest tests[] = {
+		T(test_file), T(test_dirs), T(test_missing),
+		T(test_key_too_long), T(test_store_errors), T(test_revalidate),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,250 @@
+/*
+ * Unit tests of write-back (src/fs/writeback.c) without FUSE, over the
+ * fault layer and a local store: writes wait in the spool until
+ * inode_sync() puts the object; a failed upload returns the store's errno
+ * and keeps the data dirty for a retry; a large sequential write streams
+ * its parts while it is written and completes one multipart upload, and
+ * falls back to a whole upload when a part fails; past spool_limit other
+ * files' spools are uploaded and freed, and last the written file itself.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fs_testutil.h"
+#include "store_testutil.h"
+
+#define MIB (1024 * 1024)
+
+static int setup(void **state)
+{
+	return fe_setup_state(state, NULL);
+}
+
+static void tune_stream(struct objfs_fs_opts *o)
+{
+	o->part_size = OBJFS_MPU_MIN_PART;      /* 5 MiB: the smallest */
+	o->upload_parallel = 2;
+}
+
+static int setup_stream(void **state)
+{
+	return fe_setup_state(state, tune_stream);
+}
+
+static void tune_small_spool(struct objfs_fs_opts *o)
+{
+	o->spool_limit = MIB;
+}
+
+static int setup_small_spool(void **state)
+{
+	return fe_setup_state(state, tune_small_spool);
+}
+
+/* n bytes of a pattern that differs per offset. */
+static char *pattern(size_t n)
+{
+	char *p = malloc(n);
+	size_t i;
+
+	assert_non_null(p);
+	for (i = 0; i < n; i++)
+		p[i] = (char)(i * 7 + i / 4096);
+	return p;
+}
+
+/* Writes data sequentially in pieces of step bytes. */
+static void write_all(struct fs_env *e, struct inode *in, const char *data,
+		      size_t n, size_t step)
+{
+	size_t off;
+
+	for (off = 0; off < n; off += step) {
+		size_t len = n - off < step ? n - off : step;
+
+		assert_int_equal(inode_write(e->fs, in, data + off, len, off), 0);
+	}
+}
+
+/* Uploads in and checks that key holds the n bytes of data. */
+static void sync_check(struct fs_env *e, struct inode *in, const char *key,
+		       const char *data, size_t n)
+{
+	assert_int_equal(inode_sync_locked_ns(e->fs, in), 0);
+	assert_false(in->dirty);
+	assert_null(in->stream);
+	tu_check(e->store, key, data, n);
+}
+
+static bool in_store(struct fs_env *e, const char *key)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	int err = objfs_store_head(e->store, key, &info);
+
+	objfs_obj_info_release(&info);
+	assert_true(err == 0 || err == ENOENT);
+	return err == 0;
+}
+
+static void test_write_sync(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "f");
+	uint64_t puts;
+
+	assert_int_equal(inode_write(fs, in, "hello ", 6, 0), 0);
+	assert_int_equal(inode_write(fs, in, "world", 5, 6), 0);
+	assert_true(in->dirty);
+	assert_non_null(in->spool);
+	assert_true(in->size == 11);
+	assert_false(in_store(e, "f"));         /* nothing sent yet */
+	assert_int_equal(inode_sync_locked_ns(fs, in), 0);
+	tu_check(e->store, "f", "hello world", 11);
+	assert_false(in->dirty);
+	assert_true(in->in_store);
+	assert_true(in->stored_size == 11);
+	assert_true(in->etag[0] != '\0');
+	/* clean: a second sync sends nothing */
+	puts = objfs_fault_calls(e->fault, OBJFS_FOP_PUT);
+	assert_int_equal(inode_sync_locked_ns(fs, in), 0);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_PUT) == puts);
+	/* an overwrite in place makes it dirty again */
+	assert_int_equal(inode_write(fs, in, "W", 1, 6), 0);
+	assert_true(in->dirty);
+	assert_int_equal(inode_sync_locked_ns(fs, in), 0);
+	tu_check(e->store, "f", "hello World", 11);
+	unpin(fs, in);
+}
+
+static void test_put_fault(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "g");
+
+	assert_int_equal(inode_write(fs, in, "data", 4, 0), 0);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_PUT, 1, ETIMEDOUT);
+	/* the store's errno, positive; mapped only at the FUSE edge */
+	assert_int_equal(inode_sync_locked_ns(fs, in), ETIMEDOUT);
+	assert_true(in->dirty);
+	assert_non_null(in->spool);
+	assert_false(in->in_store);
+	assert_false(in_store(e, "g"));
+	/* the data is kept: the retry sends it */
+	sync_check(e, in, "g", "data", 4);
+	unpin(fs, in);
+}
+
+static void test_stream(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "big");
+	size_t n = 2 * OBJFS_MPU_MIN_PART + MIB + 100;
+	char *data = pattern(n);
+
+	write_all(e, in, data, n, MIB);
+	/* two complete parts are on their way while the file is open */
+	assert_non_null(in->stream);
+	assert_int_equal(in->stream->n_parts, 2);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_CREATE) == 1);
+	assert_false(in_store(e, "big"));
+	sync_check(e, in, "big", data, n);
+	/* the close sent only the tail, as a third part */
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART) == 3);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_COMPLETE) == 1);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_PUT) == 0);
+	unpin(fs, in);
+	free(data);
+}
+
+static void test_stream_part_fault(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "big2");
+	size_t n = 2 * OBJFS_MPU_MIN_PART + 100;
+	char *data = pattern(n);
+
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_MPU_PART, 1, EIO);
+	write_all(e, in, data, n, MIB);
+	/* the failed stream is abandoned and the whole file sent again */
+	sync_check(e, in, "big2", data, n);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_ABORT) == 1);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_COMPLETE) == 1);
+	unpin(fs, in);
+	free(data);
+}
+
+/* Past spool_limit a writer first frees other files' spools: a dirty one
+ * is uploaded early. */
+static void test_relieve_others(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *a = fe_new_file(e, fs->root, "a");
+	struct inode *b = fe_new_file(e, fs->root, "b");
+	size_t n = 700 * 1024;
+	char *data = pattern(n);
+
+	write_all(e, a, data, n, 64 * 1024);
+	assert_true(a->dirty);
+	assert_false(in_store(e, "a"));
+	write_all(e, b, data, n, 64 * 1024);
+	/* a went up and gave its spool back; b still waits */
+	assert_false(a->dirty);
+	assert_null(a->spool);
+	tu_check(e->store, "a", data, n);
+	assert_true(b->dirty);
+	assert_non_null(b->spool);
+	assert_false(in_store(e, "b"));
+	assert_true(fs->spool_used <= fs->o.spool_limit);
+	sync_check(e, b, "b", data, n);
+	unpin(fs, b);
+	unpin(fs, a);
+	free(data);
+}
+
+/* With no other spool to free, the written file itself is uploaded early
+ * and continues over its stored object. */
+static void test_relieve_own(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "own");
+	size_t n = 3 * MIB + 5;
+	char *data = pattern(n);
+
+	write_all(e, in, data, 2 * MIB, 256 * 1024);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_PUT) >= 1);
+	assert_true(in_store(e, "own"));
+	write_all(e, in, data, n, 256 * 1024);   /* rewrites, then appends */
+	sync_check(e, in, "own", data, n);
+	unpin(fs, in);
+	free(data);
+}
+
+int main(void)
+{
+#define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
+	const struct CMUnitTest tests[] = {
+		T(test_write_sync, setup),
+		T(test_put_fault, setup),
+		T(test_stream, setup_stream),
+		T(test_stream_part_fault, setup_stream),
+		T(test_relieve_others, setup_small_spool),
+		T(test_relieve_own, setup_small_spool),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,317 @@
+/* Unit tests of objfs-mount's -o contract (common/mountopts): what the node
+ * builds, objfs-mount reads back; bad options are refused by name; values
+ * never add options. */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/mountopts.h"
+
+#define MARK(o, w) objfs_mount_opts_mark((o), OBJFS_MOPT_##w)
+
+/* What the node plugin asks of every mount: the exact text. */
+static void test_build_node_options(void **state)
+{
+	struct objfs_mount_opts o = OBJFS_MOUNT_OPTS_INIT;
+	char buf[512] = "";
+
+	(void)state;
+	o.allow_other = true;
+	MARK(&o, ALLOW_OTHER);
+	o.ro = true;
+	MARK(&o, RO);
+	o.gid = 1000;
+	MARK(&o, GID);
+	o.umask = 02;
+	MARK(&o, UMASK);
+	o.mem_limit = 32ULL << 20;
+	MARK(&o, MEM_LIMIT);
+	o.spool_dir = "/state/node/spool";
+	MARK(&o, SPOOL_DIR);
+	o.endpoint = "http://127.0.0.1:9";
+	MARK(&o, ENDPOINT);
+	o.region = "us-east-1";
+	MARK(&o, REGION);
+	o.path_style = true;
+	MARK(&o, ADDRESSING);
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "allow_other,ro,gid=1000,umask=0002,mem_limit=32M,"
+			    "spool_dir=/state/node/spool,endpoint=http://127.0.0.1:9,"
+			    "region=us-east-1,addressing=path");
+
+	/* The supervisor's options go after what is there. */
+	memset(&o, 0, sizeof(o));
+	o.ready_fd = 3;
+	MARK(&o, READY_FD);
+	o.credentials_file = "/tmp/creds-AbC123";
+	MARK(&o, CREDENTIALS_FILE);
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "addressing=path,ready_fd=3,"
+			       "credentials_file=/tmp/creds-AbC123"));
+	assert_string_equal(objfs_mount_opts_name(OBJFS_MOPT_MEM_LIMIT), "mem_limit");
+}
+
+/* Every option, built and parsed back, is the same typed value. */
+static void test_round_trip(void **state)
+{
+	struct objfs_mount_opts o = OBJFS_MOUNT_OPTS_INIT, p;
+	char buf[2048] = "", again[2048] = "", err[128];
+
+	(void)state;
+	o.endpoint = "https://s3.example:9000";
+	o.region = "eu-west-3";
+	o.path_style = false;
+	o.ca_file = "/etc/ssl/ca.pem";
+	o.insecure_skip_verify = true;
+	o.unsigned_payload = true;
+	o.signed_payload = true;
+	o.max_connections = 4;
+	o.retries = 7;
+	o.retry_timeout = 90;
+	o.stall_timeout = 1.5;
+	o.ro = true;
+	o.allow_other = true;
+	o.uid = 1001;
+	o.gid = 0;
+	o.umask = 027;
+	o.attr_ttl = 0.25;
+	o.entry_ttl = 1;
+	o.negative_ttl = 0.1;
+	o.dir_ttl = 30;
+	o.volrec_ttl = 1e-3;
+	o.usage_refresh = 600;
+	o.mem_limit = 12ULL << 20;
+	o.readahead = 1536ULL << 10;
+	o.part_size = 5ULL << 30;
+	o.spool_limit = 0;
+	o.cache_size = 1000;
+	o.readahead_chunks = 3;
+	o.upload_parallel = 0;
+	o.threads = 32;
+	o.spool_dir = "/var/tmp";
+	o.cache_dir = "/var/cache/objfs";
+	o.log_level = OBJFS_LOG_WARN;
+	o.ready_fd = 3;
+	o.credentials_file = "/run/c";
+	o.fuse = "noatime,fsname=vol\\,1";
+	o.set = (UINT64_C(1) << OBJFS_MOPT_COUNT) - 1;
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "readahead=1536K,"));
+	assert_non_null(strstr(buf, "part_size=5G,"));
+	assert_non_null(strstr(buf, "cache_size=1000,"));
+	assert_non_null(strstr(buf, "addressing=virtual,"));
+	assert_non_null(strstr(buf, "umask=0027,"));
+	assert_non_null(strstr(buf, "log_level=warn,"));
+
+	assert_int_equal(objfs_mount_opts_parse(buf, 0, &p, err, sizeof(err)), 0);
+	assert_true(p.set == o.set);
+	assert_string_equal(p.endpoint, o.endpoint);
+	assert_string_equal(p.region, o.region);
+	assert_false(p.path_style);
+	assert_string_equal(p.ca_file, o.ca_file);
+	assert_true(p.insecure_skip_verify && p.unsigned_payload && p.signed_payload);
+	assert_int_equal(p.max_connections, 4);
+	assert_int_equal(p.retries, 7);
+	assert_true(p.retry_timeout == 90 && p.stall_timeout == 1.5);
+	assert_true(p.ro && p.allow_other);
+	assert_int_equal(p.uid, 1001);
+	assert_int_equal(p.gid, 0);
+	assert_int_equal(p.umask, 027);
+	assert_true(p.attr_ttl == 0.25 && p.entry_ttl == 1 && p.negative_ttl == 0.1);
+	assert_true(p.dir_ttl == 30 && p.volrec_ttl == 1e-3 && p.usage_refresh == 600);
+	assert_int_equal(p.mem_limit, 12ULL << 20);
+	assert_int_equal(p.readahead, 1536ULL << 10);
+	assert_int_equal(p.part_size, 5ULL << 30);
+	assert_int_equal(p.spool_limit, 0);
+	assert_int_equal(p.cache_size, 1000);
+	assert_int_equal(p.readahead_chunks, 3);
+	assert_int_equal(p.upload_parallel, 0);
+	assert_int_equal(p.threads, 32);
+	assert_string_equal(p.spool_dir, o.spool_dir);
+	assert_string_equal(p.cache_dir, o.cache_dir);
+	assert_int_equal(p.log_level, OBJFS_LOG_WARN);
+	assert_int_equal(p.ready_fd, 3);
+	assert_string_equal(p.credentials_file, o.credentials_file);
+	assert_string_equal(p.fuse, "noatime,fsname=vol\\,1");
+	assert_int_equal(objfs_mount_opts_build(&p, again, sizeof(again)), 0);
+	assert_string_equal(again, buf);
+	objfs_mount_opts_release(&p);
+	assert_null(p.mem);
+}
+
+/* objfs-mount's own spellings of values. */
+static void test_values(void **state)
+{
+	struct objfs_mount_opts o;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(objfs_mount_opts_parse("mem_limit=12MiB,readahead=4MB,part_size=0x10,"
+						"cache_size=2G,threads=0,attr_ttl=1e1,"
+						"log_level=WARNING,addressing=path",
+						0, &o, err, sizeof(err)), 0);
+	assert_int_equal(o.mem_limit, 12ULL << 20);
+	assert_int_equal(o.readahead, 4ULL << 20);
+	assert_int_equal(o.part_size, 16);
+	assert_int_equal(o.cache_size, 2ULL << 30);
+	assert_true(objfs_mount_opts_has(&o, OBJFS_MOPT_THREADS));
+	assert_int_equal(o.threads, 0);
+	assert_true(o.attr_ttl == 10);
+	assert_int_equal(o.log_level, OBJFS_LOG_WARN);
+	assert_true(o.path_style);
+	assert_false(objfs_mount_opts_has(&o, OBJFS_MOPT_RO));
+	assert_null(o.fuse);
+	objfs_mount_opts_release(&o);
+
+	/* later options win; empty items are nothing */
+	assert_int_equal(objfs_mount_opts_parse(",spool_dir=/a,,spool_dir=/b,endpoint=,", 0,
+						&o, err, sizeof(err)), 0);
+	assert_string_equal(o.spool_dir, "/b");
+	assert_string_equal(o.endpoint, "");
+	objfs_mount_opts_release(&o);
+	assert_int_equal(objfs_mount_opts_parse("", 0, &o, err, sizeof(err)), 0);
+	assert_true(o.set == 0);
+	objfs_mount_opts_release(&o);
+}
+
+/* Each bad option is refused with its name in the error. */
+static void test_rejects(void **state)
+{
+	static const struct {
+		const char *text;
+		unsigned flags;
+		const char *name;
+	} bad[] = {
+		{ "allow_other,bogus", 0, "bogus" },
+		{ "bogus=1", 0, "bogus" },
+		{ "mem_limit=abc", 0, "mem_limit" },
+		{ "mem_limit=12X", 0, "mem_limit" },
+		{ "mem_limit=", 0, "mem_limit" },
+		{ "threads=many", 0, "threads" },
+		{ "attr_ttl=-1", 0, "attr_ttl" },
+		{ "dir_ttl=1s", 0, "dir_ttl" },
+		{ "umask=0800", 0, "umask" },
+		{ "umask=abc", 0, "umask" },
+		{ "addressing=sideways", 0, "addressing" },
+		{ "log_level=loud", 0, "log_level" },
+		{ "ro=1", 0, "ro" },
+		{ "allow_other=yes", 0, "allow_other" },
+		{ "endpoint", 0, "endpoint" },
+		{ "spool_dir", 0, "spool_dir" },
+		{ "noatime=1", 0, "noatime" },
+		{ "fsname", 0, "fsname" },
+		{ "ready_fd=3", OBJFS_MOUNT_OPTS_USER, "ready_fd" },
+		{ "credentials_file=/etc/c", OBJFS_MOUNT_OPTS_USER, "credentials_file" },
+	};
+	struct objfs_mount_opts o;
+	char err[128];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(objfs_mount_opts_parse(bad[i].text, bad[i].flags, &o, err,
+							sizeof(err)), EINVAL);
+		assert_non_null(strstr(err, bad[i].name));
+		assert_null(o.mem);
+		assert_true(o.set == 0);
+	}
+	/* the supervisor may set its own */
+	assert_int_equal(objfs_mount_opts_parse("ready_fd=3,credentials_file=/c", 0, &o, err,
+						sizeof(err)), 0);
+	objfs_mount_opts_release(&o);
+	/* values never reach the message */
+	assert_int_equal(objfs_mount_opts_parse("mem_limit=SECRETVALUE", 0, &o, err,
+						sizeof(err)), EINVAL);
+	assert_null(strstr(err, "SECRETVALUE"));
+}
+
+/* A value with commas or backslashes stays one value. */
+static void test_escaping(void **state)
+{
+	struct objfs_mount_opts o = OBJFS_MOUNT_OPTS_INIT, p;
+	char buf[512] = "", err[128];
+
+	(void)state;
+	o.endpoint = "http://h/?a=1,allow_root,ready_fd=9";
+	MARK(&o, ENDPOINT);
+	o.spool_dir = "C:\\tmp\\,ro\\";
+	MARK(&o, SPOOL_DIR);
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "spool_dir=C:\\\\tmp\\\\\\,ro\\\\,"
+			    "endpoint=http://h/?a=1\\,allow_root\\,ready_fd=9");
+	assert_int_equal(objfs_mount_opts_parse(buf, OBJFS_MOUNT_OPTS_USER, &p, err,
+						sizeof(err)), 0);
+	assert_string_equal(p.endpoint, o.endpoint);
+	assert_string_equal(p.spool_dir, o.spool_dir);
+	assert_true(p.set == o.set);
+	assert_false(p.ro);
+	assert_null(p.fuse);
+	objfs_mount_opts_release(&p);
+
+	/* libfuse's octal escape */
+	assert_int_equal(objfs_mount_opts_parse("region=a\\054b", 0, &p, err, sizeof(err)), 0);
+	assert_string_equal(p.region, "a,b");
+	objfs_mount_opts_release(&p);
+}
+
+/* FUSE options pass through; apply() says which ones libfuse gets. */
+static void test_fuse_options(void **state)
+{
+	struct objfs_mount_opts o = OBJFS_MOUNT_OPTS_INIT;
+	char buf[256] = "mem_limit=1M", err[128];
+
+	(void)state;
+	assert_int_equal(objfs_mount_opts_apply(&o, "noatime", 0, err, sizeof(err)), 1);
+	assert_int_equal(objfs_mount_opts_apply(&o, "fsname=a,b", 0, err, sizeof(err)), 1);
+	assert_int_equal(objfs_mount_opts_apply(&o, "ro", 0, err, sizeof(err)), 1);
+	assert_int_equal(objfs_mount_opts_apply(&o, "allow_other", 0, err, sizeof(err)), 1);
+	assert_int_equal(objfs_mount_opts_apply(&o, "threads=4", 0, err, sizeof(err)), 0);
+	assert_int_equal(objfs_mount_opts_apply(&o, "", 0, err, sizeof(err)), 0);
+	assert_int_equal(objfs_mount_opts_apply(&o, "nonsense", 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nonsense"));
+	assert_string_equal(o.fuse, "noatime,fsname=a\\,b");
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "mem_limit=1M,allow_other,ro,threads=4,noatime,fsname=a\\,b");
+	objfs_mount_opts_release(&o);
+}
+
+/* A build that does not fit leaves the buffer as it was. */
+static void test_no_space(void **state)
+{
+	struct objfs_mount_opts o = OBJFS_MOUNT_OPTS_INIT;
+	char buf[32] = "allow_other";
+
+	(void)state;
+	o.endpoint = "https://a-rather-long-endpoint.example";
+	MARK(&o, ENDPOINT);
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), ENOSPC);
+	assert_string_equal(buf, "allow_other");
+	o.endpoint = "h,,";
+	assert_int_equal(objfs_mount_opts_build(&o, buf, 22), ENOSPC);
+	assert_string_equal(buf, "allow_other");
+	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "allow_other,endpoint=h\\,\\,");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_build_node_options),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_escaping),
+		cmocka_unit_test(test_fuse_options),
+		cmocka_unit_test(test_no_space),
+	};
+	return cmocka_run_group_tests_name("mountopts", tests, NULL, NULL);
+}
