@@ -75,7 +75,13 @@ static void usage(const char *prog)
 "                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
 "                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
-"  retries=N              attempts per request (default: 5)\n"
+"  retry_timeout=SECONDS  how long a request is retried while the store is\n"
+"                         down or failing (refused or reset connections,\n"
+"                         timeouts, 5xx, throttling): the application waits,\n"
+"                         as on an NFS hard mount, then gets EIO (default: 60)\n"
+"  retries=N              cap the tries per request instead (default: none)\n"
+"  stall_timeout=SECONDS  a transfer that moves no byte this long is\n"
+"                         abandoned and tried again (default: 3)\n"
 "\n"
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
@@ -205,8 +211,29 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->ready_fd = (int)mo->ready_fd;
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;
-	if (HAS(RETRIES))
+	/* Ride through store outages up to retry_timeout (backend.h). */
+	s->sc.retry.max_attempts = OBJFS_RETRY_UNLIMITED;
+	if (HAS(RETRIES) && mo->retries > 0 &&
+	    mo->retries < OBJFS_RETRY_UNLIMITED)
 		s->sc.retry.max_attempts = (unsigned)mo->retries;
+	if (HAS(RETRY_TIMEOUT)) {
+		if (mo->retry_timeout > 86400) {
+			fprintf(stderr, "objfs-mount: -o retry_timeout: over a "
+				"day\n");
+			return EINVAL;
+		}
+		s->sc.retry.max_total_ms = mo->retry_timeout > 0 ?
+			(unsigned)(mo->retry_timeout * 1000) : 1;
+	}
+	if (HAS(STALL_TIMEOUT)) {
+		if (mo->stall_timeout > 3600) {
+			fprintf(stderr, "objfs-mount: -o stall_timeout: over an "
+				"hour\n");
+			return EINVAL;
+		}
+		s->sc.s3.stall_timeout_ms = mo->stall_timeout > 0 ?
+			(long)(mo->stall_timeout * 1000) : 1;
+	}
 
 	s->sc.url = c->source;
 	s->sc.s3.endpoint = HAS(ENDPOINT) ? mo->endpoint : getenv("AWS_ENDPOINT_URL");

@@ -371,16 +371,30 @@ struct objfs_s3_config {
 				       CLI does); plain http always hashes
 				       unless unsigned_payload */
 	long connect_timeout_ms;    /* 0: 10 s */
-	long low_speed_timeout_s;   /* abort a transfer stalled this long; 0: 30 s */
+	long low_speed_timeout_s;   /* abort a transfer stalled this long while
+				       the server works on a large answer
+				       (copies, multi-deletes, completions,
+				       the answer to an upload); 0: 30 s */
+	long stall_timeout_ms;      /* abort any other transfer that moved no
+				       byte this long (waiting for a GET's or
+				       HEAD's answer, sending a body); the
+				       retry layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */
 };
 int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 			  struct objfs_log *log, struct objfs_store **out);
 
+/* How long the retry layer keeps trying.  A store that is down (refused or
+ * reset connections, timeouts, 5xx, throttling) is ridden through like an
+ * NFS hard mount up to max_total_ms, the caller blocked, not failed, when
+ * max_attempts is OBJFS_RETRY_UNLIMITED (objfs-mount's default); the CSI
+ * plugin caps attempts instead, as its caller retries. */
+#define OBJFS_RETRY_UNLIMITED UINT32_MAX
 struct objfs_retry_config {
-	unsigned max_attempts;      /* total tries, 0: 5 */
+	unsigned max_attempts;      /* total tries, 0: 5; OBJFS_RETRY_UNLIMITED:
+				       as many as max_total_ms allows */
 	unsigned base_delay_ms;     /* 0: 100 */
-	unsigned max_delay_ms;      /* cap of one sleep, 0: 5000 */
+	unsigned max_delay_ms;      /* cap of one sleep, 0: 2000 */
 	unsigned max_total_ms;      /* give up after this long, 0: 60000 */
 };
 /* Wraps inner (taking ownership, also on failure). */

@@ -7,15 +7,20 @@
  *   TRY -> ok                              -> return 0
  *       -> error, not retryable            -> return it
  *       -> error, attempts == max_attempts -> return it (the last error)
- *       -> error, elapsed + delay > max_total_ms -> return it
- *       -> else sleep(delay), TRY again
+ *       -> error, elapsed >= max_total_ms  -> return it
+ *       -> else sleep(min(delay, max_total_ms - elapsed)), TRY again
  *
+ * With max_attempts OBJFS_RETRY_UNLIMITED only time ends the tries: an
+ * outage shorter than max_total_ms costs the caller a pause, not an
+ * error, and the last try comes at the bound.  Giving up is logged at
+ * error (op, key, tries, time, cause), a recovery at info.
  * delay is full jitter over a capped exponential (objfs_retry_delay_ms)
  * drawn from a per-instance xorshift64* generator seeded from getrandom and
  * guarded by a mutex.  Gets are retried from the start of their range
  * (sinks accept rewrites); puts and parts re-read their source (sources
- * may be read more than once).  Each retry is logged at warn with the op,
- * key and error; nothing secret is known to this layer.
+ * may be read more than once).  The first retry of a call is logged at
+ * warn with the op, key and error, later ones at debug; nothing secret is
+ * known to this layer.
  */
 #include "config.h"
 
@@ -66,7 +71,7 @@ struct objfs_retry_config objfs_retry_config_resolve(
 	if (c.base_delay_ms == 0)
 		c.base_delay_ms = 100;
 	if (c.max_delay_ms == 0)
-		c.max_delay_ms = 5000;
+		c.max_delay_ms = 2000;
 	if (c.max_total_ms == 0)
 		c.max_total_ms = 60000;
 	return c;
@@ -182,33 +187,55 @@ static int call_once(struct objfs_store *in, const struct call *c)
 	return EINVAL;
 }
 
+/* The key a call names, for logs. */
+static const char *call_key(const struct call *c)
+{
+	if (c->key != NULL)
+		return c->key;
+	return c->op == C_DEL_MANY && c->n > 0 ? c->keys[0] : "";
+}
+
 static int run(struct objfs_store *s, const struct call *c)
 {
 	struct retry_ctx *rc = s->ctx;
 	const struct objfs_retry_hooks *h = &rc->hooks;
-	uint64_t start = h->now_ms(h->arg), elapsed;
+	const struct objfs_retry_config *cfg = &rc->cfg;
+	uint64_t start = h->now_ms(h->arg), elapsed = 0;
 	unsigned attempt, delay;
 	int err;
 
 	for (attempt = 1;; attempt++) {
 		err = call_once(s->inner, c);
-		if (err == 0 || !objfs_retry_retryable(err) ||
-		    attempt >= rc->cfg.max_attempts)
+		if (err == 0 || !objfs_retry_retryable(err))
 			break;
-		delay = objfs_retry_delay_ms(&rc->cfg, attempt,
-					     next_random(rc));
 		elapsed = h->now_ms(h->arg) - start;
-		if (elapsed + delay > rc->cfg.max_total_ms)
+		if (attempt >= cfg->max_attempts ||
+		    elapsed >= cfg->max_total_ms) {
+			objfs_error(s->log, "retry",
+				    "%s %s: giving up after %u tries in %llu ms: "
+				    "%s", call_names[c->op], call_key(c),
+				    attempt, (unsigned long long)elapsed,
+				    objfs_strerror(err));
 			break;
-		objfs_warn(s->log, "retry",
-			   "%s %s failed: %s; try %u of %u in %u ms",
-			   call_names[c->op], c->key != NULL ? c->key : "",
-			   objfs_strerror(err), attempt + 1,
-			   rc->cfg.max_attempts, delay);
+		}
+		delay = objfs_retry_delay_ms(cfg, attempt, next_random(rc));
+		/* The last try comes at the bound, not before it. */
+		if (elapsed + delay > cfg->max_total_ms)
+			delay = (unsigned)(cfg->max_total_ms - elapsed);
+		/* An outage retries many times: the first retry is a warning,
+		 * the rest debug, the end (recovery or giving up) is said. */
+		objfs_logf(s->log, attempt == 1 ? OBJFS_LOG_WARN : OBJFS_LOG_DEBUG,
+			   "retry", "%s %s failed: %s; try %u in %u ms",
+			   call_names[c->op], call_key(c),
+			   objfs_strerror(err), attempt + 1, delay);
 		h->sleep_ms(h->arg, delay);
 		if (c->op == C_LIST)
 			objfs_list_page_release(c->page);   /* defensive */
 	}
+	if (err == 0 && attempt > 1)
+		objfs_info(s->log, "retry", "%s %s succeeded at try %u after "
+			   "%llu ms", call_names[c->op], call_key(c), attempt,
+			   (unsigned long long)(h->now_ms(h->arg) - start));
 	return err;
 }
 

@@ -76,6 +76,7 @@ struct s3_ctx {
 	bool unsigned_payload;
 	long connect_timeout_ms;
 	long low_speed_s;
+	long stall_ms;
 	unsigned max_conn;
 	int no_cond_put;         /* the server refused If-None-Match on PUT
 				    (Swift: 501); atomic */
@@ -115,6 +116,10 @@ struct s3_req {
 	uint64_t src_off;
 	int src_err;
 	struct objfs_buf body;                   /* error or XML document */
+	long long moved_at_ms;                   /* last byte moved (or start) */
+	curl_off_t moved_dl, moved_ul;           /* ... and the counts then */
+	bool stalled;                            /* aborted: no byte moved */
+	long stall_ms;                           /* 0: no stall check */
 	long status;
 	struct objfs_obj_info cap;               /* captured headers */
 	uint64_t content_length;
@@ -266,6 +271,39 @@ static void pool_put(struct s3_ctx *c, CURL *h, bool broken)
 }
 
 /* ---- curl callbacks -------------------------------------------------------- */
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Aborts a transfer that moved no byte for stall_ms, except while the
+ * server works on an answer to a body it has whole (CURLOPT_LOW_SPEED_TIME
+ * covers that).  libcurl calls this at least once a second. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct s3_req *r = arg;
+	long long now = mono_ms();
+
+	(void)dltotal;
+	if (dlnow != r->moved_dl || ulnow != r->moved_ul) {
+		r->moved_dl = dlnow;
+		r->moved_ul = ulnow;
+		r->moved_at_ms = now;
+		return 0;
+	}
+	if (r->src != NULL && r->src->size > 0 && dlnow == 0 &&
+	    ultotal > 0 && ulnow >= ultotal)
+		return 0;
+	if (now - r->moved_at_ms < r->stall_ms)
+		return 0;
+	r->stalled = true;
+	return 1;
+}
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *arg)
 {
@@ -671,7 +709,18 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+	r->stalled = false;
+	r->moved_dl = 0;
+	r->moved_ul = 0;
+	r->moved_at_ms = mono_ms();
+	r->stall_ms = r->slow ? 0 : c->stall_ms;
+	if (r->stall_ms > 0) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	} else {
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+	}
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
@@ -741,8 +790,14 @@ static int s3_perform(struct objfs_store *s, struct s3_req *r)
 			rc = r->sink_err;
 		else if (r->src_err != 0)
 			rc = r->src_err;
+		else if (r->stalled)
+			rc = ETIMEDOUT;
 		else
 			rc = objfs_s3_errno_curl(cc);
+		if (r->stalled)
+			objfs_warn(s->log, "s3", "%s %s: no byte moved for %ld ms; "
+				   "abandoned", r->method, r->key ? r->key : "/",
+				   r->stall_ms);
 		objfs_debug(s->log, "s3", "%s %s: transport error %d (%s)",
 			    r->method, r->key ? r->key : "/", (int)cc,
 			    curl_easy_strerror(cc));
@@ -1596,6 +1651,7 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 		cfg->connect_timeout_ms : 10000;
 	c->low_speed_s = cfg->low_speed_timeout_s > 0 ?
 		cfg->low_speed_timeout_s : 30;
+	c->stall_ms = cfg->stall_timeout_ms > 0 ? cfg->stall_timeout_ms : 3000;
 	c->max_conn = cfg->max_connections > 0 ? cfg->max_connections : 16;
 	c->free_handles = calloc(c->max_conn, sizeof(*c->free_handles));
 	if (c->free_handles == NULL) {

@@ -58,6 +58,8 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(SIGNED_PAYLOAD, signed_payload, K_FLAG),
 	OWN(MAX_CONNECTIONS, max_connections, K_NUM),
 	OWN(RETRIES, retries, K_NUM),
+	OWN(RETRY_TIMEOUT, retry_timeout, K_SECONDS),
+	OWN(STALL_TIMEOUT, stall_timeout, K_SECONDS),
 	OWN(ATTR_TTL, attr_ttl, K_SECONDS),
 	OWN(ENTRY_TTL, entry_ttl, K_SECONDS),
 	OWN(NEGATIVE_TTL, negative_ttl, K_SECONDS),

@@ -47,6 +47,8 @@ enum objfs_mopt {
 	OBJFS_MOPT_SIGNED_PAYLOAD,
 	OBJFS_MOPT_MAX_CONNECTIONS,
 	OBJFS_MOPT_RETRIES,
+	OBJFS_MOPT_RETRY_TIMEOUT,
+	OBJFS_MOPT_STALL_TIMEOUT,
 	OBJFS_MOPT_ATTR_TTL,
 	OBJFS_MOPT_ENTRY_TTL,
 	OBJFS_MOPT_NEGATIVE_TTL,
@@ -84,6 +86,7 @@ struct objfs_mount_opts {
 	bool signed_payload;
 	uint64_t max_connections;
 	uint64_t retries;
+	double retry_timeout, stall_timeout;                 /* seconds */
 	/* filesystem */
 	bool ro;
 	bool allow_other;

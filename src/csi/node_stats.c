@@ -103,7 +103,7 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 	char path[PATH_MAX];
 	char cond[COND_MAX] = "";
 	char msg[COND_MAX + 160] = "";
-	bool abnormal = false, watchdog_abnormal = false;
+	bool abnormal = false, watchdog_abnormal = false, hung = false;
 	enum objfs_rpc_code code;
 	struct statvfs sv;
 	struct vol *v;
@@ -173,6 +173,7 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 				 r->volume_path);
 		} else if (err == ETIMEDOUT) {
 			abnormal = true;
+			hung = true;
 			snprintf(msg, sizeof(msg), "%s does not answer within %u ms", r->volume_path,
 				 n->m.stats_timeout_ms);
 		} else {
@@ -181,7 +182,9 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 				 objfs_strerror(err));
 		}
 	}
-	if (!abnormal) {
+	/* A mount that does not answer is most often waiting for its store
+	 * (objfs-mount rides through outages): name that cause if it is. */
+	if (!abnormal || hung) {
 		struct objfs_store_config sc;
 		struct objfs_creds c = node_creds_for(n, &cur_creds);
 
@@ -197,8 +200,9 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 		err = store_probe(n, &sc);
 		if (err != 0) {
 			abnormal = true;
-			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s",
-				 cur.source, objfs_strerror(err));
+			snprintf(msg, sizeof(msg), "the object store of %s is unreachable: %s%s",
+				 cur.source, objfs_strerror(err),
+				 hung ? "; the mount's calls wait for it (retry_timeout)" : "");
 		}
 	}
 	if (!abnormal && watchdog_abnormal) {

@@ -773,7 +773,9 @@ def t_stream(env):
 
 class FaultProxy:
     """A TCP proxy to the S3 server that can be switched to reset every
-    connection (an unreachable store), for the error checks."""
+    connection (an unreachable store), or to stall answers (stop passing
+    the server's bytes on, with a seeded probability per chunk), for the
+    error checks."""
 
     def __init__(self, host, port):
         import socket
@@ -781,6 +783,9 @@ class FaultProxy:
         self.socket = socket
         self.upstream = (host, port)
         self.failing = False
+        self.stall_p = 0.0
+        self.stalls = 0
+        self.rng = random.Random(1234)
         self.conns = []
         self.lock = threading.Lock()
         self.ls = socket.socket()
@@ -798,12 +803,21 @@ class FaultProxy:
         except OSError:
             pass
 
-    def _pump(self, a, b):
+    def _pump(self, a, b, answers=False):
         try:
             while True:
                 data = a.recv(1 << 16)
                 if not data:
                     break
+                if answers and self.stall_p > 0:
+                    with self.lock:
+                        stall = self.rng.random() < self.stall_p
+                        self.stalls += stall
+                    if stall:
+                        # hold the answer until the client gives up
+                        while b.recv(1 << 16):
+                            pass
+                        break
                 b.sendall(data)
         except OSError:
             pass
@@ -831,7 +845,7 @@ class FaultProxy:
             with self.lock:
                 self.conns += [c, u]
             threading.Thread(target=self._pump, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pump, args=(u, c), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, True), daemon=True).start()
 
     def fail(self, on):
         """on: reset open connections and refuse new ones."""
@@ -846,6 +860,50 @@ class FaultProxy:
         self.stopped = True
         self.fail(True)
         self.ls.close()
+
+
+def t_store_outage(env):
+    """A store outage shorter than retry_timeout costs a pause, not an
+    error; stalled answers are abandoned and tried again within seconds."""
+    import threading
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    proxy = FaultProxy(host, int(port))
+    try:
+        url = env.volume("outage")
+        big = os.urandom(48 << 20)
+        env.tool(url, "put", "sub/old", data=b"stored before")
+        env.tool(url, "put", "big", data=big)
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port,
+                            "retry_timeout=20", "stall_timeout=1",
+                            "attr_ttl=0", "entry_ttl=0", "dir_ttl=0"])
+        d = m["dir"]
+        wfile(d + "/a", b"version 1")
+        # the store refuses every connection for 4 s
+        proxy.fail(True)
+        threading.Timer(4.0, proxy.fail, (False,)).start()
+        t0 = time.time()
+        check(rfile(d + "/a") == b"version 1", "read during the outage")
+        check(os.listdir(d + "/sub") == ["old"], "listing during the outage")
+        wfile(d + "/b", b"written during the outage")
+        pause = time.time() - t0
+        check(pause < 15, "the calls waited %.1f s" % pause)
+        check(env.get(url, "b") == b"written during the outage",
+              "closed during the outage, in the store")
+        # one 64 KiB chunk of answers in 100 stalls (about half of the
+        # 4 MiB GETs; seeded)
+        proxy.stall_p = 0.01
+        t0 = time.time()
+        got = rfile(d + "/big")
+        took = time.time() - t0
+        proxy.stall_p = 0.0
+        check(got == big, "cold read with stalled answers returns the right bytes")
+        check(proxy.stalls > 0, "some answers stalled (%d)" % proxy.stalls)
+        check(took < 10 + 2 * proxy.stalls, "cold read with %d stalls took %.1f s" % (proxy.stalls, took))
+        print("outage pause %.1f s; cold read of 48 MiB with %d stalls %.1f s" % (pause, proxy.stalls, took))
+        env.umount(m)
+    finally:
+        proxy.close()
 
 
 def t_store_errors(env):
@@ -908,6 +966,7 @@ TESTS = [
 # need a network store to cut (fs_s3.sh)
 TESTS_S3 = [
     t_store_errors,
+    t_store_outage,
 ]
 
 

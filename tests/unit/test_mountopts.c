@@ -75,6 +75,8 @@ static void test_round_trip(void **state)
 	o.signed_payload = true;
 	o.max_connections = 4;
 	o.retries = 7;
+	o.retry_timeout = 90;
+	o.stall_timeout = 1.5;
 	o.ro = true;
 	o.allow_other = true;
 	o.uid = 1001;
@@ -118,6 +120,7 @@ static void test_round_trip(void **state)
 	assert_true(p.insecure_skip_verify && p.unsigned_payload && p.signed_payload);
 	assert_int_equal(p.max_connections, 4);
 	assert_int_equal(p.retries, 7);
+	assert_true(p.retry_timeout == 90 && p.stall_timeout == 1.5);
 	assert_true(p.ro && p.allow_other);
 	assert_int_equal(p.uid, 1001);
 	assert_int_equal(p.gid, 0);

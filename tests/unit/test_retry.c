@@ -235,6 +235,14 @@ static int setup_budget(void **state)
 	return build(state, false, &cfg);
 }
 
+static int setup_outage(void **state)
+{
+	struct objfs_retry_config cfg = { OBJFS_RETRY_UNLIMITED, 100, 1000,
+					  20000 };
+
+	return build(state, false, &cfg);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
@@ -281,12 +289,12 @@ static void test_delay_bounds(void **state)
 	(void)state;
 	assert_int_equal(c.max_attempts, 5);
 	assert_int_equal(c.base_delay_ms, 100);
-	assert_int_equal(c.max_delay_ms, 5000);
+	assert_int_equal(c.max_delay_ms, 2000);
 	assert_int_equal(c.max_total_ms, 60000);
 	for (a = 1; a <= 64; a++) {
-		cap = a < 8 ? 100ULL << (a - 1) : 5000;
-		if (cap > 5000)
-			cap = 5000;
+		cap = a < 8 ? 100ULL << (a - 1) : 2000;
+		if (cap > 2000)
+			cap = 2000;
 		assert_int_equal(objfs_retry_delay_ms(&c, a, cap), cap);
 		assert_int_equal(objfs_retry_delay_ms(&c, a, 0), 0);
 		lo = UINT32_MAX;
@@ -306,7 +314,7 @@ static void test_delay_bounds(void **state)
 		assert_true(lo <= cap / 10);
 		assert_true(hi >= cap - cap / 10);
 	}
-	assert_true(objfs_retry_delay_ms(&c, UINT32_MAX, UINT64_MAX) <= 5000);
+	assert_true(objfs_retry_delay_ms(&c, UINT32_MAX, UINT64_MAX) <= 2000);
 }
 
 /* ---- behaviour ------------------------------------------------------------- */
@@ -439,6 +447,35 @@ static void test_total_budget(void **state)
 			 f->clock.n + 1);
 }
 
+/* Unlimited tries: an outage shorter than the bound is a pause, not an
+ * error; a longer one ends with the last try at the bound. */
+static void test_outage(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t slept = 0;
+	unsigned i;
+
+	/* 30 refused connections in a row (under 20 s of sleeps at the 1 s
+	 * cap): the put waits them out and succeeds. */
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 30, ECONNREFUSED);
+	put_str(f->s, "k", "v", 0);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_PUT), 31);
+	for (i = 0; i < f->clock.n && i < MAX_SLEEPS; i++)
+		slept += f->clock.sleeps[i];
+	assert_true(slept < 20000);
+	tu_check(f->s, "k", "v", 1);
+
+	/* Down for good: the tries go on until the bound, not past it. */
+	objfs_fault_reset(f->fault);
+	f->clock.n = 0;
+	f->clock.now = 0;
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 100000, ECONNREFUSED);
+	put_str(f->s, "k", "w", ECONNREFUSED);
+	assert_int_equal(f->clock.now, 20000);
+	assert_true(objfs_fault_calls(f->fault, OBJFS_FOP_PUT) > 20);
+	tu_check(f->s, "k", "v", 1);
+}
+
 static void test_short_read_retried(void **state)
 {
 	struct fixture *f = *state;
@@ -509,6 +546,8 @@ int main(void)
 						setup_stub, teardown),
 		cmocka_unit_test_setup_teardown(test_put_resends_identical_bytes,
 						setup_stub, teardown),
+		cmocka_unit_test_setup_teardown(test_outage, setup_outage,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_total_budget, setup_budget,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_short_read_retried,
