@@ -907,16 +907,17 @@ def t_store_outage(env):
 
 
 def t_store_errors(env):
-    """The store goes away under a mount: calls fail with EIO in bounded
-    time (retried first), a close that could not upload says so, and the
-    data is uploaded once the store is back (nothing lost)."""
+    """The store goes away under a mount for longer than retry_timeout:
+    calls wait until the bound, then fail with EIO; a close that could not
+    upload says so, and the data is uploaded once the store is back
+    (nothing lost)."""
     ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
     host, port = ep.split("://", 1)[1].rsplit(":", 1)
     proxy = FaultProxy(host, int(port))
     try:
         url = env.volume("errs")
         env.tool(url, "put", "sub/old", data=b"stored before")
-        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port, "retries=2"])
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port, "retry_timeout=3"])
         d = m["dir"]
         wfile(d + "/a", b"version 1")
         f = open(d + "/b", "wb")
@@ -925,6 +926,8 @@ def t_store_errors(env):
         proxy.fail(True)
         t0 = time.time()
         expect_errno(lambda: rfile(d + "/a"), (errno.EIO,), "open while the store is down")
+        first = time.time() - t0
+        check(first >= 2.5, "the open waited for the store until the bound (%.1f s)" % first)
         expect_errno(lambda: os.listdir(d + "/sub"), (errno.EIO,), "listing while the store is down")
         try:
             f.close()
