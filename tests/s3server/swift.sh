@@ -12,6 +12,8 @@
 #                            file for curl --aws-sigv4).
 #   swift.sh stop WORKDIR    stop everything start started (pid files);
 #                            safe to call twice.
+#   swift.sh installed       exit 0 if the packages are installed, else say
+#                            which are missing and exit 1.
 #
 # Everything lives in WORKDIR: configs, rings, devices, logs (WORKDIR/log).
 # Swift reads /etc/swift/swift.conf when its modules load; the servers are
@@ -31,10 +33,23 @@ SECRET=testing
 SERVERS="account container object proxy"
 
 usage() {
-	echo "usage: $0 start|stop WORKDIR" >&2
+	echo "usage: $0 start|stop WORKDIR | installed" >&2
 	exit 2
 }
 
+installed() {
+	for p in /usr/bin/swift-proxy-server /usr/bin/memcached; do
+		if [ ! -x "$p" ]; then
+			echo "swift.sh: $p missing: apt-get install swift swift-proxy swift-object swift-container swift-account python3-swift memcached python3-memcache" >&2
+			return 1
+		fi
+	done
+}
+
+if [ $# -eq 1 ] && [ "$1" = installed ]; then
+	installed
+	exit
+fi
 [ $# -eq 2 ] || usage
 CMD=$1
 W=$2
@@ -67,12 +82,7 @@ if [ "$CMD" = stop ]; then
 fi
 [ "$CMD" = start ] || usage
 
-for p in /usr/bin/swift-proxy-server /usr/bin/memcached; do
-	if [ ! -x "$p" ]; then
-		echo "swift.sh: $p missing: apt-get install swift swift-proxy swift-object swift-container swift-account python3-swift memcached python3-memcache" >&2
-		exit 1
-	fi
-done
+installed || exit 1
 
 mkdir -p "$W/etc" "$W/srv/node/d1" "$W/run" "$W/log"
 W=$(cd "$W" && pwd)
