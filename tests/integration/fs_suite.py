@@ -3,7 +3,8 @@
 
     fs_suite.py local          on a local directory store (file://)
     fs_suite.py s3             on the S3 server described by OBJFS_TEST_S3_*
-                               (tests/integration/fs_s3.sh starts Swift)
+                               (tests/integration/fs_s3.sh starts Swift,
+                               fs_rgw.sh Ceph RGW)
 
 Every check mounts the volume with the real objfs-mount (-f, ready_fd), does
 what an application would, and compares with what a local file does or with
