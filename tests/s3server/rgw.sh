@@ -31,6 +31,7 @@
 #
 # Debian packages: ceph-mon ceph-osd radosgw ceph-common.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
 REGION=us-east-1
@@ -41,62 +42,26 @@ STORE=${OBJFS_RGW_STORE:-memstore}
 STORE_MB=${OBJFS_RGW_STORE_MB:-3072}
 WAIT=60
 
-usage() {
-	echo "usage: $0 start|stop WORKDIR | installed" >&2
-	exit 2
-}
-
 installed() {
-	for p in /usr/bin/ceph-mon /usr/bin/ceph-osd /usr/bin/radosgw \
-		/usr/bin/ceph /usr/bin/monmaptool /usr/bin/radosgw-admin; do
-		if [ ! -x "$p" ]; then
-			echo "rgw.sh: $p missing: apt-get install ceph-mon ceph-osd radosgw ceph-common" >&2
-			return 1
-		fi
-	done
+	need rgw.sh "ceph-mon ceph-osd radosgw ceph-common" /usr/bin/ceph-mon \
+		/usr/bin/ceph-osd /usr/bin/radosgw /usr/bin/ceph \
+		/usr/bin/monmaptool /usr/bin/radosgw-admin
 }
+server_args "$@"
 
-if [ $# -eq 1 ] && [ "$1" = installed ]; then
-	installed
-	exit
-fi
-[ $# -eq 2 ] || usage
-CMD=$1
-W=$2
-
-stop_pid() {
-	# $1: pid file, $2: seconds to wait for a clean exit before SIGKILL.
-	[ -f "$1" ] || return 0
-	pid=$(cat "$1")
-	rm -f "$1"
-	case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || return 0
-	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-	# The group may outlive its leader for a moment (threads exiting).
-	i=0
-	while kill -0 -- "-$pid" 2>/dev/null && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
+# Each daemon takes about 2 s to exit on SIGTERM: all are stopped at once.
 do_stop() {
 	[ -d "$W/run" ] || return 0
-	stop_pid "$W/run/rgw.pid" 5
-	stop_pid "$W/run/osd.pid" 5
-	stop_pid "$W/run/mon.pid" 5
+	for d in rgw osd mon; do
+		stop_pid "$W/run/$d.pid" &
+	done
+	wait
 }
 
 if [ "$CMD" = stop ]; then
 	do_stop
 	exit 0
 fi
-[ "$CMD" = start ] || usage
 
 installed || exit 1
 case "$STORE" in memstore|bluestore) ;; *)
@@ -229,11 +194,6 @@ rgw dynamic resharding = false
 EOF
 : > "$W/keyring"
 
-cat > "$W/netrc" <<EOF
-machine 127.0.0.1 login $ACCESS password $SECRET
-EOF
-chmod 600 "$W/netrc"
-
 # Debian's Ceph uses glibc malloc: without this, memory freed by deletes
 # stays resident (the OSD keeps 1.3 GB instead of 0.3).
 export MALLOC_MMAP_THRESHOLD_=131072
@@ -279,64 +239,8 @@ fi
 daemon rgw radosgw -c "$C" -n client.rgw.a -f
 
 # Wait for a signed request (creating the bucket) to succeed.
-"$PY" - "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" \
-	"$SECRET" "$WAIT" <<'EOF'
-import datetime, hashlib, hmac, sys, time, urllib.error, urllib.request
+create_bucket rgw.sh "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET" $WAIT
 
-endpoint, region, bucket, ak, sk, wait = sys.argv[1:7]
-host = endpoint.split("://", 1)[1]
-
-
-def sign(method, path):
-    now = datetime.datetime.utcnow()
-    amz = now.strftime("%Y%m%dT%H%M%SZ")
-    day = amz[:8]
-    ph = hashlib.sha256(b"").hexdigest()
-    creq = "\n".join([method, path, "", "host:" + host,
-                      "x-amz-content-sha256:" + ph, "x-amz-date:" + amz, "",
-                      "host;x-amz-content-sha256;x-amz-date", ph])
-    scope = "%s/%s/s3/aws4_request" % (day, region)
-    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
-                     hashlib.sha256(creq.encode()).hexdigest()])
-    k = ("AWS4" + sk).encode()
-    for m in (day, region, "s3", "aws4_request"):
-        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-    return {"x-amz-date": amz, "x-amz-content-sha256": ph,
-            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, "
-            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
-            "Signature=%s" % (ak, scope, sig)}
-
-
-deadline = time.time() + float(wait)
-last = None
-while time.time() < deadline:
-    try:
-        req = urllib.request.Request(endpoint + "/" + bucket, method="PUT",
-                                     headers=sign("PUT", "/" + bucket),
-                                     data=b"")
-        urllib.request.urlopen(req, timeout=10).read()
-        sys.exit(0)
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        if e.code == 409:       # BucketAlreadyOwnedByYou
-            sys.exit(0)
-        last = "HTTP %d %r" % (e.code, body[:200])
-    except Exception as e:      # not listening yet
-        last = repr(e)
-    time.sleep(0.2)
-sys.stderr.write("rgw.sh: no signed request succeeded in %s s: %s\n"
-                 % (wait, last))
-sys.exit(1)
-EOF
-
-cat > "$W/env" <<EOF
-OBJFS_TEST_S3_ENDPOINT=http://127.0.0.1:$RGWPORT
-OBJFS_TEST_S3_REGION=$REGION
-OBJFS_TEST_S3_BUCKET=$BUCKET
-OBJFS_TEST_S3_ACCESS_KEY=$ACCESS
-OBJFS_TEST_S3_SECRET_KEY=$SECRET
-OBJFS_TEST_S3_NETRC=$W/netrc
-EOF
+write_env "$W" "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET"
 trap - EXIT
 echo "rgw.sh: RGW ($STORE) ready at http://127.0.0.1:$RGWPORT (bucket $BUCKET)"
