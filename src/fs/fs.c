@@ -2395,8 +2395,57 @@ static int del_batches(struct objfs_fs *fs, const char **keys, size_t n,
 	return err;
 }
 
-/* Uploads every dirty inode at or under top (ns held for writing). */
-static int sync_under(struct objfs_fs *fs, struct inode *top)
+/* Gives the spool of in, still dirty after a failed save, a name in the
+ * spool directory and says where, once: what cannot be uploaded is not
+ * dropped silently when the mount stops (in->mu held). */
+static void spool_keep(struct objfs_fs *fs, struct inode *in)
+{
+	char key[KEYBUF], prefix[64];
+	const char *path = NULL;
+	uint64_t size, have;
+	bool again;
+	int err;
+
+	if (in->spool == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
+		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
+	pthread_mutex_unlock(&fs->lock);
+	snprintf(prefix, sizeof(prefix), "objfs-unsaved-%ld-%" PRIu64,
+		 (long)getpid(), (uint64_t)in->ino);
+	again = in->spool->kept != NULL;
+	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
+			    "its spool in %s failed: %s", key, fs->spool_dir,
+			    objfs_strerror(err));
+		return;
+	}
+	if (again)
+		return;
+	size = in->spool->size;
+	have = objfs_rangeset_bytes(&in->spool->present);
+	if (have >= size)
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s", key, size, path);
+	else if (in->stream != NULL && in->stream->punched > 0)
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s, less its first %" PRIu64
+			    " bytes (zeros there): they were in the parts of "
+			    "an upload that did not complete", key, size, path,
+			    in->stream->punched);
+	else
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			    "zeros there, unchanged from the stored object "
+			    "(ETag %s)", key, size, path, size - have,
+			    in->spool->base_etag);
+}
+
+/* Uploads every dirty inode at or under top (ns held for writing); with
+ * keep, the spool of one that fails is kept (spool_keep). */
+static int sync_under(struct objfs_fs *fs, struct inode *top, bool keep)
 {
 	struct inode **list = NULL, *in, *p;
 	size_t n = 0, cap = 0, i;
@@ -2432,6 +2481,8 @@ out_locked:
 	for (i = 0; i < n; i++) {
 		pthread_mutex_lock(&list[i]->mu);
 		e = inode_sync(fs, list[i]);
+		if (e != 0 && keep)
+			spool_keep(fs, list[i]);
 		pthread_mutex_unlock(&list[i]->mu);
 		if (err == 0)
 			err = e;
@@ -2626,7 +2677,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 
 	if (is_dir) {
-		err = sync_under(fs, src);
+		err = sync_under(fs, src, false);
 		if (err == 0)
 			err = rename_tree(fs, skey, dkey);
 	} else {
@@ -3972,7 +4023,7 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 	int err;
 
 	pthread_rwlock_wrlock(&fs->ns);
-	err = sync_under(fs, fs->root);
+	err = sync_under(fs, fs->root, true);
 	pthread_rwlock_unlock(&fs->ns);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",
