@@ -66,8 +66,16 @@ class Store:
         p = self.run("get", key)
         return p.stdout if p.returncode == 0 else None
 
-    def list(self, prefix):
-        p = self.run("list", prefix)
+    def list(self, prefix, busy_for=0):
+        """The keys under prefix; busy_for: seconds to keep asking while the
+        store answers 503 (a Swift server just restarted)."""
+        deadline = time.time() + busy_for
+        while True:
+            p = self.run("list", prefix)
+            if p.returncode == 0 or b"temporarily unavailable" not in p.stderr \
+                    or time.time() > deadline:
+                break
+            time.sleep(0.5)
         assert p.returncode == 0, p.stderr
         return [k for k in p.stdout.decode().split("\n") if k]
 
@@ -401,15 +409,7 @@ def main():
                     if e.code() != grpc.StatusCode.UNAVAILABLE or time.time() > deadline:
                         raise
                     time.sleep(2)
-            # The restarted container server may still answer 503 to a
-            # listing for a moment on a loaded machine (EAGAIN): bounded.
-            deadline = time.time() + 60
-            p = store.run("list", "it/pvc-fail/")
-            while p.returncode != 0 and b"temporarily unavailable" in p.stderr \
-                    and time.time() < deadline:
-                time.sleep(1)
-                p = store.run("list", "it/pvc-fail/")
-            assert p.returncode == 0 and p.stdout.strip() == b"", (p.stdout, p.stderr)
+            assert store.list("it/pvc-fail/", busy_for=60) == []
             csilib.expect_error(ctrl.ValidateVolumeCapabilities, grpc.StatusCode.NOT_FOUND,
                                 pb.ValidateVolumeCapabilitiesRequest(
                                     volume_id=v.volume_id, volume_capabilities=[mount_cap()],
