@@ -1,11 +1,13 @@
 #!/bin/sh
-# backend.sh - throughput of the backend stack against a local Swift, next to
-# curl single-stream on the same server in the same run.
+# backend.sh - throughput of the backend stack against a local S3 server
+# (Swift, or Ceph RGW with OBJFS_BENCH_SERVER=rgw), next to curl
+# single-stream on the same server in the same run.
 #
 #   bench/backend.sh [SIZE_MiB]     (default 256; run from the build dir, or
 #                                    set OBJFS_BUILDDIR)
 #
-# Starts Swift (tests/s3server/swift.sh, stopped on exit), then:
+# Starts the server (tests/s3server/$OBJFS_BENCH_SERVER.sh, default swift;
+# stopped on exit), then:
 #   objfs: bench/store_bench: objfs_store_upload with parallel parts, parallel
 #          ranged GETs; once with signed payloads (the default), once with
 #          UNSIGNED-PAYLOAD; and once as one PUT and one GET (curl's shape);
@@ -21,6 +23,7 @@ SIZE=${1:-256}
 B=${OBJFS_BUILDDIR:-$(pwd)}
 S=$(cd "$(dirname "$0")/.." && pwd)
 PART=${OBJFS_BENCH_PART_MIB:-16}
+SERVER=${OBJFS_BENCH_SERVER:-swift}
 JOBS=${OBJFS_BENCH_JOBS:-4}
 
 if [ ! -x "$B/bench/store_bench" ]; then
@@ -30,13 +33,13 @@ fi
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/objfs-bench-XXXXXX")
 cleanup() {
-	sh "$S/tests/s3server/swift.sh" stop "$W" || true
+	sh "$S/tests/s3server/$SERVER.sh" stop "$W" || true
 	rm -rf "$W"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-sh "$S/tests/s3server/swift.sh" start "$W" >/dev/null
+sh "$S/tests/s3server/$SERVER.sh" start "$W" >/dev/null
 set -a
 . "$W/env"
 set +a

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/fs.sh - objfs-mount against s3fs and rclone on the same S3 server
-# (a one-node Swift started here with tests/s3server/swift.sh, or the one
-# described by OBJFS_BENCH_S3_ENV=path/to/env).  Run by hand as root from a
+# (a one-node server started here with tests/s3server/$OBJFS_BENCH_SERVER.sh:
+# swift, the default, or rgw; or the one described by
+# OBJFS_BENCH_S3_ENV=path/to/env).  Run by hand as root from a
 # build tree:  sh bench/fs.sh   (never part of make check).
 #
 # Measured per filesystem:
@@ -26,6 +27,7 @@ FILES=${FILES:-1000}
 LS_FILES=${LS_FILES:-10000}
 TOOLS=${TOOLS:-"objfs objfs-unsigned s3fs rclone"}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
+SERVER=${OBJFS_BENCH_SERVER:-swift}
 B=${OBJFS_BUILDDIR:-$HERE}
 MOUNT=$B/objfs-mount
 TOOL=$B/tests/integration/objfs-store-tool
@@ -34,7 +36,7 @@ TOOL=$B/tests/integration/objfs-store-tool
 [ -x "$MOUNT" ] && [ -x "$TOOL" ] || { echo "bench/fs.sh: build first (make)" >&2; exit 1; }
 
 W=$(mktemp -d /tmp/objfs-bench-fs.XXXXXX)
-OWN_SWIFT=0
+OWN_SERVER=0
 MNT_PIDS=""
 cleanup() {
 	for m in "$W"/mnt-*; do
@@ -42,7 +44,7 @@ cleanup() {
 		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
 	done
 	for p in $MNT_PIDS; do kill "$p" 2>/dev/null || true; done
-	[ $OWN_SWIFT -eq 1 ] && timeout 60 sh "$HERE/tests/s3server/swift.sh" stop "$W/swift" >/dev/null 2>&1 || true
+	[ $OWN_SERVER -eq 1 ] && timeout 60 sh "$HERE/tests/s3server/$SERVER.sh" stop "$W/s3" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
@@ -50,10 +52,10 @@ trap cleanup EXIT INT TERM
 if [ -n "${OBJFS_BENCH_S3_ENV:-}" ]; then
 	. "$OBJFS_BENCH_S3_ENV"
 else
-	mkdir -p "$W/swift"
-	timeout 120 sh "$HERE/tests/s3server/swift.sh" start "$W/swift" >/dev/null
-	OWN_SWIFT=1
-	. "$W/swift/env"
+	mkdir -p "$W/s3"
+	timeout 120 sh "$HERE/tests/s3server/$SERVER.sh" start "$W/s3" >/dev/null
+	OWN_SERVER=1
+	. "$W/s3/env"
 fi
 EP=$OBJFS_TEST_S3_ENDPOINT
 BUCKET=$OBJFS_TEST_S3_BUCKET
@@ -198,7 +200,7 @@ for i in range(n):
 done
 
 echo
-echo "objfs vs s3fs and rclone on Swift ($EP): write/read ${SIZE_MB} MiB, create $FILES x 4 KiB, ls -l of $LS_FILES"
+echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create $FILES x 4 KiB, ls -l of $LS_FILES"
 awk '
 { tool[NR] = $1; for (i = 2; i <= 7; i++) v[$1, i] = $i; n = NR }
 END {

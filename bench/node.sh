@@ -5,10 +5,11 @@
 #   * peak and idle memory (VmHWM, VmRSS) of one objfs-mount process after
 #     writing and reading back a file larger than its memory bound.
 #
-#   sh bench/node.sh [BUILDDIR]      (root, /dev/fuse, Swift packages)
+#   sh bench/node.sh [BUILDDIR]      (root, /dev/fuse, the server's packages)
 #
 # Environment: ROUNDS (default 5), FILE_MIB (default 256), MEMORY_MIB
-# (--mount-memory-mib, default 64).
+# (--mount-memory-mib, default 64), OBJFS_BENCH_SERVER (swift, the
+# default, or rgw: tests/s3server/$OBJFS_BENCH_SERVER.sh).
 set -eu
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
 BUILDDIR=$(cd "${1:-$SRCDIR}" && pwd)
@@ -16,6 +17,7 @@ if [ "$(id -u)" -ne 0 ] || [ ! -e /dev/fuse ]; then
 	echo "bench/node.sh: needs root and /dev/fuse" >&2
 	exit 1
 fi
+SERVER=${OBJFS_BENCH_SERVER:-swift}
 W=$(mktemp -d /tmp/objfs-bench-node.XXXXXX)
 chmod 755 "$W"
 cleanup() {
@@ -24,11 +26,11 @@ cleanup() {
 	for p in $(grep -l "$W" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3); do
 		[ "$p" != "$$" ] && kill -9 "$p" 2>/dev/null || true
 	done
-	timeout 60 sh "$SRCDIR/tests/s3server/swift.sh" stop "$W/swift" >/dev/null 2>&1 || true
+	timeout 60 sh "$SRCDIR/tests/s3server/$SERVER.sh" stop "$W/s3" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
 trap cleanup EXIT INT TERM
-timeout 120 sh "$SRCDIR/tests/s3server/swift.sh" start "$W/swift" >/dev/null
+timeout 120 sh "$SRCDIR/tests/s3server/$SERVER.sh" start "$W/s3" >/dev/null
 OBJFS_BUILDDIR=$BUILDDIR OBJFS_SRCDIR=$SRCDIR BENCH_WORK=$W \
 ROUNDS=${ROUNDS:-5} FILE_MIB=${FILE_MIB:-256} MEMORY_MIB=${MEMORY_MIB:-64} \
 /usr/bin/python3 - <<'EOF'
@@ -41,7 +43,7 @@ rounds = int(os.environ["ROUNDS"])
 file_mib = int(os.environ["FILE_MIB"])
 memory_mib = os.environ["MEMORY_MIB"]
 env = {}
-with open(os.path.join(work, "swift", "env")) as f:
+with open(os.path.join(work, "s3", "env")) as f:
     for line in f:
         k, v = line.strip().split("=", 1)
         env[k] = v

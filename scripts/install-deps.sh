@@ -10,13 +10,15 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
   libgrpc-dev libexpat1-dev ca-certificates"
 # cmocka: unit tests.  python3-grpcio/-grpc-tools: an independent gRPC
 # client for the CSI tests.  swift*: the real S3 server of the tests
-# (OpenStack Swift with s3api, which checks SigV4 signatures).
+# (OpenStack Swift with s3api, which checks SigV4 signatures); ceph-*,
+# radosgw: the second one, a one-node Ceph RGW (tests/s3server/rgw.sh).
 # s3fs/rclone: peers measured by bench/.  psmisc: fuser for mount tests.
 # golang + sprig + yaml sources: render the Helm chart with the template
 # engine Helm uses (tests/helm), offline.
 TEST="libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf
   swift swift-proxy swift-object swift-container swift-account python3-swift
-  memcached python3-memcache curl s3fs rclone psmisc util-linux procps
+  memcached python3-memcache ceph-mon ceph-osd radosgw ceph-common
+  curl s3fs rclone psmisc util-linux procps
   attr file
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev"

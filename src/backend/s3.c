@@ -24,6 +24,16 @@
  *     EINVAL when the token is not even base64, which no server issues);
  *     PUT with If-None-Match is 501 (then, once per store, replaced by a
  *     HEAD before the PUT: best effort, as backend.h allows).
+ *   - Ceph RGW 16 (Pacific) quirks handled here: CompleteMultipartUpload
+ *     answers an empty <ETag/> (the ETag is computed from the parts'); the
+ *     ETags of CopyObject and UploadPartCopy results come without quotes
+ *     (added, s3_xml.c); CopyObject reads its condition from
+ *     x-amz-copy-if-match, not x-amz-copy-source-if-match (both sent);
+ *     UploadPartCopy ignores source conditions (the source is checked again
+ *     after the last part); completing an aborted upload is a 500 (ENOENT
+ *     when ListParts says the upload is gone); a continuation token it did
+ *     not issue lists from that string instead of failing (EINVAL when it
+ *     cannot be one of its tokens).
  */
 #include "config.h"
 
@@ -1027,6 +1037,17 @@ static bool is_base64(const char *s)
 	return pad <= 2;
 }
 
+/* Whether some server could have issued token for a listing of prefix.
+ * AWS and Swift issue base64; Ceph RGW issues the last key (or common
+ * prefix) it listed, so its tokens begin with the prefix, and it answers
+ * any other string with a listing from there instead of an error. */
+static bool token_possible(const char *token, const char *prefix)
+{
+	if (is_base64(token))
+		return true;
+	return prefix == NULL || strncmp(token, prefix, strlen(prefix)) == 0;
+}
+
 static int s3_list(struct objfs_store *s, const struct objfs_list_req *lr,
 		   struct objfs_list_page *page)
 {
@@ -1056,6 +1077,9 @@ static int s3_list(struct objfs_store *s, const struct objfs_list_req *lr,
 	if (rc == EIO && lr->continuation != NULL &&
 	    !is_base64(lr->continuation))
 		rc = EINVAL;   /* Swift: 500 for a token it cannot decode */
+	if (rc == 0 && lr->continuation != NULL &&
+	    !token_possible(lr->continuation, lr->prefix))
+		rc = EINVAL;
 	if (rc == 0)
 		rc = objfs_s3_xml_parse_list(r.body.p, r.body.len, page, &r.err);
 	if (rc == EREMOTEIO)
@@ -1080,6 +1104,18 @@ static int copy_source_header(struct s3_req *r, struct s3_ctx *c,
 	return req_header(r, "", "x-amz-copy-source", enc);
 }
 
+/* The copy's condition on the source ETag.  Ceph RGW 16 ignores
+ * x-amz-copy-source-if-match on CopyObject and reads x-amz-copy-if-match
+ * instead: both are sent (other servers ignore the second). */
+static int copy_if_match(struct s3_req *r, const char *etag)
+{
+	int rc = req_header(r, "", "x-amz-copy-source-if-match", etag);
+
+	if (rc == 0)
+		rc = req_header(r, "", "x-amz-copy-if-match", etag);
+	return rc;
+}
+
 static int s3_mpu_create(struct objfs_store *s, const char *key,
 			 const struct objfs_put_opts *opts, char **upload_id);
 static int s3_mpu_complete(struct objfs_store *s, const char *key,
@@ -1088,6 +1124,24 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 			   struct objfs_obj_info *info);
 static int s3_mpu_abort(struct objfs_store *s, const char *key,
 			const char *upload_id);
+
+/* After the last UploadPartCopy: 0 if src still has etag, else ESTALE (or
+ * the HEAD's error).  Ceph RGW 16 ignores every source condition of
+ * UploadPartCopy, so a source rewritten between two parts would otherwise
+ * give a destination made of both versions. */
+static int source_unchanged(struct objfs_store *s, const char *src,
+			    const char *etag)
+{
+	struct objfs_obj_info now = OBJFS_OBJ_INFO_INIT;
+	int rc = s3_head(s, src, &now);
+
+	if (rc == 0 && strcmp(now.etag, etag) != 0)
+		rc = ESTALE;
+	else if (rc == ENOENT)
+		rc = ESTALE;
+	objfs_obj_info_release(&now);
+	return rc;
+}
 
 /* CopyObject is limited to 5 GiB: bigger objects are copied part by part
  * with UploadPartCopy, each part conditional on the source ETag seen. */
@@ -1158,19 +1212,22 @@ int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
 			rc = req_header(&r, "", "x-amz-copy-source-range",
 					range);
 		if (rc == 0 && sinfo.etag[0] != '\0')
-			rc = req_header(&r, "", "x-amz-copy-source-if-match",
-					sinfo.etag);
+			rc = copy_if_match(&r, sinfo.etag);
 		if (rc == 0)
 			rc = s3_perform(s, &r);
 		if (rc == 0)
 			rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
 						     "CopyPartResult",
 						     parts[i].etag, &r.err);
+		if (rc == 0 && parts[i].etag[0] == '\0')
+			rc = EPROTO;
 		if (rc == EREMOTEIO)
 			rc = objfs_s3_errno_http(500, r.err.code);
 		parts[i].number = (unsigned)(i + 1);
 		req_release(&r);
 	}
+	if (rc == 0)
+		rc = source_unchanged(s, src, sinfo.etag);
 	if (rc == 0)
 		rc = s3_mpu_complete(s, dst, upload_id, parts, n, info);
 	if (rc != 0)
@@ -1209,8 +1266,7 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 	if (rc == 0 && opts->directive == OBJFS_META_REPLACE)
 		rc = req_meta(&r, opts->meta, opts->content_type);
 	if (rc == 0 && opts->if_match != NULL)
-		rc = req_header(&r, "", "x-amz-copy-source-if-match",
-				opts->if_match);
+		rc = copy_if_match(&r, opts->if_match);
 	if (rc != 0)
 		goto out;
 	rc = s3_perform(s, &r);
@@ -1219,6 +1275,8 @@ static int s3_copy(struct objfs_store *s, const char *src, const char *dst,
 
 		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
 					     "CopyObjectResult", etag, &r.err);
+		if (rc == 0 && etag[0] == '\0')
+			rc = EPROTO;
 		if (rc == EREMOTEIO)
 			rc = objfs_s3_errno_http(500, r.err.code);
 		if (rc == 0 && info != NULL) {
@@ -1417,6 +1475,84 @@ static int s3_mpu_part(struct objfs_store *s, const char *key,
 	return rc;
 }
 
+/* The ETag S3 gives a completed multipart upload: the MD5 of the parts'
+ * binary MD5s, then "-" and the number of parts.  Ceph RGW 16 answers
+ * CompleteMultipartUpload with an empty <ETag/>; it computes its ETag this
+ * way, so it is computed here; a part ETag that is not an MD5 (encrypted
+ * parts) makes a HEAD of key answer instead.  0 or an errno. */
+static int mpu_etag(struct objfs_store *s, const char *key,
+		    const struct objfs_part *parts, size_t n,
+		    char etag[OBJFS_ETAG_MAX])
+{
+	struct objfs_obj_info hinfo = OBJFS_OBJ_INFO_INIT;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	bool md5s = ctx != NULL &&
+		EVP_DigestInit_ex(ctx, EVP_md5(), NULL) == 1;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n && md5s; i++) {
+		const char *e = parts[i].etag;
+		unsigned char bin[16];
+		unsigned j;
+
+		if (e[0] == '"')
+			e++;
+		if (strspn(e, "0123456789abcdefABCDEF") != 32 ||
+		    (e[32] != '\0' && strcmp(e + 32, "\"") != 0)) {
+			md5s = false;
+			break;
+		}
+		for (j = 0; j < 16; j++) {
+			char hex[3] = { e[2 * j], e[2 * j + 1], '\0' };
+
+			bin[j] = (unsigned char)strtoul(hex, NULL, 16);
+		}
+		md5s = EVP_DigestUpdate(ctx, bin, sizeof(bin)) == 1;
+	}
+	if (md5s && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 16) {
+		char *p = etag;
+
+		*p++ = '"';
+		for (i = 0; i < 16; i++) {
+			snprintf(p, 3, "%02x", md[i]);
+			p += 2;
+		}
+		snprintf(p, OBJFS_ETAG_MAX - 33, "-%zu\"", n);
+		rc = 0;
+	} else {
+		rc = s3_head(s, key, &hinfo);
+		if (rc == 0 && hinfo.etag[0] == '\0')
+			rc = EPROTO;
+		if (rc == 0)
+			memcpy(etag, hinfo.etag, OBJFS_ETAG_MAX);
+		objfs_obj_info_release(&hinfo);
+	}
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* 0 if upload_id of key still exists, ENOENT if not, or another errno
+ * (ListParts of one part).  Ceph RGW 16 answers the completion of an
+ * aborted upload with 500 InternalError ("This multipart completion is
+ * already in progress"), which would be retried as a server failure. */
+static int mpu_exists(struct objfs_store *s, const char *key,
+		      const char *upload_id)
+{
+	struct s3_req r;
+	int rc;
+
+	req_init(&r, "GET", key);
+	r.want_body = true;
+	req_param(&r, "max-parts", "1");
+	req_param(&r, "uploadId", upload_id);
+	rc = s3_perform(s, &r);
+	req_release(&r);
+	return rc;
+}
+
 static int s3_mpu_complete(struct objfs_store *s, const char *key,
 			   const char *upload_id,
 			   const struct objfs_part *parts, size_t n,
@@ -1449,6 +1585,9 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 		rc = req_header(&r, "", "Content-Type", "application/xml");
 	if (rc == 0)
 		rc = s3_perform(s, &r);
+	if (rc == EIO && r.status == 500 &&
+	    mpu_exists(s, key, upload_id) == ENOENT)
+		rc = ENOENT;
 	if (rc == 0) {
 		/* 200 may still carry an <Error>. */
 		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
@@ -1456,6 +1595,8 @@ static int s3_mpu_complete(struct objfs_store *s, const char *key,
 					     etag, &r.err);
 		if (rc == EREMOTEIO)
 			rc = objfs_s3_errno_http(500, r.err.code);
+		if (rc == 0 && etag[0] == '\0')
+			rc = mpu_etag(s, key, parts, n, etag);
 		if (rc == 0 && info != NULL) {
 			objfs_obj_info_release(info);
 			memcpy(info->etag, etag, sizeof(info->etag));

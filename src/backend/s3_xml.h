@@ -49,8 +49,10 @@ int objfs_s3_xml_parse_initiate(const char *doc, size_t len,
 				char **upload_id, struct objfs_s3_error *err);
 
 /* Documents carrying an ETag: root is "CompleteMultipartUploadResult",
- * "CopyObjectResult" or "CopyPartResult".  etag gets the ETag as sent
- * (quotes kept).  0, EPROTO (also for a missing ETag) or EREMOTEIO. */
+ * "CopyObjectResult" or "CopyPartResult".  etag gets the ETag in quotes
+ * (added when the server sent none, as Ceph RGW does), or "" when the
+ * element is empty (Ceph RGW 16's CompleteMultipartUploadResult).  0,
+ * EPROTO (also for a missing ETag) or EREMOTEIO. */
 int objfs_s3_xml_parse_etag(const char *doc, size_t len, const char *root,
 			    char etag[OBJFS_ETAG_MAX],
 			    struct objfs_s3_error *err);

@@ -1216,12 +1216,94 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
 
 /* ---- life cycle ------------------------------------------------------- */
 
+/* Gives the spool of in, still dirty after a failed save, a name in the
+ * spool directory and says where, once: what cannot be uploaded is not
+ * dropped silently when the mount stops (in->mu held). */
+static void spool_keep(struct objfs_fs *fs, struct inode *in)
+{
+	char key[KEYBUF], prefix[64];
+	const char *path = NULL;
+	uint64_t size, have;
+	bool again;
+	int err;
+
+	if (!in->dirty || in->spool == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
+		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
+	pthread_mutex_unlock(&fs->lock);
+	snprintf(prefix, sizeof(prefix), "objfs-unsaved-%ld-%" PRIu64,
+		 (long)getpid(), (uint64_t)in->ino);
+	again = in->spool->kept != NULL;
+	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
+			    "its spool in %s failed: %s", key, fs->spool_dir,
+			    objfs_strerror(err));
+		return;
+	}
+	if (again)
+		return;
+	size = in->spool->size;
+	have = objfs_rangeset_bytes(&in->spool->present);
+	if (have >= size)
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s", key, size, path);
+	else if (in->stream != NULL && in->stream->punched > 0)
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s, less its first %" PRIu64
+			    " bytes (zeros there): they were in the parts of "
+			    "an upload that did not complete", key, size, path,
+			    in->stream->punched);
+	else
+		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
+			    " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			    "zeros there, unchanged from the stored object "
+			    "(ETag %s)", key, size, path, size - have,
+			    in->spool->base_etag);
+}
+
+/* After a failed sync_under() of the root (ns held for writing): the
+ * spool of every file still dirty is kept (spool_keep). */
+static void keep_unsaved(struct objfs_fs *fs)
+{
+	struct inode **dirty, *in;
+	size_t n = 0, k = 0, i;
+	unsigned h;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = 0; h < HASH_SIZE; h++)
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
+			n += in->dirty;
+	dirty = calloc(n > 0 ? n : 1, sizeof(*dirty));
+	for (h = 0; dirty != NULL && h < HASH_SIZE; h++)
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
+			if (in->dirty && k < n) {
+				in->refs++;
+				dirty[k++] = in;
+			}
+	pthread_mutex_unlock(&fs->lock);
+	if (dirty == NULL)
+		objfs_error(fs->log, SUB, "keeping unsaved data: %s",
+			    objfs_strerror(ENOMEM));
+	for (i = 0; i < k; i++) {
+		pthread_mutex_lock(&dirty[i]->mu);
+		spool_keep(fs, dirty[i]);
+		pthread_mutex_unlock(&dirty[i]->mu);
+		unpin(fs, dirty[i]);
+	}
+	free(dirty);
+}
+
 int objfs_fs_sync_all(struct objfs_fs *fs)
 {
 	int err;
 
 	pthread_rwlock_wrlock(&fs->ns);
 	err = sync_under(fs, fs->root);
+	if (err != 0)
+		keep_unsaved(fs);
 	pthread_rwlock_unlock(&fs->ns);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",

@@ -75,7 +75,10 @@ const struct fuse_lowlevel_ops *objfs_fs_ops(void);
 size_t objfs_fs_ops_size(void);
 /* Lets the fs send invalidations through se (not owned). */
 void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
-/* Uploads every dirty file.  0 or the first error. */
+/* Uploads every dirty file.  The spool of a file that cannot be uploaded
+ * is given a name in the spool directory (objfs-unsaved-PID-INO.N), which
+ * is logged as an error, so that stopping the mount never drops unsaved
+ * data silently.  0 or the first error. */
 int objfs_fs_sync_all(struct objfs_fs *fs);
 
 #endif

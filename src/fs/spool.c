@@ -211,6 +211,7 @@ void objfs_spool_destroy(struct objfs_spool *sp)
 		return;
 	close(sp->fd);
 	objfs_rangeset_release(&sp->present);
+	free(sp->kept);
 	free(sp);
 }
 
@@ -359,4 +360,71 @@ uint64_t objfs_spool_disk(const struct objfs_spool *sp)
 	if (fstat(sp->fd, &st) != 0)
 		return 0;
 	return (uint64_t)st.st_blocks * 512;
+}
+
+/* A copy of the first size bytes of fd in a new file at path. */
+static int copy_to(int fd, uint64_t size, const char *path)
+{
+	char buf[64 * 1024];
+	uint64_t off = 0;
+	int out, err = 0;
+
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		return errno;
+	while (off < size && err == 0) {
+		size_t want = size - off < sizeof(buf) ?
+			(size_t)(size - off) : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? errno : EIO;
+			break;
+		}
+		err = pwrite_all(out, buf, (size_t)n, off);
+		off += (uint64_t)n;
+	}
+	if (err == 0 && fsync(out) != 0)
+		err = errno;
+	close(out);
+	if (err != 0)
+		unlink(path);
+	return err;
+}
+
+int objfs_spool_keep(struct objfs_spool *sp, const char *dir,
+		     const char *prefix, const char **path)
+{
+	char name[4096], proc[64];
+	unsigned n;
+	int err = EEXIST;
+
+	if (sp->kept != NULL) {
+		*path = sp->kept;
+		return 0;
+	}
+	if (fsync(sp->fd) != 0)
+		return errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", sp->fd);
+	for (n = 0; n < 1000 && err == EEXIST; n++) {
+		int k = snprintf(name, sizeof(name), "%s/%s.%u", dir, prefix,
+				 n);
+
+		if (k < 0 || (size_t)k >= sizeof(name))
+			return ENAMETOOLONG;
+		err = linkat(AT_FDCWD, proc, AT_FDCWD, name,
+			     AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+		/* an unlinked mkostemp spool cannot be linked again */
+		if (err != 0 && err != EEXIST)
+			err = copy_to(sp->fd, sp->size, name);
+	}
+	if (err != 0)
+		return err;
+	sp->kept = strdup(name);
+	if (sp->kept == NULL)
+		return ENOMEM;
+	*path = sp->kept;
+	return 0;
 }

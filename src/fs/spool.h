@@ -54,6 +54,7 @@ struct objfs_spool {
 	uint64_t size;                  /* the file's current size */
 	uint64_t base_size;             /* size of the object it started from */
 	char base_etag[OBJFS_ETAG_MAX]; /* "" when it started from nothing */
+	char *kept;                     /* its name once kept (owned), or NULL */
 };
 
 /* Creates an empty spool file in dir for a file whose stored object has
@@ -87,5 +88,13 @@ int objfs_spool_read(struct objfs_spool *sp, uint64_t off, void *buf,
 int objfs_spool_punch(struct objfs_spool *sp, uint64_t start, uint64_t end);
 /* Bytes the spool file occupies on disk (its allocated blocks). */
 uint64_t objfs_spool_disk(const struct objfs_spool *sp);
+/* Gives the spool file a name in dir, "<prefix>.<n>" with the first n from
+ * 0 that is free, so that its bytes outlive the process (unsaved data for an
+ * operator to recover): a hard link where the kernel allows one (O_TMPFILE
+ * spools), else a copy.  The file holds the spool's size; bytes not present
+ * read as zeros.  Once kept, later calls only give the same name.  *path
+ * belongs to sp (valid until objfs_spool_destroy).  0 or an errno. */
+int objfs_spool_keep(struct objfs_spool *sp, const char *dir,
+		     const char *prefix, const char **path);
 
 #endif

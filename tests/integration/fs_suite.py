@@ -3,7 +3,8 @@
 
     fs_suite.py local          on a local directory store (file://)
     fs_suite.py s3             on the S3 server described by OBJFS_TEST_S3_*
-                               (tests/integration/fs_s3.sh starts Swift)
+                               (tests/integration/fs_s3.sh starts Swift,
+                               fs_rgw.sh Ceph RGW)
 
 Every check mounts the volume with the real objfs-mount (-f, ready_fd), does
 what an application would, and compares with what a local file does or with
@@ -947,6 +948,61 @@ def t_store_errors(env):
         proxy.close()
 
 
+def t_unsaved_kept(env):
+    """Data that can never be uploaded is not dropped when the mount stops:
+    the spool of each such file is kept in the spool directory and the log
+    says where (and which bytes it lacks)."""
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    proxy = FaultProxy(host, int(port))
+    try:
+        url = env.volume("unsaved")
+        env.tool(url, "put", "old", data=b"o" * 100000)
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port, "retries=1"])
+        d = m["dir"]
+        data = os.urandom(3 << 20)
+        f = open(d + "/new", "wb")
+        f.write(data)
+        f.flush()
+        g = open(d + "/old", "r+b")
+        g.seek(500)
+        g.write(b"changed")
+        g.flush()
+        proxy.fail(True)
+        for h in (f, g):
+            try:
+                h.close()
+            except OSError as e:
+                check(e.errno == errno.EIO, "close while the store is down: errno %d" % e.errno)
+        env.mounts.remove(m)
+        subprocess.run(["fusermount3", "-u", d], timeout=60)
+        rc = m["proc"].wait(timeout=180)
+        log = open(m["log"]).read()
+        check(rc != 0, "objfs-mount exited %d with unsaved data" % rc)
+        kept = {}
+        for line in log.splitlines():
+            msg = json.loads(line).get("msg", "")
+            if msg.startswith("unsaved data of ") and " kept in " in msg:
+                key = msg.split(" ")[3]
+                kept[key] = (msg.split(" kept in ", 1)[1].split(";")[0].split(",")[0], msg)
+                print("  logged: " + msg)
+        check(sorted(kept) == ["new", "old"], "kept files logged: %s\n%s" % (sorted(kept), log[-3000:]))
+        for path, _ in kept.values():
+            check(os.path.dirname(path).startswith(os.path.join(env.work, "spool-")),
+                  "kept in the spool directory: %s" % path)
+        check(rfile(kept["new"][0]) == data, "the new file's data kept whole")
+        old = rfile(kept["old"][0])
+        check(len(old) == 100000 and old[500:507] == b"changed", "the changed bytes kept")
+        check(old[:500] == bytes(500), "bytes not in the spool are zeros")
+        check("99993 bytes of it are zeros there, unchanged from the stored object" in kept["old"][1],
+              "the log says which bytes are the stored object's: " + kept["old"][1])
+        proxy.fail(False)
+        check(env.get(url, "new") is None, "nothing half-written in the store")
+        check(env.get(url, "old") == b"o" * 100000, "the stored object untouched")
+    finally:
+        proxy.close()
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -970,6 +1026,7 @@ TESTS = [
 TESTS_S3 = [
     t_store_errors,
     t_store_outage,
+    t_unsaved_kept,
 ]
 
 

@@ -1,21 +1,24 @@
 #!/bin/sh
-# store_s3.sh - the backend against a real S3 server (Swift + s3api).
-#
-# Starts a one-node Swift (tests/s3server/swift.sh, stopped on exit whatever
-# happens), then runs against it:
+# store_s3.sh - the backend against a real S3 server on 127.0.0.1, started
+# here and stopped on exit whatever happens: OBJFS_TEST_S3_SERVER names its
+# script in tests/s3server/ (swift, the default: OpenStack Swift with s3api;
+# rgw: Ceph RGW, see store_rgw.sh).  Runs against it:
 #   - the behaviour suite (tests/unit/test_store_behaviour, OBJFS_TEST_STORE=s3),
 #     the same checks the local store passes;
 #   - the S3 leaf's live checks (tests/unit/test_s3_store): a wrong secret key
-#     is EACCES (Swift verifies SigV4 signatures), odd keys round-trip, a
-#     small connection pool shared by many threads.
-# Skips (77) only when Swift is not installed.
+#     is EACCES (both servers verify SigV4 signatures), odd keys round-trip,
+#     conditional requests, UploadPartCopy, a small connection pool shared by
+#     many threads.
+# Skips (77) only when the server is not installed.
 set -eu
 
 B=${OBJFS_BUILDDIR:-$(pwd)}
 S=${OBJFS_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+SERVER=${OBJFS_TEST_S3_SERVER:-swift}
+SH="$S/tests/s3server/$SERVER.sh"
 
-if [ ! -x /usr/bin/swift-proxy-server ] || [ ! -x /usr/bin/memcached ]; then
-	echo "store_s3: Swift (swift-proxy, memcached) not installed: skipped"
+if ! sh "$SH" installed; then
+	echo "store_s3: $SERVER not installed: skipped"
 	exit 77
 fi
 for t in test_store_behaviour test_s3_store; do
@@ -25,26 +28,31 @@ for t in test_store_behaviour test_s3_store; do
 	fi
 done
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/objfs-swift-XXXXXX")
+W=$(mktemp -d "${TMPDIR:-/tmp}/objfs-$SERVER-XXXXXX")
 cleanup() {
-	sh "$S/tests/s3server/swift.sh" stop "$W" || true
+	sh "$SH" stop "$W" || true
 	rm -rf "$W"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-sh "$S/tests/s3server/swift.sh" start "$W"
+t0=$(date +%s)
+sh "$SH" start "$W"
+echo "$SERVER started in $(($(date +%s) - t0)) s"
 set -a
 . "$W/env"
 set +a
 
 rc=0
-echo "== behaviour suite against Swift"
+echo "== behaviour suite against $SERVER"
 OBJFS_TEST_STORE=s3 timeout 600 "$B/tests/unit/test_store_behaviour" || rc=1
-echo "== S3 leaf live checks against Swift"
+echo "== S3 leaf live checks against $SERVER"
 timeout 300 "$B/tests/unit/test_s3_store" || rc=1
 if [ $rc -ne 0 ]; then
-	echo "== proxy log (tail)"
-	tail -n 40 "$W/log/proxy-server.log" || true
+	for log in "$W/log/proxy-server.log" "$W/log/client.rgw.a.log"; do
+		[ -f "$log" ] || continue
+		echo "== $log (tail)"
+		tail -n 40 "$log" || true
+	done
 fi
 exit $rc

@@ -12,6 +12,8 @@
 #                            file for curl --aws-sigv4).
 #   swift.sh stop WORKDIR    stop everything start started (pid files);
 #                            safe to call twice.
+#   swift.sh installed       exit 0 if the packages are installed, else say
+#                            which are missing and exit 1.
 #
 # Everything lives in WORKDIR: configs, rings, devices, logs (WORKDIR/log).
 # Swift reads /etc/swift/swift.conf when its modules load; the servers are
@@ -21,6 +23,7 @@
 # Debian packages: swift swift-proxy swift-object swift-container
 # swift-account python3-swift memcached python3-memcache.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
 REGION=us-east-1
@@ -30,29 +33,11 @@ USERNAME=tester
 SECRET=testing
 SERVERS="account container object proxy"
 
-usage() {
-	echo "usage: $0 start|stop WORKDIR" >&2
-	exit 2
+installed() {
+	need swift.sh "swift swift-proxy swift-object swift-container swift-account python3-swift memcached python3-memcache" \
+		/usr/bin/swift-proxy-server /usr/bin/memcached
 }
-
-[ $# -eq 2 ] || usage
-CMD=$1
-W=$2
-
-stop_pid() {
-	# $1: pid file.  Each server runs in its own process group.
-	[ -f "$1" ] || return 0
-	pid=$(cat "$1")
-	rm -f "$1"
-	case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || return 0
-	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-}
+server_args "$@"
 
 do_stop() {
 	[ -d "$W/run" ] || return 0
@@ -65,14 +50,8 @@ if [ "$CMD" = stop ]; then
 	do_stop
 	exit 0
 fi
-[ "$CMD" = start ] || usage
 
-for p in /usr/bin/swift-proxy-server /usr/bin/memcached; do
-	if [ ! -x "$p" ]; then
-		echo "swift.sh: $p missing: apt-get install swift swift-proxy swift-object swift-container swift-account python3-swift memcached python3-memcache" >&2
-		exit 1
-	fi
-done
+installed || exit 1
 
 mkdir -p "$W/etc" "$W/srv/node/d1" "$W/run" "$W/log"
 W=$(cd "$W" && pwd)
@@ -243,11 +222,6 @@ if kind == "object-server":
 sys.exit(run_wsgi(conf_file, kind, verbose=True, **kw))
 EOF
 
-cat > "$W/netrc" <<EOF
-machine 127.0.0.1 login $ACCOUNT:$USERNAME password $SECRET
-EOF
-chmod 600 "$W/netrc"
-
 # From here on, a failure stops whatever was started.
 trap 'do_stop' EXIT
 
@@ -261,63 +235,8 @@ for kind in $SERVERS; do
 		"$W/run/$kind.pid" </dev/null >"$W/log/$kind-server.log" 2>&1 &
 done
 # Wait for a signed request (creating the bucket) to succeed.
-"$PY" - "http://127.0.0.1:$PPORT" "$REGION" "$BUCKET" "$ACCOUNT:$USERNAME" \
-	"$SECRET" <<'EOF'
-import datetime, hashlib, hmac, sys, time, urllib.error, urllib.request
+create_bucket swift.sh "http://127.0.0.1:$PPORT" "$REGION" "$BUCKET" "$ACCOUNT:$USERNAME" "$SECRET" 30
 
-endpoint, region, bucket, ak, sk = sys.argv[1:6]
-host = endpoint.split("://", 1)[1]
-
-
-def sign(method, path):
-    now = datetime.datetime.utcnow()
-    amz = now.strftime("%Y%m%dT%H%M%SZ")
-    day = amz[:8]
-    ph = hashlib.sha256(b"").hexdigest()
-    creq = "\n".join([method, path, "", "host:" + host,
-                      "x-amz-content-sha256:" + ph, "x-amz-date:" + amz, "",
-                      "host;x-amz-content-sha256;x-amz-date", ph])
-    scope = "%s/%s/s3/aws4_request" % (day, region)
-    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
-                     hashlib.sha256(creq.encode()).hexdigest()])
-    k = ("AWS4" + sk).encode()
-    for m in (day, region, "s3", "aws4_request"):
-        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-    return {"x-amz-date": amz, "x-amz-content-sha256": ph,
-            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, "
-            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
-            "Signature=%s" % (ak, scope, sig)}
-
-
-deadline = time.time() + 30
-last = None
-while time.time() < deadline:
-    try:
-        req = urllib.request.Request(endpoint + "/" + bucket, method="PUT",
-                                     headers=sign("PUT", "/" + bucket),
-                                     data=b"")
-        urllib.request.urlopen(req, timeout=5).read()
-        sys.exit(0)
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        if e.code == 409:       # BucketAlreadyOwnedByYou
-            sys.exit(0)
-        last = "HTTP %d %r" % (e.code, body[:200])
-    except Exception as e:      # not listening yet
-        last = repr(e)
-    time.sleep(0.25)
-sys.stderr.write("swift.sh: no signed request succeeded in 30 s: %s\n" % last)
-sys.exit(1)
-EOF
-
-cat > "$W/env" <<EOF
-OBJFS_TEST_S3_ENDPOINT=http://127.0.0.1:$PPORT
-OBJFS_TEST_S3_REGION=$REGION
-OBJFS_TEST_S3_BUCKET=$BUCKET
-OBJFS_TEST_S3_ACCESS_KEY=$ACCOUNT:$USERNAME
-OBJFS_TEST_S3_SECRET_KEY=$SECRET
-OBJFS_TEST_S3_NETRC=$W/netrc
-EOF
+write_env "$W" "http://127.0.0.1:$PPORT" "$REGION" "$BUCKET" "$ACCOUNT:$USERNAME" "$SECRET"
 trap - EXIT
 echo "swift.sh: s3api ready at http://127.0.0.1:$PPORT (bucket $BUCKET)"

@@ -7,9 +7,12 @@
  * hashes) and how it maps what comes back (error documents, 200 with an
  * <Error> body, a server ignoring Range, a refused or silent port).
  *
+ * The quirks of Ceph RGW 16 the leaf handles, each replayed by the canned
+ * server (test_rgw_*).
+ *
  * With OBJFS_TEST_S3_ENDPOINT etc. set (tests/integration/store_s3.sh, a
- * real Swift): a wrong secret key is EACCES, odd keys round-trip, many
- * threads share a small connection pool.
+ * real Swift, or store_rgw.sh, a real Ceph RGW): a wrong secret key is
+ * EACCES, odd keys round-trip, many threads share a small connection pool.
  */
 #include "config.h"
 
@@ -495,6 +498,170 @@ static void test_multipart_shapes(void **state)
 	canned_stop(cs);
 }
 
+/* Ceph RGW 16 answers CompleteMultipartUpload with an empty <ETag/>: the
+ * leaf computes the ETag from the parts' MD5s, or asks HEAD when a part's
+ * ETag is not an MD5. */
+static void test_rgw_complete_etag(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<CompleteMultipartUploadResult><Bucket>bkt</Bucket><Key>m</Key>"
+		"<ETag></ETag></CompleteMultipartUploadResult>",
+		RESP("200 OK", "")
+		"<CompleteMultipartUploadResult><ETag></ETag>"
+		"</CompleteMultipartUploadResult>",
+		RESP("200 OK", "ETag: \"from-head-2\"\r\nContent-Length: 1\r\n"),
+	};
+	/* MD5s of "a" and "b". */
+	struct objfs_part parts[2] = {
+		{ 1, "\"0cc175b9c0f1b6a831c399e269772661\"" },
+		{ 2, "92EB5FFEE6AE2FEC3AD71C777531578F" },
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+
+	(void)state;
+	canned_set(cs, r, 3);
+	assert_int_equal(objfs_store_mpu_complete(s, "m", "u", parts, 2, &info),
+			 0);
+	assert_string_equal(info.etag,
+			    "\"96e024ba2074fe77e8e965ba43a704be-2\"");
+	snprintf(parts[1].etag, sizeof(parts[1].etag), "\"not-an-md5\"");
+	assert_int_equal(objfs_store_mpu_complete(s, "m", "u", parts, 2, &info),
+			 0);
+	assert_non_null(strstr(cs->req, "HEAD /bkt/m HTTP/1.1"));
+	assert_string_equal(info.etag, "\"from-head-2\"");
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* Ceph RGW 16 answers the completion of an aborted upload with a 500
+ * ("This multipart completion is already in progress"): ENOENT when
+ * ListParts says the upload is gone, EIO (a server failure) when not. */
+static void test_rgw_complete_aborted(void **state)
+{
+	static const char *const r[] = {
+		RESP("500 Internal Server Error", "")
+		"<Error><Code>InternalError</Code><Message>This multipart "
+		"completion is already in progress</Message></Error>",
+		RESP("404 Not Found", "")
+		"<Error><Code>NoSuchKey</Code></Error>",
+		RESP("500 Internal Server Error", "")
+		"<Error><Code>InternalError</Code></Error>",
+		RESP("200 OK", "")
+		"<ListPartsResult><UploadId>u</UploadId></ListPartsResult>",
+	};
+	struct objfs_part part = { 1, "\"0cc175b9c0f1b6a831c399e269772661\"" };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+
+	(void)state;
+	canned_set(cs, r, 4);
+	assert_int_equal(objfs_store_mpu_complete(s, "m", "u", &part, 1, NULL),
+			 ENOENT);
+	assert_non_null(strstr(cs->req,
+			       "GET /bkt/m?max-parts=1&uploadId=u HTTP/1.1"));
+	assert_int_equal(objfs_store_mpu_complete(s, "m", "u", &part, 1, NULL),
+			 EIO);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* Ceph RGW 16: CopyObject reads its condition from x-amz-copy-if-match
+ * (both names are sent) and answers an ETag without quotes (added). */
+static void test_rgw_copy(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<CopyObjectResult><LastModified>2026-11-24T06:36:13.078Z"
+		"</LastModified><ETag>d4ca1ed7571e2e7b1f1c375bd50fa220</ETag>"
+		"</CopyObjectResult>",
+		RESP("200 OK", "")
+		"<CopyObjectResult><ETag></ETag></CopyObjectResult>",
+	};
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL,
+				      "\"d4ca1ed7571e2e7b1f1c375bd50fa220\"" };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+
+	(void)state;
+	canned_set(cs, r, 2);
+	assert_int_equal(objfs_store_copy(s, "a", "b", &co, &info), 0);
+	assert_string_equal(info.etag, "\"d4ca1ed7571e2e7b1f1c375bd50fa220\"");
+	assert_non_null(strcasestr(cs->req, "\r\nx-amz-copy-source-if-match: "
+				   "\"d4ca1ed7571e2e7b1f1c375bd50fa220\"\r\n"));
+	assert_non_null(strcasestr(cs->req, "\r\nx-amz-copy-if-match: "
+				   "\"d4ca1ed7571e2e7b1f1c375bd50fa220\"\r\n"));
+	/* An empty ETag in a copy result is still a protocol error. */
+	assert_int_equal(objfs_store_copy(s, "a", "b", NULL, &info), EPROTO);
+	objfs_obj_info_release(&info);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* Ceph RGW 16 ignores the source conditions of UploadPartCopy: a source
+ * rewritten while its parts are copied is found by a HEAD after the last
+ * part, and the upload is aborted (ESTALE). */
+static void test_rgw_copy_parts_source_changed(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "ETag: \"e1\"\r\nContent-Length: 1\r\n"),
+		RESP("200 OK", "")
+		"<InitiateMultipartUploadResult><UploadId>u</UploadId>"
+		"</InitiateMultipartUploadResult>",
+		RESP("200 OK", "")
+		"<CopyPartResult><ETag>0cc175b9c0f1b6a831c399e269772661</ETag>"
+		"</CopyPartResult>",
+		RESP("200 OK", "ETag: \"e2\"\r\nContent-Length: 1\r\n"),
+		RESP("204 No Content", ""),
+	};
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+
+	(void)state;
+	canned_set(cs, r, 5);
+	assert_int_equal(objfs_s3_copy_multipart(s, "src", "dst", &co,
+						 5u << 20, NULL), ESTALE);
+	assert_non_null(strstr(cs->req, "DELETE /bkt/dst?uploadId=u "));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* Ceph RGW 16 lists from any continuation token, as from a start-after
+ * key: a token that cannot be one it issued (not base64, not under the
+ * prefix) is EINVAL. */
+static void test_rgw_forged_token(void **state)
+{
+	static const char *const r[] = {
+		RESP("200 OK", "")
+		"<ListBucketResult><IsTruncated>false</IsTruncated>"
+		"<ContinuationToken>zzz</ContinuationToken></ListBucketResult>",
+		RESP("200 OK", "")
+		"<ListBucketResult><IsTruncated>false</IsTruncated>"
+		"<Contents><Key>p/l</Key><Size>1</Size></Contents>"
+		"</ListBucketResult>",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_list_req lr = { "p/", NULL, "forged-token", NULL, 0 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+	(void)state;
+	canned_set(cs, r, 2);
+	assert_int_equal(objfs_store_list(s, &lr, &pg), EINVAL);
+	/* RGW's own tokens are keys under the prefix. */
+	lr.continuation = "p/k";
+	assert_int_equal(objfs_store_list(s, &lr, &pg), 0);
+	assert_int_equal(pg.n_entries, 1);
+	objfs_list_page_release(&pg);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
 static void test_delete_many_shape(void **state)
 {
 	static const char *const r[] = {
@@ -962,6 +1129,11 @@ int main(void)
 		cmocka_unit_test(test_no_secrets_in_logs),
 		cmocka_unit_test(test_multipart_shapes),
 		cmocka_unit_test(test_delete_many_shape),
+		cmocka_unit_test(test_rgw_complete_etag),
+		cmocka_unit_test(test_rgw_complete_aborted),
+		cmocka_unit_test(test_rgw_copy),
+		cmocka_unit_test(test_rgw_copy_parts_source_changed),
+		cmocka_unit_test(test_rgw_forged_token),
 		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_live_wrong_secret),
 		cmocka_unit_test(test_live_odd_keys),

@@ -243,6 +243,17 @@ static void test_initiate_and_etags(void **state)
 						 "CopyPartResult", etag,
 						 &err), 0);
 	assert_string_equal(etag, "\"b\"");
+	/* Ceph RGW 16: copy results without quotes (added), an empty ETag
+	 * in CompleteMultipartUploadResult (""). */
+	assert_int_equal(objfs_s3_xml_parse_etag(
+		"<CopyObjectResult><ETag>9b2c</ETag></CopyObjectResult>", 54,
+		"CopyObjectResult", etag, &err), 0);
+	assert_string_equal(etag, "\"9b2c\"");
+	assert_int_equal(objfs_s3_xml_parse_etag(
+		"<CompleteMultipartUploadResult><ETag></ETag>"
+		"</CompleteMultipartUploadResult>", 76,
+		"CompleteMultipartUploadResult", etag, &err), 0);
+	assert_string_equal(etag, "");
 	/* Wrong root, missing ETag, truncated. */
 	assert_int_equal(objfs_s3_xml_parse_etag(copy, strlen(copy),
 						 "CopyPartResult", etag,

@@ -1,5 +1,6 @@
 /* Unit tests of the spool: range bookkeeping, writes past the end,
- * truncation, fills that never overwrite local data; of the pool's byte
+ * truncation, fills that never overwrite local data, keeping a spool's
+ * file under a name; of the pool's byte
  * budget (the read-ahead memory bound) and task groups; and of the data
  * cache's bound and identity checks. */
 #include "config.h"
@@ -9,7 +10,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -181,6 +184,74 @@ static void test_spool_punch(void **state)
 	free(blk);
 }
 
+static void read_file(const char *path, char *buf, size_t cap, size_t *got)
+{
+	FILE *f = fopen(path, "rb");
+
+	assert_non_null(f);
+	*got = fread(buf, 1, cap, f);
+	fclose(f);
+}
+
+/* A kept spool gets a name in the directory ("<prefix>.<n>", the first
+ * free n), once, and holds the file's bytes (zeros where none are
+ * present): by a hard link, or a copy across file systems. */
+static void test_spool_keep(void **state)
+{
+	static const char want[] = "head\0\0\0\0\0\0tail";
+	char dir[] = "/var/tmp/objfs-keep-XXXXXX";
+	struct objfs_spool *a = NULL, *b = NULL, *c = NULL;
+	const char *pa = NULL, *pa2 = NULL, *pb = NULL, *pc = NULL;
+	char path[4200], buf[64];
+	struct stat st1, st2;
+	size_t got;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(objfs_spool_create("/var/tmp", 0, NULL, &a), 0);
+	assert_int_equal(objfs_spool_write(a, 0, "head", 4), 0);
+	assert_int_equal(objfs_spool_write(a, 10, "tail", 4), 0);
+	assert_int_equal(objfs_spool_keep(a, dir, "p", &pa), 0);
+	snprintf(path, sizeof(path), "%s/p.0", dir);
+	assert_string_equal(pa, path);
+	assert_int_equal(objfs_spool_keep(a, dir, "p", &pa2), 0);
+	assert_ptr_equal(pa, pa2);
+	/* the next one with the same prefix takes the next number */
+	assert_int_equal(objfs_spool_create("/var/tmp", 0, NULL, &b), 0);
+	assert_int_equal(objfs_spool_write(b, 0, "b", 1), 0);
+	assert_int_equal(objfs_spool_keep(b, dir, "p", &pb), 0);
+	snprintf(path, sizeof(path), "%s/p.1", dir);
+	assert_string_equal(pb, path);
+	/* a spool on another file system (tmpfs) is copied */
+	assert_int_equal(stat("/dev/shm", &st1), 0);
+	assert_int_equal(stat(dir, &st2), 0);
+	if (st1.st_dev != st2.st_dev) {
+		assert_int_equal(objfs_spool_create("/dev/shm", 0, NULL, &c),
+				 0);
+		assert_int_equal(objfs_spool_write(c, 0, "head", 4), 0);
+		assert_int_equal(objfs_spool_write(c, 10, "tail", 4), 0);
+		assert_int_equal(objfs_spool_keep(c, dir, "c", &pc), 0);
+		read_file(pc, buf, sizeof(buf), &got);
+		assert_int_equal(got, 14);
+		assert_memory_equal(buf, want, 14);
+		assert_int_equal(unlink(pc), 0);
+		objfs_spool_destroy(c);
+	}
+	/* the names outlive the spools */
+	snprintf(path, sizeof(path), "%s/p.0", dir);
+	objfs_spool_destroy(a);
+	objfs_spool_destroy(b);
+	read_file(path, buf, sizeof(buf), &got);
+	assert_int_equal(got, 14);
+	assert_memory_equal(buf, want, 14);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/p.1", dir);
+	read_file(path, buf, sizeof(buf), &got);
+	assert_int_equal(got, 1);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_budget(void **state)
 {
 	struct objfs_budget b;
@@ -286,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_rangeset_random),
 		cmocka_unit_test(test_spool),
 		cmocka_unit_test(test_spool_punch),
+		cmocka_unit_test(test_spool_keep),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_dcache),

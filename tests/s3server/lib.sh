@@ -1,0 +1,130 @@
+# lib.sh - shell functions shared by the test servers' scripts (swift.sh,
+# rgw.sh); sourced, not run.
+
+# need NAME PACKAGES PROGRAM...: 0 if every PROGRAM is installed, else
+# names the one missing and the Debian packages to install, and 1.
+need() {
+	name=$1
+	pkgs=$2
+	shift 2
+	for p in "$@"; do
+		if [ ! -x "$p" ]; then
+			echo "$name: $p missing: apt-get install $pkgs" >&2
+			return 1
+		fi
+	done
+}
+
+# server_args ARGS...: the command line of a server script.  `installed`
+# exits with the status of the script's installed(); `start|stop WORKDIR`
+# sets CMD and W; anything else is a usage error.
+server_args() {
+	if [ $# -eq 1 ] && [ "$1" = installed ]; then
+		installed
+		exit
+	fi
+	if [ $# -ne 2 ] || { [ "$1" != start ] && [ "$1" != stop ]; }; then
+		echo "usage: $0 start|stop WORKDIR | installed" >&2
+		exit 2
+	fi
+	CMD=$1
+	W=$2
+}
+
+# group_alive PGID: whether a process of group PGID still runs (zombies,
+# which their reaper may take a while to collect, do not count).
+group_alive() {
+	ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }'
+}
+
+# stop_pid PIDFILE: stops the process group led by the pid in PIDFILE (each
+# server runs in its own), TERM then, after 5 s, KILL; removes PIDFILE.
+stop_pid() {
+	[ -f "$1" ] || return 0
+	pid=$(cat "$1")
+	rm -f "$1"
+	case "$pid" in ''|*[!0-9]*) return 0 ;; esac
+	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || return 0
+	i=0
+	while group_alive "$pid" && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	group_alive "$pid" || return 0
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+	i=0
+	while group_alive "$pid" && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# create_bucket NAME ENDPOINT REGION BUCKET ACCESS_KEY SECRET_KEY SECONDS:
+# waits until a SigV4-signed request creating BUCKET succeeds (or says the
+# bucket is already ours), at most SECONDS; NAME prefixes the error.
+create_bucket() {
+	/usr/bin/python3 - "$@" <<'PYEOF'
+import datetime, hashlib, hmac, sys, time, urllib.error, urllib.request
+
+name, endpoint, region, bucket, ak, sk, wait = sys.argv[1:8]
+host = endpoint.split("://", 1)[1]
+
+
+def sign(method, path):
+    now = datetime.datetime.utcnow()
+    amz = now.strftime("%Y%m%dT%H%M%SZ")
+    day = amz[:8]
+    ph = hashlib.sha256(b"").hexdigest()
+    creq = "\n".join([method, path, "", "host:" + host,
+                      "x-amz-content-sha256:" + ph, "x-amz-date:" + amz, "",
+                      "host;x-amz-content-sha256;x-amz-date", ph])
+    scope = "%s/%s/s3/aws4_request" % (day, region)
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + sk).encode()
+    for m in (day, region, "s3", "aws4_request"):
+        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return {"x-amz-date": amz, "x-amz-content-sha256": ph,
+            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, "
+            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+            "Signature=%s" % (ak, scope, sig)}
+
+
+deadline = time.time() + float(wait)
+last = None
+while time.time() < deadline:
+    try:
+        req = urllib.request.Request(endpoint + "/" + bucket, method="PUT",
+                                     headers=sign("PUT", "/" + bucket),
+                                     data=b"")
+        urllib.request.urlopen(req, timeout=10).read()
+        sys.exit(0)
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        if e.code == 409:       # BucketAlreadyOwnedByYou
+            sys.exit(0)
+        last = "HTTP %d %r" % (e.code, body[:200])
+    except Exception as e:      # not listening yet
+        last = repr(e)
+    time.sleep(0.2)
+sys.stderr.write("%s: no signed request succeeded in %s s: %s\n"
+                 % (name, wait, last))
+sys.exit(1)
+PYEOF
+}
+
+# write_env DIR ENDPOINT REGION BUCKET ACCESS_KEY SECRET_KEY: DIR/env (the
+# OBJFS_TEST_S3_* assignments) and DIR/netrc (for curl --aws-sigv4).
+write_env() {
+	printf 'machine 127.0.0.1 login %s password %s\n' "$5" "$6" > "$1/netrc"
+	chmod 600 "$1/netrc"
+	cat > "$1/env" <<ENVEOF
+OBJFS_TEST_S3_ENDPOINT=$2
+OBJFS_TEST_S3_REGION=$3
+OBJFS_TEST_S3_BUCKET=$4
+OBJFS_TEST_S3_ACCESS_KEY=$5
+OBJFS_TEST_S3_SECRET_KEY=$6
+OBJFS_TEST_S3_NETRC=$1/netrc
+ENVEOF
+}
