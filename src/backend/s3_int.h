@@ -1,0 +1,125 @@
+/*
+ * s3_int.h - what the files of the S3 leaf share: s3_req.c (one signed
+ * request on a pooled curl handle: struct s3_req, the connection pool, the
+ * curl callbacks, signing, performing, errno mapping) and s3.c (the store's
+ * ops, each as one or a few requests; its design comment describes both).
+ * Not for use outside them.
+ */
+#ifndef OBJFS_BACKEND_S3_INT_H
+#define OBJFS_BACKEND_S3_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "backend/backend.h"
+#include "backend/s3_sign.h"
+#include "backend/s3_xml.h"
+#include "common/buf.h"
+
+#define S3_MAX_EXTRA_HEADERS 48
+#define S3_MAX_HEADER_LINE 4096
+#define S3_ERRBODY_MAX (64u * 1024)
+#define S3_URL_MAX (8 * 1024)
+#define S3_HASH_CHUNK (1u << 20)
+/* Objects above this are copied with UploadPartCopy. */
+#define S3_COPY_MAX OBJFS_MPU_MAX_PART
+#define S3_COPY_PART (1ULL << 30)
+/* Stall timeout multiplier for requests that do server-side work. */
+#define S3_SLOW_FACTOR 4
+
+struct s3_ctx {
+	char *scheme;            /* "http" or "https" */
+	char *url_host;          /* host[:port] in URLs (bucket. prefixed when
+				    virtual-hosted) */
+	char *base_path;         /* "/bucket" (path style) or "" */
+	char *bucket;
+	char *region;
+	char *ca_file;
+	char *access_key;        /* secret-ish: never logged */
+	char *secret_key;        /* secret: wiped at destroy */
+	char *session_token;     /* secret: wiped at destroy */
+	bool insecure;
+	bool unsigned_payload;
+	long connect_timeout_ms;
+	long low_speed_s;
+	long stall_ms;
+	unsigned max_conn;
+	int no_cond_put;         /* the server refused If-None-Match on PUT
+				    (Swift: 501); atomic */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	CURL **free_handles;     /* protected by mu */
+	unsigned n_free;         /* protected by mu */
+	unsigned n_total;        /* protected by mu */
+};
+
+struct s3_req {
+	/* request */
+	const char *method;
+	const char *key;                         /* NULL: the bucket */
+	struct objfs_sigv4_param params[8];
+	size_t n_params;
+	char *hdr_store[S3_MAX_EXTRA_HEADERS];   /* "name\0value" strings */
+	struct objfs_sigv4_header hdrs[S3_MAX_EXTRA_HEADERS];
+	size_t n_hdrs;
+	const struct objfs_source *src;          /* body, or NULL */
+	const char *payload_hash;                /* NULL: computed */
+	bool want_body;                          /* keep a 2xx body (XML) */
+	bool slow;                               /* server-side work before
+						    the first response byte */
+
+	/* response */
+	const struct objfs_sink *sink;           /* 2xx data, or NULL */
+	uint64_t skip;                           /* 200 to a Range: skip */
+	uint64_t limit;                          /* ... and stop after */
+	bool ranged;                             /* a Range was sent */
+	bool range_checked;
+	uint64_t range_off;
+	uint64_t range_len;
+	uint64_t sink_off;
+	int sink_err;
+	uint64_t src_off;
+	int src_err;
+	struct objfs_buf body;                   /* error or XML document */
+	long long moved_at_ms;                   /* last byte moved (or start) */
+	curl_off_t moved_dl, moved_ul;           /* ... and the counts then */
+	bool stalled;                            /* aborted: no byte moved */
+	long stall_ms;                           /* 0: no stall check */
+	long status;
+	struct objfs_obj_info cap;               /* captured headers */
+	uint64_t content_length;
+	bool have_length;
+	uint64_t range_total;
+	bool have_total;
+	int hdr_err;
+	struct objfs_s3_error err;
+};
+
+/* Adds a header (copied).  0, EINVAL (CR/LF in a value, bad name), E2BIG
+ * or ENOMEM. */
+int s3_req_header(struct s3_req *r, const char *prefix, const char *name,
+		      const char *value);
+
+void s3_req_init(struct s3_req *r, const char *method, const char *key);
+
+int s3_req_meta(struct s3_req *r, const struct objfs_meta *meta,
+		    const char *content_type);
+
+void s3_req_param(struct s3_req *r, const char *name, const char *value);
+
+void s3_req_release(struct s3_req *r);
+
+/* Runs r.  0 for a 2xx response (r->body holds the document when
+ * want_body), else an errno; r->err holds the S3 error code if any. */
+int s3_perform(struct objfs_store *s, struct s3_req *r);
+
+/* Moves the captured headers into info (when not NULL). */
+void s3_take_info(struct s3_req *r, struct objfs_obj_info *info,
+		      uint64_t size);
+
+#endif
