@@ -123,6 +123,11 @@ fi
 "$render" -notes -upgrade "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
 grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade.notes" ||
 	fail "NOTES.txt on upgrade does not explain the OnDelete node roll"
+"$render" -notes -upgrade -f "$srcdir/tests/helm/values-existing.yaml" "$chart" >"$tmp/upgrade-hs.notes" ||
+	fail "NOTES.txt (upgrade, hostSystemd)"
+if grep -q 'this upgrade did not replace' "$tmp/upgrade-hs.notes"; then
+	fail "NOTES.txt on a rolling upgrade (hostSystemd) says the node pods were not replaced"
+fi
 if grep -q 'this upgrade did not replace' "$tmp/default.notes"; then
 	fail "NOTES.txt on install talks about an upgrade"
 fi
