@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/store_error.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -300,6 +301,17 @@ int main(int argc, char *argv[])
 	if (err != 0) {
 		objfs_error(log, "mount", "opening %s: %s", c.source,
 			    objfs_strerror(err));
+		goto out;
+	}
+	/* Refuse a store that does not answer or a bucket that does not
+	 * exist now, naming the cause, rather than fail writes later. */
+	err = objfs_store_probe(store, NULL);
+	if (err != 0) {
+		char why[512];
+
+		objfs_error(log, "mount", "cannot mount %s: %s%s", c.source,
+			    err == ENOENT ? "the bucket does not exist: " : "",
+			    objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
 	err = objfs_fs_create(store, &s.fo, log, &fs);

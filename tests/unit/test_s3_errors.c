@@ -5,10 +5,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "backend/s3_errors.h"
+#include "backend/store_error.h"
 
 static void test_success(void **state)
 {
@@ -91,6 +93,61 @@ static void test_curl(void **state)
 	assert_int_equal(objfs_s3_errno_curl((CURLcode)9999), EIO);
 }
 
+/* Every mapped failure is recorded for the thread with what to check, so
+ * people see the store's cause, not "No such file or directory". */
+static void test_detail(void **state)
+{
+	struct objfs_store_error e;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(objfs_s3_errno_reply(404, "NoSuchBucket",
+					      "The specified bucket does not exist"), ENOENT);
+	assert_true(objfs_store_error_get(ENOENT, &e));
+	assert_true(e.config);
+	assert_int_equal(e.status, 404);
+	assert_string_equal(e.code, "NoSuchBucket");
+	objfs_store_error_text(ENOENT, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "S3 NoSuchBucket (HTTP 404): The specified bucket does not exist; "));
+	assert_non_null(strstr(buf, "check that the bucket exists"));
+	/* Only for the errno it was recorded with. */
+	assert_false(objfs_store_error_get(EACCES, &e));
+	assert_string_equal(objfs_store_error_text(ENOMEM, buf, sizeof(buf)),
+			    "Cannot allocate memory");
+
+	/* A wrong region, a wrong secret key, an unknown key id. */
+	assert_int_equal(objfs_s3_errno_reply(400, "AuthorizationHeaderMalformed", NULL), EINVAL);
+	objfs_store_error_text(EINVAL, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "check the region"));
+	assert_int_equal(objfs_s3_errno_reply(403, "SignatureDoesNotMatch", ""), EACCES);
+	objfs_store_error_text(EACCES, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "check the secret access key"));
+	assert_int_equal(objfs_s3_errno_http(403, "InvalidAccessKeyId"), EACCES);
+	objfs_store_error_text(EACCES, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "check the access key id"));
+	/* A HEAD has no body: the status alone still says what to check. */
+	assert_int_equal(objfs_s3_errno_http(403, NULL), EACCES);
+	assert_true(objfs_store_error_get(EACCES, &e));
+	assert_true(e.config);
+	objfs_store_error_text(EACCES, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "HTTP 403"));
+
+	/* Transport: unknown host, https to an http server, untrusted CA. */
+	assert_int_equal(objfs_s3_errno_curl(CURLE_COULDNT_RESOLVE_HOST), EHOSTUNREACH);
+	objfs_store_error_text(EHOSTUNREACH, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "cannot reach the store: "));
+	assert_non_null(strstr(buf, "check the endpoint's host name"));
+	assert_false(objfs_store_error_get(EHOSTUNREACH, &e) && e.config);
+	assert_int_equal(objfs_s3_errno_curl(CURLE_SSL_CONNECT_ERROR), EPROTO);
+	objfs_store_error_text(EPROTO, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "speaks https"));
+	assert_int_equal(objfs_s3_errno_curl(CURLE_PEER_FAILED_VERIFICATION), EACCES);
+	objfs_store_error_text(EACCES, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "CA bundle"));
+	/* One line, always. */
+	assert_null(strchr(buf, '\n'));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -98,6 +155,7 @@ int main(void)
 		cmocka_unit_test(test_codes),
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_curl),
+		cmocka_unit_test(test_detail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
