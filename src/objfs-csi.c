@@ -73,7 +73,8 @@ static const char usage_text[] =
 "                          /var/lib/kubelet)\n"
 "  --store URL             the default store: s3://BUCKET[/PREFIX] or\n"
 "                          file:///DIR (default file://STATE_DIR/store)\n"
-"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port]\n"
+"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port] (default: AWS,\n"
+"                          https://s3.REGION.amazonaws.com, virtual-hosted)\n"
 "  --s3-region REGION      S3 region (default us-east-1)\n"
 "  --s3-addressing STYLE   path or virtual (default path)\n"
 "  --s3-ca-file FILE       PEM bundle of CAs to trust for the endpoint\n"
@@ -276,10 +277,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 	err = objfs_store_url_parse(o->store_url, &scheme, &bucket, &prefix);
 	if (err != 0) {
 		rc = usage_error("--store \"%s\" is not s3://BUCKET[/PREFIX] or file:///DIR", o->store_url);
-		goto out;
-	}
-	if (strcmp(scheme, "s3") == 0 && o->s3_endpoint == NULL) {
-		rc = usage_error("--store %s needs --s3-endpoint", o->store_url);
 		goto out;
 	}
 	if (o->credentials_file != NULL) {

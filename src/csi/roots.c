@@ -144,10 +144,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 	if (csi->cfg.store_open == NULL)
 		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "this plugin serves volumes of its default store only");
-	if (conn->endpoint[0] == '\0')
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "bucket %s: no S3 endpoint (give parameter or secret \"endpoint\", or start objfs-csi with --s3-endpoint)",
-				      id->bucket);
+	/* No endpoint anywhere: AWS's for the region (the store stack). */
 	r->conn = *conn;
 	sc = csi->cfg.store;
 	snprintf(url, sizeof(url), "s3://%s", id->bucket);

@@ -565,6 +565,36 @@ def t_fuse_log(env):
           "one fuse record naming the option: %r" % recs)
 
 
+def t_detached_log(env):
+    """Started without -f (as mount(8) runs it), objfs-mount's log lines
+    go to log_file= once it detaches, not to the closed stderr."""
+    url = env.volume("detached")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    logf = os.path.join(env.work, "detached.log")
+    p = subprocess.run([MOUNT, "-o", "log_file=" + logf, url, mnt], env=dict(env.tool_env),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "detached mount failed: %r" % p.stderr)
+    try:
+        deadline = time.time() + 20
+        while not os.path.ismount(mnt) and time.time() < deadline:
+            time.sleep(0.1)
+        check(os.path.ismount(mnt), "not mounted")
+        wfile(os.path.join(mnt, "f"), b"x")
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], timeout=60)
+    deadline = time.time() + 30
+    text = ""
+    while time.time() < deadline:
+        text = open(logf).read() if os.path.exists(logf) else ""
+        if "stopping" in text:
+            break
+        time.sleep(0.2)
+    recs = [json.loads(line) for line in text.splitlines()]
+    msgs = [r["msg"] for r in recs]
+    check(any("mounted on" in m for m in msgs) and any("stopping" in m for m in msgs),
+          "log_file lacks the mount's lines: %r" % msgs)
+
+
 def t_crash(env):
     url = env.volume("crash")
     m = env.mount(url)
@@ -940,6 +970,7 @@ def t_refused_mounts(env):
 
 TESTS_S3 = [
     t_store_errors,
+    t_detached_log,
     t_refused_mounts,
 ]
 
