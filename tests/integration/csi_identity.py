@@ -171,6 +171,7 @@ def main():
             allowed = {"ok", grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
             assert set(outcomes) <= allowed, set(outcomes)
             assert not os.path.exists(drv.sock), "socket left behind"
+            assert not os.path.exists(drv.sock + ".lock"), "lock file left behind"
             assert "shutting down" in drv.log()
 
         r.run("GetPluginInfo", plugin_info)
