@@ -415,18 +415,26 @@ enum objfs_rpc_code objfs_ctl_id_for_delete(const char *text, enum objfs_id_type
 	return OBJFS_RPC_OK;
 }
 
-/* Whether the index has an entry for id (0 with *has set, or a store
- * errno).  A delete that finds no record acts only on ids the index
- * knows: those objfs made, whose create or delete stopped half-way. */
-int objfs_ctl_index_has(struct objfs_csi *csi, enum objfs_catalog_kind kind,
-			const char *id, bool *has)
+/* For a delete that found no record of id: *skip true when the index
+ * does not know id either (objfs never made it: nothing to touch), false
+ * when it does (a create or delete stopped half-way: finish it).  OK, or
+ * the index's failure with st set. */
+enum objfs_rpc_code objfs_ctl_delete_unrecorded(struct objfs_csi *csi,
+						enum objfs_catalog_kind kind,
+						const char *id, bool *skip,
+						struct objfs_rpc_status *st)
 {
 	struct objfs_kv entry = OBJFS_KV_INIT;
 	int err = objfs_catalog_load(csi->store, kind, id, &entry);
 
 	objfs_kv_release(&entry);
-	*has = err == 0;
-	return err == ENOENT ? 0 : err;
+	*skip = err == ENOENT;
+	if (err != 0 && err != ENOENT)
+		return objfs_ctl_store_fail(csi, st, err, "cannot read the index for", id);
+	if (*skip)
+		objfs_info(csi->log, SUB, "delete %s: no such %s, nothing to delete", id,
+			   kind == OBJFS_CATALOG_VOLUME ? "volume" : "snapshot");
+	return OBJFS_RPC_OK;
 }
 
 /* Makes the id of a new volume or snapshot named name. */
@@ -945,7 +953,7 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 	const char *locks[1] = { lk_id };
 	const char *policy, *archive;
 	enum objfs_rpc_code code;
-	bool locked = false, known;
+	bool locked = false, skip;
 	uint64_t n = 0;
 	int err;
 
@@ -979,16 +987,12 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 		goto out;
 	}
 	if (err == ENOENT) {
-		err = objfs_ctl_index_has(csi, OBJFS_CATALOG_VOLUME, rq->volume_id, &known);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot read the index for", rq->volume_id);
+		code = objfs_ctl_delete_unrecorded(csi, OBJFS_CATALOG_VOLUME, rq->volume_id,
+						   &skip, st);
+		if (code != OBJFS_RPC_OK)
 			goto out;
-		}
-		if (!known) {
-			objfs_info(csi->log, SUB, "delete volume %s: no such volume, nothing to delete",
-				   rq->volume_id);
+		if (skip)
 			goto done;
-		}
 	}
 	policy = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE);
 	if (volrec_retained(&rec)) {

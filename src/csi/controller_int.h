@@ -77,10 +77,13 @@ enum objfs_rpc_code objfs_ctl_id_for_delete(const char *text,
 					    enum objfs_id_type want,
 					    const char *field, struct objfs_id *id,
 					    struct objfs_rpc_status *st);
-/* Whether the index has an entry for id: 0 with *has set, or a store
- * errno. */
-int objfs_ctl_index_has(struct objfs_csi *csi, enum objfs_catalog_kind kind,
-			const char *id, bool *has);
+/* For a delete that found no record of id: *skip when the index does not
+ * know id either (nothing to touch), else finish the job.  OK or the
+ * index's failure with st set. */
+enum objfs_rpc_code objfs_ctl_delete_unrecorded(struct objfs_csi *csi,
+						enum objfs_catalog_kind kind,
+						const char *id, bool *skip,
+						struct objfs_rpc_status *st);
 /* Makes the id of a new volume or snapshot named name (in bucket, NULL:
  * the default store; under base, may be NULL) into *id and text. */
 enum objfs_rpc_code objfs_ctl_id_make(enum objfs_id_type type,

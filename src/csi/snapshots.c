@@ -254,7 +254,7 @@ enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage 
 	char lk_id[OBJFS_ID_MAX + 8];
 	const char *locks[1] = { lk_id };
 	enum objfs_rpc_code code;
-	bool locked = false, known;
+	bool locked = false, skip;
 	int err;
 
 	memset(&root, 0, sizeof(root));
@@ -286,16 +286,12 @@ enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage 
 		goto out;
 	}
 	if (err == ENOENT) {
-		err = objfs_ctl_index_has(csi, OBJFS_CATALOG_SNAPSHOT, rq->snapshot_id, &known);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot read the index for", rq->snapshot_id);
+		code = objfs_ctl_delete_unrecorded(csi, OBJFS_CATALOG_SNAPSHOT, rq->snapshot_id,
+						   &skip, st);
+		if (code != OBJFS_RPC_OK)
 			goto out;
-		}
-		if (!known) {
-			objfs_info(csi->log, SUB, "delete snapshot %s: no such snapshot, nothing to delete",
-				   rq->snapshot_id);
+		if (skip)
 			goto done;
-		}
 	}
 	{
 		static const char *const keep[] = { OBJFS_SNAPREC_KEY, NULL };

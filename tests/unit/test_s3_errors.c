@@ -93,6 +93,14 @@ static void test_curl(void **state)
 	assert_int_equal(objfs_s3_errno_curl((CURLcode)9999), EIO);
 }
 
+/* err is want, and the thread's account of it holds text. */
+static void expect_text(int err, int want, const char *text, char *buf, size_t len)
+{
+	assert_int_equal(err, want);
+	objfs_store_error_text(err, buf, len);
+	assert_non_null(strstr(buf, text));
+}
+
 /* Every mapped failure is recorded for the thread with what to check, so
  * people see the store's cause, not "No such file or directory". */
 static void test_detail(void **state)
@@ -115,35 +123,27 @@ static void test_detail(void **state)
 	assert_string_equal(objfs_store_error_text(ENOMEM, buf, sizeof(buf)),
 			    "Cannot allocate memory");
 
-	/* A wrong region, a wrong secret key, an unknown key id. */
-	assert_int_equal(objfs_s3_errno_reply(400, "AuthorizationHeaderMalformed", NULL), EINVAL);
-	objfs_store_error_text(EINVAL, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "check the region"));
-	assert_int_equal(objfs_s3_errno_reply(403, "SignatureDoesNotMatch", ""), EACCES);
-	objfs_store_error_text(EACCES, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "check the secret access key"));
-	assert_int_equal(objfs_s3_errno_http(403, "InvalidAccessKeyId"), EACCES);
-	objfs_store_error_text(EACCES, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "check the access key id"));
-	/* A HEAD has no body: the status alone still says what to check. */
-	assert_int_equal(objfs_s3_errno_http(403, NULL), EACCES);
+	/* A wrong region, a wrong secret key, an unknown key id; a HEAD has
+	 * no body: the status alone still says what to check. */
+	expect_text(objfs_s3_errno_reply(400, "AuthorizationHeaderMalformed", NULL), EINVAL,
+		    "check the region", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_reply(403, "SignatureDoesNotMatch", ""), EACCES,
+		    "check the secret access key", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_http(403, "InvalidAccessKeyId"), EACCES,
+		    "check the access key id", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_http(403, NULL), EACCES, "HTTP 403", buf, sizeof(buf));
 	assert_true(objfs_store_error_get(EACCES, &e));
 	assert_true(e.config);
-	objfs_store_error_text(EACCES, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "HTTP 403"));
 
 	/* Transport: unknown host, https to an http server, untrusted CA. */
-	assert_int_equal(objfs_s3_errno_curl(CURLE_COULDNT_RESOLVE_HOST), EHOSTUNREACH);
-	objfs_store_error_text(EHOSTUNREACH, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "cannot reach the store: "));
+	expect_text(objfs_s3_errno_curl(CURLE_COULDNT_RESOLVE_HOST), EHOSTUNREACH,
+		    "cannot reach the store: ", buf, sizeof(buf));
 	assert_non_null(strstr(buf, "check the endpoint's host name"));
 	assert_false(objfs_store_error_get(EHOSTUNREACH, &e) && e.config);
-	assert_int_equal(objfs_s3_errno_curl(CURLE_SSL_CONNECT_ERROR), EPROTO);
-	objfs_store_error_text(EPROTO, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "speaks https"));
-	assert_int_equal(objfs_s3_errno_curl(CURLE_PEER_FAILED_VERIFICATION), EACCES);
-	objfs_store_error_text(EACCES, buf, sizeof(buf));
-	assert_non_null(strstr(buf, "CA bundle"));
+	expect_text(objfs_s3_errno_curl(CURLE_SSL_CONNECT_ERROR), EPROTO, "speaks https",
+		    buf, sizeof(buf));
+	expect_text(objfs_s3_errno_curl(CURLE_PEER_FAILED_VERIFICATION), EACCES, "CA bundle",
+		    buf, sizeof(buf));
 	/* One line, always. */
 	assert_null(strchr(buf, '\n'));
 }
