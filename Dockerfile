@@ -18,10 +18,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# mount.objfs in /usr/sbin: bookworm's /sbin is a link to it, which a real
+# /out/sbin copied over / would replace.
 RUN autoreconf -fi \
  && ./configure --prefix=/usr --sysconfdir=/etc --localstatedir=/var \
  && make -j"$(nproc)" \
- && make install DESTDIR=/out
+ && make install DESTDIR=/out mounthelperdir=/usr/sbin
 
 # ---- runtime: programs and the shared libraries they link -----------------
 FROM debian:bookworm-slim

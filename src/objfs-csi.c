@@ -46,6 +46,7 @@ struct options {
 	unsigned mount_memory_mib;
 	unsigned threads;
 	int dry_run;
+	int advertise_get_snapshot;
 	/* derived */
 	enum objfs_csi_mode mode_v;
 	enum objfs_log_level level_v;
@@ -72,7 +73,8 @@ static const char usage_text[] =
 "                          /var/lib/kubelet)\n"
 "  --store URL             the default store: s3://BUCKET[/PREFIX] or\n"
 "                          file:///DIR (default file://STATE_DIR/store)\n"
-"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port]\n"
+"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port] (default: AWS,\n"
+"                          https://s3.REGION.amazonaws.com, virtual-hosted)\n"
 "  --s3-region REGION      S3 region (default us-east-1)\n"
 "  --s3-addressing STYLE   path or virtual (default path)\n"
 "  --s3-ca-file FILE       PEM bundle of CAs to trust for the endpoint\n"
@@ -83,6 +85,9 @@ static const char usage_text[] =
 "  --mount-program PATH    objfs-mount to run (default: beside objfs-csi)\n"
 "  --mount-memory-mib N    memory bound of each mount process (default 64)\n"
 "  --threads N             calls served at once (default 16)\n"
+"  --advertise-get-snapshot  list GET_SNAPSHOT in ControllerGetCapabilities\n"
+"                          (GetSnapshot is served either way; off by default\n"
+"                          because csi-sanity and older sidecars reject it)\n"
 "  --dry-run               check the arguments and configuration, then exit\n"
 "  --help                  show this help\n"
 "  --version               show the version\n"
@@ -101,6 +106,7 @@ enum {
 	OPT_KUBELET_DIR, OPT_STORE, OPT_S3_ENDPOINT, OPT_S3_REGION,
 	OPT_S3_ADDRESSING, OPT_S3_CA_FILE, OPT_CREDENTIALS_FILE,
 	OPT_MOUNT_PROGRAM, OPT_MOUNT_MEMORY, OPT_THREADS, OPT_DRY_RUN,
+	OPT_GET_SNAPSHOT,
 	OPT_HELP, OPT_VERSION,
 };
 
@@ -121,6 +127,7 @@ static const struct option long_options[] = {
 	{ "mount-memory-mib", required_argument, NULL, OPT_MOUNT_MEMORY },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "advertise-get-snapshot", no_argument, NULL, OPT_GET_SNAPSHOT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -215,6 +222,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return usage_error("--threads wants a number from 2 to 256, not \"%s\"", optarg);
 			break;
 		case OPT_DRY_RUN: o->dry_run = 1; break;
+		case OPT_GET_SNAPSHOT: o->advertise_get_snapshot = 1; break;
 		case OPT_HELP:
 			fputs(usage_text, stdout);
 			return -1;
@@ -269,10 +277,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 	err = objfs_store_url_parse(o->store_url, &scheme, &bucket, &prefix);
 	if (err != 0) {
 		rc = usage_error("--store \"%s\" is not s3://BUCKET[/PREFIX] or file:///DIR", o->store_url);
-		goto out;
-	}
-	if (strcmp(scheme, "s3") == 0 && o->s3_endpoint == NULL) {
-		rc = usage_error("--store %s needs --s3-endpoint", o->store_url);
 		goto out;
 	}
 	if (o->credentials_file != NULL) {
@@ -388,6 +392,7 @@ int main(int argc, char **argv)
 	cc.kubelet_dir = o.kubelet_dir;
 	cc.mount_program = o.mount_program;
 	cc.mount_memory_mib = o.mount_memory_mib;
+	cc.advertise_get_snapshot = o.advertise_get_snapshot != 0;
 	if (o.mount_runner != NULL && strcmp(o.mount_runner, "host-systemd") == 0)
 		cc.mounter = objfs_csi_mounter_host_systemd();
 	cc.store.url = o.store_url;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/store_error.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -61,7 +62,8 @@ static void usage(const char *prog)
 "\n"
 "Store options (s3:// sources):\n"
 "  endpoint=URL           S3 endpoint, e.g. https://s3.example:9000\n"
-"                         (default: $AWS_ENDPOINT_URL)\n"
+"                         (default: $AWS_ENDPOINT_URL, else AWS:\n"
+"                         https://s3.REGION.amazonaws.com, virtual-hosted)\n"
 "  region=NAME            signing region (default: $AWS_REGION or us-east-1)\n"
 "  addressing=path|virtual  URL style (default: path)\n"
 "  ca_file=PATH           PEM bundle of CAs to trust (default: system's)\n"
@@ -116,6 +118,8 @@ static void usage(const char *prog)
 "  ready_fd=N             write the byte \"R\" to fd N, then close it, once\n"
 "                         the mount is live (closed unwritten on failure)\n"
 "  log_level=LEVEL        debug, info, warn, error (default: info)\n"
+"  log_file=PATH          once detached (no -f), log there (appended)\n"
+"                         instead of syslog\n"
 "\n"
 "BYTES accept the suffixes K, M, G (powers of 1024).  Other -o options are\n"
 "passed to FUSE (e.g. allow_other, default_permissions is always on).\n"
@@ -283,7 +287,7 @@ int main(int argc, char *argv[])
 	struct objfs_log *log = NULL;
 	struct settings s;
 	struct cli c;
-	int ret = 1, err, mounted = 0;
+	int ret = 1, err, mounted = 0, log_fd = -1;
 
 	/* Dozens of worker threads would each get a malloc arena that keeps
 	 * freed chunks: two arenas keep a mount within its memory bound. */
@@ -320,6 +324,17 @@ int main(int argc, char *argv[])
 	log = objfs_log_create(STDERR_FILENO, s.level);
 	if (log == NULL)
 		goto out;
+	/* Detached, stderr goes nowhere: the log moves to log_file= or
+	 * syslog once the process detaches (errors before that reach the
+	 * terminal). */
+	if (objfs_mount_opts_has(&c.mo, OBJFS_MOPT_LOG_FILE)) {
+		log_fd = open(c.mo.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		if (log_fd < 0) {
+			objfs_error(log, "mount", "log_file=%s: %s", c.mo.log_file,
+				    objfs_strerror(errno));
+			goto out;
+		}
+	}
 	objfs_fuselog_route(log);
 	err = objfs_store_stack_create(&s.sc, log, &store);
 	/* the store copied what it needs */
@@ -327,6 +342,17 @@ int main(int argc, char *argv[])
 	if (err != 0) {
 		objfs_error(log, "mount", "opening %s: %s", c.source,
 			    objfs_strerror(err));
+		goto out;
+	}
+	/* Refuse a store that does not answer or a bucket that does not
+	 * exist now, naming the cause, rather than fail writes later. */
+	err = objfs_store_probe(store, NULL);
+	if (err != 0) {
+		char why[512];
+
+		objfs_error(log, "mount", "cannot mount %s: %s%s", c.source,
+			    err == ENOENT ? "the bucket does not exist: " : "",
+			    objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
 	err = objfs_fs_create(store, &s.fo, log, &fs);
@@ -351,6 +377,8 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	}
 	mounted = 1;
+	if (!co.foreground)
+		objfs_log_redirect(log, log_fd, "objfs-mount");
 	if (fuse_daemonize(co.foreground) != 0)
 		goto out_unmount;
 	err = objfs_fs_start(fs);
@@ -405,6 +433,8 @@ out:
 	objfs_store_destroy(store);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);
+	if (log_fd >= 0)
+		close(log_fd);
 	objfs_creds_release(&s.creds);
 	free(co.mountpoint);
 	fuse_opt_free_args(&args);

@@ -436,7 +436,16 @@ struct objfs_store_config {
 int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
 			  char **prefix);
 
-/* Builds prefix -> retry -> leaf for cfg.  0 or an errno; *out is owned by
+/* The AWS endpoint of region (NULL or "": us-east-1) for bucket, when no
+ * endpoint is configured: https://s3.REGION.amazonaws.com into buf (len
+ * bytes), and *path_style false (virtual-hosted, as AWS wants) unless the
+ * bucket name has a dot (a virtual host name would not match AWS's TLS
+ * certificate).  0 or EINVAL (a region that is not a host label). */
+int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
+			  size_t len, bool *path_style);
+
+/* Builds prefix -> retry -> leaf for cfg; an s3 url without an endpoint
+ * gets AWS's (objfs_s3_aws_endpoint).  0 or an errno; *out is owned by
  * the caller (objfs_store_destroy). */
 int objfs_store_stack_create(const struct objfs_store_config *cfg,
 			     struct objfs_log *log, struct objfs_store **out);

@@ -6,6 +6,9 @@
  * alone; otherwise a 2xx status is success; otherwise a known S3 error code
  * from the response body decides; otherwise the HTTP status (then its class:
  * other 4xx EINVAL, other 5xx EIO).
+ *
+ * Every failure mapped here is also recorded for the calling thread, with
+ * what to check (store_error.h).
  */
 #ifndef OBJFS_S3_ERRORS_H
 #define OBJFS_S3_ERRORS_H
@@ -18,6 +21,10 @@ int objfs_s3_errno_curl(CURLcode cc);
 /* errno for an HTTP status and S3 error code (code may be NULL or "");
  * 0 for a 2xx status. */
 int objfs_s3_errno_http(long status, const char *code);
+
+/* The same for a reply whose body gave code and message (either may be
+ * NULL); both are recorded for objfs_store_error_get (store_error.h). */
+int objfs_s3_errno_reply(long status, const char *code, const char *message);
 
 /* The whole mapping (see the precedence above). */
 int objfs_s3_errno(CURLcode cc, long status, const char *code);

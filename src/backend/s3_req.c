@@ -710,7 +710,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	}
 	if (r->body.len > 0 && r->body.err == 0)
 		(void)objfs_s3_xml_parse_error(r->body.p, r->body.len, &r->err);
-	rc = objfs_s3_errno_http(r->status, r->err.code);
+	rc = objfs_s3_errno_reply(r->status, r->err.code, r->err.message);
 	objfs_debug(s->log, "s3", "%s %s: HTTP %ld %s", r->method,
 		    r->key ? r->key : "/", r->status, r->err.code);
 out:

@@ -222,6 +222,26 @@ static int find_root(const char *path, char **root, char **prefix)
 	return 0;
 }
 
+int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
+			  size_t len, bool *path_style)
+{
+	const char *r = region != NULL && region[0] != '\0' ? region : "us-east-1";
+	size_t i;
+	int n;
+
+	for (i = 0; r[i] != '\0'; i++)
+		if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') ||
+		      r[i] == '-'))
+			return EINVAL;
+	if (i > 63)
+		return EINVAL;
+	n = snprintf(buf, len, "https://s3.%s.amazonaws.com", r);
+	if (n < 0 || (size_t)n >= len)
+		return EINVAL;
+	*path_style = bucket != NULL && strchr(bucket, '.') != NULL;
+	return 0;
+}
+
 int objfs_store_stack_create(const struct objfs_store_config *cfg,
 			     struct objfs_log *log, struct objfs_store **out)
 {
@@ -238,8 +258,18 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		return rc;
 	if (strcmp(scheme, "s3") == 0) {
 		struct objfs_s3_config s3 = cfg->s3;
+		char aws[128];
 
 		s3.bucket = bucket;
+		if (s3.endpoint == NULL || s3.endpoint[0] == '\0') {
+			rc = objfs_s3_aws_endpoint(s3.region, bucket, aws, sizeof(aws),
+						   &s3.path_style);
+			if (rc != 0)
+				goto out;
+			s3.endpoint = aws;
+			objfs_info(log, "store", "no S3 endpoint given: AWS %s, %s addressing",
+				   aws, s3.path_style ? "path" : "virtual-hosted");
+		}
 		rc = objfs_s3_store_create(&s3, log, &leaf);
 		if (rc != 0)
 			goto out;

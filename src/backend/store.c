@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/store_error.h"
 #include "common/io.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -514,5 +515,19 @@ out:
 		pthread_mutex_destroy(&job.mu);
 	free(upload_id);
 	free(job.parts);
+	return err;
+}
+
+int objfs_store_probe(struct objfs_store *s, const char *prefix)
+{
+	struct objfs_list_req lreq;
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	int err;
+
+	memset(&lreq, 0, sizeof(lreq));
+	lreq.prefix = prefix != NULL ? prefix : "";
+	lreq.max_keys = 1;
+	err = objfs_store_list(s, &lreq, &page);
+	objfs_list_page_release(&page);
 	return err;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@
 #define OBJFS_LOG_LINE_MAX 4096
 
 struct objfs_log {
-	int fd;
+	int fd;                         /* -1: syslog(3) */
 	enum objfs_log_level min;
 };
 
@@ -33,6 +34,15 @@ struct objfs_log *objfs_log_create(int fd, enum objfs_log_level min)
 	log->fd = fd;
 	log->min = min;
 	return log;
+}
+
+void objfs_log_redirect(struct objfs_log *log, int fd, const char *ident)
+{
+	if (log == NULL)
+		return;
+	if (fd < 0)
+		openlog(ident != NULL ? ident : "objfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log->fd = fd < 0 ? -1 : fd;
 }
 
 void objfs_log_destroy(struct objfs_log *log)
@@ -150,6 +160,14 @@ void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
 	json_escape(line, &len, sizeof(line) - 4, msg);
 	memcpy(line + len, "\"}\n", 3);
 	len += 3;
+	if (log->fd < 0) {
+		static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
+
+		/* The journal adds the time: the JSON object without it. */
+		line[len - 1] = '\0';
+		syslog(prio[level], "%s", line);
+		return;
+	}
 	/* One write per line; a short write to a pipe of a line under
 	 * PIPE_BUF cannot happen, and a failed write has nowhere to go. */
 	if (write(log->fd, line, len) < 0)

@@ -32,6 +32,11 @@ struct objfs_log;
  * objfs_log_destroy(). */
 struct objfs_log *objfs_log_create(int fd, enum objfs_log_level min);
 void objfs_log_destroy(struct objfs_log *log);
+/* Sends later lines to fd (not closed by destroy), or with fd < 0 to
+ * syslog(3) as ident (facility daemon, the level as priority): for a
+ * process that detaches from its terminal.  Call before other threads
+ * log. */
+void objfs_log_redirect(struct objfs_log *log, int fd, const char *ident);
 
 /* Parses "debug", "info", "warn"/"warning", "error" (any case).
  * Returns 0 or EINVAL. */

@@ -75,6 +75,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(VOLREC_TTL, volrec_ttl, K_SECONDS),
 	OWN(USAGE_REFRESH, usage_refresh, K_SECONDS),
 	OWN(LOG_LEVEL, log_level, K_LEVEL),
+	OWN(LOG_FILE, log_file, K_STR),
 	[OBJFS_MOPT_READY_FD] = { "ready_fd", K_NUM, F(ready_fd), false, true },
 	[OBJFS_MOPT_CREDENTIALS_FILE] = { "credentials_file", K_STR, F(credentials_file),
 					  false, true },

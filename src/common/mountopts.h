@@ -64,6 +64,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_VOLREC_TTL,
 	OBJFS_MOPT_USAGE_REFRESH,
 	OBJFS_MOPT_LOG_LEVEL,
+	OBJFS_MOPT_LOG_FILE,
 	OBJFS_MOPT_READY_FD,
 	OBJFS_MOPT_CREDENTIALS_FILE,
 	OBJFS_MOPT_COUNT
@@ -100,6 +101,7 @@ struct objfs_mount_opts {
 	const char *spool_dir;
 	const char *cache_dir;
 	enum objfs_log_level log_level;
+	const char *log_file;           /* detached: log here, not syslog */
 	/* the supervisor's */
 	uint64_t ready_fd;
 	const char *credentials_file;

@@ -45,6 +45,7 @@
 #include <sys/statvfs.h>
 
 #include "backend/backend.h"
+#include "backend/store_error.h"
 #include "backend/tree.h"
 #include "common/errors.h"
 #include "common/pool.h"
@@ -162,22 +163,39 @@ void objfs_ctl_unclaim(struct objfs_csi *csi, const char *const *keys, size_t n)
 	objfs_claims_drop(&csi->controller->busy, keys, n);
 }
 
-/* Fails with the code for a store errno; what names the step. */
+/* Fails with the code for a store errno; what names the step.  The
+ * message carries the store's own account (its S3 error code and message,
+ * with what to check: backend/store_error.h).  A configuration error
+ * (missing bucket, wrong region or keys, TLS mismatch) gets a code the CO
+ * does not retry as if in progress: FAILED_PRECONDITION for a missing
+ * bucket, PERMISSION_DENIED for keys, INVALID_ARGUMENT for the rest. */
 enum objfs_rpc_code objfs_ctl_store_fail(struct objfs_csi *csi,
 					 struct objfs_rpc_status *st, int err,
 					 const char *what, const char *id)
 {
 	enum objfs_rpc_code code = objfs_rpc_code_from_errno(err);
+	struct objfs_store_error se;
+	char text[512];
 
-	if (code == OBJFS_RPC_NOT_FOUND || code == OBJFS_RPC_ALREADY_EXISTS ||
-	    code == OBJFS_RPC_INVALID_ARGUMENT || code == OBJFS_RPC_OK)
-		code = OBJFS_RPC_INTERNAL;
-	/* ABORTED means "another call on this volume" to a CO: a throttled
-	 * or busy store is UNAVAILABLE (retry with backoff). */
-	if (code == OBJFS_RPC_ABORTED)
-		code = OBJFS_RPC_UNAVAILABLE;
-	objfs_warn(csi->log, SUB, "%s %s: %s", what, id, objfs_strerror(err));
-	return objfs_rpc_fail(st, code, "%s %s: %s", what, id, objfs_strerror(err));
+	objfs_store_error_text(err, text, sizeof(text));
+	if (objfs_store_error_get(err, &se) && se.config) {
+		if (strcmp(se.code, "NoSuchBucket") == 0)
+			code = OBJFS_RPC_FAILED_PRECONDITION;
+		else if (err == EACCES)
+			code = OBJFS_RPC_PERMISSION_DENIED;
+		else
+			code = OBJFS_RPC_INVALID_ARGUMENT;
+	} else {
+		if (code == OBJFS_RPC_NOT_FOUND || code == OBJFS_RPC_ALREADY_EXISTS ||
+		    code == OBJFS_RPC_INVALID_ARGUMENT || code == OBJFS_RPC_OK)
+			code = OBJFS_RPC_INTERNAL;
+		/* ABORTED means "another call on this volume" to a CO: a
+		 * throttled or busy store is UNAVAILABLE (retry with backoff). */
+		if (code == OBJFS_RPC_ABORTED)
+			code = OBJFS_RPC_UNAVAILABLE;
+	}
+	objfs_warn(csi->log, SUB, "%s %s: %s", what, id, text);
+	return objfs_rpc_fail(st, code, "%s %s: %s", what, id, text);
 }
 
 /* ---- building responses ----------------------------------------------- */
@@ -376,7 +394,10 @@ enum objfs_rpc_code objfs_ctl_id_for_lookup(const char *text, enum objfs_id_type
 	return OBJFS_RPC_OK;
 }
 
-/* Parses an id of type want for a delete: only ids of our grammar. */
+/* Parses an id of type want for a delete.  An id objfs did not make
+ * (foreign, malformed or of the other type) names nothing that exists:
+ * NOT_FOUND, which the delete answers as OK (the CSI spec) touching
+ * nothing. */
 enum objfs_rpc_code objfs_ctl_id_for_delete(const char *text, enum objfs_id_type want,
 					    const char *field, struct objfs_id *id,
 					    struct objfs_rpc_status *st)
@@ -388,9 +409,31 @@ enum objfs_rpc_code objfs_ctl_id_for_delete(const char *text, enum objfs_id_type
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "%s is required", field);
 	err = objfs_id_parse(text, id);
 	if (err != 0 || id->type != want)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "%s: not an objfs %s id (objfs1:%s:...)", field,
-				      what, want == OBJFS_ID_VOLUME ? "vol" : "snap");
+		return objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND,
+				      "%s %.128s: not an objfs %s id (objfs1:%s:...), nothing to delete",
+				      field, text, what, want == OBJFS_ID_VOLUME ? "vol" : "snap");
+	return OBJFS_RPC_OK;
+}
+
+/* For a delete that found no record of id: *skip true when the index
+ * does not know id either (objfs never made it: nothing to touch), false
+ * when it does (a create or delete stopped half-way: finish it).  OK, or
+ * the index's failure with st set. */
+enum objfs_rpc_code objfs_ctl_delete_unrecorded(struct objfs_csi *csi,
+						enum objfs_catalog_kind kind,
+						const char *id, bool *skip,
+						struct objfs_rpc_status *st)
+{
+	struct objfs_kv entry = OBJFS_KV_INIT;
+	int err = objfs_catalog_load(csi->store, kind, id, &entry);
+
+	objfs_kv_release(&entry);
+	*skip = err == ENOENT;
+	if (err != 0 && err != ENOENT)
+		return objfs_ctl_store_fail(csi, st, err, "cannot read the index for", id);
+	if (*skip)
+		objfs_info(csi->log, SUB, "delete %s: no such %s, nothing to delete", id,
+			   kind == OBJFS_CATALOG_VOLUME ? "volume" : "snapshot");
 	return OBJFS_RPC_OK;
 }
 
@@ -623,6 +666,27 @@ static enum objfs_rpc_code source_measure(struct objfs_csi *csi, struct objfs_cs
 	return OBJFS_RPC_OK;
 }
 
+/* Takes back what a failed create wrote: the objects it copied (when
+ * copied), then the index entries.  Failures are logged only. */
+static void create_undo(struct objfs_csi *csi, struct objfs_csi_root *root,
+			const struct objfs_id *id, const char *idtext,
+			const char *name, bool copied)
+{
+	char prefix[OBJFS_KEY_MAX];
+	int err = 0;
+
+	if (copied) {
+		objfs_ctl_vol_prefix(id, prefix, sizeof(prefix));
+		err = objfs_ctl_tree_delete(csi->controller, root->store, prefix,
+					    NULL, NULL);
+	}
+	if (err == 0)
+		err = objfs_catalog_remove(csi->store, OBJFS_CATALOG_VOLUME, idtext, name);
+	if (err != 0)
+		objfs_warn(csi->log, SUB, "failed create of %s: cannot take back its index entry: %s",
+			   idtext, objfs_strerror(err));
+}
+
 enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *req,
 					    ProtobufCMessage **resp,
 					    struct objfs_rpc_status *st)
@@ -638,7 +702,7 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	struct objfs_csi_root root;
 	struct objfs_csi_conn conn;
 	char idtext[OBJFS_ID_MAX + 1], dst[OBJFS_KEY_MAX];
-	char digest[HASH_HEX + 1], other[OBJFS_ID_MAX + 1], msg[256];
+	char digest[HASH_HEX + 1], other[OBJFS_ID_MAX + 1], msg[400];
 	char num[32];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
 	char lk_src[OBJFS_ID_MAX + 8];
@@ -646,7 +710,7 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	const char *v;
 	uint64_t cap = 0, have = 0;
 	enum objfs_rpc_code code;
-	bool locked = false;
+	bool locked = false, indexed = false;
 	int err;
 
 	memset(&root, 0, sizeof(root));
@@ -760,6 +824,24 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", idtext);
 		goto out;
 	}
+	/* The bucket must exist before anything is written (a missing one
+	 * would surface half-way as a missing record). */
+	err = 0;
+	if (id.store == OBJFS_ID_BUCKET) {
+		snprintf(dst, sizeof(dst), "%s/", id.path);
+		err = objfs_store_probe(root.store, dst);
+	}
+	if (err == ENOENT) {
+		objfs_store_error_text(err, msg, sizeof(msg));
+		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "cannot create volume %s: bucket %s does not exist (%s); create it or fix the bucket parameter of the StorageClass",
+				      idtext, id.bucket, msg);
+		goto out;
+	}
+	if (err != 0) {
+		code = objfs_ctl_store_fail(csi, st, err, "cannot create volume", idtext);
+		goto out;
+	}
 	objfs_volrec_release(&rec);
 
 	if (src.text[0] != '\0') {
@@ -788,6 +870,7 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", idtext);
 		goto out;
 	}
+	indexed = true;
 	if (src.text[0] != '\0') {
 		objfs_ctl_vol_prefix(&id, dst, sizeof(dst));
 		err = objfs_ctl_tree_copy(csi->controller, root.store, src.prefix, dst,
@@ -839,6 +922,12 @@ answer:
 	}
 	code = OBJFS_RPC_OK;
 out:
+	/* A create that failed after writing the index (its record is not
+	 * written: that is the last step) takes back what it wrote, so a
+	 * failed CreateVolume leaves nothing behind.  Should the undo fail
+	 * too, the index entry stays and a retry or DeleteVolume finishes. */
+	if (code != OBJFS_RPC_OK && indexed)
+		create_undo(csi, &root, &id, idtext, rq->name, src.text[0] != '\0');
 	if (locked)
 		objfs_ctl_unclaim(csi, locks, 3);
 	objfs_csi_root_close(&root);
@@ -864,12 +953,16 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 	const char *locks[1] = { lk_id };
 	const char *policy, *archive;
 	enum objfs_rpc_code code;
-	bool locked = false;
+	bool locked = false, skip;
 	uint64_t n = 0;
 	int err;
 
 	memset(&root, 0, sizeof(root));
 	code = objfs_ctl_id_for_delete(rq->volume_id, OBJFS_ID_VOLUME, "volume_id", &id, st);
+	if (code == OBJFS_RPC_NOT_FOUND) {
+		objfs_info(csi->log, SUB, "delete volume: %s", st->msg);
+		goto done;
+	}
 	if (code != OBJFS_RPC_OK)
 		return code;
 	snprintf(lk_id, sizeof(lk_id), "v:%s", rq->volume_id);
@@ -892,6 +985,14 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 	if (err != 0 && err != ENOENT) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", rq->volume_id);
 		goto out;
+	}
+	if (err == ENOENT) {
+		code = objfs_ctl_delete_unrecorded(csi, OBJFS_CATALOG_VOLUME, rq->volume_id,
+						   &skip, st);
+		if (code != OBJFS_RPC_OK)
+			goto out;
+		if (skip)
+			goto done;
 	}
 	policy = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE);
 	if (volrec_retained(&rec)) {
@@ -1377,20 +1478,23 @@ enum objfs_rpc_code objfs_csi_controller_get_capabilities(void *ctx, const Proto
 		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME,
 		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME,
 		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
-		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT,
 		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+		/* last: only with cfg.advertise_get_snapshot */
+		CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT,
 	};
+	struct objfs_csi *csi = ctx;
 	Csi__V1__ControllerGetCapabilitiesResponse *r;
 	Csi__V1__ControllerServiceCapability *cap;
-	size_t i;
+	size_t i, n = sizeof(types) / sizeof(types[0]);
 
-	(void)ctx;
 	(void)req;
+	if (!csi->cfg.advertise_get_snapshot)
+		n--;
 	r = objfs_pb_new(&csi__v1__controller_get_capabilities_response__descriptor);
 	*resp = (ProtobufCMessage *)r;
 	if (r == NULL)
 		return objfs_ctl_oom(st);
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+	for (i = 0; i < n; i++) {
 		cap = objfs_pb_new(&csi__v1__controller_service_capability__descriptor);
 		if (cap == NULL)
 			return objfs_ctl_oom(st);

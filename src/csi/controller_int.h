@@ -66,8 +66,9 @@ enum objfs_rpc_code objfs_ctl_store_fail(struct objfs_csi *csi,
 					 const char *what, const char *id);
 
 /* Parses an id of type want for a lookup (foreign ids are NOT_FOUND,
- * malformed ones INVALID_ARGUMENT) or for a delete (only ids of objfs's
- * grammar); field names the request field. */
+ * malformed ones INVALID_ARGUMENT) or for a delete (an id objfs did not
+ * make is NOT_FOUND: answer OK, touch nothing); field names the request
+ * field. */
 enum objfs_rpc_code objfs_ctl_id_for_lookup(const char *text,
 					    enum objfs_id_type want,
 					    const char *field, struct objfs_id *id,
@@ -76,6 +77,13 @@ enum objfs_rpc_code objfs_ctl_id_for_delete(const char *text,
 					    enum objfs_id_type want,
 					    const char *field, struct objfs_id *id,
 					    struct objfs_rpc_status *st);
+/* For a delete that found no record of id: *skip when the index does not
+ * know id either (nothing to touch), else finish the job.  OK or the
+ * index's failure with st set. */
+enum objfs_rpc_code objfs_ctl_delete_unrecorded(struct objfs_csi *csi,
+						enum objfs_catalog_kind kind,
+						const char *id, bool *skip,
+						struct objfs_rpc_status *st);
 /* Makes the id of a new volume or snapshot named name (in bucket, NULL:
  * the default store; under base, may be NULL) into *id and text. */
 enum objfs_rpc_code objfs_ctl_id_make(enum objfs_id_type type,

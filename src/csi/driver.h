@@ -45,6 +45,10 @@ struct objfs_csi_config {
 	const char *kubelet_dir;      /* node targets must lie under it */
 	const char *mount_program;    /* path of objfs-mount */
 	unsigned mount_memory_mib;    /* memory bound of each mount */
+	/* controller: advertise GET_SNAPSHOT (GetSnapshot is served either
+	 * way; csi-sanity and sidecars that predate it reject the
+	 * capability as unknown). */
+	bool advertise_get_snapshot;
 	/* node: mounts and timings; NULL for the real ones (tests inject
 	 * a fake).  Borrowed. */
 	const struct objfs_csi_mounter *mounter;

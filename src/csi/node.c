@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -56,6 +57,8 @@
 #include "csi/node_int.h"
 #include "csi/pb.h"
 #include "csi/records.h"
+#include "csi/roots.h"
+#include "csi/volid.h"
 
 /* Secret keys of NodeStageVolume. */
 #define SECRET_ACCESS_KEY "accessKeyID"
@@ -408,7 +411,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	const char *region = objfs_pb_map_get(ctx, r->n_volume_context, "region");
 	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
 	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
-	char src[PATH_MAX + 512];
+	char src[PATH_MAX + 512], aws[128], ca[PATH_MAX];
 	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
 	char opts[OPTS_MAX] = "";
 	char why[160] = "";
@@ -463,10 +466,22 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	if (!empty(region) && !opt_value_ok(region))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "volume_context region \"%s\" is not valid", region);
-	if (s3 && empty(endpoint))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume %s has no S3 endpoint (volume_context endpoint or the plugin's --s3-endpoint)",
-				      r->volume_id);
+	if (s3 && empty(endpoint)) {
+		/* No endpoint anywhere: AWS's for the region, as the
+		 * controller's store stack does. */
+		char bucket[OBJFS_BUCKET_MAX + 1];
+		size_t bl = strcspn(source + 5, "/");
+		bool path;
+
+		snprintf(bucket, sizeof(bucket), "%.*s",
+			 (int)(bl < OBJFS_BUCKET_MAX ? bl : OBJFS_BUCKET_MAX), source + 5);
+		if (objfs_s3_aws_endpoint(region, bucket, aws, sizeof(aws), &path) != 0)
+			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+					      "volume %s: region \"%s\" cannot name an AWS endpoint",
+					      r->volume_id, region);
+		endpoint = aws;
+		addressing = path ? "path" : "virtual";
+	}
 
 	mo.allow_other = true;
 	objfs_mount_opts_mark(&mo, OBJFS_MOPT_ALLOW_OTHER);
@@ -510,7 +525,20 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		}
 		mo.path_style = strcmp(addressing, "path") == 0;
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ADDRESSING);
-		if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file)) {
+		const char *pem = objfs_pb_map_get((void *const *)r->secrets, r->n_secrets,
+						   "caBundle");
+
+		if (!empty(pem)) {
+			/* A node-stage secret's CA bundle, as the controller
+			 * trusts a provisioner secret's. */
+			err = objfs_csi_ca_bundle_file(n->csi, pem, ca, sizeof(ca));
+			if (err != 0)
+				return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+						      "node-stage secret caBundle: %s",
+						      err == EINVAL ? "not a PEM bundle" : objfs_strerror(err));
+			mo.ca_file = ca;
+			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
+		} else if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file)) {
 			mo.ca_file = cfg->store.s3.ca_file;
 			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
 		}
@@ -788,7 +816,7 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	struct objfs_csi_node *n = node_of(ctx);
 	struct objfs_node_rec cur = OBJFS_NODE_REC_INIT;
 	struct objfs_csi_mount_info mi;
-	char staging[PATH_MAX];
+	char staging[PATH_MAX], logp[PATH_MAX];
 	enum objfs_rpc_code code;
 	size_t i;
 	int err;
@@ -840,6 +868,12 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 			goto out;
 		}
 	}
+	/* The mount's log goes with it: nothing of the volume stays in the
+	 * state directory. */
+	if (node_log_path(n, r->volume_id, logp, sizeof(logp)) == 0 &&
+	    unlink(logp) != 0 && errno != ENOENT)
+		objfs_warn(n->log, "node", "unstage %s: cannot remove %s: %s", r->volume_id,
+			   logp, objfs_strerror(errno));
 	vol_remove(n, r->volume_id);
 	objfs_info(n->log, "node", "volume %s unstaged from %s", r->volume_id, staging);
 out:

@@ -95,6 +95,9 @@ struct objfs_creds node_creds_for(struct objfs_csi_node *n,
 				  const struct objfs_creds *vc);
 /* Starts the mount process of rec at rec->staging; sets rec->pid/start/
  * unit.  0 or an errno (msg, cap bytes, says why). */
+/* The log file of volume_id's mount process: 0 or ENOENT (no logs kept). */
+int node_log_path(struct objfs_csi_node *n, const char *volume_id, char *path,
+		  size_t cap);
 int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 		     const struct objfs_creds *vc, char *msg, size_t cap);
 /* True while rec's mount process runs. */

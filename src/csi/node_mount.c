@@ -41,6 +41,19 @@ static void proc_of(const struct objfs_node_rec *rec, struct objfs_csi_proc *p)
 		snprintf(p->unit, sizeof(p->unit), "%s", rec->unit);
 }
 
+/* The log file of volume_id's mount process into path: 0, or ENOENT
+ * when the plugin keeps no logs (no state dir). */
+int node_log_path(struct objfs_csi_node *n, const char *volume_id, char *path,
+		  size_t cap)
+{
+	char name[OBJFS_NODE_REC_NAME_MAX];
+
+	if (n->log_dir[0] == '\0' || objfs_node_rec_name(volume_id, name) != 0 ||
+	    (size_t)snprintf(path, cap, "%s/%s.log", n->log_dir, name) >= cap)
+		return ENOENT;
+	return 0;
+}
+
 /* Starts the mount process of rec at rec->staging; sets rec->pid/start. */
 int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 		     const struct objfs_creds *vc, char *msg, size_t cap)
@@ -48,7 +61,6 @@ int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 	struct objfs_creds c = node_creds_for(n, vc);
 	struct objfs_csi_mount_spec spec;
 	struct objfs_csi_proc proc;
-	char name[OBJFS_NODE_REC_NAME_MAX];
 	char log_path[PATH_MAX];
 	int err;
 
@@ -62,10 +74,8 @@ int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 	spec.work_dir = n->tmp_dir;
 	spec.timeout_ms = n->m.ready_timeout_ms;
 	spec.memory_mib = n->csi->cfg.mount_memory_mib;
-	if (n->log_dir[0] != '\0' && objfs_node_rec_name(rec->volume_id, name) == 0 &&
-	    objfs_node_rec_mkdir(n->log_dir) == 0 &&
-	    (size_t)snprintf(log_path, sizeof(log_path), "%s/%s.log", n->log_dir, name) <
-	    sizeof(log_path))
+	if (node_log_path(n, rec->volume_id, log_path, sizeof(log_path)) == 0 &&
+	    objfs_node_rec_mkdir(n->log_dir) == 0)
 		spec.log_path = log_path;
 	objfs_debug(n->log, "node", "starting %s -f -o %s %s %s", spec.program,
 		    spec.options, spec.source, spec.mountpoint);

@@ -76,8 +76,8 @@ void objfs_csi_root_close(struct objfs_csi_root *r)
 /* Writes a PEM bundle given in the secrets (key caBundle) to
  * STATE_DIR/ca/<sha256>.pem (once; content-addressed, so concurrent calls
  * agree) and puts its path in path. */
-static int ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
-			  size_t cap)
+int objfs_csi_ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
+			     size_t cap)
 {
 	char hash[65], dir[PATH_MAX], tmp[PATH_MAX + 32];
 	size_t len = strlen(pem), done = 0;
@@ -144,10 +144,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 	if (csi->cfg.store_open == NULL)
 		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
 				      "this plugin serves volumes of its default store only");
-	if (conn->endpoint[0] == '\0')
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "bucket %s: no S3 endpoint (give parameter or secret \"endpoint\", or start objfs-csi with --s3-endpoint)",
-				      id->bucket);
+	/* No endpoint anywhere: AWS's for the region (the store stack). */
 	r->conn = *conn;
 	sc = csi->cfg.store;
 	snprintf(url, sizeof(url), "s3://%s", id->bucket);
@@ -167,7 +164,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 	}
 	v = objfs_csi_map_get(secrets, n_secrets, "caBundle");
 	if (v != NULL) {
-		err = ca_bundle_file(csi, v, ca, sizeof(ca));
+		err = objfs_csi_ca_bundle_file(csi, v, ca, sizeof(ca));
 		if (err != 0)
 			return objfs_rpc_fail(st, err == EINVAL ? OBJFS_RPC_INVALID_ARGUMENT :
 					      OBJFS_RPC_FAILED_PRECONDITION,

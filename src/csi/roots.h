@@ -60,6 +60,12 @@ void objfs_csi_conn_resolve(struct objfs_csi *csi, const struct objfs_kv *hint,
 			    const struct objfs_csi_params *p,
 			    void *const *secrets, size_t n_secrets,
 			    struct objfs_csi_conn *out);
+/* Writes a PEM bundle (a caBundle secret) to STATE_DIR/ca/<sha256>.pem,
+ * once (content-addressed), and puts its path in path (cap bytes): 0,
+ * EINVAL (not PEM, empty or over 1 MiB), ENOTSUP (no state dir) or an
+ * errno.  Used by the controller and the node alike. */
+int objfs_csi_ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
+			     size_t cap);
 /* Opens the root store of id into *r.  For a bucket, conn must be
  * resolved.  OK, or FAILED_PRECONDITION / INVALID_ARGUMENT / the code of
  * the store's errno with st set. */

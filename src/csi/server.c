@@ -4,7 +4,8 @@
  *
  * Threads and states:
  *   main thread   start() -> [serving] -> stop(): shutdown_and_notify, wait
- *                 grace, cancel_all_calls, wait until inflight == 0,
+ *                 while handlers hold calls (at most the grace), then
+ *                 cancel_all_calls, wait until inflight == 0,
  *                 server_destroy, shut every queue down, join workers.
  *   worker i      loop: request_call on its own queue -> call arrives ->
  *                 RECV_MESSAGE -> dispatch -> send status (+message) ->
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,18 +431,40 @@ void objfs_grpc_server_stop(struct objfs_grpc_server *srv, unsigned grace_ms)
 	if (srv == NULL)
 		return;
 	if (srv->server != NULL && srv->serving) {
+		gpr_timespec end = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
+						gpr_time_from_millis(grace_ms, GPR_TIMESPAN));
+		unsigned waited = 0;
+		bool idle;
+
 		grpc_server_shutdown_and_notify(srv->server, srv->shutdown_cq,
 						&shutdown_tag);
-		ev = grpc_completion_queue_next(srv->shutdown_cq,
-				gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-					     gpr_time_from_millis(grace_ms, GPR_TIMESPAN)),
-				NULL);
-		if (ev.type == GRPC_QUEUE_TIMEOUT) {
-			objfs_info(srv->log, "csi", "cancelling calls still running after %u ms",
-				   grace_ms);
-			grpc_server_cancel_all_calls(srv->server);
-			grpc_completion_queue_next(srv->shutdown_cq,
-					gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+		/* The grace is for calls a handler holds.  A call that reached
+		 * the server as shutdown began, after the workers' request_call
+		 * had been failed, is held by no handler and would never be
+		 * answered: it kept shutdown (and its client) waiting the whole
+		 * grace, past the client's deadline.  So once no handler holds
+		 * a call, what is left is cancelled at once. */
+		for (;;) {
+			gpr_timespec slice = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
+							  gpr_time_from_millis(100, GPR_TIMESPAN));
+
+			ev = grpc_completion_queue_next(srv->shutdown_cq,
+							gpr_time_cmp(slice, end) < 0 ? slice : end,
+							NULL);
+			if (ev.type != GRPC_QUEUE_TIMEOUT)
+				break;
+			waited += 100;
+			pthread_mutex_lock(&srv->mu);
+			idle = srv->inflight == 0;
+			pthread_mutex_unlock(&srv->mu);
+			if (idle || gpr_time_cmp(gpr_now(GPR_CLOCK_REALTIME), end) >= 0) {
+				objfs_info(srv->log, "csi", "cancelling calls %s after %u ms",
+					   idle ? "no handler holds" : "still running", waited);
+				grpc_server_cancel_all_calls(srv->server);
+				grpc_completion_queue_next(srv->shutdown_cq,
+						gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+				break;
+			}
 		}
 		pthread_mutex_lock(&srv->mu);
 		while (srv->inflight > 0)
@@ -479,9 +503,13 @@ void objfs_grpc_server_stop(struct objfs_grpc_server *srv, unsigned grace_ms)
 	if (srv->grpc_inited)
 		grpc_shutdown();
 	if (srv->lock_fd >= 0) {
-		/* Only the holder of the lock removes the socket. */
+		/* Only the holder of the lock removes the socket, then the lock
+		 * file itself (while still holding it: an instance starting now
+		 * creates a new one), so a clean stop leaves nothing behind. */
 		if (srv->sock_path != NULL)
 			unlink(srv->sock_path);
+		if (srv->lock_path != NULL)
+			unlink(srv->lock_path);
 		close(srv->lock_fd);
 	}
 	pthread_mutex_destroy(&srv->mu);

@@ -254,11 +254,15 @@ enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage 
 	char lk_id[OBJFS_ID_MAX + 8];
 	const char *locks[1] = { lk_id };
 	enum objfs_rpc_code code;
-	bool locked = false;
+	bool locked = false, skip;
 	int err;
 
 	memset(&root, 0, sizeof(root));
 	code = objfs_ctl_id_for_delete(rq->snapshot_id, OBJFS_ID_SNAPSHOT, "snapshot_id", &sid, st);
+	if (code == OBJFS_RPC_NOT_FOUND) {
+		objfs_info(csi->log, SUB, "delete snapshot: %s", st->msg);
+		goto done;
+	}
 	if (code != OBJFS_RPC_OK)
 		return code;
 	snprintf(lk_id, sizeof(lk_id), "s:%s", rq->snapshot_id);
@@ -280,6 +284,14 @@ enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage 
 	if (err != 0 && err != ENOENT) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", rq->snapshot_id);
 		goto out;
+	}
+	if (err == ENOENT) {
+		code = objfs_ctl_delete_unrecorded(csi, OBJFS_CATALOG_SNAPSHOT, rq->snapshot_id,
+						   &skip, st);
+		if (code != OBJFS_RPC_OK)
+			goto out;
+		if (skip)
+			goto done;
 	}
 	{
 		static const char *const keep[] = { OBJFS_SNAPREC_KEY, NULL };

@@ -66,6 +66,61 @@ BOOL_FLAGS = {"extra-create-metadata", "leader-election", "handle-volume-inuse-e
               "enable-capacity", "strict-topology", "immediate-topology", "node-deployment",
               "enable-pprof", "controller-publish-readonly", "prevent-volume-mode-conversion",
               "extra-modify-metadata", "capacity-for-immediate-binding"}
+# Tags known to exist in registry.k8s.io/sig-storage (pulled on a real
+# cluster).  A tag that was never published leaves the pod in ImagePullBackOff
+# (node-driver-registrar v2.18.0 did): add a tag here only after pulling it.
+PUBLISHED_TAGS = {
+    "csi-provisioner": {"v6.3.0"},
+    "csi-resizer": {"v2.2.1"},
+    "csi-snapshotter": {"v8.6.0"},
+    "livenessprobe": {"v2.19.0"},
+    "csi-node-driver-registrar": {"v2.17.0"},
+}
+
+# The ClusterRole rules each controller sidecar's own repository ships for
+# the tags above (external-provisioner and external-resizer
+# deploy/kubernetes/rbac.yaml, external-snapshotter
+# deploy/kubernetes/csi-snapshotter/rbac-csi-snapshotter.yaml), with the
+# optional secret rules enabled: (apiGroup, resource, verbs).  The chart's
+# ClusterRole of each sidecar must grant at least these.
+UPSTREAM_RBAC = {
+    "csi-provisioner": [
+        ("", "secrets", ["get", "list"]),
+        ("", "persistentvolumes", ["get", "list", "watch", "create", "patch", "delete"]),
+        ("", "persistentvolumeclaims", ["get", "list", "watch", "update"]),
+        ("storage.k8s.io", "storageclasses", ["get", "list", "watch"]),
+        ("", "events", ["list", "watch", "create", "update", "patch"]),
+        ("snapshot.storage.k8s.io", "volumesnapshots", ["get", "list", "watch", "update"]),
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents", ["get", "list"]),
+        ("storage.k8s.io", "csinodes", ["get", "list", "watch"]),
+        ("", "nodes", ["get", "list", "watch"]),
+        ("storage.k8s.io", "volumeattachments", ["get", "list", "watch"]),
+        ("storage.k8s.io", "volumeattributesclasses", ["get"]),
+    ],
+    "csi-resizer": [
+        ("", "secrets", ["get", "list", "watch"]),
+        ("", "persistentvolumes", ["get", "list", "watch", "patch"]),
+        ("", "persistentvolumeclaims", ["get", "list", "watch"]),
+        ("", "pods", ["get", "list", "watch"]),
+        ("", "persistentvolumeclaims/status", ["patch"]),
+        ("", "events", ["list", "watch", "create", "update", "patch"]),
+        ("storage.k8s.io", "volumeattributesclasses", ["get", "list", "watch"]),
+    ],
+    "csi-snapshotter": [
+        ("", "secrets", ["get", "list"]),
+        ("", "events", ["list", "watch", "create", "update", "patch"]),
+        ("snapshot.storage.k8s.io", "volumesnapshotclasses", ["get", "list", "watch"]),
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents",
+         ["create", "get", "list", "watch", "update", "patch"]),
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents/status", ["update", "patch"]),
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses", ["get", "list", "watch"]),
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents",
+         ["get", "list", "watch", "update", "patch"]),
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status", ["update", "patch"]),
+    ],
+}
+LEADER_ELECTION_VERBS = ["get", "watch", "list", "delete", "update", "create"]
+
 SIDECAR_REQUIRED = {"csi-node-driver-registrar": {"csi-address", "kubelet-registration-path"}}
 
 CLUSTER_SCOPED = {"CSIDriver", "ClusterRole", "ClusterRoleBinding", "StorageClass",
@@ -78,6 +133,7 @@ CASES = {
         "namespace": "default", "fullname": "objfs", "kubelet": "/var/lib/kubelet",
         "state": "/var/lib/objfs", "secret": None, "created_secret": False,
         "ca": None, "storageclass": None, "vsc": None, "hostsystemd": False,
+        "hostnetwork": False, "strategy": {"type": "OnDelete"},
         "extra": set(),
     },
     "full": {
@@ -85,13 +141,17 @@ CASES = {
         "kubelet": "/var/lib/k0s/kubelet", "state": "/srv/objfs/state",
         "secret": "objfs-keys", "created_secret": True, "ca": "objfs-full-ca",
         "storageclass": "objfs-rwx", "vsc": "objfs-snap", "hostsystemd": True,
+        "hostnetwork": True,
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
         "extra": {("Secret", "objfs-keys"), ("ConfigMap", "objfs-full-ca"),
                   ("StorageClass", "objfs-rwx"), ("VolumeSnapshotClass", "objfs-snap")},
     },
     "existing": {
         "namespace": "storage", "fullname": "rel-objfs", "kubelet": "/var/lib/kubelet",
         "state": "/var/lib/objfs", "secret": "my-s3-keys", "created_secret": False,
-        "ca": "corp-ca", "storageclass": "objfs", "vsc": "objfs", "hostsystemd": False,
+        "ca": "corp-ca", "storageclass": "objfs", "vsc": "objfs", "hostsystemd": True,
+        "hostnetwork": False,
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "extra": {("StorageClass", "objfs"), ("VolumeSnapshotClass", "objfs")},
     },
 }
@@ -147,6 +207,10 @@ def check_sidecar(where, c):
         fail("%s/%s: image %r is not <repo>/<name>:vX.Y.Z" % (where, c["name"], image))
         return None
     key = (m.group(1), m.group(2))
+    tag = image.rsplit(":", 1)[1]
+    if tag not in PUBLISHED_TAGS.get(key[0], ()):
+        fail("%s/%s: %s is not a tag known to be published (PUBLISHED_TAGS): "
+             "pods would stay in ImagePullBackOff" % (where, c["name"], image))
     known = SIDECAR_FLAGS.get(key)
     if known is None:
         fail("%s/%s: no known flag list for %s %s.x: add it to SIDECAR_FLAGS after "
@@ -409,19 +473,6 @@ def check_chart(case_name, docs):
                 return True
         return False
 
-    needs = {
-        "csi-provisioner": [("", "persistentvolumes", "create"), ("", "persistentvolumes", "delete"),
-                            ("", "persistentvolumeclaims", "update"), ("storage.k8s.io", "storageclasses", "watch"),
-                            ("", "secrets", "get"), ("snapshot.storage.k8s.io", "volumesnapshotcontents", "get"),
-                            ("", "events", "create")],
-        "csi-resizer": [("", "persistentvolumes", "patch"), ("", "persistentvolumeclaims/status", "patch"),
-                        ("", "secrets", "get"), ("", "pods", "list")],
-        "csi-snapshotter": [("snapshot.storage.k8s.io", "volumesnapshotcontents", "create"),
-                            ("snapshot.storage.k8s.io", "volumesnapshotcontents/status", "patch"),
-                            ("snapshot.storage.k8s.io", "volumesnapshotclasses", "get"),
-                            ("", "secrets", "get")],
-    }
-
     # Controller.
     dep = objs.get(("Deployment", fn + "-controller"))
     if dep:
@@ -460,18 +511,20 @@ def check_chart(case_name, docs):
                     if flags.get("leader-election-namespace") != ns:
                         fail("%s/%s: leader election namespace != %s" % (where, name, ns))
                     role = objs.get(("ClusterRole", "%s-%s" % (fn, name[4:])))
-                    for g, r, v in needs[name]:
-                        if not rules_allow(role, g, r, v):
-                            fail("%s/%s: ClusterRole %s-%s lacks %s %s/%s"
-                                 % (where, name, fn, name[4:], v, g or "core", r))
+                    for g, r, verbs in UPSTREAM_RBAC[name]:
+                        for v in verbs:
+                            if not rules_allow(role, g, r, v):
+                                fail("%s/%s: ClusterRole %s-%s lacks %s %s/%s (the sidecar's own RBAC grants it)"
+                                     % (where, name, fn, name[4:], v, g or "core", r))
                 if flags and name in ("csi-provisioner", "csi-snapshotter") and "extra-create-metadata" not in flags:
                     fail("%s/%s: --extra-create-metadata missing" % (where, name))
                 if flags and name == "liveness-probe":
                     hp = health_port(where, flags)
                     if not any(p["containerPort"] == hp for p in plugin.get("ports", [])):
                         fail("%s: livenessprobe --health-port %d is not the objfs-csi healthz port" % (where, hp))
-            if not rules_allow(objs.get(("Role", fn + "-leader-election")), "coordination.k8s.io", "leases", "update"):
-                fail("%s: leader-election Role lacks leases" % where)
+            for v in LEADER_ELECTION_VERBS:
+                if not rules_allow(objs.get(("Role", fn + "-leader-election")), "coordination.k8s.io", "leases", v):
+                    fail("%s: leader-election Role lacks %s leases" % (where, v))
             check_socket(where, pod, plugin, sidecars)
             check_plugin_common(where, plugin, pod, objs, case)
             dry_run(where + "/objfs-csi", plugin, pod, objs, ns,
@@ -483,8 +536,18 @@ def check_chart(case_name, docs):
         pod = ds["spec"]["template"]["spec"]
         where = "%s: DaemonSet/%s" % (case_name, fn + "-node")
         check_pod_basics(where, pod)
-        if pod.get("hostPID") or pod.get("hostNetwork"):
-            fail("%s: hostPID/hostNetwork must be off" % where)
+        if pod.get("hostPID"):
+            fail("%s: hostPID must be off" % where)
+        if bool(pod.get("hostNetwork")) != case["hostnetwork"]:
+            fail("%s: hostNetwork %r, want %r (node.hostNetwork)" % (where, pod.get("hostNetwork"), case["hostnetwork"]))
+        if pod.get("hostNetwork") and pod.get("dnsPolicy") != "ClusterFirstWithHostNet":
+            fail("%s: hostNetwork needs dnsPolicy ClusterFirstWithHostNet" % where)
+        # An upgrade that changes the node pod must take effect by itself
+        # wherever replacing the pod keeps the mounts (hostSystemd), and must
+        # not replace it where that breaks them.
+        strat = ds["spec"].get("updateStrategy", {})
+        if strat != case["strategy"]:
+            fail("%s: updateStrategy %r, want %r" % (where, strat, case["strategy"]))
         if pod.get("automountServiceAccountToken") is not False:
             fail("%s: node pods need no API token" % where)
         tol = pod.get("tolerations", [])

@@ -123,6 +123,11 @@ fi
 "$render" -notes -upgrade "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
 grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade.notes" ||
 	fail "NOTES.txt on upgrade does not explain the OnDelete node roll"
+"$render" -notes -upgrade -f "$srcdir/tests/helm/values-existing.yaml" "$chart" >"$tmp/upgrade-hs.notes" ||
+	fail "NOTES.txt (upgrade, hostSystemd)"
+if grep -q 'this upgrade did not replace' "$tmp/upgrade-hs.notes"; then
+	fail "NOTES.txt on a rolling upgrade (hostSystemd) says the node pods were not replaced"
+fi
 if grep -q 'this upgrade did not replace' "$tmp/default.notes"; then
 	fail "NOTES.txt on install talks about an upgrade"
 fi
@@ -135,6 +140,25 @@ else
 	fail "examples do not parse: $(cat "$tmp/ex.err")"
 fi
 $check dockerfile "$srcdir/Dockerfile" || fail "Dockerfile"
+# One set of names: every class the examples use is one the install commands
+# of README.md and docs/kubernetes.md create, and those commands include what
+# the node pods need (the Pod Security label, the image repository).
+for kind in storageClass volumeSnapshotClass; do
+	for n in $(sed -n "s/^ *${kind}Name: *\([a-z0-9-][a-z0-9-]*\).*/\1/p" "$srcdir"/examples/*.yaml | sort -u); do
+		for d in README.md docs/kubernetes.md; do
+			grep -q -- "--set $kind.create=true --set $kind.name=$n" "$srcdir/$d" ||
+				fail "$d: the helm install does not create the $kind $n that examples/ use"
+		done
+	done
+done
+for d in README.md docs/kubernetes.md charts/objfs/README.md; do
+	grep -q 'pod-security.kubernetes.io/enforce=privileged' "$srcdir/$d" ||
+		fail "$d: the install lacks the Pod Security label the node pods need"
+done
+grep -q 'image.repository=' "$srcdir/README.md" || fail "README.md: the install does not set image.repository"
+if grep -qi 'placeholder' "$srcdir/examples/README.md"; then
+	fail "examples/README.md still calls something a placeholder"
+fi
 for f in .git build '**/.deps' '**/*.o' gen Makefile; do
 	grep -qxF "$f" "$srcdir/.dockerignore" || fail ".dockerignore lacks $f"
 done

@@ -109,7 +109,7 @@ def main():
                 (["--endpoint", drv.endpoint, "--mode", "node"], "--node-id is required"),
                 (["--endpoint", drv.endpoint, "--node-id", "n", "--log-level", "loud"], "--log-level"),
                 (["--endpoint", drv.endpoint, "--node-id", "n", "--store", "ftp://x"], "--store"),
-                (["--endpoint", drv.endpoint, "--node-id", "n", "--store", "s3://b/p"], "--s3-endpoint"),
+                (["--endpoint", drv.endpoint, "--node-id", "n", "--s3-endpoint", "s3.example.com"], "--s3-endpoint"),
                 (["--endpoint", drv.endpoint, "--node-id", "n", "--credentials-file", "/nonexistent"], "No such file"),
             ]
             env = {k: v for k, v in os.environ.items() if k not in ("CSI_ENDPOINT", "NODE_ID")}
@@ -123,6 +123,12 @@ def main():
                                  "--node-id", "n", "--dry-run"], capture_output=True,
                                 text=True, timeout=10, env=env)
             assert ok.returncode == 0 and ok.stdout == "" and ok.stderr == "", ok
+            # No --s3-endpoint: AWS's endpoint for the region, not a refusal.
+            ok = subprocess.run([csilib.CSI_BIN, "--endpoint", "unix:///tmp/x/csi.sock",
+                                 "--node-id", "n", "--store", "s3://b/p", "--s3-region",
+                                 "eu-west-1", "--dry-run"], capture_output=True,
+                                text=True, timeout=10, env=env)
+            assert ok.returncode == 0 and ok.stderr == "", ok
             h = subprocess.run([csilib.CSI_BIN, "--help"], capture_output=True, text=True)
             assert h.returncode == 0 and "--endpoint" in h.stdout and "--dry-run" in h.stdout
 
@@ -165,6 +171,7 @@ def main():
             allowed = {"ok", grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
             assert set(outcomes) <= allowed, set(outcomes)
             assert not os.path.exists(drv.sock), "socket left behind"
+            assert not os.path.exists(drv.sock + ".lock"), "lock file left behind"
             assert "shutting down" in drv.log()
 
         r.run("GetPluginInfo", plugin_info)

@@ -566,6 +566,36 @@ def t_fuse_log(env):
           "one fuse record naming the option: %r" % recs)
 
 
+def t_detached_log(env):
+    """Started without -f (as mount(8) runs it), objfs-mount's log lines
+    go to log_file= once it detaches, not to the closed stderr."""
+    url = env.volume("detached")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    logf = os.path.join(env.work, "detached.log")
+    p = subprocess.run([MOUNT, "-o", "log_file=" + logf, url, mnt], env=dict(env.tool_env),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    check(p.returncode == 0, "detached mount failed: %r" % p.stderr)
+    try:
+        deadline = time.time() + 20
+        while not os.path.ismount(mnt) and time.time() < deadline:
+            time.sleep(0.1)
+        check(os.path.ismount(mnt), "not mounted")
+        wfile(os.path.join(mnt, "f"), b"x")
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], timeout=60)
+    deadline = time.time() + 30
+    text = ""
+    while time.time() < deadline:
+        text = open(logf).read() if os.path.exists(logf) else ""
+        if "stopping" in text:
+            break
+        time.sleep(0.2)
+    recs = [json.loads(line) for line in text.splitlines()]
+    msgs = [r["msg"] for r in recs]
+    check(any("mounted on" in m for m in msgs) and any("stopping" in m for m in msgs),
+          "log_file lacks the mount's lines: %r" % msgs)
+
+
 def t_crash(env):
     url = env.volume("crash")
     m = env.mount(url)
@@ -1023,10 +1053,44 @@ TESTS = [
     t_many_small_and_listing,
 ]
 # need a network store to cut (fs_s3.sh)
+def t_refused_mounts(env):
+    """A bucket that does not exist, a wrong secret key and https to an
+    http server are refused before mounting, each in one error line that
+    names the cause and what to check (never the key)."""
+    e = os.environ
+
+    def refused(url, **overrides):
+        mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+        menv = dict(env.tool_env)
+        menv.update(overrides)
+        p = subprocess.run([MOUNT, "-f", url, mnt], env=menv, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        check(p.returncode != 0, "%s mounted (%r)" % (url, overrides))
+        check(not os.path.ismount(mnt), "%s: left a mount" % url)
+        recs = [json.loads(line) for line in p.stderr.decode().splitlines()]
+        errs = [r["msg"] for r in recs if r.get("level") == "error"]
+        check(len(errs) == 1, "one error line: %r" % recs)
+        check("\n" not in errs[0] and "check" in errs[0], "says what to check: %r" % errs)
+        return errs[0]
+
+    msg = refused("s3://objfs-no-such-bucket/vol")
+    check("objfs-no-such-bucket" in msg and "bucket does not exist" in msg and
+          "NoSuchBucket" in msg, "names the bucket: %r" % msg)
+    msg = refused(env.volume("badkey"), AWS_SECRET_ACCESS_KEY="wrong-secret-for-test")
+    check("wrong-secret-for-test" not in msg, "the key leaked: %r" % msg)
+    check("secret access key" in msg or "access keys" in msg, "names the keys: %r" % msg)
+    ep = e["OBJFS_TEST_S3_ENDPOINT"]
+    if ep.startswith("http://"):
+        msg = refused(env.volume("tls"), AWS_ENDPOINT_URL="https://" + ep[len("http://"):])
+        check("https" in msg, "names the scheme: %r" % msg)
+
+
 TESTS_S3 = [
     t_store_errors,
     t_store_outage,
     t_unsaved_kept,
+    t_detached_log,
+    t_refused_mounts,
 ]
 
 

@@ -501,13 +501,23 @@ static void test_capabilities(void **state)
 	assert_int_equal(call(e, "ControllerGetCapabilities", &rq.base,
 			      &csi__v1__controller_get_capabilities_response__descriptor,
 			      &r, &st), OBJFS_RPC_OK);
-	assert_int_equal(r->n_capabilities, 11);
+	/* GET_SNAPSHOT (15) only behind cfg.advertise_get_snapshot: csi-sanity
+	 * v5.4.0 rejects it as unknown. */
+	assert_int_equal(r->n_capabilities, 10);
 	for (i = 0; i < r->n_capabilities; i++)
 		seen |= 1u << r->capabilities[i]->rpc->type;
 	assert_int_equal(seen, (1u << 1) | (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) |
-			 (1u << 7) | (1u << 9) | (1u << 11) | (1u << 12) | (1u << 13) |
-			 (1u << 15));
+			 (1u << 7) | (1u << 9) | (1u << 11) | (1u << 12) | (1u << 13));
 	pbfree(r);
+	e->csi->cfg.advertise_get_snapshot = true;
+	assert_int_equal(call(e, "ControllerGetCapabilities", &rq.base,
+			      &csi__v1__controller_get_capabilities_response__descriptor,
+			      &r, &st), OBJFS_RPC_OK);
+	assert_int_equal(r->n_capabilities, 11);
+	assert_int_equal(r->capabilities[10]->rpc->type,
+			 CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT);
+	pbfree(r);
+	e->csi->cfg.advertise_get_snapshot = false;
 	/* Only what the table answers: publish is not offered. */
 	assert_false(objfs_csi_serves(e->csi, "/csi.v1.Controller/ControllerPublishVolume"));
 	assert_false(objfs_csi_serves(e->csi, "/csi.v1.Controller/ControllerModifyVolume"));
@@ -926,13 +936,25 @@ static void test_delete(void **state)
 	fill(e->local, "pvc-keep", 3);
 	fill(e->local, "pvc-del", 7);
 	objfs_fault_reset(e->fault);
+	/* An id objfs did not make names no volume: deleted, says the spec
+	 * (csi-sanity's "invalid volume id"), and nothing is touched. */
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(delete_vol(e, bad[i], NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
+		assert_int_equal(delete_vol(e, bad[i], NULL, &st), OBJFS_RPC_OK);
 	assert_int_equal(delete_vol(e, "", NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "volume_id"));
 	/* Hostile ids touched nothing. */
 	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_ALL), 0);
 	check_fill(e->local, "pvc-keep", 3);
+	/* An id of objfs's grammar that objfs never made (no record, not in
+	 * the index): reads only, even with objects under its prefix. */
+	fill(e->local, "not-a-volume", 2);
+	objfs_fault_reset(e->fault);
+	assert_int_equal(delete_vol(e, "objfs1:vol:def:not-a-volume", NULL, &st), OBJFS_RPC_OK);
+	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_DEL) +
+			 objfs_fault_calls(e->fault, OBJFS_FOP_DEL_MANY) +
+			 objfs_fault_calls(e->fault, OBJFS_FOP_PUT) +
+			 objfs_fault_calls(e->fault, OBJFS_FOP_COPY), 0);
+	check_fill(e->local, "not-a-volume", 2);
 
 	assert_int_equal(delete_vol(e, id, NULL, &st), OBJFS_RPC_OK);
 	assert_int_equal(count_keys(e->local, "pvc-del/"), 0);
@@ -1385,7 +1407,26 @@ static void test_snapshots_and_clones(void **state)
 	assert_int_equal(count_keys(e->local, ".objfs-snapshots/"), 0);
 	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
 			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st), OBJFS_RPC_OK);
+	/* Ids objfs did not make: OK, nothing touched; an empty one is
+	 * INVALID_ARGUMENT. */
+	objfs_fault_reset(e->fault);
 	dq.snapshot_id = "objfs1:snap:def:../x";
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
+			 OBJFS_RPC_OK);
+	dq.snapshot_id = "reallyfakesnapshotid";
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
+			 OBJFS_RPC_OK);
+	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_ALL), 0);
+	dq.snapshot_id = "objfs1:snap:def:never-made";
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
+			 OBJFS_RPC_OK);
+	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_DEL) +
+			 objfs_fault_calls(e->fault, OBJFS_FOP_DEL_MANY) +
+			 objfs_fault_calls(e->fault, OBJFS_FOP_PUT), 0);
+	dq.snapshot_id = "";
 	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
 			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st),
 			 OBJFS_RPC_INVALID_ARGUMENT);
@@ -1583,8 +1624,24 @@ static void test_create_fault_and_retry(void **state)
 	assert_int_equal(create(e, &a, &r, &st), OBJFS_RPC_OK);
 	pbfree(r);
 
-	/* A clone whose copies fail half-way: never reported, then finished. */
+	/* A clone whose copies all fail: nothing is left behind, neither
+	 * index entries nor objects (issue: two index records outlived a
+	 * failed create). */
 	fill(e->local, "pvc-crash-src", 9);
+	{
+		size_t idx = count_keys(e->local, ".objfs-csi/");
+
+		a.name = "pvc-undo";
+		a.volume_src = src;
+		objfs_fault_fail_prob(e->fault, OBJFS_FOP_COPY, 1.0, EIO, 3);
+		assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_UNAVAILABLE);
+		objfs_fault_reset(e->fault);
+		assert_int_equal(count_keys(e->local, ".objfs-csi/"), idx);
+		assert_int_equal(count_keys(e->local, "pvc-undo/"), 0);
+		assert_int_equal(get_vol(e, "objfs1:vol:def:pvc-undo", NULL, &st),
+				 OBJFS_RPC_NOT_FOUND);
+	}
+	/* A clone whose copies fail half-way: never reported, then finished. */
 	a.name = "pvc-crash-clone";
 	a.volume_src = src;
 	objfs_fault_fail_prob(e->fault, OBJFS_FOP_COPY, 0.4, EIO, 11);

@@ -426,6 +426,7 @@ struct args {
 	const char *source;       /* volume_context source */
 	const char *mount_options;
 	const char *secret_key;   /* stage secrets (with access key AKIDSTAGE) */
+	const char *ca_bundle;    /* stage secret caBundle */
 };
 
 static enum objfs_rpc_code do_stage(struct objfs_csi *csi, const struct args *a,
@@ -441,11 +442,12 @@ static enum objfs_rpc_code do_stage(struct objfs_csi *csi, const struct args *a,
 		CSI__V1__NODE_STAGE_VOLUME_REQUEST__VOLUME_CONTEXT_ENTRY__INIT,
 	};
 	Csi__V1__NodeStageVolumeRequest__VolumeContextEntry *ctxp[2];
-	Csi__V1__NodeStageVolumeRequest__SecretsEntry sec[2] = {
+	Csi__V1__NodeStageVolumeRequest__SecretsEntry sec[3] = {
+		CSI__V1__NODE_STAGE_VOLUME_REQUEST__SECRETS_ENTRY__INIT,
 		CSI__V1__NODE_STAGE_VOLUME_REQUEST__SECRETS_ENTRY__INIT,
 		CSI__V1__NODE_STAGE_VOLUME_REQUEST__SECRETS_ENTRY__INIT,
 	};
-	Csi__V1__NodeStageVolumeRequest__SecretsEntry *secp[2] = { &sec[0], &sec[1] };
+	Csi__V1__NodeStageVolumeRequest__SecretsEntry *secp[3] = { &sec[0], &sec[1], &sec[2] };
 	char *flags[1];
 	ProtobufCMessage *resp = NULL;
 	enum objfs_rpc_code code;
@@ -493,6 +495,12 @@ static enum objfs_rpc_code do_stage(struct objfs_csi *csi, const struct args *a,
 		sec[1].value = (char *)a->secret_key;
 		r.secrets = secp;
 		r.n_secrets = 2;
+	}
+	if (a->ca_bundle != NULL) {
+		sec[r.n_secrets].key = (char *)"caBundle";
+		sec[r.n_secrets].value = (char *)a->ca_bundle;
+		r.secrets = secp;
+		r.n_secrets++;
 	}
 	code = call(csi, "NodeStageVolume", &r.base,
 		    &csi__v1__node_stage_volume_response__descriptor, &resp, st);
@@ -927,6 +935,57 @@ static void test_lifecycle(void **state)
 	/* Stage again after unstage: a new process. */
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
 	assert_int_equal(x->fake.starts, 2);
+}
+
+/* A node-stage secret's caBundle is trusted by the mount (as the
+ * controller trusts a provisioner secret's); with no endpoint anywhere the
+ * mount gets AWS's for the region, virtual-hosted. */
+static void test_ca_bundle_and_aws(void **state)
+{
+	static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIBnode\n-----END CERTIFICATE-----\n";
+	struct fx *x = *state;
+	struct objfs_rpc_status st;
+	const char *ep = x->csi->cfg.store.s3.endpoint;
+	char *p, path[PATH_MAX], got[128] = "";
+	FILE *f;
+	struct args a;
+
+	memset(&a, 0, sizeof(a));
+	a.volume_id = "pvc-ca";
+	a.staging = x->staging;
+	a.source = "s3://aws-bucket/pvc-ca";
+	a.secret_key = STAGE_SECRET;
+	a.ca_bundle = "not a certificate";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "caBundle"));
+	assert_null(strstr(st.msg, "not a certificate"));
+	a.ca_bundle = pem;
+	x->csi->cfg.store.s3.endpoint = NULL;
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
+	x->csi->cfg.store.s3.endpoint = ep;
+	assert_non_null(strstr(x->fake.last_options, "endpoint=https://s3."));
+	assert_non_null(strstr(x->fake.last_options, ".amazonaws.com,"));
+	assert_non_null(strstr(x->fake.last_options, "addressing=virtual"));
+	p = strstr(x->fake.last_options, "ca_file=");
+	assert_non_null(p);
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(p + 8, ","), p + 8);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	assert_string_equal(got, "-----BEGIN CERTIFICATE-----\n");
+	/* The mount's log leaves the state directory with the volume. */
+	{
+		char name[OBJFS_NODE_REC_NAME_MAX];
+
+		assert_int_equal(objfs_node_rec_name("pvc-ca", name), 0);
+		snprintf(path, sizeof(path), "%s/node/logs/%s.log", x->state, name);
+		f = fopen(path, "a");
+		assert_non_null(f);
+		fclose(f);
+	}
+	assert_int_equal(do_unstage(x->csi, "pvc-ca", x->staging, &st), OBJFS_RPC_OK);
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 static void test_secrets_and_context(void **state)
@@ -1412,6 +1471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_confinement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ca_bundle_and_aws, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secrets_and_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_aborted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_access_modes, setup, teardown),

@@ -99,6 +99,7 @@ static void test_round_trip(void **state)
 	o.spool_dir = "/var/tmp";
 	o.cache_dir = "/var/cache/objfs";
 	o.log_level = OBJFS_LOG_WARN;
+	o.log_file = "/var/log/objfs-vol.log";
 	o.ready_fd = 3;
 	o.credentials_file = "/run/c";
 	o.fuse = "noatime,fsname=vol\\,1";
@@ -110,6 +111,7 @@ static void test_round_trip(void **state)
 	assert_non_null(strstr(buf, "addressing=virtual,"));
 	assert_non_null(strstr(buf, "umask=0027,"));
 	assert_non_null(strstr(buf, "log_level=warn,"));
+	assert_non_null(strstr(buf, "log_file=/var/log/objfs-vol.log,"));
 
 	assert_int_equal(objfs_mount_opts_parse(buf, 0, &p, err, sizeof(err)), 0);
 	assert_true(p.set == o.set);
@@ -137,6 +139,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(p.threads, 32);
 	assert_string_equal(p.spool_dir, o.spool_dir);
 	assert_string_equal(p.cache_dir, o.cache_dir);
+	assert_string_equal(p.log_file, o.log_file);
 	assert_int_equal(p.log_level, OBJFS_LOG_WARN);
 	assert_int_equal(p.ready_fd, 3);
 	assert_string_equal(p.credentials_file, o.credentials_file);

@@ -5,10 +5,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "backend/s3_errors.h"
+#include "backend/store_error.h"
 
 static void test_success(void **state)
 {
@@ -91,6 +93,61 @@ static void test_curl(void **state)
 	assert_int_equal(objfs_s3_errno_curl((CURLcode)9999), EIO);
 }
 
+/* err is want, and the thread's account of it holds text. */
+static void expect_text(int err, int want, const char *text, char *buf, size_t len)
+{
+	assert_int_equal(err, want);
+	objfs_store_error_text(err, buf, len);
+	assert_non_null(strstr(buf, text));
+}
+
+/* Every mapped failure is recorded for the thread with what to check, so
+ * people see the store's cause, not "No such file or directory". */
+static void test_detail(void **state)
+{
+	struct objfs_store_error e;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(objfs_s3_errno_reply(404, "NoSuchBucket",
+					      "The specified bucket does not exist"), ENOENT);
+	assert_true(objfs_store_error_get(ENOENT, &e));
+	assert_true(e.config);
+	assert_int_equal(e.status, 404);
+	assert_string_equal(e.code, "NoSuchBucket");
+	objfs_store_error_text(ENOENT, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "S3 NoSuchBucket (HTTP 404): The specified bucket does not exist; "));
+	assert_non_null(strstr(buf, "check that the bucket exists"));
+	/* Only for the errno it was recorded with. */
+	assert_false(objfs_store_error_get(EACCES, &e));
+	assert_string_equal(objfs_store_error_text(ENOMEM, buf, sizeof(buf)),
+			    "Cannot allocate memory");
+
+	/* A wrong region, a wrong secret key, an unknown key id; a HEAD has
+	 * no body: the status alone still says what to check. */
+	expect_text(objfs_s3_errno_reply(400, "AuthorizationHeaderMalformed", NULL), EINVAL,
+		    "check the region", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_reply(403, "SignatureDoesNotMatch", ""), EACCES,
+		    "check the secret access key", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_http(403, "InvalidAccessKeyId"), EACCES,
+		    "check the access key id", buf, sizeof(buf));
+	expect_text(objfs_s3_errno_http(403, NULL), EACCES, "HTTP 403", buf, sizeof(buf));
+	assert_true(objfs_store_error_get(EACCES, &e));
+	assert_true(e.config);
+
+	/* Transport: unknown host, https to an http server, untrusted CA. */
+	expect_text(objfs_s3_errno_curl(CURLE_COULDNT_RESOLVE_HOST), EHOSTUNREACH,
+		    "cannot reach the store: ", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "check the endpoint's host name"));
+	assert_false(objfs_store_error_get(EHOSTUNREACH, &e) && e.config);
+	expect_text(objfs_s3_errno_curl(CURLE_SSL_CONNECT_ERROR), EPROTO, "speaks https",
+		    buf, sizeof(buf));
+	expect_text(objfs_s3_errno_curl(CURLE_PEER_FAILED_VERIFICATION), EACCES, "CA bundle",
+		    buf, sizeof(buf));
+	/* One line, always. */
+	assert_null(strchr(buf, '\n'));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -98,6 +155,7 @@ int main(void)
 		cmocka_unit_test(test_codes),
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_curl),
+		cmocka_unit_test(test_detail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -185,10 +185,34 @@ static void test_s3_stack(void **state)
 
 	cfg.url = "s3://bad/bucket?";
 	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), EINVAL);
+	/* No endpoint: AWS's for the region, not a refusal. */
 	cfg.url = "s3://bkt";
 	cfg.s3.endpoint = NULL;
+	cfg.s3.region = "eu-west-1";
+	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), 0);
+	assert_string_equal(s->inner->inner->ops->name, "s3");
+	objfs_store_destroy(s);
+	s = NULL;
+	cfg.s3.region = "eu west";
 	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), EINVAL);
 	assert_null(s);
+}
+
+static void test_aws_endpoint(void **state)
+{
+	char buf[128];
+	bool path = true;
+
+	(void)state;
+	assert_int_equal(objfs_s3_aws_endpoint("eu-west-1", "bkt", buf, sizeof(buf), &path), 0);
+	assert_string_equal(buf, "https://s3.eu-west-1.amazonaws.com");
+	assert_false(path);
+	assert_int_equal(objfs_s3_aws_endpoint(NULL, "bkt", buf, sizeof(buf), &path), 0);
+	assert_string_equal(buf, "https://s3.us-east-1.amazonaws.com");
+	assert_int_equal(objfs_s3_aws_endpoint("", "my.dotted.bucket", buf, sizeof(buf), &path), 0);
+	assert_true(path);
+	assert_int_equal(objfs_s3_aws_endpoint("eu-west-1/../x", "b", buf, sizeof(buf), &path), EINVAL);
+	assert_int_equal(objfs_s3_aws_endpoint("us-east-1", "b", buf, 10, &path), EINVAL);
 }
 
 int main(void)
@@ -197,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_file_stacks),
 		cmocka_unit_test(test_s3_stack),
+		cmocka_unit_test(test_aws_endpoint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,22 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s/plugins/%s" (trimSuffix "/" .Values.kubeletDir) (include "objfs.driverName" .) -}}
 {{- end -}}
 
+{{/* The node DaemonSet's update strategy: node.updateStrategy if set, else
+     the one safe for the mounts (see values.yaml): RollingUpdate when mount
+     processes live in host systemd units, OnDelete when they live in the
+     node pod and die with it. */}}
+{{- define "objfs.nodeUpdateStrategy" -}}
+{{- if .Values.node.updateStrategy -}}
+{{- toYaml .Values.node.updateStrategy -}}
+{{- else if .Values.node.hostSystemd.enabled -}}
+type: RollingUpdate
+rollingUpdate:
+  maxUnavailable: 1
+{{- else -}}
+type: OnDelete
+{{- end -}}
+{{- end -}}
+
 {{- define "objfs.validate" -}}
 {{- if not (has .Values.logLevel (list "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel must be debug, info, warn or error, not %q" .Values.logLevel) -}}
