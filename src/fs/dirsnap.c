@@ -333,6 +333,7 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 /* Unlinks and frees a directory handle (takes fs->lock). */
 void dh_free(struct objfs_fs *fs, struct dhandle *dh)
 {
+	hid_del(fs, &dh->hid);
 	pthread_mutex_lock(&fs->lock);
 	if (dh->prev != NULL)
 		dh->prev->next = dh->next;

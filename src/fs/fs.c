@@ -141,6 +141,7 @@ static void forget_one(struct objfs_fs *fs, fuse_ino_t ino, uint64_t n)
 	in = find_ino(fs, ino);
 	if (in != NULL && in != fs->root) {
 		in->nlookup = n > in->nlookup ? 0 : in->nlookup - n;
+		state_note(fs, in);
 		maybe_free(fs, in);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -232,6 +233,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->size = in->spool->size;
 		in->dirty = true;
 		in->mtime = now_real();
+		state_note(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -247,8 +249,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->mtime = attr->st_mtim;
 	in->ctime = now_real();
 	has_data = in->dirty || in->spool != NULL;
-	if (meta_change && has_data)
+	if (meta_change && has_data) {
 		in->dirty = true;
+		state_note(fs, in);
+	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
 	pthread_mutex_unlock(&fs->lock);
@@ -432,6 +436,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (link != NULL)
 			in->link = strdup(link);
 		in->nlookup++;
+		state_note(fs, in);
 		fill_entry(fs, in, &e);
 		if (S_ISDIR(mode)) {
 			/* known empty: lookups in it need no request for
@@ -622,7 +627,7 @@ out:
 
 /* ---- open, create, release -------------------------------------------- */
 
-static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
+struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 {
 	struct fhandle *fh = calloc(1, sizeof(*fh));
 
@@ -635,8 +640,7 @@ static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 	return fh;
 }
 
-/* Adds fh to the open handles (fs->lock). */
-static void fh_link(struct objfs_fs *fs, struct fhandle *fh)
+void fh_link(struct objfs_fs *fs, struct fhandle *fh)
 {
 	fh->prev = NULL;
 	fh->next = fs->handles;
@@ -661,6 +665,7 @@ static void fh_free(struct fhandle *fh)
 	bool idle;
 	unsigned i;
 
+	hid_del(fh->fs, &fh->hid);
 	pthread_mutex_lock(&fh->fs->lock);
 	fh_unlink(fh->fs, fh);
 	pthread_mutex_unlock(&fh->fs->lock);
@@ -680,6 +685,24 @@ static void fh_free(struct fhandle *fh)
 	pthread_cond_destroy(&fh->cv);
 	pthread_mutex_destroy(&fh->mu);
 	free(fh);
+}
+
+/* The handles fi->fh names (an id: see state.c).  The kernel only sends
+ * ids it was given, so NULL means a bug, not a user's error. */
+static struct fhandle *fh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
+{
+	struct hid *h = hid_find(fs, fi->fh);
+
+	assert(h != NULL && !h->dir);
+	return (struct fhandle *)h;
+}
+
+static struct dhandle *dh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
+{
+	struct hid *h = hid_find(fs, fi->fh);
+
+	assert(h != NULL && h->dir);
+	return (struct dhandle *)h;
 }
 
 /* Opens in for fi: revalidation, O_TRUNC, the handle (pinned in). */
@@ -733,6 +756,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 			in->size = 0;
 			in->dirty = true;
 			in->mtime = now_real();
+			state_note(fs, in);
 			pthread_mutex_unlock(&fs->lock);
 		}
 	}
@@ -746,7 +770,8 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		in->nopen++;
 		fh_link(fs, fh);
 		pthread_mutex_unlock(&fs->lock);
-		fi->fh = (uint64_t)(uintptr_t)fh;
+		hid_add(fs, &fh->hid, in->ino, false);
+		fi->fh = fh->hid.id;
 	}
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
@@ -760,7 +785,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 /* Undoes do_open when the reply could not be sent. */
 static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(fs, fi);
 	struct inode *in = fh->in;
 
 	pthread_mutex_lock(&fs->lock);
@@ -797,6 +822,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inode *dir, *in = NULL, *old;
 	struct objfs_spool *sp = NULL;
 	struct fhandle *fh = NULL;
+	uint64_t spool_id = 0;
 	int err;
 
 	dir = pin_ino(fs, parent);
@@ -819,6 +845,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err == 0) {
 			pthread_mutex_lock(&fs->lock);
 			old->nlookup++;
+			state_note(fs, old);
 			fill_entry(fs, old, &e);
 			pthread_mutex_unlock(&fs->lock);
 			if (fuse_reply_create(req, &e, fi) == -ENOENT)
@@ -832,7 +859,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (err != ENOENT)
 		goto out;
-	err = objfs_spool_create(fs->spool_dir, 0, NULL, &sp);
+	err = spool_start(fs, 0, NULL, &sp, &spool_id);
 	if (err != 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
@@ -857,10 +884,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->nopen++;
 	fh_link(fs, fh);
 	in->nlookup++;
+	in->spool_id = spool_id;
+	state_note(fs, in);
 	fill_entry(fs, in, &e);
 	snap_note(dir, name, true, false);
 	pthread_mutex_unlock(&fs->lock);
-	fi->fh = (uint64_t)(uintptr_t)fh;
+	hid_add(fs, &fh->hid, in->ino, false);
+	fi->fh = fh->hid.id;
 	fi->keep_cache = 1;
 	fuse_reply_create(req, &e, fi);
 	unpin(fs, dir);
@@ -873,7 +903,7 @@ out:
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 
 	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
@@ -881,7 +911,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 
 	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
@@ -889,7 +919,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	struct inode *in = fh->in;
 	int err;
 
@@ -920,7 +950,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	struct inode *in = fh->in;
 	size_t got = 0;
 	char *buf = NULL;
@@ -967,7 +997,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	int err;
 
 	if (fs->o.read_only) {
@@ -992,7 +1022,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_err(req, ENOMEM);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)dh;
+	hid_add(fs, &dh->hid, ino, true);
+	fi->fh = dh->hid.id;
 	fi->cache_readdir = 0;
 	pthread_mutex_lock(&fs->lock);
 	dh->next = fs->dirhandles;
@@ -1008,7 +1039,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+	struct dhandle *dh = dh_of(req_fs(req), fi);
 
 	dh_free(fs, dh);
 	reply_err(req, 0);
@@ -1018,7 +1049,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+	struct dhandle *dh = dh_of(req_fs(req), fi);
 	struct inode *dir = pin_ino(fs, ino);
 	struct dirsnap *s;
 	char *buf = NULL;
@@ -1104,8 +1135,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				maybe_free(fs, in);
 			break;
 		}
-		if (in != NULL)
+		if (in != NULL) {
 			in->nlookup++;
+			state_note(fs, in);
+		}
 		pos += need;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -1287,6 +1320,8 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		goto err_free;
 	}
 	fs->o.spool_dir = fs->spool_dir;
+	fs->st_fd = -1;
+	pthread_mutex_init(&fs->hid_mu, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
@@ -1337,6 +1372,7 @@ err_sync:
 	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->hid_mu);
 	free(fs->spool_dir);
 err_free:
 	free(fs);
@@ -1400,6 +1436,29 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->hid_mu);
+	state_stop(fs, false);
+	free(fs->st_dir);
 	free(fs->spool_dir);
 	free(fs);
+}
+
+void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx)
+{
+	fs->io_ctx = ctx;
+}
+
+void *objfs_fs_io_ctx(struct objfs_fs *fs)
+{
+	return fs->io_ctx;
+}
+
+int objfs_fs_state_start(struct objfs_fs *fs, const char *dir, bool resume)
+{
+	return state_start(fs, dir, resume);
+}
+
+void objfs_fs_state_stop(struct objfs_fs *fs, bool clean)
+{
+	state_stop(fs, clean);
 }

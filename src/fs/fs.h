@@ -75,6 +75,18 @@ const struct fuse_lowlevel_ops *objfs_fs_ops(void);
 size_t objfs_fs_ops_size(void);
 /* Lets the fs send invalidations through se (not owned). */
 void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
+/* Makes the mount resumable (issue 12): what a successor needs is kept in
+ * the state directory dir from now on; when resume, the state a dead
+ * server left there is loaded first (before objfs_fs_start() and the
+ * session).  0 or an errno. */
+int objfs_fs_state_start(struct objfs_fs *fs, const char *dir, bool resume);
+/* Stops keeping state; when clean (everything saved, the mount ended)
+ * the directory is removed. */
+void objfs_fs_state_stop(struct objfs_fs *fs, bool clean);
+/* A pointer the session's custom I/O hooks find again: libfuse gives them
+ * the session's userdata, which is the fs (not owned). */
+void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx);
+void *objfs_fs_io_ctx(struct objfs_fs *fs);
 /* Uploads every dirty file.  0 or the first error. */
 int objfs_fs_sync_all(struct objfs_fs *fs);
 

@@ -226,6 +226,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			sib_link(ddir, src);
 			name_hash(fs, src);
 			src->ctime = now_real();
+			state_note(fs, src);
 		}
 	}
 	snap_note(sdir, name, false, is_dir);
