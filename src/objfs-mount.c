@@ -216,6 +216,7 @@ static int build_settings(struct cli *c, struct settings *s)
 	if (HAS(READY_FD))
 		s->ready_fd = (int)mo->ready_fd;
 	s->resume = HAS(RESUME);
+	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
 	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;

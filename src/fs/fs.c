@@ -946,6 +946,19 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* ---- read, write ------------------------------------------------------ */
 
+/* Test only: -o crash_at=OP:NAME (state.c). */
+static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
+{
+	char name[256];
+
+	if (fs->o.crash_at == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	snprintf(name, sizeof(name), "%s", in->name);
+	pthread_mutex_unlock(&fs->lock);
+	state_crash_point(fs, op, name);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -973,6 +986,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			return;
 		}
 	}
+	crash_point(fs, "read", in);
 	if (in->spool == NULL) {
 		pthread_mutex_unlock(&in->mu);
 		err = read_store(fh, req, (uint64_t)off, size);
@@ -1005,6 +1019,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	err = inode_write(fs, fh->in, buf, size, (uint64_t)off);
+	crash_point(fs, "write", fh->in);
 	if (err != 0)
 		reply_err(req, err);
 	else
@@ -1441,6 +1456,18 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	free(fs->st_dir);
 	free(fs->spool_dir);
 	free(fs);
+}
+
+static __thread uint64_t thread_unique;
+
+void objfs_fs_set_unique(uint64_t unique)
+{
+	thread_unique = unique;
+}
+
+uint64_t req_unique(void)
+{
+	return thread_unique;
 }
 
 void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx)

@@ -55,6 +55,11 @@ struct objfs_fs_opts {
 	uint64_t cache_size;        /* its bound in bytes: 1 GiB */
 	double volrec_ttl;          /* re-read the volume record after: 30 s */
 	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
+	const char *crash_at;       /* test only, "read:NAME", "write:NAME" or
+				       "rename:NAME": the process kills itself
+				       in the middle of that request on a file
+				       called NAME, once per state directory
+				       (resumable mounts): NULL */
 };
 void objfs_fs_opts_default(struct objfs_fs_opts *o);
 
@@ -87,6 +92,12 @@ void objfs_fs_state_stop(struct objfs_fs *fs, bool clean);
  * the session's userdata, which is the fs (not owned). */
 void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx);
 void *objfs_fs_io_ctx(struct objfs_fs *fs);
+/* The unique of the FUSE request this thread reads and then processes,
+ * bit 63 set when the kernel sent it again (FUSE_NOTIFY_RESEND).  Set by
+ * the session's custom read hook: libfuse 3.14 keeps a request's unique
+ * private, so it goes through a thread-local variable (its worker thread
+ * reads a request and processes it before reading the next). */
+void objfs_fs_set_unique(uint64_t unique);
 /* Uploads every dirty file.  0 or the first error. */
 int objfs_fs_sync_all(struct objfs_fs *fs);
 

@@ -183,6 +183,7 @@ struct hid {
 	struct hid *next;
 };
 #define HID_HASH 1024
+#define INTENTS_MAX 64
 
 struct fhandle {
 	struct hid hid;                 /* first: found by id */
@@ -257,6 +258,12 @@ struct objfs_fs {
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
+	struct intent {                 /* renames a dead server ran (loaded) */
+		uint64_t unique;
+		int err;
+		bool done;
+	} intents[INTENTS_MAX];
+	unsigned n_intents;             /* fs->lock */
 };
 
 /* What the store says about one name. */
@@ -552,7 +559,25 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 /* The handle called id, or NULL.  Takes fs->hid_mu. */
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
+/* A rename the kernel sends again (its unique has UNIQUE_RESEND): *err
+ * gets the answer when it finished before the server died (true), else
+ * false and *begun tells whether it had started (a source gone then means
+ * it ran).  fs->lock not held. */
+bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
+		       bool *begun);
+/* Records that the request unique (without UNIQUE_RESEND) starts / ended
+ * with err.  Takes fs->lock. */
+void state_intent(struct objfs_fs *fs, uint64_t unique, bool done, int err);
+/* Test only (-o crash_at=OP:NAME): kills the process with SIGKILL when op
+ * runs on a file named name, once per state directory.  No lock. */
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
+
 /* ---- fs.c: the FUSE edge ---- */
+
+#define UNIQUE_RESEND (1ULL << 63)
+/* The unique of the request this thread processes (objfs_fs_set_unique(),
+ * 0 when not resumable). */
+uint64_t req_unique(void);
 
 /* A new handle of in (not linked, no id).  NULL when out of memory.  No
  * lock. */

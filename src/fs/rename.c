@@ -86,9 +86,19 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
-	bool used, pending, is_dir;
+	bool used, pending, is_dir, begun = false;
+	uint64_t unique = req_unique();
 	int err;
 
+	if (unique & UNIQUE_RESEND) {
+		unique &= ~UNIQUE_RESEND;
+		if (state_intent_done(fs, unique, &err, &begun)) {
+			/* it ran before the server died: same answer */
+			reply_err(req, err);
+			return;
+		}
+	}
+	state_intent(fs, unique, false, 0);
 	sdir = pin_ino(fs, parent);
 	ddir = pin_ino(fs, newparent);
 	if (sdir == NULL || ddir == NULL) {
@@ -236,6 +246,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:
+	if (begun && err == ENOENT)
+		err = 0;        /* it had run: its source is gone */
+	state_intent(fs, unique, true, err);
+	state_crash_point(fs, "rename", name);
 	reply_err(req, err);
 	unpin(fs, dst);
 	unpin(fs, src);

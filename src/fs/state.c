@@ -17,12 +17,19 @@
  * compacted table as a new log (rename: a successor that dies meanwhile
  * leaves the old one).  The log is compacted the same way when it grows
  * past LOG_COMPACT bytes and four times its live records.
+ *
+ * Intents: a rename is not idempotent, and the kernel sends again a rename
+ * the dead server ran but did not answer.  Each rename is recorded when it
+ * starts and when it ends, keyed by its unique; a successor answers a
+ * re-sent one that ended with the recorded result, and one that started
+ * and finds its source gone with success.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +42,8 @@
 
 #define LOG_COMPACT (16u << 20)
 
-enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT };
-enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8 };
+enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT };
+enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
 
 struct srec {
 	uint32_t len;           /* the whole record, name included */
@@ -133,6 +140,15 @@ static int compact(struct objfs_fs *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->hid_mu);
+	for (h = 0; h < fs->n_intents; h++) {
+		memset(&b.r, 0, sizeof(b.r));
+		b.r.len = sizeof(b.r);
+		b.r.type = SR_INTENT;
+		b.r.flags = fs->intents[h].done ? SF_DONE : 0;
+		b.r.a = fs->intents[h].unique;
+		b.r.b = (uint64_t)fs->intents[h].err;
+		log_write(fs, &b, b.r.len);
+	}
 	bytes = fs->st_bytes;
 	if (rename(tmp, path) != 0) {
 		err = errno;
@@ -190,6 +206,87 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 	*id = ++fs->next_spool;
 	pthread_mutex_unlock(&fs->lock);
 	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
+}
+
+/* ---- intents and test faults -------------------------------------------- */
+
+void state_intent(struct objfs_fs *fs, uint64_t unique, bool done, int err)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0 || unique == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_INTENT;
+	r.flags = done ? SF_DONE : 0;
+	r.a = unique;
+	r.b = (uint64_t)err;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	pthread_mutex_unlock(&fs->lock);
+}
+
+bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
+		       bool *begun)
+{
+	bool done = false;
+	unsigned i;
+
+	*begun = false;
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == unique) {
+			*begun = true;
+			done = fs->intents[i].done;
+			*err = fs->intents[i].err;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return done;
+}
+
+/* Keeps a loaded intent (fs->lock): the last INTENTS_MAX. */
+static void load_intent(struct objfs_fs *fs, const struct srec *r)
+{
+	unsigned i;
+
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == r->a)
+			break;
+	}
+	if (i == fs->n_intents) {
+		if (fs->n_intents == INTENTS_MAX) {
+			memmove(fs->intents, fs->intents + 1,
+				sizeof(fs->intents[0]) * (INTENTS_MAX - 1));
+			i = INTENTS_MAX - 1;
+		} else {
+			fs->n_intents++;
+		}
+	}
+	fs->intents[i].unique = r->a;
+	fs->intents[i].err = (int)r->b;
+	fs->intents[i].done = (r->flags & SF_DONE) != 0;
+}
+
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
+{
+	const char *c = fs->o.crash_at;
+	char path[4200];
+	size_t n = strlen(op);
+	int fd;
+
+	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0 ||
+	    c[n] != ':' || strcmp(c + n + 1, name) != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;         /* once: the successor runs the request */
+	close(fd);
+	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s of %s",
+		   op, name);
+	kill(getpid(), SIGKILL);
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -362,6 +459,9 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		(*n_opens)++;
 		if (r->a > fs->next_hid)
 			fs->next_hid = r->a;
+		break;
+	case SR_INTENT:
+		load_intent(fs, r);
 		break;
 	case SR_CLOSE:
 		for (struct hid **pp = opens; *pp != NULL;
@@ -574,6 +674,8 @@ void state_stop(struct objfs_fs *fs, bool clean)
 	fs->st_fd = -1;
 	if (clean && fs->st_dir != NULL) {
 		snprintf(path, sizeof(path), "%s/log", fs->st_dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/spool", fs->st_dir);
 		rmdir(path);

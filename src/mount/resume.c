@@ -88,6 +88,7 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *ud)
 	if (n >= (ssize_t)sizeof(struct fuse_in_header)) {
 		struct fuse_in_header *in = buf;
 
+		objfs_fs_set_unique(in->unique);
 		if (in->opcode == FUSE_INIT && (size_t)n <= sizeof(r->ib.req)) {
 			pthread_mutex_lock(&r->mu);
 			if (!r->have_req) {
