@@ -291,7 +291,7 @@ int main(int argc, char *argv[])
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
 	char state_dir[4096];
-	bool successor = false;
+	bool successor = false, by_signal = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0;
@@ -463,8 +463,10 @@ int main(int argc, char *argv[])
 	}
 	/* a loop ended by SIGTERM/SIGINT/SIGHUP reports the signal: that is
 	 * a requested stop, clean when everything is saved below */
-	if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
+	if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) {
 		ret = 0;
+		by_signal = true;
+	}
 	/* SIGTERM or unmount: nothing unsaved may be left behind */
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)
@@ -474,7 +476,7 @@ int main(int argc, char *argv[])
 out_unmount:
 	if (mounted)
 		fuse_session_unmount(se);
-	else if (successor)
+	else if (successor && by_signal)
 		unmount_inherited(log, co.mountpoint);
 	objfs_resume_bye(rs, ret == 0 ? 0 : 1);
 out_signals:

@@ -520,11 +520,18 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct inode *dir, *in = NULL, *par;
 	char key[KEYBUF];
 	bool in_store;
+	struct intent_ctx ic;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
+		err = ENOENT;
+		intent_end(fs, &ic, &err, ENOENT);
+		reply_err(req, err);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -561,6 +568,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
+	intent_end(fs, &ic, &err, ENOENT);
+	state_crash_point(fs, "unlink", name);
 	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
@@ -572,11 +581,18 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct inode *dir, *in = NULL, *par;
 	char dkey[KEYBUF];
 	bool used = false, local_children;
+	struct intent_ctx ic;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
+		err = ENOENT;
+		intent_end(fs, &ic, &err, ENOENT);
+		reply_err(req, err);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -620,6 +636,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
+	intent_end(fs, &ic, &err, ENOENT);
 	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
@@ -1031,7 +1048,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = calloc(1, sizeof(*dh));
+	struct dhandle *dh = dh_new(fs);
 
 	if (dh == NULL) {
 		reply_err(req, ENOMEM);
@@ -1040,12 +1057,6 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	hid_add(fs, &dh->hid, ino, true);
 	fi->fh = dh->hid.id;
 	fi->cache_readdir = 0;
-	pthread_mutex_lock(&fs->lock);
-	dh->next = fs->dirhandles;
-	if (fs->dirhandles != NULL)
-		fs->dirhandles->prev = dh;
-	fs->dirhandles = dh;
-	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dh_free(fs, dh);
 }

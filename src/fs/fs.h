@@ -55,8 +55,9 @@ struct objfs_fs_opts {
 	uint64_t cache_size;        /* its bound in bytes: 1 GiB */
 	double volrec_ttl;          /* re-read the volume record after: 30 s */
 	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
-	const char *crash_at;       /* test only, "read:NAME", "write:NAME" or
-				       "rename:NAME": the process kills itself
+	const char *crash_at;       /* test only, "read:NAME", "write:NAME",
+				       "rename:NAME" or "unlink:NAME": the
+				       process kills itself
 				       in the middle of that request on a file
 				       called NAME, once per state directory
 				       (resumable mounts): NULL */

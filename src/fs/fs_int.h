@@ -455,6 +455,9 @@ int snap_build(struct objfs_fs *fs, struct inode *dir, struct dirsnap **out);
  * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s);
+/* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
+ * when out of memory.  Takes fs->lock. */
+struct dhandle *dh_new(struct objfs_fs *fs);
 /* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
  * fs->lock. */
 void dh_free(struct objfs_fs *fs, struct dhandle *dh);
@@ -559,15 +562,19 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 /* The handle called id, or NULL.  Takes fs->hid_mu. */
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
-/* A rename the kernel sends again (its unique has UNIQUE_RESEND): *err
- * gets the answer when it finished before the server died (true), else
- * false and *begun tells whether it had started (a source gone then means
- * it ran).  fs->lock not held. */
-bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
-		       bool *begun);
-/* Records that the request unique (without UNIQUE_RESEND) starts / ended
- * with err.  Takes fs->lock. */
-void state_intent(struct objfs_fs *fs, uint64_t unique, bool done, int err);
+/* A request that must not run twice (rename, unlink, rmdir), this
+ * thread's (req_unique()).  intent_start() records its start; true when
+ * the kernel sent it again and it had ended before the server died: *err
+ * is the answer it got.  intent_end() records the end with *err; a re-sent
+ * request that had begun and finds its object gone (*err == gone) had
+ * run, and *err becomes 0.  Take fs->lock. */
+struct intent_ctx {
+	uint64_t unique;                /* without UNIQUE_RESEND */
+	bool begun;                     /* re-sent, and it had started */
+};
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone);
 /* Test only (-o crash_at=OP:NAME): kills the process with SIGKILL when op
  * runs on a file named name, once per state directory.  No lock. */
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);

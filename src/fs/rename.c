@@ -86,19 +86,14 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
-	bool used, pending, is_dir, begun = false;
-	uint64_t unique = req_unique();
+	bool used, pending, is_dir;
+	struct intent_ctx ic;
 	int err;
 
-	if (unique & UNIQUE_RESEND) {
-		unique &= ~UNIQUE_RESEND;
-		if (state_intent_done(fs, unique, &err, &begun)) {
-			/* it ran before the server died: same answer */
-			reply_err(req, err);
-			return;
-		}
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
 	}
-	state_intent(fs, unique, false, 0);
 	sdir = pin_ino(fs, parent);
 	ddir = pin_ino(fs, newparent);
 	if (sdir == NULL || ddir == NULL) {
@@ -246,9 +241,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:
-	if (begun && err == ENOENT)
-		err = 0;        /* it had run: its source is gone */
-	state_intent(fs, unique, true, err);
+	intent_end(fs, &ic, &err, ENOENT);
 	state_crash_point(fs, "rename", name);
 	reply_err(req, err);
 	unpin(fs, dst);

@@ -50,6 +50,7 @@ struct srec {
 	uint16_t type;
 	uint16_t flags;
 	uint32_t mode, uid, gid, pad;
+	uint64_t size;          /* INODE: the size when recorded */
 	uint64_t a, b, c, d;    /* INODE: ino, parent (0: unlinked),
 				   nlookup, spool id; FREE: ino; OPEN: id,
 				   ino; CLOSE: id; NEXT: next_ino, next_hid,
@@ -80,6 +81,7 @@ static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 	b->r.b = in->linked && in->parent != NULL ? in->parent->ino : 0;
 	b->r.c = in->nlookup;
 	b->r.d = in->spool != NULL ? in->spool_id : 0;
+	b->r.size = in->size;
 	memcpy(b->name, in->name, nl);
 	b->r.len = (uint32_t)(sizeof(b->r) + nl);
 	(void)fs;
@@ -210,7 +212,8 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 
 /* ---- intents and test faults -------------------------------------------- */
 
-void state_intent(struct objfs_fs *fs, uint64_t unique, bool done, int err)
+static void state_intent(struct objfs_fs *fs, uint64_t unique, bool done,
+			 int err)
 {
 	struct srec r;
 
@@ -227,8 +230,8 @@ void state_intent(struct objfs_fs *fs, uint64_t unique, bool done, int err)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
-		       bool *begun)
+static bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
+			      bool *begun)
 {
 	bool done = false;
 	unsigned i;
@@ -244,6 +247,27 @@ bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return done;
+}
+
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
+{
+	uint64_t u = req_unique();
+
+	ic->unique = u & ~UNIQUE_RESEND;
+	ic->begun = false;
+	if ((u & UNIQUE_RESEND) &&
+	    state_intent_done(fs, ic->unique, err, &ic->begun))
+		return true;
+	state_intent(fs, ic->unique, false, 0);
+	return false;
+}
+
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone)
+{
+	if (ic->begun && *err == gone)
+		*err = 0;
+	state_intent(fs, ic->unique, true, *err);
 }
 
 /* Keeps a loaded intent (fs->lock): the last INTENTS_MAX. */
@@ -435,6 +459,7 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		in->in_store = (r->flags & SF_IN_STORE) != 0;
 		in->seq = (r->flags & SF_SEQ) != 0;
 		in->spool_id = r->d;
+		in->size = r->size;
 		break;
 	case SR_FREE:
 		load_free(fs, r->a);
@@ -532,16 +557,10 @@ static void load_handles(struct objfs_fs *fs, struct hid *opens)
 			objfs_warn(fs->log, SUB, "state: handle %" PRIu64 " of an "
 				   "unknown inode %" PRIu64, h->id, (uint64_t)h->ino);
 		} else if (h->dir) {
-			struct dhandle *dh = calloc(1, sizeof(*dh));
+			struct dhandle *dh = dh_new(fs);
 
 			if (dh != NULL) {
 				dh->hid = *h;
-				pthread_mutex_lock(&fs->lock);
-				dh->next = fs->dirhandles;
-				if (fs->dirhandles != NULL)
-					fs->dirhandles->prev = dh;
-				fs->dirhandles = dh;
-				pthread_mutex_unlock(&fs->lock);
 				pthread_mutex_lock(&fs->hid_mu);
 				hid_insert(fs, &dh->hid);
 				pthread_mutex_unlock(&fs->hid_mu);

@@ -342,6 +342,10 @@ static void on_server_msg(struct keeper *k, int fd)
 
 static void on_next_msg(struct keeper *k)
 {
+	if (k->msg.op == KOP_PEEK) {
+		(void)objfs_kmsg_send(k->nsock, &k->init, -1);
+		return;
+	}
 	if (k->msg.op != KOP_GET)
 		return;
 	k->next_wants = true;
@@ -430,7 +434,7 @@ static bool on_signal(struct keeper *k, const struct signalfd_siginfo *si,
 	if (sig == SIGCHLD)
 		return reap(k, status);
 	if (sig == SIGUSR2) {
-		if (k->next == 0 && k->server != 0) {
+		if (k->next == 0 && k->server != 0 && k->have_init) {
 			objfs_info(k->log, SUB, "SIGUSR2: handing the mount to %s",
 				   k->exe);
 			k->next = spawn(k, true, &k->nsock);

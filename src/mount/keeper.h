@@ -22,6 +22,9 @@
  *                                           the kernel)
  *   KOP_READY serving (the mount is live)
  *   KOP_BYE   status: the mount ended cleanly, do not resume
+ *   KOP_PEEK  (successor) the INIT first   KOP_INIT blob (at once: a binary
+ *                                          that would negotiate otherwise
+ *                                          gives up before anything stops)
  *   KOP_GET   (successor) give me the fd   KOP_FD + fd, blob: the INIT
  *                                          (only once the previous server
  *                                          is dead: sending RESEND is then
@@ -46,6 +49,7 @@ struct objfs_log;
 
 enum objfs_kop {
 	KOP_PUT = 1, KOP_INIT, KOP_READY, KOP_BYE, KOP_GET, KOP_FD, KOP_STOP,
+	KOP_PEEK,
 };
 
 #define OBJFS_KBLOB_MAX 1024

@@ -14,6 +14,7 @@
 
 #define FUSE_USE_VERSION 312
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <pthread.h>
@@ -253,37 +254,57 @@ static int replay_init(struct objfs_resume *r, struct fuse_session *se)
 	return 0;
 }
 
+/* Sends op and waits for the answer want: 0 or an errno; *fd gets an
+ * attached fd or -1. */
+static int ask(struct objfs_resume *r, uint32_t op, uint32_t want,
+	       struct objfs_kmsg *m, int *fd)
+{
+	int err;
+
+	memset(m, 0, sizeof(*m));
+	m->op = op;
+	err = objfs_kmsg_send(r->sock, m, -1);
+	while (err == 0) {
+		err = objfs_kmsg_recv(r->sock, m, fd);
+		if (err == 0 && m->op == want)
+			return m->len == sizeof(r->ib) ? 0 : EPROTO;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
+	return err;
+}
+
 int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se)
 {
 	struct objfs_kmsg m;
 	int fd = -1, err;
 
-	memset(&m, 0, sizeof(m));
-	m.op = KOP_GET;
-	err = objfs_kmsg_send(r->sock, &m, -1);
-	while (err == 0) {
-		err = objfs_kmsg_recv(r->sock, &m, &fd);
-		if (err == 0 && m.op == KOP_FD)
-			break;
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-	}
+	/* INIT first, on a stand-in fd: a binary that would negotiate
+	 * otherwise gives up while the running server still serves */
+	r->fuse_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (r->fuse_fd < 0)
+		return errno;
+	if (fuse_session_custom_io(se, &resume_io, r->fuse_fd) != 0)
+		return EIO;
+	r->se = se;
+	err = ask(r, KOP_PEEK, KOP_INIT, &m, &fd);
 	if (err != 0)
 		return err;
-	if (fd < 0 || m.len != sizeof(r->ib)) {
-		if (fd >= 0)
-			close(fd);
-		return EPROTO;
-	}
 	memcpy(&r->ib, m.blob, sizeof(r->ib));
-	if (fuse_session_custom_io(se, &resume_io, fd) != 0) {
+	err = replay_init(r, se);
+	if (err != 0)
+		return err;
+	/* the fd: once the previous server is gone; it takes the stand-in's
+	 * number, which the session uses */
+	err = ask(r, KOP_GET, KOP_FD, &m, &fd);
+	if (err == 0 && fd < 0)
+		err = EPROTO;
+	if (err == 0 && dup3(fd, r->fuse_fd, O_CLOEXEC) < 0)
+		err = errno;
+	if (fd >= 0)
 		close(fd);
-		return EIO;
-	}
-	r->fuse_fd = fd;
-	r->se = se;
-	return replay_init(r, se);
+	return err;
 }
 
 static void *watch_main(void *arg)
