@@ -7,7 +7,9 @@
 #
 #   create   FILES files of 4 KiB (open, write, close: each uploaded)
 #   write    SIZE_MB MiB written sequentially (dd bs=1M) and closed
-# each RUNS times, plain and resume alternating; the medians are printed.
+# each RUNS times, plain and resume alternating; the medians of the wall
+# time and of the CPU time of the serving process (user + system, less
+# sensitive to a loaded machine) are printed.
 #   pause    the longest stat+read+write of a 10 ms loop around a kill -9
 #            of the server and around a handover (SIGUSR2 to the keeper)
 set -eu
@@ -44,6 +46,12 @@ umount_fs() {
 	fusermount3 -u "$W/mnt"
 	wait "$MPID"
 }
+# CPU seconds (user + system) of the process serving the mount so far
+server_cpu() {
+	s=$(cat "/proc/$MPID/task/$MPID/children" 2>/dev/null | awk '{print $1}')
+	[ -n "$s" ] || s=$MPID
+	awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$s/stat"
+}
 now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -58,15 +66,19 @@ for run in $(seq "$RUNS"); do
 			head -c 4096 /dev/zero > "$W/mnt/d/f$i"; i=$((i + 1))
 		done
 		t1=$(now)
+		c1=$(server_cpu)
 		dd if=/dev/zero of="$W/mnt/big" bs=1M count="$SIZE_MB" status=none
 		t2=$(now)
+		c2=$(server_cpu)
 		umount_fs
+		echo "$c1" >> "$W/create-cpu-$kind"
+		echo "$c2 - $c1" | bc >> "$W/write-cpu-$kind"
 		echo "$t1 - $t0" | bc >> "$W/create-$kind"
 		echo "$t2 - $t1" | bc >> "$W/write-$kind"
 		rm -rf "$W/store/v$n"
 	done
 done
-for what in create write; do
+for what in create write create-cpu write-cpu; do
 	p=$(median < "$W/$what-plain"); r=$(median < "$W/$what-resume")
 	printf '%-7s plain %6.2f s   resume %6.2f s   %+5.1f%%\n' "$what" "$p" "$r" \
 		"$(echo "($r - $p) * 100 / $p" | bc -l)"

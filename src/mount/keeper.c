@@ -14,7 +14,7 @@
  * binary; it asks for the fd (KOP_GET) and gets it only once the current
  * server is reaped, so no request can run twice.  A server that said
  * KOP_BYE ended the mount: the keeper exits with its status.  Five deaths
- * within 30 s give up: the fd is closed, the mount fails (ENOTCONN) and
+ * (planned handovers do not count) within 30 s give up: the fd is closed, the mount fails (ENOTCONN) and
  * the node's watchdog remounts, as without a keeper.
  */
 #include "config.h"
@@ -276,11 +276,16 @@ static bool reap(struct keeper *k, int *status)
 			*status = code == 0 ? k->bye_status : code;
 			return true;
 		}
-		if (!k->stop_sent)
-			objfs_warn(k->log, SUB, "server pid %d died (%s %d): "
-				   "resuming the mount", (int)pid,
-				   WIFEXITED(st) ? "status" : "signal",
-				   WIFEXITED(st) ? code : WTERMSIG(st));
+		if (k->stop_sent && k->next != 0) {
+			/* a planned handover, not a death */
+			k->stop_sent = false;
+			if (k->next_wants)
+				give_fd(k);
+			continue;
+		}
+		objfs_warn(k->log, SUB, "server pid %d died (%s %d): resuming "
+			   "the mount", (int)pid, WIFEXITED(st) ? "status" : "signal",
+			   WIFEXITED(st) ? code : WTERMSIG(st));
 		k->stop_sent = false;
 		if (!replace(k)) {
 			*status = 1;
@@ -447,10 +452,10 @@ static bool on_signal(struct keeper *k, const struct signalfd_siginfo *si,
 
 int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 {
-	static struct keeper k0;        /* zero: only for the initialiser */
-	struct keeper k = k0;
+	struct keeper k;
 	int status = 1, err;
 
+	memset(&k, 0, sizeof(k));
 	k.c = conf;
 	k.log = conf->log;
 	k.fuse_fd = k.ssock = k.nsock = k.detach_fd = k.sfd = -1;
