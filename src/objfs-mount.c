@@ -291,7 +291,7 @@ int main(int argc, char *argv[])
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
 	char state_dir[4096];
-	bool successor = false, by_signal = false;
+	bool successor = false, by_signal = false, ended = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0;
@@ -395,7 +395,7 @@ int main(int argc, char *argv[])
 		if (err != 0) {
 			objfs_error(log, "mount", "taking the mount over: %s",
 				    objfs_strerror(err));
-			goto out_signals;
+			goto out_unmount;
 		}
 	} else {
 		if (fuse_session_mount(se, co.mountpoint) != 0) {
@@ -454,6 +454,7 @@ int main(int argc, char *argv[])
 		ret = fuse_session_loop(se);
 	else
 		ret = fuse_session_loop_mt(se, lc);
+	ended = true;
 	if (objfs_resume_handing_over(rs)) {
 		/* a successor takes the mount as it is: no upload, no
 		 * unmount, no libfuse destroy (it would upload): the state
@@ -474,6 +475,13 @@ int main(int argc, char *argv[])
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 out_unmount:
+	if (rs != NULL && !ended) {
+		/* a resumable server that fails leaves the state as a crash
+		 * would: destroying the fs would free the table in the log and
+		 * delete the spools the successor needs */
+		objfs_error(log, "mount", "server failed: the keeper resumes");
+		_exit(1);
+	}
 	if (mounted)
 		fuse_session_unmount(se);
 	else if (successor && by_signal)

@@ -268,7 +268,8 @@ static bool reap(struct keeper *k, int *status)
 		}
 		if (pid != k->server)
 			continue;
-		close(k->ssock);
+		if (k->ssock >= 0)
+			close(k->ssock);
 		k->ssock = -1;
 		k->server = 0;
 		k->ready = false;
@@ -495,10 +496,13 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 			continue;
 		if (i_s >= 0 && pf[i_s].revents) {
 			err = objfs_kmsg_recv(k.ssock, &k.msg, &fd);
-			if (err == 0)
+			if (err == 0) {
 				on_server_msg(&k, fd);
-			else
-				pf[i_s].fd = -1;        /* EOF: SIGCHLD follows */
+			} else {
+				/* EOF: its SIGCHLD follows */
+				close(k.ssock);
+				k.ssock = -1;
+			}
 		}
 		if (i_n >= 0 && pf[i_n].revents && k.nsock == pf[i_n].fd) {
 			err = objfs_kmsg_recv(k.nsock, &k.msg, &fd);
@@ -518,12 +522,6 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 				if (on_signal(&k, &si, &status))
 					goto out;
 			}
-		}
-		/* EOF from a server that is still being reaped: poll would
-		 * spin on it, so wait for its SIGCHLD alone */
-		if (i_s >= 0 && pf[i_s].fd < 0 && k.ssock >= 0) {
-			close(k.ssock);
-			k.ssock = -1;
 		}
 	}
 out:

@@ -87,7 +87,7 @@ def _fs():
 
 def server_pid(keeper):
     """The serving child of the keeper, waiting for a new one if need be."""
-    for _ in range(500):
+    for _ in range(2000):
         try:
             kids = open("/proc/%d/task/%d/children" % (keeper, keeper)).read().split()
         except OSError:
