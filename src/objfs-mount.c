@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -33,6 +35,8 @@
 #include "common/mountopts.h"
 #include "fs/fs.h"
 #include "fs/fuselog.h"
+#include "mount/keeper.h"
+#include "mount/resume.h"
 
 struct cli {
 	char *source;
@@ -120,6 +124,12 @@ static void usage(const char *prog)
 "  log_level=LEVEL        debug, info, warn, error (default: info)\n"
 "  log_file=PATH          once detached (no -f), log there (appended)\n"
 "                         instead of syslog\n"
+"  resume                 survive the death of the serving process: a\n"
+"                         keeper (this pid) holds the FUSE connection and\n"
+"                         starts a successor; SIGUSR2 hands the mount to\n"
+"                         the binary now at the same path\n"
+"  state_dir=DIR          what a successor needs (default:\n"
+"                         SPOOL_DIR/objfs-state.PID, PID the keeper's)\n"
 "\n"
 "BYTES accept the suffixes K, M, G (powers of 1024).  Other -o options are\n"
 "passed to FUSE (e.g. allow_other, default_permissions is always on).\n"
@@ -157,6 +167,8 @@ static int cli_proc(void *data, const char *arg, int key,
 
 struct settings {
 	struct objfs_fs_opts fo;
+	bool resume;
+	const char *state_dir;
 	struct objfs_store_config sc;
 	int ready_fd;
 	enum objfs_log_level level;
@@ -213,6 +225,9 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->fo.read_only = HAS(RO) && mo->ro;
 	if (HAS(READY_FD))
 		s->ready_fd = (int)mo->ready_fd;
+	s->resume = HAS(RESUME);
+	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
+	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;
 	/* Ride through store outages up to retry_timeout (backend.h). */
@@ -268,6 +283,26 @@ static int build_settings(struct cli *c, struct settings *s)
 	return 0;
 }
 
+/* Unmounts a mount this process did not mount (a successor's), as
+ * libfuse's fuse_session_unmount() would. */
+static void unmount_inherited(struct objfs_log *log, const char *mnt)
+{
+	pid_t pid;
+	int st;
+
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "-z", "--", mnt,
+		       (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		objfs_error(log, "mount", "unmounting %s failed", mnt);
+}
+
 /* Frees what parsing the command line allocated. */
 static void cli_release(struct cli *c)
 {
@@ -285,6 +320,9 @@ int main(int argc, char *argv[])
 	struct objfs_store *store = NULL;
 	struct objfs_fs *fs = NULL;
 	struct objfs_log *log = NULL;
+	struct objfs_resume *rs = NULL;
+	char state_dir[4096];
+	bool successor = false, by_signal = false, ended = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0, log_fd = -1;
@@ -336,6 +374,18 @@ int main(int argc, char *argv[])
 		}
 	}
 	objfs_fuselog_route(log);
+	if (s.resume && getenv(OBJFS_KEEPER_ENV) == NULL) {
+		/* this process keeps the FUSE fd; servers are its children */
+		struct objfs_keeper_conf kc = {
+			.argv = argv, .ready_fd = s.ready_fd,
+			.foreground = co.foreground, .log = log,
+		};
+
+		objfs_creds_release(&s.creds);
+		s.ready_fd = -1;
+		ret = objfs_keeper_run(&kc);
+		goto out;
+	}
 	err = objfs_store_stack_create(&s.sc, log, &store);
 	/* the store copied what it needs */
 	objfs_creds_release(&s.creds);
@@ -361,6 +411,25 @@ int main(int argc, char *argv[])
 			    objfs_strerror(err));
 		goto out;
 	}
+	err = objfs_resume_create(log, fs, &rs);
+	if (err != 0) {
+		objfs_error(log, "mount", "the keeper's socket: %s",
+			    objfs_strerror(err));
+		goto out;
+	}
+	if (rs != NULL) {
+		successor = objfs_resume_successor(rs);
+		if (successor)
+			s.ready_fd = -1;        /* the first server's, long gone */
+		/* a cloned fd dies with this process, and its requests fail */
+		co.clone_fd = 0;
+		if (s.state_dir != NULL)
+			snprintf(state_dir, sizeof(state_dir), "%s", s.state_dir);
+		else
+			snprintf(state_dir, sizeof(state_dir), "%s/objfs-state.%d",
+				 s.fo.spool_dir != NULL ? s.fo.spool_dir : "/var/tmp",
+				 (int)getppid());
+	}
 	/* file-system options every mount gets */
 	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=objfs,subtype=objfs") != 0 ||
 	    (s.fo.read_only && fuse_opt_add_arg(&args, "-oro") != 0))
@@ -372,21 +441,53 @@ int main(int argc, char *argv[])
 	/* libfuse keeps the session in a process-wide variable for signals */
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out;
-	if (fuse_session_mount(se, co.mountpoint) != 0) {
-		objfs_error(log, "mount", "mounting on %s failed", co.mountpoint);
-		goto out_signals;
+	if (successor) {
+		err = objfs_resume_take(rs, se);
+		if (err == 0)
+			err = objfs_fs_state_start(fs, state_dir, true);
+		if (err != 0) {
+			objfs_error(log, "mount", "taking the mount over: %s",
+				    objfs_strerror(err));
+			goto out_unmount;
+		}
+	} else {
+		if (fuse_session_mount(se, co.mountpoint) != 0) {
+			objfs_error(log, "mount", "mounting on %s failed",
+				    co.mountpoint);
+			goto out_signals;
+		}
+		mounted = 1;
+		if (rs != NULL) {
+			err = objfs_resume_attach(rs, se);
+			if (err == 0)
+				err = objfs_fs_state_start(fs, state_dir, false);
+			if (err != 0) {
+				objfs_error(log, "mount", "resumable mount: %s",
+					    objfs_strerror(err));
+				goto out_unmount;
+			}
+		}
 	}
-	mounted = 1;
-	if (!co.foreground)
+	if (!co.foreground && rs == NULL)
 		objfs_log_redirect(log, log_fd, "objfs-mount");
-	if (fuse_daemonize(co.foreground) != 0)
+	/* under a keeper, the keeper is the daemon */
+	if (fuse_daemonize(co.foreground || rs != NULL) != 0)
 		goto out_unmount;
 	err = objfs_fs_start(fs);
 	if (err != 0) {
 		objfs_error(log, "mount", "starting workers: %s", objfs_strerror(err));
 		goto out_unmount;
 	}
-	objfs_info(log, "mount", "%s mounted on %s", c.source, co.mountpoint);
+	if (rs != NULL) {
+		err = objfs_resume_serving(rs, se);
+		if (err != 0) {
+			objfs_error(log, "mount", "telling the keeper: %s",
+				    objfs_strerror(err));
+			goto out_unmount;
+		}
+	}
+	objfs_info(log, "mount", "%s %s on %s", c.source,
+		   successor ? "taken over" : "mounted", co.mountpoint);
 	if (s.ready_fd >= 0) {
 		ssize_t n = write(s.ready_fd, "R", 1);
 
@@ -408,18 +509,39 @@ int main(int argc, char *argv[])
 		ret = fuse_session_loop(se);
 	else
 		ret = fuse_session_loop_mt(se, lc);
+	ended = true;
+	if (objfs_resume_handing_over(rs)) {
+		/* a successor takes the mount as it is: no upload, no
+		 * unmount, no libfuse destroy (it would upload): the state
+		 * directory has everything, as after a crash */
+		objfs_info(log, "mount", "handed over");
+		_exit(0);
+	}
 	/* a loop ended by SIGTERM/SIGINT/SIGHUP reports the signal: that is
 	 * a requested stop, clean when everything is saved below */
-	if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
+	if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) {
 		ret = 0;
+		by_signal = true;
+	}
 	/* SIGTERM or unmount: nothing unsaved may be left behind */
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)
 		ret = 1;
+	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 out_unmount:
+	if (rs != NULL && !ended) {
+		/* a resumable server that fails leaves the state as a crash
+		 * would: destroying the fs would free the table in the log and
+		 * delete the spools the successor needs */
+		objfs_error(log, "mount", "server failed: the keeper resumes");
+		_exit(1);
+	}
 	if (mounted)
 		fuse_session_unmount(se);
+	else if (successor && by_signal)
+		unmount_inherited(log, co.mountpoint);
+	objfs_resume_bye(rs, ret == 0 ? 0 : 1);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out:
@@ -430,6 +552,7 @@ out:
 	if (se != NULL)
 		fuse_session_destroy(se);
 	objfs_fs_destroy(fs);
+	objfs_resume_destroy(rs);
 	objfs_store_destroy(store);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);

@@ -17,8 +17,9 @@
  *    (default_permissions, noatime, max_read= ...): kept as text in `fuse`;
  *    ro and allow_other are both (a typed field, and passed on);
  *  - anything else: rejected, the error names the option.
- * ready_fd= and credentials_file= belong to the supervisor that starts
- * objfs-mount: a user's list (OBJFS_MOUNT_OPTS_USER) may not set them.
+ * ready_fd=, credentials_file=, state_dir= and crash_at= (test only)
+ * belong to the supervisor that starts objfs-mount: a user's list
+ * (OBJFS_MOUNT_OPTS_USER) may not set them.
  */
 #ifndef OBJFS_MOUNTOPTS_H
 #define OBJFS_MOUNTOPTS_H
@@ -65,6 +66,9 @@ enum objfs_mopt {
 	OBJFS_MOPT_USAGE_REFRESH,
 	OBJFS_MOPT_LOG_LEVEL,
 	OBJFS_MOPT_LOG_FILE,
+	OBJFS_MOPT_RESUME,
+	OBJFS_MOPT_STATE_DIR,
+	OBJFS_MOPT_CRASH_AT,
 	OBJFS_MOPT_READY_FD,
 	OBJFS_MOPT_CREDENTIALS_FILE,
 	OBJFS_MOPT_COUNT
@@ -102,6 +106,9 @@ struct objfs_mount_opts {
 	const char *cache_dir;
 	enum objfs_log_level log_level;
 	const char *log_file;           /* detached: log here, not syslog */
+	bool resume;                    /* a keeper holds the FUSE fd */
+	const char *state_dir;          /* what a successor reads */
+	const char *crash_at;           /* test only: abort() in a request */
 	/* the supervisor's */
 	uint64_t ready_fd;
 	const char *credentials_file;

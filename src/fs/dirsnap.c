@@ -331,8 +331,24 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 }
 
 /* Unlinks and frees a directory handle (takes fs->lock). */
+struct dhandle *dh_new(struct objfs_fs *fs)
+{
+	struct dhandle *dh = calloc(1, sizeof(*dh));
+
+	if (dh == NULL)
+		return NULL;
+	pthread_mutex_lock(&fs->lock);
+	dh->next = fs->dirhandles;
+	if (fs->dirhandles != NULL)
+		fs->dirhandles->prev = dh;
+	fs->dirhandles = dh;
+	pthread_mutex_unlock(&fs->lock);
+	return dh;
+}
+
 void dh_free(struct objfs_fs *fs, struct dhandle *dh)
 {
+	hid_del(fs, &dh->hid);
 	pthread_mutex_lock(&fs->lock);
 	if (dh->prev != NULL)
 		dh->prev->next = dh->next;

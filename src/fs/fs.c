@@ -141,6 +141,7 @@ static void forget_one(struct objfs_fs *fs, fuse_ino_t ino, uint64_t n)
 	in = find_ino(fs, ino);
 	if (in != NULL && in != fs->root) {
 		in->nlookup = n > in->nlookup ? 0 : in->nlookup - n;
+		state_note(fs, in);
 		maybe_free(fs, in);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -232,6 +233,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->size = in->spool->size;
 		in->dirty = true;
 		in->mtime = now_real();
+		state_note(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -247,8 +249,10 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->mtime = attr->st_mtim;
 	in->ctime = now_real();
 	has_data = in->dirty || in->spool != NULL;
-	if (meta_change && has_data)
+	if (meta_change && has_data) {
 		in->dirty = true;
+		state_note(fs, in);
+	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
 	pthread_mutex_unlock(&fs->lock);
@@ -432,6 +436,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (link != NULL)
 			in->link = strdup(link);
 		in->nlookup++;
+		state_note(fs, in);
 		fill_entry(fs, in, &e);
 		if (S_ISDIR(mode)) {
 			/* known empty: lookups in it need no request for
@@ -515,11 +520,18 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct inode *dir, *in = NULL, *par;
 	char key[KEYBUF];
 	bool in_store;
+	struct intent_ctx ic;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
+		err = ENOENT;
+		intent_end(fs, &ic, &err, ENOENT);
+		reply_err(req, err);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -556,6 +568,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
+	intent_end(fs, &ic, &err, ENOENT);
+	state_crash_point(fs, "unlink", name);
 	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
@@ -567,11 +581,18 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct inode *dir, *in = NULL, *par;
 	char dkey[KEYBUF];
 	bool used = false, local_children;
+	struct intent_ctx ic;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
+		err = ENOENT;
+		intent_end(fs, &ic, &err, ENOENT);
+		reply_err(req, err);
 		return;
 	}
 	err = new_name_check(fs, dir, name);
@@ -615,6 +636,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
+	intent_end(fs, &ic, &err, ENOENT);
 	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
@@ -622,7 +644,7 @@ out:
 
 /* ---- open, create, release -------------------------------------------- */
 
-static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
+struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 {
 	struct fhandle *fh = calloc(1, sizeof(*fh));
 
@@ -635,8 +657,7 @@ static struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 	return fh;
 }
 
-/* Adds fh to the open handles (fs->lock). */
-static void fh_link(struct objfs_fs *fs, struct fhandle *fh)
+void fh_link(struct objfs_fs *fs, struct fhandle *fh)
 {
 	fh->prev = NULL;
 	fh->next = fs->handles;
@@ -661,6 +682,7 @@ static void fh_free(struct fhandle *fh)
 	bool idle;
 	unsigned i;
 
+	hid_del(fh->fs, &fh->hid);
 	pthread_mutex_lock(&fh->fs->lock);
 	fh_unlink(fh->fs, fh);
 	pthread_mutex_unlock(&fh->fs->lock);
@@ -680,6 +702,24 @@ static void fh_free(struct fhandle *fh)
 	pthread_cond_destroy(&fh->cv);
 	pthread_mutex_destroy(&fh->mu);
 	free(fh);
+}
+
+/* The handles fi->fh names (an id: see state.c).  The kernel only sends
+ * ids it was given, so NULL means a bug, not a user's error. */
+static struct fhandle *fh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
+{
+	struct hid *h = hid_find(fs, fi->fh);
+
+	assert(h != NULL && !h->dir);
+	return (struct fhandle *)h;
+}
+
+static struct dhandle *dh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
+{
+	struct hid *h = hid_find(fs, fi->fh);
+
+	assert(h != NULL && h->dir);
+	return (struct dhandle *)h;
 }
 
 /* Opens in for fi: revalidation, O_TRUNC, the handle (pinned in). */
@@ -733,6 +773,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 			in->size = 0;
 			in->dirty = true;
 			in->mtime = now_real();
+			state_note(fs, in);
 			pthread_mutex_unlock(&fs->lock);
 		}
 	}
@@ -746,7 +787,8 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		in->nopen++;
 		fh_link(fs, fh);
 		pthread_mutex_unlock(&fs->lock);
-		fi->fh = (uint64_t)(uintptr_t)fh;
+		hid_add(fs, &fh->hid, in->ino, false);
+		fi->fh = fh->hid.id;
 	}
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
@@ -760,7 +802,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 /* Undoes do_open when the reply could not be sent. */
 static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(fs, fi);
 	struct inode *in = fh->in;
 
 	pthread_mutex_lock(&fs->lock);
@@ -797,6 +839,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inode *dir, *in = NULL, *old;
 	struct objfs_spool *sp = NULL;
 	struct fhandle *fh = NULL;
+	uint64_t spool_id = 0;
 	int err;
 
 	dir = pin_ino(fs, parent);
@@ -819,6 +862,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err == 0) {
 			pthread_mutex_lock(&fs->lock);
 			old->nlookup++;
+			state_note(fs, old);
 			fill_entry(fs, old, &e);
 			pthread_mutex_unlock(&fs->lock);
 			if (fuse_reply_create(req, &e, fi) == -ENOENT)
@@ -832,7 +876,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (err != ENOENT)
 		goto out;
-	err = objfs_spool_create(fs->spool_dir, 0, NULL, &sp);
+	err = spool_start(fs, 0, NULL, &sp, &spool_id);
 	if (err != 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
@@ -857,10 +901,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->nopen++;
 	fh_link(fs, fh);
 	in->nlookup++;
+	in->spool_id = spool_id;
+	state_note(fs, in);
 	fill_entry(fs, in, &e);
 	snap_note(dir, name, true, false);
 	pthread_mutex_unlock(&fs->lock);
-	fi->fh = (uint64_t)(uintptr_t)fh;
+	hid_add(fs, &fh->hid, in->ino, false);
+	fi->fh = fh->hid.id;
 	fi->keep_cache = 1;
 	fuse_reply_create(req, &e, fi);
 	unpin(fs, dir);
@@ -873,7 +920,7 @@ out:
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 
 	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
@@ -881,7 +928,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 
 	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
@@ -889,7 +936,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	struct inode *in = fh->in;
 	int err;
 
@@ -916,11 +963,24 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* ---- read, write ------------------------------------------------------ */
 
+/* Test only: -o crash_at=OP:NAME (state.c). */
+static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
+{
+	char name[256];
+
+	if (fs->o.crash_at == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	snprintf(name, sizeof(name), "%s", in->name);
+	pthread_mutex_unlock(&fs->lock);
+	state_crash_point(fs, op, name);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	struct inode *in = fh->in;
 	size_t got = 0;
 	char *buf = NULL;
@@ -943,6 +1003,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			return;
 		}
 	}
+	crash_point(fs, "read", in);
 	if (in->spool == NULL) {
 		pthread_mutex_unlock(&in->mu);
 		err = read_store(fh, req, (uint64_t)off, size);
@@ -967,7 +1028,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *fh = fh_of(req_fs(req), fi);
 	int err;
 
 	if (fs->o.read_only) {
@@ -975,6 +1036,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		return;
 	}
 	err = inode_write(fs, fh->in, buf, size, (uint64_t)off);
+	crash_point(fs, "write", fh->in);
 	if (err != 0)
 		reply_err(req, err);
 	else
@@ -986,20 +1048,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = calloc(1, sizeof(*dh));
+	struct dhandle *dh = dh_new(fs);
 
 	if (dh == NULL) {
 		reply_err(req, ENOMEM);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)dh;
+	hid_add(fs, &dh->hid, ino, true);
+	fi->fh = dh->hid.id;
 	fi->cache_readdir = 0;
-	pthread_mutex_lock(&fs->lock);
-	dh->next = fs->dirhandles;
-	if (fs->dirhandles != NULL)
-		fs->dirhandles->prev = dh;
-	fs->dirhandles = dh;
-	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dh_free(fs, dh);
 }
@@ -1008,7 +1065,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+	struct dhandle *dh = dh_of(req_fs(req), fi);
 
 	dh_free(fs, dh);
 	reply_err(req, 0);
@@ -1018,7 +1075,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = (struct dhandle *)(uintptr_t)fi->fh;
+	struct dhandle *dh = dh_of(req_fs(req), fi);
 	struct inode *dir = pin_ino(fs, ino);
 	struct dirsnap *s;
 	char *buf = NULL;
@@ -1104,8 +1161,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				maybe_free(fs, in);
 			break;
 		}
-		if (in != NULL)
+		if (in != NULL) {
 			in->nlookup++;
+			state_note(fs, in);
+		}
 		pos += need;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -1369,6 +1428,8 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		goto err_free;
 	}
 	fs->o.spool_dir = fs->spool_dir;
+	fs->st_fd = -1;
+	pthread_mutex_init(&fs->hid_mu, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
@@ -1419,6 +1480,7 @@ err_sync:
 	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->hid_mu);
 	free(fs->spool_dir);
 err_free:
 	free(fs);
@@ -1482,6 +1544,41 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_mutex_destroy(&fs->rabuf_mu);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_mutex_destroy(&fs->hid_mu);
+	state_stop(fs, false);
+	free(fs->st_dir);
 	free(fs->spool_dir);
 	free(fs);
+}
+
+static __thread uint64_t thread_unique;
+
+void objfs_fs_set_unique(uint64_t unique)
+{
+	thread_unique = unique;
+}
+
+uint64_t req_unique(void)
+{
+	return thread_unique;
+}
+
+void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx)
+{
+	fs->io_ctx = ctx;
+}
+
+void *objfs_fs_io_ctx(struct objfs_fs *fs)
+{
+	return fs->io_ctx;
+}
+
+int objfs_fs_state_start(struct objfs_fs *fs, const char *dir, bool resume)
+{
+	return state_start(fs, dir, resume);
+}
+
+void objfs_fs_state_stop(struct objfs_fs *fs, bool clean)
+{
+	state_stop(fs, clean);
 }

@@ -55,6 +55,12 @@ struct objfs_fs_opts {
 	uint64_t cache_size;        /* its bound in bytes: 1 GiB */
 	double volrec_ttl;          /* re-read the volume record after: 30 s */
 	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
+	const char *crash_at;       /* test only, "read:NAME", "write:NAME",
+				       "rename:NAME" or "unlink:NAME": the
+				       process kills itself
+				       in the middle of that request on a file
+				       called NAME, once per state directory
+				       (resumable mounts): NULL */
 };
 void objfs_fs_opts_default(struct objfs_fs_opts *o);
 
@@ -75,6 +81,24 @@ const struct fuse_lowlevel_ops *objfs_fs_ops(void);
 size_t objfs_fs_ops_size(void);
 /* Lets the fs send invalidations through se (not owned). */
 void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
+/* Makes the mount resumable (issue 12): what a successor needs is kept in
+ * the state directory dir from now on; when resume, the state a dead
+ * server left there is loaded first (before objfs_fs_start() and the
+ * session).  0 or an errno. */
+int objfs_fs_state_start(struct objfs_fs *fs, const char *dir, bool resume);
+/* Stops keeping state; when clean (everything saved, the mount ended)
+ * the directory is removed. */
+void objfs_fs_state_stop(struct objfs_fs *fs, bool clean);
+/* A pointer the session's custom I/O hooks find again: libfuse gives them
+ * the session's userdata, which is the fs (not owned). */
+void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx);
+void *objfs_fs_io_ctx(struct objfs_fs *fs);
+/* The unique of the FUSE request this thread reads and then processes,
+ * bit 63 set when the kernel sent it again (FUSE_NOTIFY_RESEND).  Set by
+ * the session's custom read hook: libfuse 3.14 keeps a request's unique
+ * private, so it goes through a thread-local variable (its worker thread
+ * reads a request and processes it before reading the next). */
+void objfs_fs_set_unique(uint64_t unique);
 /* Uploads every dirty file.  The spool of a file that cannot be uploaded
  * is given a name in the spool directory (objfs-unsaved-PID-INO.N), which
  * is logged as an error, so that stopping the mount never drops unsaved

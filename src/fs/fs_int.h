@@ -158,6 +158,8 @@ struct inode {
 	struct stream *stream;           /* parts already on their way */
 	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
 					    counted in fs->spool_used */
+	uint64_t spool_id;               /* fs->lock: its named file, or 0 */
+	fuse_ino_t load_parent;          /* state.c, while loading only */
 };
 
 struct ra_chunk {
@@ -171,7 +173,20 @@ struct ra_chunk {
 
 enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
 
+/* The id of an open file or directory as the kernel knows it (fi->fh):
+ * a number, not a pointer, so a successor finds the handle again
+ * (state.c; the table is under fs->hid_mu). */
+struct hid {
+	uint64_t id;
+	bool dir;
+	fuse_ino_t ino;
+	struct hid *next;
+};
+#define HID_HASH 1024
+#define INTENTS_MAX 64
+
 struct fhandle {
+	struct hid hid;                 /* first: found by id */
 	struct objfs_fs *fs;
 	struct inode *in;
 	struct fhandle *prev, *next;    /* fs->handles, fs->lock */
@@ -185,6 +200,7 @@ struct fhandle {
 };
 
 struct dhandle {
+	struct hid hid;                 /* first: found by id */
 	struct dirsnap *snap;
 	struct dhandle *prev, *next;    /* fs->dirhandles, fs->lock */
 };
@@ -232,6 +248,22 @@ struct objfs_fs {
 	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
 					   still taken (rabuf_mu) */
 	unsigned n_rabuf;
+
+	/* resumable mounts (state.c); st_fd < 0: not resumable */
+	int st_fd;                      /* the state log (fs->lock) */
+	char *st_dir;
+	uint64_t st_bytes;              /* its size (fs->lock) */
+	uint64_t next_spool;            /* fs->lock */
+	pthread_mutex_t hid_mu;         /* leaf */
+	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
+	uint64_t next_hid;              /* hid_mu */
+	void *io_ctx;                   /* objfs_fs_io_ctx() */
+	struct intent {                 /* renames a dead server ran (loaded) */
+		uint64_t unique;
+		int err;
+		bool done;
+	} intents[INTENTS_MAX];
+	unsigned n_intents;             /* fs->lock */
 };
 
 /* What the store says about one name. */
@@ -423,6 +455,9 @@ int snap_build(struct objfs_fs *fs, struct inode *dir, struct dirsnap **out);
  * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s);
+/* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
+ * when out of memory.  Takes fs->lock. */
+struct dhandle *dh_new(struct objfs_fs *fs);
 /* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
  * fs->lock. */
 void dh_free(struct objfs_fs *fs, struct dhandle *dh);
@@ -442,6 +477,11 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
  * fs->ns (read), in->mu and fs->lock: none held. */
 int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 		size_t size, uint64_t off);
+/* A new spool over base bytes of ETag etag (0, "": a new file), named in
+ * the state directory of a resumable mount (*id, else 0).  0 or an errno
+ * (logged).  Takes fs->lock. */
+int spool_start(struct objfs_fs *fs, uint64_t base, const char *etag,
+		struct objfs_spool **out, uint64_t *id);
 /* Starts a spool for in (over its stored object) if it has none.  0 or an
  * errno.  in->mu held; takes fs->lock. */
 int spool_ensure(struct objfs_fs *fs, struct inode *in);
@@ -495,7 +535,62 @@ int sync_under(struct objfs_fs *fs, struct inode *top);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned int flags);
 
+/* ---- state.c: what a successor needs (resumable mounts) ---- */
+
+/* Opens the state directory dir (made if need be) and its log; when
+ * resume, first loads the inode table, open handles and spools a dead
+ * server left there (the store must work: open files are revalidated).
+ * 0 or an errno.  No lock; before the session serves. */
+int state_start(struct objfs_fs *fs, const char *dir, bool resume);
+/* Closes the log; when clean (everything uploaded, the mount ended), the
+ * directory is removed.  No lock; after the session. */
+void state_stop(struct objfs_fs *fs, bool clean);
+/* Records what the kernel and a successor need of in (name, parent,
+ * nlookup, spool, dirty) / that in is gone.  Nothing when not
+ * resumable.  fs->lock held. */
+void state_note(struct objfs_fs *fs, struct inode *in);
+void state_gone(struct objfs_fs *fs, struct inode *in);
+/* Where a new spool goes: "" when not resumable (an unlinked file in the
+ * spool directory), else a path in the state directory; *id for
+ * in->spool_id.  Takes fs->lock. */
+void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
+		      uint64_t *id);
+/* Gives h an id (fi->fh) and records it open / drops and records it
+ * closed.  Take fs->hid_mu and fs->lock. */
+void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);
+void hid_del(struct objfs_fs *fs, struct hid *h);
+/* The handle called id, or NULL.  Takes fs->hid_mu. */
+struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
+
+/* A request that must not run twice (rename, unlink, rmdir), this
+ * thread's (req_unique()).  intent_start() records its start; true when
+ * the kernel sent it again and it had ended before the server died: *err
+ * is the answer it got.  intent_end() records the end with *err; a re-sent
+ * request that had begun and finds its object gone (*err == gone) had
+ * run, and *err becomes 0.  Take fs->lock. */
+struct intent_ctx {
+	uint64_t unique;                /* without UNIQUE_RESEND */
+	bool begun;                     /* re-sent, and it had started */
+};
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone);
+/* Test only (-o crash_at=OP:NAME): kills the process with SIGKILL when op
+ * runs on a file named name, once per state directory.  No lock. */
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
+
 /* ---- fs.c: the FUSE edge ---- */
+
+#define UNIQUE_RESEND (1ULL << 63)
+/* The unique of the request this thread processes (objfs_fs_set_unique(),
+ * 0 when not resumable). */
+uint64_t req_unique(void);
+
+/* A new handle of in (not linked, no id).  NULL when out of memory.  No
+ * lock. */
+struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in);
+/* Adds fh to the open handles.  fs->lock held. */
+void fh_link(struct objfs_fs *fs, struct fhandle *fh);
 
 /* Replies err to req: store errors a file system call cannot mean become
  * EIO; the one place an errno is negated (by libfuse). */

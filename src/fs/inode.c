@@ -132,6 +132,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 		}
 	}
 	fs->n_inodes--;
+	state_gone(fs, in);
 	snap_drop(in);
 	fs->spool_used -= in->spool_disk;
 	objfs_spool_destroy(in->spool);
@@ -157,6 +158,7 @@ struct inode *detach(struct objfs_fs *fs, struct inode *in)
 	in->linked = false;
 	in->parent = NULL;
 	parent->refs--;
+	state_note(fs, in);
 	return parent;
 }
 

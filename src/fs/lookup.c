@@ -292,6 +292,8 @@ found:
 		in->refs++;
 	else
 		in->nlookup++;
+	if (!pin)
+		state_note(fs, in);
 	*out = in;
 out_locked:
 	pthread_mutex_unlock(&fs->lock);

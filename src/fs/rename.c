@@ -87,8 +87,13 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
 	bool used, pending, is_dir;
+	struct intent_ctx ic;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		reply_err(req, err);    /* it ran before the server died */
+		return;
+	}
 	sdir = pin_ino(fs, parent);
 	ddir = pin_ino(fs, newparent);
 	if (sdir == NULL || ddir == NULL) {
@@ -226,6 +231,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			sib_link(ddir, src);
 			name_hash(fs, src);
 			src->ctime = now_real();
+			state_note(fs, src);
 		}
 	}
 	snap_note(sdir, name, false, is_dir);
@@ -235,6 +241,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:
+	intent_end(fs, &ic, &err, ENOENT);
+	state_crash_point(fs, "rename", name);
 	reply_err(req, err);
 	unpin(fs, dst);
 	unpin(fs, src);

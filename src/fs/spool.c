@@ -163,45 +163,215 @@ void objfs_rangeset_release(struct objfs_rangeset *rs)
 	rs->cap = 0;
 }
 
-int objfs_spool_create(const char *dir, uint64_t base_size,
-		       const char *base_etag, struct objfs_spool **out)
-{
-	struct objfs_spool *sp;
-	char path[4096];
-	int fd, err = 0;
 
-	sp = calloc(1, sizeof(*sp));
+/* ---- the journal of a named spool ------------------------------------- */
+
+/* One change of a named spool's bookkeeping: 'A' adds [a, b) to present,
+ * 'R' removes it, 'S' sets size a, 'B' sets base_size a.  The header
+ * record is 'H' (a: base_size) followed by the base ETag. */
+struct jrec {
+	char op;
+	char pad[7];
+	uint64_t a, b;
+};
+
+static int jwrite(struct objfs_spool *sp, char op, uint64_t a, uint64_t b)
+{
+	struct jrec r;
+
+	if (sp->jfd < 0)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.op = op;
+	r.a = a;
+	r.b = b;
+	if (write(sp->jfd, &r, sizeof(r)) != (ssize_t)sizeof(r))
+		return errno ? errno : EIO;
+	return 0;
+}
+
+static int sp_add(struct objfs_spool *sp, uint64_t start, uint64_t end)
+{
+	int err = objfs_rangeset_add(&sp->present, start, end);
+
+	return err != 0 ? err : jwrite(sp, 'A', start, end);
+}
+
+static int sp_remove(struct objfs_spool *sp, uint64_t start, uint64_t end)
+{
+	int err = objfs_rangeset_remove(&sp->present, start, end);
+
+	return err != 0 ? err : jwrite(sp, 'R', start, end);
+}
+
+static int sp_size(struct objfs_spool *sp, uint64_t size)
+{
+	sp->size = size;
+	return jwrite(sp, 'S', size, 0);
+}
+
+static int spool_new(int fd, uint64_t base_size, const char *base_etag,
+		     struct objfs_spool **out)
+{
+	struct objfs_spool *sp = calloc(1, sizeof(*sp));
+
 	if (sp == NULL)
 		return ENOMEM;
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		/* file systems without O_TMPFILE */
-		if (snprintf(path, sizeof(path), "%s/objfs-spool-XXXXXX", dir) >=
-		    (int)sizeof(path)) {
-			err = ENAMETOOLONG;
-			goto out;
-		}
-		fd = mkostemp(path, O_CLOEXEC);
-		if (fd < 0) {
-			err = errno;
-			goto out;
-		}
-		unlink(path);
-	}
 	if (ftruncate(fd, (off_t)base_size) != 0) {
-		err = errno;
-		close(fd);
-		goto out;
+		int err = errno;
+
+		free(sp);
+		return err;
 	}
 	sp->fd = fd;
+	sp->jfd = -1;
 	sp->size = base_size;
 	sp->base_size = base_size;
 	snprintf(sp->base_etag, sizeof(sp->base_etag), "%s",
 		 base_etag != NULL ? base_etag : "");
 	*out = sp;
-	sp = NULL;
-out:
-	free(sp);
+	return 0;
+}
+
+int objfs_spool_create_named(const char *path, uint64_t base_size,
+			     const char *base_etag, struct objfs_spool **out)
+{
+	struct objfs_spool *sp = NULL;
+	struct jrec h;
+	char jpath[4200];
+	int fd, err;
+
+	if (snprintf(jpath, sizeof(jpath), "%s.j", path) >= (int)sizeof(jpath))
+		return ENAMETOOLONG;
+	fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	err = spool_new(fd, base_size, base_etag, &sp);
+	if (err != 0) {
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	sp->path = strdup(path);
+	sp->jfd = open(jpath, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND | O_CLOEXEC,
+		       0600);
+	if (sp->path == NULL || sp->jfd < 0) {
+		err = sp->path == NULL ? ENOMEM : errno;
+		goto fail;
+	}
+	memset(&h, 0, sizeof(h));
+	h.op = 'H';
+	h.a = base_size;
+	if (write(sp->jfd, &h, sizeof(h)) != (ssize_t)sizeof(h) ||
+	    write(sp->jfd, sp->base_etag, sizeof(sp->base_etag)) !=
+	    (ssize_t)sizeof(sp->base_etag)) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
+	*out = sp;
+	return 0;
+fail:
+	objfs_spool_destroy(sp);
+	return err;
+}
+
+int objfs_spool_rebase(struct objfs_spool *sp, uint64_t size, const char *etag)
+{
+	int err;
+
+	sp->base_size = size;
+	snprintf(sp->base_etag, sizeof(sp->base_etag), "%s", etag);
+	err = jwrite(sp, 'E', size, 0);
+	if (err == 0 && sp->jfd >= 0 &&
+	    write(sp->jfd, sp->base_etag, sizeof(sp->base_etag)) !=
+	    (ssize_t)sizeof(sp->base_etag))
+		err = errno ? errno : EIO;
+	return err;
+}
+
+int objfs_spool_open_named(const char *path, struct objfs_spool **out)
+{
+	struct objfs_spool *sp = NULL;
+	char jpath[4200], etag[OBJFS_ETAG_MAX];
+	struct jrec r;
+	int fd, jfd = -1, err = 0;
+
+	if (snprintf(jpath, sizeof(jpath), "%s.j", path) >= (int)sizeof(jpath))
+		return ENAMETOOLONG;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	jfd = open(jpath, O_RDWR | O_APPEND | O_CLOEXEC);
+	if (jfd < 0 || read(jfd, &r, sizeof(r)) != (ssize_t)sizeof(r) ||
+	    r.op != 'H' || read(jfd, etag, sizeof(etag)) != (ssize_t)sizeof(etag)) {
+		err = jfd < 0 ? errno : EPROTO;
+		goto fail;
+	}
+	etag[sizeof(etag) - 1] = '\0';
+	sp = calloc(1, sizeof(*sp));
+	if (sp == NULL) {
+		err = ENOMEM;
+		goto fail;
+	}
+	sp->fd = fd;
+	sp->jfd = -1;           /* replaying: nothing written back */
+	sp->size = sp->base_size = r.a;
+	snprintf(sp->base_etag, sizeof(sp->base_etag), "%s", etag);
+	while (err == 0 && read(jfd, &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+		if (r.op == 'A')
+			err = objfs_rangeset_add(&sp->present, r.a, r.b);
+		else if (r.op == 'R')
+			err = objfs_rangeset_remove(&sp->present, r.a, r.b);
+		else if (r.op == 'S')
+			sp->size = r.a;
+		else if (r.op == 'B')
+			sp->base_size = r.a;
+		else if (r.op == 'E') {
+			sp->base_size = r.a;
+			if (read(jfd, sp->base_etag, sizeof(sp->base_etag)) !=
+			    (ssize_t)sizeof(sp->base_etag))
+				break;
+			sp->base_etag[sizeof(sp->base_etag) - 1] = '\0';
+		}
+	}
+	sp->path = strdup(path);
+	if (err != 0 || sp->path == NULL) {
+		objfs_rangeset_release(&sp->present);
+		free(sp->path);
+		free(sp);
+		err = err != 0 ? err : ENOMEM;
+		goto fail;
+	}
+	sp->jfd = jfd;
+	*out = sp;
+	return 0;
+fail:
+	close(fd);
+	if (jfd >= 0)
+		close(jfd);
+	return err;
+}
+
+int objfs_spool_create(const char *dir, uint64_t base_size,
+		       const char *base_etag, struct objfs_spool **out)
+{
+	char path[4096];
+	int fd, err;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		/* file systems without O_TMPFILE */
+		if (snprintf(path, sizeof(path), "%s/objfs-spool-XXXXXX", dir) >=
+		    (int)sizeof(path))
+			return ENAMETOOLONG;
+		fd = mkostemp(path, O_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		unlink(path);
+	}
+	err = spool_new(fd, base_size, base_etag, out);
+	if (err != 0)
+		close(fd);
 	return err;
 }
 
@@ -210,6 +380,17 @@ void objfs_spool_destroy(struct objfs_spool *sp)
 	if (sp == NULL)
 		return;
 	close(sp->fd);
+	if (sp->jfd >= 0)
+		close(sp->jfd);
+	if (sp->path != NULL) {
+		char jpath[4200];
+
+		unlink(sp->path);
+		if (snprintf(jpath, sizeof(jpath), "%s.j", sp->path) <
+		    (int)sizeof(jpath))
+			unlink(jpath);
+		free(sp->path);
+	}
 	objfs_rangeset_release(&sp->present);
 	free(sp->kept);
 	free(sp);
@@ -245,15 +426,15 @@ int objfs_spool_write(struct objfs_spool *sp, uint64_t off, const void *buf,
 	if (err != 0)
 		return err;
 	if (off > sp->size) {
-		err = objfs_rangeset_add(&sp->present, sp->size, off);
+		err = sp_add(sp, sp->size, off);
 		if (err != 0)
 			return err;
 	}
-	err = objfs_rangeset_add(&sp->present, off, off + len);
+	err = sp_add(sp, off, off + len);
 	if (err != 0)
 		return err;
 	if (off + len > sp->size)
-		sp->size = off + len;
+		return sp_size(sp, off + len);
 	return 0;
 }
 
@@ -271,7 +452,7 @@ int objfs_spool_fill(struct objfs_spool *sp, uint64_t off, const void *buf,
 		err = pwrite_all(sp->fd, p + (gs - off), ge - gs, gs);
 		if (err != 0)
 			return err;
-		err = objfs_rangeset_add(&sp->present, gs, ge);
+		err = sp_add(sp, gs, ge);
 		if (err != 0)
 			return err;
 		pos = ge;
@@ -286,19 +467,22 @@ int objfs_spool_truncate(struct objfs_spool *sp, uint64_t size)
 	if (ftruncate(sp->fd, (off_t)size) != 0)
 		return errno;
 	if (size < sp->size) {
-		err = objfs_rangeset_remove(&sp->present, size, UINT64_MAX);
+		err = sp_remove(sp, size, UINT64_MAX);
 		if (err != 0)
 			return err;
 		/* bytes past the new end can no longer come from the base */
-		if (sp->base_size > size)
+		if (sp->base_size > size) {
 			sp->base_size = size;
+			err = jwrite(sp, 'B', size, 0);
+			if (err != 0)
+				return err;
+		}
 	} else if (size > sp->size) {
-		err = objfs_rangeset_add(&sp->present, sp->size, size);
+		err = sp_add(sp, sp->size, size);
 		if (err != 0)
 			return err;
 	}
-	sp->size = size;
-	return 0;
+	return sp_size(sp, size);
 }
 
 bool objfs_spool_missing(const struct objfs_spool *sp, uint64_t off,
@@ -350,7 +534,7 @@ int objfs_spool_punch(struct objfs_spool *sp, uint64_t start, uint64_t end)
 	if (fallocate(sp->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)start, (off_t)(end - start)) != 0)
 		return errno;
-	return objfs_rangeset_remove(&sp->present, start, end);
+	return sp_remove(sp, start, end);
 }
 
 uint64_t objfs_spool_disk(const struct objfs_spool *sp)

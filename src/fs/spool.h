@@ -50,6 +50,8 @@ void objfs_rangeset_release(struct objfs_rangeset *rs);
 
 struct objfs_spool {
 	int fd;
+	int jfd;                        /* a named spool's journal, or -1 */
+	char *path;                     /* a named spool's file, or NULL */
 	struct objfs_rangeset present;
 	uint64_t size;                  /* the file's current size */
 	uint64_t base_size;             /* size of the object it started from */
@@ -63,6 +65,18 @@ struct objfs_spool {
  * freed with objfs_spool_destroy().  0 or an errno. */
 int objfs_spool_create(const char *dir, uint64_t base_size,
 		       const char *base_etag, struct objfs_spool **out);
+/* The same as a file at path (a resumable mount's state directory) that
+ * outlives the process: every change of the bookkeeping is appended to
+ * path.j (no fsync: the process may die, the machine is another story),
+ * so objfs_spool_open_named() finds the spool as it was.  0 or an
+ * errno. */
+int objfs_spool_create_named(const char *path, uint64_t base_size,
+			     const char *base_etag, struct objfs_spool **out);
+int objfs_spool_open_named(const char *path, struct objfs_spool **out);
+/* The stored object is now the spool's bytes (an upload completed):
+ * base_size size, base ETag etag.  0 or an errno. */
+int objfs_spool_rebase(struct objfs_spool *sp, uint64_t size, const char *etag);
+/* Closes sp; a named spool's files are deleted. */
 void objfs_spool_destroy(struct objfs_spool *sp);
 
 /* Writes len bytes at off, growing size.  0 or an errno (ENOSPC, EIO). */

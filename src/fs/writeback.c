@@ -49,11 +49,29 @@ static int spool_sink_write(void *arg, uint64_t off, const void *data, size_t n)
 	return objfs_spool_fill(ss->sp, ss->base + off, data, n);
 }
 
+int spool_start(struct objfs_fs *fs, uint64_t base, const char *etag,
+		struct objfs_spool **out, uint64_t *id)
+{
+	char path[4200];
+	int err;
+
+	state_spool_path(fs, path, sizeof(path), id);
+	if (path[0] != '\0')
+		err = objfs_spool_create_named(path, base, etag, out);
+	else
+		err = objfs_spool_create(fs->spool_dir, base, etag, out);
+	if (err != 0)
+		objfs_error(fs->log, SUB, "creating a spool file in %s: %s",
+			    path[0] != '\0' ? path : fs->spool_dir,
+			    objfs_strerror(err));
+	return err;
+}
+
 /* Starts a spool for in if it has none (in->mu). */
 int spool_ensure(struct objfs_fs *fs, struct inode *in)
 {
 	struct objfs_spool *sp = NULL;
-	uint64_t base = 0;
+	uint64_t base = 0, id;
 	char etag[OBJFS_ETAG_MAX] = "";
 	int err;
 
@@ -66,15 +84,14 @@ int spool_ensure(struct objfs_fs *fs, struct inode *in)
 		snprintf(etag, sizeof(etag), "%s", in->etag);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	err = objfs_spool_create(fs->spool_dir, base, etag, &sp);
-	if (err != 0) {
-		objfs_error(fs->log, SUB, "creating a spool file in %s: %s",
-			    fs->spool_dir, objfs_strerror(err));
+	err = spool_start(fs, base, etag, &sp, &id);
+	if (err != 0)
 		return err;
-	}
 	pthread_mutex_lock(&fs->lock);
 	in->spool = sp;
+	in->spool_id = id;
 	in->size = sp->size;
+	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -417,9 +434,9 @@ done:
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
 	in->attr_time = now_mono();
 	in->dirty = false;
-	in->spool->base_size = in->spool->size;
-	snprintf(in->spool->base_etag, sizeof(in->spool->base_etag), "%s",
-		 info.etag);
+	if (objfs_spool_rebase(in->spool, in->spool->size, info.etag) != 0)
+		objfs_warn(fs->log, SUB, "spool journal of %s", key);
+	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_debug(fs->log, SUB, "uploaded %s", key);
 	if (fix_attrs) {
@@ -478,6 +495,7 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only)
 		assert(fs->spool_used >= in->spool_disk);
 		fs->spool_used -= in->spool_disk;
 		in->spool_disk = 0;
+		state_note(fs, in);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	objfs_spool_destroy(sp);
@@ -508,7 +526,10 @@ static void stream_punch(struct objfs_fs *fs, struct inode *in)
 	struct stream *st = in->stream;
 	int err;
 
-	if (st == NULL || stream_wait(st, 0) != 0 || st->off <= st->punched)
+	/* a successor cannot finish the upload: a resumable mount keeps
+	 * every byte in the spool */
+	if (st == NULL || fs->st_fd >= 0 || stream_wait(st, 0) != 0 ||
+	    st->off <= st->punched)
 		return;
 	err = objfs_spool_punch(in->spool, st->punched, st->off);
 	if (err == 0)
@@ -713,7 +734,10 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
-		in->dirty = true;
+		if (!in->dirty) {
+			in->dirty = true;
+			state_note(fs, in);
+		}
 		in->mtime = now_real();
 		pthread_mutex_unlock(&fs->lock);
 		stream_feed(fs, in);

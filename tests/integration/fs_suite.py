@@ -1093,6 +1093,11 @@ TESTS_S3 = [
     t_refused_mounts,
 ]
 
+# resumable mounts (issue 12): tests/integration/resume.py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resume  # noqa: E402
+TESTS += resume.TESTS
+
 
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("local", "s3"):

@@ -102,6 +102,9 @@ static void test_round_trip(void **state)
 	o.log_file = "/var/log/objfs-vol.log";
 	o.ready_fd = 3;
 	o.credentials_file = "/run/c";
+	o.resume = true;
+	o.state_dir = "/var/lib/objfs/s,1";
+	o.crash_at = "rename:a";
 	o.fuse = "noatime,fsname=vol\\,1";
 	o.set = (UINT64_C(1) << OBJFS_MOPT_COUNT) - 1;
 	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
@@ -119,6 +122,9 @@ static void test_round_trip(void **state)
 	assert_string_equal(p.region, o.region);
 	assert_false(p.path_style);
 	assert_string_equal(p.ca_file, o.ca_file);
+	assert_true(p.resume);
+	assert_string_equal(p.state_dir, o.state_dir);
+	assert_string_equal(p.crash_at, o.crash_at);
 	assert_true(p.insecure_skip_verify && p.unsigned_payload && p.signed_payload);
 	assert_int_equal(p.max_connections, 4);
 	assert_int_equal(p.retries, 7);

@@ -1,0 +1,703 @@
+/*
+ * state.c - what a successor needs to go on serving a mount whose server
+ * died (issue 12), in the mount's state directory:
+ *
+ *   log       append-only records, one write(2) each, made under
+ *             fs->lock before the reply that tells the kernel: the inode
+ *             table the kernel knows (number, parent, name, nlookup, mode,
+ *             spool, dirty), inodes gone, handles opened and closed
+ *   spool/N   the spools (named files with their journals, spool.c), so
+ *             data write() accepted but not yet uploaded is uploaded by
+ *             the successor
+ *
+ * No fsync: only the process dies, the page cache keeps the files (after
+ * a crash of the machine the FUSE connection is gone as well).  The last
+ * record of an inode wins.  A successor loads the log, links the inodes
+ * under their parents, reopens spools and handles, and writes the
+ * compacted table as a new log (rename: a successor that dies meanwhile
+ * leaves the old one).  The log is compacted the same way when it grows
+ * past LOG_COMPACT bytes and four times its live records.
+ *
+ * Intents: a rename is not idempotent, and the kernel sends again a rename
+ * the dead server ran but did not answer.  Each rename is recorded when it
+ * starts and when it ends, keyed by its unique; a successor answers a
+ * re-sent one that ended with the recorded result, and one that started
+ * and finds its source gone with success.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "fs/fs_int.h"
+
+#define LOG_COMPACT (16u << 20)
+
+enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT };
+enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
+
+struct srec {
+	uint32_t len;           /* the whole record, name included */
+	uint16_t type;
+	uint16_t flags;
+	uint32_t mode, uid, gid, pad;
+	uint64_t size;          /* INODE: the size when recorded */
+	uint64_t a, b, c, d;    /* INODE: ino, parent (0: unlinked),
+				   nlookup, spool id; FREE: ino; OPEN: id,
+				   ino; CLOSE: id; NEXT: next_ino, next_hid,
+				   next_spool */
+	/* the name follows, without its NUL */
+};
+
+struct srec_buf {
+	struct srec r;
+	char name[LINK_MAX_LEN];
+};
+
+static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
+			struct srec_buf *b)
+{
+	size_t nl = in->name != NULL ? strlen(in->name) : 0;
+
+	if (nl > sizeof(b->name))
+		nl = sizeof(b->name);
+	memset(&b->r, 0, sizeof(b->r));
+	b->r.type = SR_INODE;
+	b->r.flags = (in->dirty ? SF_DIRTY : 0) | (in->in_store ? SF_IN_STORE : 0) |
+		     (in->seq ? SF_SEQ : 0);
+	b->r.mode = in->mode;
+	b->r.uid = in->uid;
+	b->r.gid = in->gid;
+	b->r.a = in->ino;
+	b->r.b = in->linked && in->parent != NULL ? in->parent->ino : 0;
+	b->r.c = in->nlookup;
+	b->r.d = in->spool != NULL ? in->spool_id : 0;
+	b->r.size = in->size;
+	memcpy(b->name, in->name, nl);
+	b->r.len = (uint32_t)(sizeof(b->r) + nl);
+	(void)fs;
+	return b->r.len;
+}
+
+static void log_write(struct objfs_fs *fs, const void *p, size_t len)
+{
+	ssize_t n = write(fs->st_fd, p, len);
+
+	if (n != (ssize_t)len)
+		objfs_error(fs->log, SUB, "state log: %s",
+			    n < 0 ? objfs_strerror(errno) : "short write");
+	else
+		fs->st_bytes += len;
+}
+
+/* Writes the whole table as a new log and puts it in place (fs->lock). */
+static int compact(struct objfs_fs *fs)
+{
+	struct srec_buf b;
+	char path[4200], tmp[4200];
+	unsigned h;
+	struct hid *x;
+	int fd, err = 0, old = fs->st_fd;
+	uint64_t bytes = 0;
+
+	snprintf(path, sizeof(path), "%s/log", fs->st_dir);
+	snprintf(tmp, sizeof(tmp), "%s/log.new", fs->st_dir);
+	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	fs->st_fd = fd;
+	fs->st_bytes = 0;
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.len = sizeof(b.r);
+	b.r.type = SR_NEXT;
+	b.r.a = fs->next_ino;
+	b.r.b = fs->next_hid;
+	b.r.c = fs->next_spool;
+	log_write(fs, &b, b.r.len);
+	for (h = 0; h < HASH_SIZE; h++) {
+		struct inode *in;
+
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
+			log_write(fs, &b, rec_inode(fs, in, &b));
+	}
+	pthread_mutex_lock(&fs->hid_mu);
+	for (h = 0; h < HID_HASH; h++) {
+		for (x = fs->hid_tab[h]; x != NULL; x = x->next) {
+			memset(&b.r, 0, sizeof(b.r));
+			b.r.len = sizeof(b.r);
+			b.r.type = SR_OPEN;
+			b.r.flags = x->dir ? SF_DIR : 0;
+			b.r.a = x->id;
+			b.r.b = x->ino;
+			log_write(fs, &b, b.r.len);
+		}
+	}
+	pthread_mutex_unlock(&fs->hid_mu);
+	for (h = 0; h < fs->n_intents; h++) {
+		memset(&b.r, 0, sizeof(b.r));
+		b.r.len = sizeof(b.r);
+		b.r.type = SR_INTENT;
+		b.r.flags = fs->intents[h].done ? SF_DONE : 0;
+		b.r.a = fs->intents[h].unique;
+		b.r.b = (uint64_t)fs->intents[h].err;
+		log_write(fs, &b, b.r.len);
+	}
+	bytes = fs->st_bytes;
+	if (rename(tmp, path) != 0) {
+		err = errno;
+		close(fd);
+		fs->st_fd = old;
+		return err;
+	}
+	if (old >= 0)
+		close(old);
+	fs->st_bytes = bytes;
+	return 0;
+}
+
+static void maybe_compact(struct objfs_fs *fs)
+{
+	if (fs->st_bytes < LOG_COMPACT ||
+	    fs->st_bytes < 4 * (fs->n_inodes + 1) * (sizeof(struct srec) + 16))
+		return;
+	if (compact(fs) != 0)
+		objfs_warn(fs->log, SUB, "compacting the state log failed");
+}
+
+void state_note(struct objfs_fs *fs, struct inode *in)
+{
+	struct srec_buf b;
+
+	if (fs->st_fd < 0)
+		return;
+	fs_assert_locked(fs);
+	log_write(fs, &b, rec_inode(fs, in, &b));
+	maybe_compact(fs);
+}
+
+void state_gone(struct objfs_fs *fs, struct inode *in)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_FREE;
+	r.a = in->ino;
+	log_write(fs, &r, sizeof(r));
+}
+
+void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
+		      uint64_t *id)
+{
+	*id = 0;
+	buf[0] = '\0';
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	*id = ++fs->next_spool;
+	pthread_mutex_unlock(&fs->lock);
+	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
+}
+
+/* ---- intents and test faults -------------------------------------------- */
+
+static void state_intent(struct objfs_fs *fs, uint64_t unique, bool done,
+			 int err)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0 || unique == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_INTENT;
+	r.flags = done ? SF_DONE : 0;
+	r.a = unique;
+	r.b = (uint64_t)err;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
+			      bool *begun)
+{
+	bool done = false;
+	unsigned i;
+
+	*begun = false;
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == unique) {
+			*begun = true;
+			done = fs->intents[i].done;
+			*err = fs->intents[i].err;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return done;
+}
+
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
+{
+	uint64_t u = req_unique();
+
+	ic->unique = u & ~UNIQUE_RESEND;
+	ic->begun = false;
+	if ((u & UNIQUE_RESEND) &&
+	    state_intent_done(fs, ic->unique, err, &ic->begun))
+		return true;
+	state_intent(fs, ic->unique, false, 0);
+	return false;
+}
+
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone)
+{
+	if (ic->begun && *err == gone)
+		*err = 0;
+	state_intent(fs, ic->unique, true, *err);
+}
+
+/* Keeps a loaded intent (fs->lock): the last INTENTS_MAX. */
+static void load_intent(struct objfs_fs *fs, const struct srec *r)
+{
+	unsigned i;
+
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == r->a)
+			break;
+	}
+	if (i == fs->n_intents) {
+		if (fs->n_intents == INTENTS_MAX) {
+			memmove(fs->intents, fs->intents + 1,
+				sizeof(fs->intents[0]) * (INTENTS_MAX - 1));
+			i = INTENTS_MAX - 1;
+		} else {
+			fs->n_intents++;
+		}
+	}
+	fs->intents[i].unique = r->a;
+	fs->intents[i].err = (int)r->b;
+	fs->intents[i].done = (r->flags & SF_DONE) != 0;
+}
+
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
+{
+	const char *c = fs->o.crash_at;
+	char path[4200];
+	size_t n = strlen(op);
+	int fd;
+
+	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0 ||
+	    c[n] != ':' || strcmp(c + n + 1, name) != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;         /* once: the successor runs the request */
+	close(fd);
+	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s of %s",
+		   op, name);
+	kill(getpid(), SIGKILL);
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static void hid_record(struct objfs_fs *fs, const struct hid *h, bool open)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = open ? SR_OPEN : SR_CLOSE;
+	r.flags = h->dir ? SF_DIR : 0;
+	r.a = h->id;
+	r.b = h->ino;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void hid_insert(struct objfs_fs *fs, struct hid *h)
+{
+	unsigned b = (unsigned)(h->id % HID_HASH);
+
+	h->next = fs->hid_tab[b];
+	fs->hid_tab[b] = h;
+}
+
+void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir)
+{
+	pthread_mutex_lock(&fs->hid_mu);
+	h->id = ++fs->next_hid;
+	h->dir = dir;
+	h->ino = ino;
+	hid_insert(fs, h);
+	pthread_mutex_unlock(&fs->hid_mu);
+	hid_record(fs, h, true);
+}
+
+void hid_del(struct objfs_fs *fs, struct hid *h)
+{
+	struct hid **pp;
+
+	pthread_mutex_lock(&fs->hid_mu);
+	for (pp = &fs->hid_tab[h->id % HID_HASH]; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->hid_mu);
+	if (h->id != 0)
+		hid_record(fs, h, false);
+	h->id = 0;
+}
+
+struct hid *hid_find(struct objfs_fs *fs, uint64_t id)
+{
+	struct hid *h;
+
+	pthread_mutex_lock(&fs->hid_mu);
+	for (h = fs->hid_tab[id % HID_HASH]; h != NULL && h->id != id; h = h->next)
+		;
+	pthread_mutex_unlock(&fs->hid_mu);
+	return h;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+/* The inode numbered ino, made unlinked when unknown (fs->lock). */
+static struct inode *load_inode(struct objfs_fs *fs, fuse_ino_t ino, mode_t mode,
+				const char *name)
+{
+	struct inode *in = find_ino(fs, ino);
+	fuse_ino_t next = fs->next_ino;
+
+	if (in != NULL) {
+		char *nn = strdup(name);
+
+		if (nn == NULL)
+			return NULL;
+		free(in->name);
+		in->name = nn;
+		in->mode = mode;
+		return in;
+	}
+	fs->next_ino = ino;
+	in = inode_new(fs, NULL, name, mode);
+	fs->next_ino = next > ino ? next : ino + 1;
+	return in;
+}
+
+static void load_free(struct objfs_fs *fs, fuse_ino_t ino)
+{
+	struct inode *in = find_ino(fs, ino);
+
+	if (in != NULL && in != fs->root) {
+		in->dirty = false;
+		inode_free(fs, in);
+	}
+}
+
+static int load_spool(struct objfs_fs *fs, struct inode *in, uint64_t id)
+{
+	char path[4200];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/spool/%" PRIu64, fs->st_dir, id);
+	err = objfs_spool_open_named(path, &in->spool);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "state: spool %s of inode %" PRIu64
+			    ": %s", path, (uint64_t)in->ino, objfs_strerror(err));
+		in->dirty = false;
+		return err;
+	}
+	in->spool_id = id;
+	in->size = in->spool->size;
+	in->spool_disk = objfs_spool_disk(in->spool);
+	fs->spool_used += in->spool_disk;
+	return 0;
+}
+
+/* Applies one record (fs->lock). */
+static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
+		    size_t nl, struct hid **opens, size_t *n_opens)
+{
+	char nm[LINK_MAX_LEN + 1];
+	struct inode *in;
+	struct hid *h;
+
+	switch (r->type) {
+	case SR_INODE:
+		if (r->a == FUSE_ROOT_ID)
+			return 0;
+		memcpy(nm, name, nl);
+		nm[nl] = '\0';
+		in = load_inode(fs, r->a, r->mode, nm);
+		if (in == NULL)
+			return ENOMEM;
+		in->uid = r->uid;
+		in->gid = r->gid;
+		in->load_parent = r->b;
+		in->nlookup = r->c;
+		in->dirty = (r->flags & SF_DIRTY) != 0;
+		in->in_store = (r->flags & SF_IN_STORE) != 0;
+		in->seq = (r->flags & SF_SEQ) != 0;
+		in->spool_id = r->d;
+		in->size = r->size;
+		break;
+	case SR_FREE:
+		load_free(fs, r->a);
+		break;
+	case SR_NEXT:
+		if (r->a > fs->next_ino)
+			fs->next_ino = r->a;
+		if (r->b > fs->next_hid)
+			fs->next_hid = r->b;
+		if (r->c > fs->next_spool)
+			fs->next_spool = r->c;
+		break;
+	case SR_OPEN:
+		h = calloc(1, sizeof(*h));
+		if (h == NULL)
+			return ENOMEM;
+		h->id = r->a;
+		h->ino = r->b;
+		h->dir = (r->flags & SF_DIR) != 0;
+		h->next = *opens;
+		*opens = h;
+		(*n_opens)++;
+		if (r->a > fs->next_hid)
+			fs->next_hid = r->a;
+		break;
+	case SR_INTENT:
+		load_intent(fs, r);
+		break;
+	case SR_CLOSE:
+		for (struct hid **pp = opens; *pp != NULL;
+		     pp = &(*pp)->next) {
+			if ((*pp)->id == r->a) {
+				h = *pp;
+				*pp = h->next;
+				free(h);
+				(*n_opens)--;
+				break;
+			}
+		}
+		break;
+	default:
+		return EPROTO;
+	}
+	return 0;
+}
+
+/* Links the loaded inodes under their parents, opens their spools
+ * (fs->lock). */
+static void load_link(struct objfs_fs *fs)
+{
+	unsigned h;
+	struct inode *in;
+
+	for (h = 0; h < HASH_SIZE; h++) {
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			struct inode *p;
+
+			if (in->load_parent == 0)
+				continue;
+			p = find_ino(fs, in->load_parent);
+			in->load_parent = 0;
+			if (p == NULL || p == in)
+				continue;
+			in->parent = p;
+			in->linked = true;
+			p->refs++;
+			name_hash(fs, in);
+			sib_link(p, in);
+		}
+	}
+	for (h = 0; h < HASH_SIZE; h++) {
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			in->attr_time = 0;      /* revalidated when asked */
+			in->mtime = now_real();
+			if (in->spool_id != 0 && load_spool(fs, in, in->spool_id) != 0)
+				in->spool_id = 0;
+			if (in->spool == NULL)
+				in->dirty = false;
+			if (in->in_store)
+				in->stored_size = in->size;
+		}
+	}
+}
+
+/* Makes the handles the kernel has open (fs->lock not held). */
+static void load_handles(struct objfs_fs *fs, struct hid *opens)
+{
+	while (opens != NULL) {
+		struct hid *h = opens;
+		struct inode *in;
+
+		opens = h->next;
+		in = pin_ino(fs, h->ino);
+		if (in == NULL) {
+			objfs_warn(fs->log, SUB, "state: handle %" PRIu64 " of an "
+				   "unknown inode %" PRIu64, h->id, (uint64_t)h->ino);
+		} else if (h->dir) {
+			struct dhandle *dh = dh_new(fs);
+
+			if (dh != NULL) {
+				dh->hid = *h;
+				pthread_mutex_lock(&fs->hid_mu);
+				hid_insert(fs, &dh->hid);
+				pthread_mutex_unlock(&fs->hid_mu);
+			}
+		} else {
+			struct fhandle *fh = fh_new(fs, in);
+
+			if (fh != NULL) {
+				bool clean;
+
+				fh->hid = *h;
+				pthread_mutex_lock(&fs->lock);
+				in->nopen++;
+				fh_link(fs, fh);
+				clean = in->spool == NULL;
+				pthread_mutex_unlock(&fs->lock);
+				pthread_mutex_lock(&fs->hid_mu);
+				hid_insert(fs, &fh->hid);
+				pthread_mutex_unlock(&fs->hid_mu);
+				if (clean && revalidate(fs, in, true) == 0) {
+					pthread_mutex_lock(&fs->lock);
+					snprintf(in->cache_etag, sizeof(in->cache_etag),
+						 "%s", in->etag);
+					pthread_mutex_unlock(&fs->lock);
+				}
+			}
+		}
+		unpin(fs, in);
+		free(h);
+	}
+}
+
+static int load(struct objfs_fs *fs, const char *path)
+{
+	struct hid *opens = NULL;
+	size_t n_opens = 0, off = 0, n_rec = 0;
+	struct stat st;
+	char *buf = NULL;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : errno;
+	if (fstat(fd, &st) != 0) {
+		err = errno;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (read(fd, buf, (size_t)st.st_size) != st.st_size) {
+		err = EIO;
+		goto out;
+	}
+	pthread_mutex_lock(&fs->lock);
+	while (err == 0 && off + sizeof(struct srec) <= (size_t)st.st_size) {
+		struct srec r;
+
+		memcpy(&r, buf + off, sizeof(r));
+		if (r.len < sizeof(r) || off + r.len > (size_t)st.st_size ||
+		    r.len - sizeof(r) > LINK_MAX_LEN)
+			break;  /* a torn last record */
+		err = load_rec(fs, &r, buf + off + sizeof(r), r.len - sizeof(r),
+			       &opens, &n_opens);
+		off += r.len;
+		n_rec++;
+	}
+	if (err == 0)
+		load_link(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0) {
+		objfs_info(fs->log, SUB, "state: %zu records, %" PRIu64 " inodes, "
+			   "%zu open handles loaded", n_rec, fs->n_inodes, n_opens);
+		load_handles(fs, opens);
+		opens = NULL;
+	}
+out:
+	while (opens != NULL) {
+		struct hid *h = opens;
+
+		opens = h->next;
+		free(h);
+	}
+	free(buf);
+	close(fd);
+	return err;
+}
+
+int state_start(struct objfs_fs *fs, const char *dir, bool resume)
+{
+	char path[4200];
+	int err;
+
+	fs->st_dir = strdup(dir);
+	if (fs->st_dir == NULL)
+		return ENOMEM;
+	snprintf(path, sizeof(path), "%s/spool", dir);
+	if ((mkdir(dir, 0700) != 0 && errno != EEXIST) ||
+	    (mkdir(path, 0700) != 0 && errno != EEXIST)) {
+		err = errno;
+		objfs_error(fs->log, SUB, "state directory %s: %s", dir,
+			    objfs_strerror(err));
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/log", dir);
+	if (resume) {
+		err = load(fs, path);
+		if (err != 0) {
+			objfs_error(fs->log, SUB, "loading %s: %s", path,
+				    objfs_strerror(err));
+			return err;
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	err = compact(fs);
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		objfs_error(fs->log, SUB, "writing %s: %s", path, objfs_strerror(err));
+	return err;
+}
+
+void state_stop(struct objfs_fs *fs, bool clean)
+{
+	char path[4200];
+
+	if (fs->st_fd >= 0)
+		close(fs->st_fd);
+	fs->st_fd = -1;
+	if (clean && fs->st_dir != NULL) {
+		snprintf(path, sizeof(path), "%s/log", fs->st_dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/spool", fs->st_dir);
+		rmdir(path);
+		rmdir(fs->st_dir);
+	}
+}
