@@ -101,11 +101,8 @@ static void real_sleep_ms(void *arg, unsigned ms)
 
 static uint64_t real_now_ms(void *arg)
 {
-	struct timespec ts;
-
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)objfs_now_ms();
 }
 
 static uint64_t next_random(struct retry_ctx *c)

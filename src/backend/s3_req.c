@@ -29,6 +29,7 @@
 #include "backend/s3_xml.h"
 #include "common/buf.h"
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 
 void s3_req_init(struct s3_req *r, const char *method, const char *key)
@@ -173,14 +174,6 @@ static void pool_put(struct s3_ctx *c, CURL *h, bool broken)
 
 /* ---- curl callbacks -------------------------------------------------------- */
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Aborts a transfer that moved no byte for stall_ms, except while the
  * server works on an answer to a body it has whole (CURLOPT_LOW_SPEED_TIME
  * covers that).  libcurl calls this at least once a second. */
@@ -188,7 +181,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 		       curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct s3_req *r = arg;
-	long long now = mono_ms();
+	long long now = objfs_now_ms();
 
 	(void)dltotal;
 	if (dlnow != r->moved_dl || ulnow != r->moved_ul) {
@@ -613,7 +606,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	r->stalled = false;
 	r->moved_dl = 0;
 	r->moved_ul = 0;
-	r->moved_at_ms = mono_ms();
+	r->moved_at_ms = objfs_now_ms();
 	r->stall_ms = r->slow ? 0 : c->stall_ms;
 	if (r->stall_ms > 0) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);

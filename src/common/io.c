@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/io.h"
@@ -56,4 +57,12 @@ int objfs_random_bytes(void *buf, size_t n)
 		done += (size_t)r;
 	}
 	return 0;
+}
+
+long long objfs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -1,6 +1,7 @@
 /*
  * io.h - small I/O helpers shared by the backend files: whole reads and
- * writes that retry EINTR and short transfers, and kernel randomness.
+ * writes that retry EINTR and short transfers, kernel randomness and the
+ * monotonic clock.
  * Each returns 0 or a positive errno.
  */
 #ifndef OBJFS_COMMON_IO_H
@@ -15,5 +16,7 @@ int objfs_pread_all(int fd, void *buf, size_t n, uint64_t off);
 int objfs_write_all(int fd, const void *buf, size_t n);
 /* Fills buf with n bytes from getrandom(2). */
 int objfs_random_bytes(void *buf, size_t n);
+/* CLOCK_MONOTONIC in milliseconds. */
+long long objfs_now_ms(void);
 
 #endif

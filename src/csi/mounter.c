@@ -44,6 +44,7 @@
 
 #include "common/creds.h"
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/mountopts.h"
 #include "csi/mounter.h"
 #include "csi/records.h"
@@ -51,14 +52,6 @@
 #define READY_FD 3
 #define OPTS_MAX 8192
 #define LOG_ROTATE_BYTES (1024 * 1024)
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(unsigned ms)
 {
@@ -158,19 +151,19 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 {
 	static const int sigs[] = { SIGTERM, SIGKILL };
 	static const unsigned waits[] = { 5000, 3000 };
-	long long start = now_ms(), progress = start;
+	long long start = objfs_now_ms(), progress = start;
 	unsigned long long io = proc_io(p->pid);
 	size_t i;
 
-	while (real_alive(ctx, p) && now_ms() - progress < grace_ms &&
-	       now_ms() - start < STOP_MAX_MS) {
+	while (real_alive(ctx, p) && objfs_now_ms() - progress < grace_ms &&
+	       objfs_now_ms() - start < STOP_MAX_MS) {
 		unsigned long long io2;
 
 		sleep_ms(50);
 		io2 = proc_io(p->pid);
 		if (io2 != io) {
 			io = io2;
-			progress = now_ms();
+			progress = objfs_now_ms();
 		}
 	}
 	for (i = 0; i < 2; i++) {
@@ -179,8 +172,8 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 		if (!real_alive(ctx, p))
 			return 0;
 		kill(p->pid, sigs[i]);
-		deadline = now_ms() + waits[i];
-		while (real_alive(ctx, p) && now_ms() < deadline)
+		deadline = objfs_now_ms() + waits[i];
+		while (real_alive(ctx, p) && objfs_now_ms() < deadline)
 			sleep_ms(20);
 	}
 	return real_alive(ctx, p) ? EBUSY : 0;
@@ -722,11 +715,11 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	}
 	if (proc_stat(proc.pid, &state, &proc.start) != 0)
 		proc.start = 0;
-	deadline = now_ms() + spec->timeout_ms;
+	deadline = objfs_now_ms() + spec->timeout_ms;
 	while (!up) {
 		struct pollfd pfd = { ready[0], POLLIN, 0 };
 		struct objfs_csi_mount_info mi;
-		long long left = deadline - now_ms();
+		long long left = deadline - objfs_now_ms();
 		int r;
 
 		if (left <= 0) {
@@ -764,8 +757,8 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse &&
 		    real_alive(ctx, &proc)) {
 			if (mounted_since == 0)
-				mounted_since = now_ms();
-			else if (now_ms() - mounted_since > 1000)
+				mounted_since = objfs_now_ms();
+			else if (objfs_now_ms() - mounted_since > 1000)
 				up = true;
 		}
 	}
@@ -835,7 +828,7 @@ static int run_cmd(char *const argv[], char *out, size_t cap, unsigned timeout_m
 	sigset_t none, def;
 	int pp[2] = { -1, -1 };
 	size_t len = 0;
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = objfs_now_ms() + timeout_ms;
 	pid_t pid = -1;
 	int err, ws = 0;
 
@@ -872,7 +865,7 @@ static int run_cmd(char *const argv[], char *out, size_t cap, unsigned timeout_m
 	}
 	for (;;) {
 		struct pollfd pfd = { pp[0], POLLIN, 0 };
-		long long left = deadline - now_ms();
+		long long left = deadline - objfs_now_ms();
 		char buf[256];
 		ssize_t n;
 
@@ -938,9 +931,9 @@ static bool sd_alive(void *ctx, const struct objfs_csi_proc *p)
 
 static void sd_wait_gone(void *ctx, const struct objfs_csi_proc *p, unsigned ms)
 {
-	long long deadline = now_ms() + ms;
+	long long deadline = objfs_now_ms() + ms;
 
-	while (sd_alive(ctx, p) && now_ms() < deadline)
+	while (sd_alive(ctx, p) && objfs_now_ms() < deadline)
 		sleep_ms(200);
 }
 
@@ -1027,7 +1020,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			 proc.unit);
 		goto out;
 	}
-	deadline = now_ms() + spec->timeout_ms;
+	deadline = objfs_now_ms() + spec->timeout_ms;
 	while (!up) {
 		struct objfs_csi_mount_info mi;
 
@@ -1035,20 +1028,20 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			up = true;
 			break;
 		}
-		if (now_ms() >= deadline) {
+		if (objfs_now_ms() >= deadline) {
 			err = ETIMEDOUT;
 			snprintf(msg, cap, "the mount did not come up within %u ms (journalctl -u %s)",
 				 spec->timeout_ms, proc.unit);
 			break;
 		}
-		if (now_ms() >= next_check) {
+		if (objfs_now_ms() >= next_check) {
 			if (!sd_alive(ctx, &proc)) {
 				err = EIO;
 				snprintf(msg, cap, "%s exited before the mount was ready (journalctl -u %s on the node)",
 					 spec->program, proc.unit);
 				break;
 			}
-			next_check = now_ms() + 500;
+			next_check = objfs_now_ms() + 500;
 		}
 		sleep_ms(50);
 	}

@@ -23,19 +23,12 @@
 #include <time.h>
 
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "csi/node.h"
 #include "csi/node_int.h"
 
 /* ---- repair back-off ----------------------------------------------------- */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void node_vol_set_condition(struct objfs_csi_node *n, const char *id,
 			    bool abnormal, const char *msg)
@@ -66,7 +59,7 @@ void node_vol_repair_failed(struct objfs_csi_node *n, const char *id)
 		if (v->failed_repairs < 16)
 			v->failed_repairs++;
 		delay = 1000LL << (v->failed_repairs - 1);
-		v->next_repair_ms = now_ms() + (delay > 60000 ? 60000 : delay);
+		v->next_repair_ms = objfs_now_ms() + (delay > 60000 ? 60000 : delay);
 	}
 	pthread_mutex_unlock(&n->lock);
 }
@@ -79,7 +72,7 @@ bool node_vol_repair_due(struct objfs_csi_node *n, const char *id)
 	pthread_mutex_lock(&n->lock);
 	v = node_find_vol(n, id);
 	if (v != NULL)
-		due = v->next_repair_ms == 0 || now_ms() >= v->next_repair_ms;
+		due = v->next_repair_ms == 0 || objfs_now_ms() >= v->next_repair_ms;
 	pthread_mutex_unlock(&n->lock);
 	return due;
 }
