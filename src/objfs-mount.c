@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -326,6 +327,7 @@ int main(int argc, char *argv[])
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0, log_fd = -1;
+	sigset_t term;
 
 	/* Dozens of worker threads would each get a malloc arena that keeps
 	 * freed chunks: two arenas keep a mount within its memory bound. */
@@ -333,6 +335,16 @@ int main(int argc, char *argv[])
 	/* Large buffers (reads, FUSE requests) are mapped and unmapped, not
 	 * kept in the arenas (a fixed threshold stops glibc raising it). */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	/* SIGTERM, SIGINT and SIGHUP must land on a thread of libfuse's loop,
+	 * which then ends: every thread made before the loop (the fs pool,
+	 * the usage scan, the resume watcher) inherits them blocked.  One
+	 * landing on such a thread set the session's exit flag and woke
+	 * nobody, and the process hung until the next FUSE request. */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	sigaddset(&term, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	memset(&c, 0, sizeof(c));
 	memset(&co, 0, sizeof(co));
 	memset(&s, 0, sizeof(s));
@@ -505,6 +517,7 @@ int main(int argc, char *argv[])
 	fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads > 0 &&
 				       co.max_idle_threads <= 1000 ?
 				       co.max_idle_threads : 8);
+	pthread_sigmask(SIG_UNBLOCK, &term, NULL);
 	if (co.singlethread)
 		ret = fuse_session_loop(se);
 	else
