@@ -14,6 +14,7 @@
 
 #define FUSE_USE_VERSION 312
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -62,6 +64,7 @@ struct objfs_resume {
 	pthread_t main_thread, watcher;
 	bool watching;
 	volatile int handover;          /* KOP_STOP received */
+	atomic_int closing;             /* destroy: the watcher's EOF is ours */
 };
 
 static size_t flatten(const struct iovec *iov, int cnt, uint8_t *dst,
@@ -185,7 +188,11 @@ void objfs_resume_destroy(struct objfs_resume *r)
 	if (r == NULL)
 		return;
 	if (r->watching) {
-		pthread_cancel(r->watcher);
+		/* Wake the watcher with end of file rather than cancel it: a
+		 * cancelled thread unwinds without unpoisoning its stack, and
+		 * AddressSanitizer then reports its own teardown of it. */
+		r->closing = 1;
+		shutdown(r->sock, SHUT_RD);
 		pthread_join(r->watcher, NULL);
 	}
 	close(r->sock);
@@ -229,6 +236,7 @@ static int replay_init(struct objfs_resume *r, struct fuse_session *se)
 	} req;
 	struct fuse_in_header *in = (void *)req.b;
 	struct fuse_buf fb = { .mem = req.b, .size = r->ib.req_len };
+	struct fuse_out_header oh;
 
 	if (r->ib.req_len < sizeof(*in) || r->ib.req_len > sizeof(req.b) ||
 	    r->ib.rep_len < sizeof(struct fuse_out_header) ||
@@ -242,8 +250,9 @@ static int replay_init(struct objfs_resume *r, struct fuse_session *se)
 	fuse_session_process_buf(se, &fb);
 	r->swallow = false;
 	r->init_unique = 0;
-	if (r->replay_len != r->ib.rep_len ||
-	    ((struct fuse_out_header *)r->replay)->error != 0 ||
+	memcpy(&oh, r->replay, sizeof(oh));     /* replay[] is bytes:
+						   not aligned for it */
+	if (r->replay_len != r->ib.rep_len || oh.error != 0 ||
 	    memcmp(r->replay + sizeof(struct fuse_out_header),
 		   r->ib.rep + sizeof(struct fuse_out_header),
 		   r->ib.rep_len - sizeof(struct fuse_out_header)) != 0) {
@@ -317,6 +326,8 @@ static void *watch_main(void *arg)
 		err = objfs_kmsg_recv(r->sock, &m, &fd);
 		if (fd >= 0)
 			close(fd);
+		if (err != 0 && r->closing)
+			return NULL;
 		if (err != 0) {
 			objfs_warn(r->log, SUB, "the keeper is gone (%s): serving "
 				   "on, but a crash now ends the mount",
