@@ -300,7 +300,8 @@ static void do_takeover(struct holder *h, int c)
 		memcpy(m->spec, s->spec, s->spec_len);
 		m->spec_len = s->spec_len;
 		m->init = s->k.init;
-		m->arg = s->k.creds_fd >= 0;
+		/* only the fds present are attached, in this order */
+		m->arg = (s->k.creds_fd >= 0 ? 1 : 0) | (fds[2] >= 0 ? 2 : 0);
 		if (objfs_kpkt_send(h->conns[c], m, sizeof(*m), fds, 3) != 0)
 			objfs_error(h->log, SUB, "takeover: sending %s failed", s->name);
 		if (fds[2] >= 0)
@@ -561,6 +562,10 @@ static int take_over(struct holder *h)
 				sl = &h->slots[i];
 				break;
 			}
+		}
+		if (!(m->arg & 1)) {            /* no credentials: fds shift */
+			fds[2] = fds[1];
+			fds[1] = -1;
 		}
 		if (sl == NULL || fds[0] < 0) {
 			err = ENOSPC;
