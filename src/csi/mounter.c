@@ -47,6 +47,7 @@
 #include "common/io.h"
 #include "common/mountopts.h"
 #include "csi/mounter.h"
+#include "csi/mounter_int.h"
 #include "csi/records.h"
 
 #define READY_FD 3
@@ -480,7 +481,7 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 
 /* The last line of the log file at path (no secrets: objfs-mount never logs
  * them) into msg. */
-static void log_tail(const char *path, char *msg, size_t cap)
+void objfs_csi_log_tail(const char *path, char *msg, size_t cap)
 {
 	char buf[1024];
 	ssize_t n;
@@ -521,7 +522,7 @@ static void log_tail(const char *path, char *msg, size_t cap)
 }
 
 /* Writes the transient credentials file; *path gets its name. */
-static int write_creds(const char *dir, const struct objfs_creds *c,
+int objfs_csi_write_creds(const char *dir, const struct objfs_creds *c,
 		       char *path, size_t cap)
 {
 	int err = objfs_node_rec_mkdir(dir);
@@ -535,7 +536,7 @@ static int write_creds(const char *dir, const struct objfs_creds *c,
 
 /* The -o list of a mount process: the node's options, then ready_fd
  * (unless negative) and credentials_file (unless "").  0 or ENOSPC. */
-static int supervisor_opts(const char *options, int ready_fd, const char *creds_path,
+int objfs_csi_mount_opts(const char *options, int ready_fd, const char *creds_path,
 			   char *out, size_t cap)
 {
 	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
@@ -674,7 +675,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	msg[0] = '\0';
 	memset(out, 0, sizeof(*out));
 	if (spec->creds != NULL && spec->creds->access_key != NULL) {
-		err = write_creds(spec->work_dir, spec->creds, creds_path,
+		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path,
 				  sizeof(creds_path));
 		if (err != 0) {
 			snprintf(msg, cap, "cannot write the credentials file: %s",
@@ -683,7 +684,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	if (supervisor_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
+	if (objfs_csi_mount_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
@@ -748,7 +749,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 				err = EIO;
 				snprintf(msg, cap, "%s exited before the mount was ready",
 					 spec->program);
-				log_tail(spec->log_path, msg + strlen(msg), cap - strlen(msg));
+				objfs_csi_log_tail(spec->log_path, msg + strlen(msg), cap - strlen(msg));
 				break;
 			}
 		}
@@ -979,14 +980,14 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		return err;
 	snprintf(proc.unit, sizeof(proc.unit), "objfs-mount-%.16s.service", name + 2);
 	if (spec->creds != NULL && spec->creds->access_key != NULL) {
-		err = write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
+		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
 		if (err != 0) {
 			snprintf(msg, cap, "cannot write the credentials file: %s",
 				 objfs_strerror(err));
 			goto out;
 		}
 	}
-	if (supervisor_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
+	if (objfs_csi_mount_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
