@@ -141,6 +141,9 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	s->argv = conf->argv;
 	s->log = conf->log;
 	s->creds_fd = conf->creds_fd;
+	/* a supervisor that kills the pid it started (a hung mount) ends the
+	 * mount: the server must not outlive the keeper */
+	s->die_with_owner = true;
 	err = keeper_setup(&k);
 	if (err == 0)
 		err = objfs_kslot_start(s);

@@ -174,16 +174,19 @@ static void exec_server(struct objfs_kslot *s, int sock, bool resume, pid_t owne
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	if (s->die_with_owner) {
-		int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (s->die_with_owner &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != owner))
+		_exit(127);
+	fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		char v[8] = "";
 
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != owner)
-			_exit(127);
-		/* the owner protects itself (-1000); its servers are fair game */
-		if (oom >= 0) {
-			(void)!write(oom, "0", 1);
-			close(oom);
-		}
+		/* an owner that protects itself (the holder: -1000) does not
+		 * protect its servers */
+		if (read(fd, v, sizeof(v) - 1) > 0 && v[0] == '-' &&
+		    lseek(fd, 0, SEEK_SET) == 0)
+			(void)!write(fd, "0", 1);
+		close(fd);
 	}
 	if (s->log_fd >= 0) {
 		dup2(s->log_fd, STDOUT_FILENO);

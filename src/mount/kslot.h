@@ -122,7 +122,10 @@ struct objfs_kslot {
 	const char *exe;                /* the server binary */
 	char *const *argv;              /* its argv, the same for every server */
 	struct objfs_log *log;
-	bool die_with_owner;            /* servers get PR_SET_PDEATHSIG SIGKILL */
+	bool die_with_owner;            /* servers get PR_SET_PDEATHSIG SIGKILL:
+					   whoever kills the owner ends its
+					   mounts (no server serves on alone
+					   with nobody to resume it) */
 	/* Owned by the slot once set (closed by objfs_kslot_close()). */
 	int creds_fd;                   /* -1: none */
 	int log_fd;                     /* servers' stdout/stderr; -1: inherit */
