@@ -1,5 +1,5 @@
 #!/bin/sh
-# Container emulation of the node's mounts (tests/integration/csi_holder.py):
+# Container emulation of the node's mounts (tests/integration/holder_ns.py):
 # objfs-holder and objfs-csi in their own pid and mount namespaces, a pod in
 # a third, on the local store and on a real S3 server on 127.0.0.1
 # (OBJFS_TEST_S3_SERVER, tests/s3server/: swift by default), started here
@@ -12,7 +12,7 @@ set -u
 : "${PYTHON3:=/usr/bin/python3}"
 SERVER=${OBJFS_TEST_S3_SERVER:-swift}
 SH="$OBJFS_SRCDIR/tests/s3server/$SERVER.sh"
-PY="$OBJFS_SRCDIR/tests/integration/csi_holder.py"
+PY="$OBJFS_SRCDIR/tests/integration/holder_ns.py"
 if [ "$(id -u)" -ne 0 ] || [ ! -e /dev/fuse ] || ! command -v unshare >/dev/null; then
 	echo "SKIP: needs root, /dev/fuse and unshare"
 	exit 77

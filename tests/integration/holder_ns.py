@@ -18,8 +18,8 @@ byte is right, unstage after the roll unmounts cleanly, frees the slot and
 leaves the data in the store; a peer that is not root is refused.  The
 longest pause the workload saw is printed.
 
-    csi_holder.py local | s3      (s3: OBJFS_TEST_S3_* in the environment)
-    csi_holder.py --workload DIR  (the pod's workload; internal)
+    holder_ns.py local | s3      (s3: OBJFS_TEST_S3_* in the environment)
+    holder_ns.py --workload DIR  (the pod's workload; internal)
 """
 import json
 import os
