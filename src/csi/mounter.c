@@ -116,33 +116,6 @@ static bool real_alive(void *ctx, const struct objfs_csi_proc *p)
 	return p->start == 0 || start == p->start;
 }
 
-/* Bytes the process has read and written (sockets included), or 0. */
-static unsigned long long proc_io(pid_t pid)
-{
-	char path[64], buf[512];
-	unsigned long long rchar = 0, wchar = 0;
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%ld/io", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "rchar: ");
-	if (p != NULL)
-		rchar = strtoull(p + 7, NULL, 10);
-	p = strstr(buf, "wchar: ");
-	if (p != NULL)
-		wchar = strtoull(p + 7, NULL, 10);
-	return rchar + wchar;
-}
-
 /* Waiting for the exit on its own: a process still uploading what it had
  * not saved (its I/O counters move) gets all the time it needs, up to
  * STOP_MAX_MS; one that makes no progress for grace_ms is signalled. */
@@ -153,7 +126,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 	static const int sigs[] = { SIGTERM, SIGKILL };
 	static const unsigned waits[] = { 5000, 3000 };
 	long long start = objfs_now_ms(), progress = start;
-	unsigned long long io = proc_io(p->pid);
+	unsigned long long io = objfs_proc_io(p->pid);
 	size_t i;
 
 	while (real_alive(ctx, p) && objfs_now_ms() - progress < grace_ms &&
@@ -161,7 +134,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 		unsigned long long io2;
 
 		sleep_ms(50);
-		io2 = proc_io(p->pid);
+		io2 = objfs_proc_io(p->pid);
 		if (io2 != io) {
 			io = io2;
 			progress = objfs_now_ms();

@@ -97,32 +97,6 @@ static struct hslot *find(struct holder *h, const char *name)
 	return NULL;
 }
 
-static unsigned long long proc_io(pid_t pid)
-{
-	char path[64], buf[512];
-	unsigned long long r = 0, w = 0;
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if ((p = strstr(buf, "rchar: ")) != NULL)
-		r = strtoull(p + 7, NULL, 10);
-	if ((p = strstr(buf, "wchar: ")) != NULL)
-		w = strtoull(p + 7, NULL, 10);
-	return r + w;
-}
-
 static int reply_to(struct holder *h, int c, uint32_t op, int status,
 		    const struct hslot *s, const int *fds, int nfds)
 {
@@ -133,7 +107,7 @@ static int reply_to(struct holder *h, int c, uint32_t op, int status,
 	if (s != NULL) {
 		m->serial = s->serial;
 		m->pid = s->k.server;
-		m->io = proc_io(s->k.server);
+		m->io = objfs_proc_io(s->k.server);
 		m->arg = s->k.ready ? 1 : 0;
 		if (op == HOP_INFO) {
 			memcpy(m->spec, s->spec, s->spec_len);
@@ -868,6 +842,12 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 		}
 		if (r <= 0)
 			continue;
+		/* the slots first: a server's KOP_BYE must be read before its
+		 * SIGCHLD is handled, or its clean end looks like a death */
+		for (i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				objfs_kslot_poll(&h->slots[i].k, pf);
+		}
 		if (pf[0].revents) {
 			struct signalfd_siginfo si;
 			bool quit = false;
@@ -905,10 +885,6 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 			} else {
 				conn_close(h, c);
 			}
-		}
-		for (i = 0; i < h->n_slots; i++) {
-			if (h->slots[i].used)
-				objfs_kslot_poll(&h->slots[i].k, pf);
 		}
 		for (i = 0; i < h->n_slots; i++) {
 			if (h->slots[i].used && h->slots[i].k.events)

@@ -22,6 +22,7 @@ if ! sh "$SH" installed; then
 	exit 77
 fi
 W=$(mktemp -d "/tmp/objfs-holder.XXXXXX")
+chmod 711 "$W"   # the check of a peer that is not root needs a path to the socket
 cleanup() {
 	timeout 60 sh "$SH" stop "$W/s3" || true
 	rm -rf "$W"
