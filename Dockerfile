@@ -1,4 +1,5 @@
-# objfs container image: objfs-csi (CSI plugin) and objfs-mount (FUSE daemon)
+# objfs container image: objfs-csi (CSI plugin), objfs-mount (FUSE daemon) and
+# objfs-holder (the node's mount holder)
 # on Debian 12.  One file for every architecture Debian builds for:
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t <repo>/objfs:<tag> .
@@ -40,7 +41,7 @@ COPY --from=build /out/ /
 # node.hostSystemd option copies to the host, where it runs as
 # `<dir>/objfs-mount.sh ...` whatever the host distribution.
 RUN set -e; \
-    for p in /usr/bin/objfs-csi /usr/bin/objfs-mount; do \
+    for p in /usr/bin/objfs-csi /usr/bin/objfs-mount /usr/bin/objfs-holder; do \
         test -x "$p"; \
         if ldd "$p" | grep 'not found'; then exit 1; fi; \
     done; \

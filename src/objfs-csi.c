@@ -94,12 +94,17 @@ static const char usage_text[] =
 "\n"
 "Environment (node):\n"
 "  OBJFS_MOUNT_RUNNER      fork (default: mount processes double-forked in\n"
-"                          their own session) or host-systemd (transient\n"
+"                          their own session), host-systemd (transient\n"
 "                          units of the host's systemd via /run/systemd:\n"
 "                          they survive the plugin's container, MemoryMax\n"
-"                          enforces --mount-memory-mib)\n"
+"                          enforces --mount-memory-mib) or holder (the\n"
+"                          node's objfs-holder starts and keeps every\n"
+"                          mount: they survive the plugin's container; see\n"
+"                          docs/kubernetes.md)\n"
 "  OBJFS_MOUNT_RUNTIME_DIR with host-systemd: the host directory holding\n"
-"                          objfs-mount.sh (default --mount-program)\n";
+"                          objfs-mount.sh (default --mount-program)\n"
+"  OBJFS_HOLDER_SOCKET     with holder: its socket (default\n"
+"                          STATE_DIR/holder.sock)\n";
 
 enum {
 	OPT_ENDPOINT = 256, OPT_NODE_ID, OPT_MODE, OPT_LOG_LEVEL, OPT_STATE_DIR,
@@ -300,8 +305,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->mount_runner = getenv("OBJFS_MOUNT_RUNNER");
 	if (o->mount_runner != NULL && o->mount_runner[0] != '\0' &&
 	    strcmp(o->mount_runner, "fork") != 0 &&
-	    strcmp(o->mount_runner, "host-systemd") != 0) {
-		rc = usage_error("OBJFS_MOUNT_RUNNER must be fork or host-systemd, not \"%s\"",
+	    strcmp(o->mount_runner, "host-systemd") != 0 &&
+	    strcmp(o->mount_runner, "holder") != 0) {
+		rc = usage_error("OBJFS_MOUNT_RUNNER must be fork, host-systemd or holder, not \"%s\"",
 				 o->mount_runner);
 		goto out;
 	}
@@ -342,6 +348,8 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	struct objfs_csi_config cc;
+	struct objfs_csi_mounter holder_mounter;
+	char holder_sock[4096];
 	struct objfs_grpc_server_config sc;
 	struct objfs_log *log = NULL;
 	struct objfs_store *store = NULL;
@@ -395,6 +403,19 @@ int main(int argc, char **argv)
 	cc.advertise_get_snapshot = o.advertise_get_snapshot != 0;
 	if (o.mount_runner != NULL && strcmp(o.mount_runner, "host-systemd") == 0)
 		cc.mounter = objfs_csi_mounter_host_systemd();
+	if (o.mount_runner != NULL && strcmp(o.mount_runner, "holder") == 0) {
+		const char *hs = getenv("OBJFS_HOLDER_SOCKET");
+
+		if (hs != NULL && hs[0] != '\0')
+			snprintf(holder_sock, sizeof(holder_sock), "%s", hs);
+		else
+			snprintf(holder_sock, sizeof(holder_sock), "%s/holder.sock",
+				 o.state_dir);
+		objfs_csi_mounter_holder(&holder_mounter, holder_sock);
+		cc.mounter = &holder_mounter;
+		objfs_info(log, "csi", "mounts are kept by the objfs-holder on %s",
+			   holder_sock);
+	}
 	cc.store.url = o.store_url;
 	cc.store.s3.endpoint = o.s3_endpoint;
 	cc.store.s3.region = o.s3_region;

@@ -263,13 +263,30 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
 	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
 	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);
-	if (HAS(CREDENTIALS_FILE)) {
+	if (getenv(OBJFS_CREDS_FD_ENV) != NULL || HAS(CREDENTIALS_FILE)) {
+		const char *cfd = getenv(OBJFS_CREDS_FD_ENV);
+		const char *path = mo->credentials_file;
+		char fdpath[64];
 		int line = 0;
 
-		err = objfs_creds_load_file(mo->credentials_file, &s->creds, &line);
+		if (cfd != NULL) {
+			/* a keeper's copy of the credentials (mount/kslot.h):
+			 * the file may be gone by now */
+			if (strspn(cfd, "0123456789") != strlen(cfd) || cfd[0] == '\0' ||
+			    strlen(cfd) > 9)
+				return EINVAL;
+			snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%s", cfd);
+			path = fdpath;
+		}
+		err = objfs_creds_load_file(path, &s->creds, &line);
+		if (cfd != NULL) {
+			close(atoi(cfd));
+			unsetenv(OBJFS_CREDS_FD_ENV);
+		}
 		if (err != 0) {
 			fprintf(stderr, "objfs-mount: reading %s: %s (line %d)\n",
-				mo->credentials_file, objfs_strerror(err), line);
+				cfd != NULL ? "the keeper's credentials" : path,
+				objfs_strerror(err), line);
 			return err;
 		}
 	} else {
@@ -389,9 +406,14 @@ int main(int argc, char *argv[])
 	if (s.resume && getenv(OBJFS_KEEPER_ENV) == NULL) {
 		/* this process keeps the FUSE fd; servers are its children */
 		struct objfs_keeper_conf kc = {
-			.argv = argv, .ready_fd = s.ready_fd,
+			.argv = argv, .ready_fd = s.ready_fd, .creds_fd = -1,
 			.foreground = co.foreground, .log = log,
 		};
+
+		/* every server reads the credentials again: keep the file
+		 * open, a supervisor may remove it once the mount is up */
+		if (objfs_mount_opts_has(&c.mo, OBJFS_MOPT_CREDENTIALS_FILE))
+			kc.creds_fd = open(c.mo.credentials_file, O_RDONLY | O_CLOEXEC);
 
 		objfs_creds_release(&s.creds);
 		s.ready_fd = -1;

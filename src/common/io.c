@@ -2,6 +2,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,4 +69,30 @@ long long objfs_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+unsigned long long objfs_proc_io(int pid)
+{
+	char path[64], buf[512];
+	unsigned long long r = 0, w = 0;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/io", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "rchar: ")) != NULL)
+		r = strtoull(p + 7, NULL, 10);
+	if ((p = strstr(buf, "wchar: ")) != NULL)
+		w = strtoull(p + 7, NULL, 10);
+	return r + w;
 }

@@ -19,4 +19,8 @@ int objfs_random_bytes(void *buf, size_t n);
 /* CLOCK_MONOTONIC in milliseconds. */
 long long objfs_now_ms(void);
 
+/* Bytes process pid has read and written (rchar + wchar of /proc/PID/io,
+ * sockets included: a sign of progress), or 0 when unknown. */
+unsigned long long objfs_proc_io(int pid);
+
 #endif

@@ -47,6 +47,7 @@
 #include "common/io.h"
 #include "common/mountopts.h"
 #include "csi/mounter.h"
+#include "csi/mounter_int.h"
 #include "csi/records.h"
 
 #define READY_FD 3
@@ -115,33 +116,6 @@ static bool real_alive(void *ctx, const struct objfs_csi_proc *p)
 	return p->start == 0 || start == p->start;
 }
 
-/* Bytes the process has read and written (sockets included), or 0. */
-static unsigned long long proc_io(pid_t pid)
-{
-	char path[64], buf[512];
-	unsigned long long rchar = 0, wchar = 0;
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%ld/io", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "rchar: ");
-	if (p != NULL)
-		rchar = strtoull(p + 7, NULL, 10);
-	p = strstr(buf, "wchar: ");
-	if (p != NULL)
-		wchar = strtoull(p + 7, NULL, 10);
-	return rchar + wchar;
-}
-
 /* Waiting for the exit on its own: a process still uploading what it had
  * not saved (its I/O counters move) gets all the time it needs, up to
  * STOP_MAX_MS; one that makes no progress for grace_ms is signalled. */
@@ -152,7 +126,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 	static const int sigs[] = { SIGTERM, SIGKILL };
 	static const unsigned waits[] = { 5000, 3000 };
 	long long start = objfs_now_ms(), progress = start;
-	unsigned long long io = proc_io(p->pid);
+	unsigned long long io = objfs_proc_io(p->pid);
 	size_t i;
 
 	while (real_alive(ctx, p) && objfs_now_ms() - progress < grace_ms &&
@@ -160,7 +134,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 		unsigned long long io2;
 
 		sleep_ms(50);
-		io2 = proc_io(p->pid);
+		io2 = objfs_proc_io(p->pid);
 		if (io2 != io) {
 			io = io2;
 			progress = objfs_now_ms();
@@ -480,7 +454,7 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 
 /* The last line of the log file at path (no secrets: objfs-mount never logs
  * them) into msg. */
-static void log_tail(const char *path, char *msg, size_t cap)
+void objfs_csi_log_tail(const char *path, char *msg, size_t cap)
 {
 	char buf[1024];
 	ssize_t n;
@@ -521,7 +495,7 @@ static void log_tail(const char *path, char *msg, size_t cap)
 }
 
 /* Writes the transient credentials file; *path gets its name. */
-static int write_creds(const char *dir, const struct objfs_creds *c,
+int objfs_csi_write_creds(const char *dir, const struct objfs_creds *c,
 		       char *path, size_t cap)
 {
 	int err = objfs_node_rec_mkdir(dir);
@@ -535,7 +509,7 @@ static int write_creds(const char *dir, const struct objfs_creds *c,
 
 /* The -o list of a mount process: the node's options, then ready_fd
  * (unless negative) and credentials_file (unless "").  0 or ENOSPC. */
-static int supervisor_opts(const char *options, int ready_fd, const char *creds_path,
+int objfs_csi_mount_opts(const char *options, int ready_fd, const char *creds_path,
 			   char *out, size_t cap)
 {
 	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
@@ -674,7 +648,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	msg[0] = '\0';
 	memset(out, 0, sizeof(*out));
 	if (spec->creds != NULL && spec->creds->access_key != NULL) {
-		err = write_creds(spec->work_dir, spec->creds, creds_path,
+		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path,
 				  sizeof(creds_path));
 		if (err != 0) {
 			snprintf(msg, cap, "cannot write the credentials file: %s",
@@ -683,7 +657,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			goto out;
 		}
 	}
-	if (supervisor_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
+	if (objfs_csi_mount_opts(spec->options, READY_FD, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;
@@ -748,7 +722,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 				err = EIO;
 				snprintf(msg, cap, "%s exited before the mount was ready",
 					 spec->program);
-				log_tail(spec->log_path, msg + strlen(msg), cap - strlen(msg));
+				objfs_csi_log_tail(spec->log_path, msg + strlen(msg), cap - strlen(msg));
 				break;
 			}
 		}
@@ -979,14 +953,14 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		return err;
 	snprintf(proc.unit, sizeof(proc.unit), "objfs-mount-%.16s.service", name + 2);
 	if (spec->creds != NULL && spec->creds->access_key != NULL) {
-		err = write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
+		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
 		if (err != 0) {
 			snprintf(msg, cap, "cannot write the credentials file: %s",
 				 objfs_strerror(err));
 			goto out;
 		}
 	}
-	if (supervisor_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
+	if (objfs_csi_mount_opts(spec->options, -1, creds_path, opts, sizeof(opts)) != 0) {
 		err = E2BIG;
 		snprintf(msg, cap, "mount options too long");
 		goto out;

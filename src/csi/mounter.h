@@ -44,7 +44,8 @@ struct objfs_csi_proc {
 	pid_t pid;
 	unsigned long long start;
 	char unit[OBJFS_CSI_UNIT_MAX];  /* host-systemd runner: the transient
-					   unit; "" otherwise */
+					   unit; holder runner: "holder:" and
+					   the slot; "" otherwise */
 };
 
 /* The top mount at a path (from /proc/self/mountinfo). */
@@ -118,6 +119,17 @@ const struct objfs_csi_mounter *objfs_csi_mounter_real(void);
  * and every path handed to it (mount point, credentials file) must be the
  * same on the host.  A static constant; never freed. */
 const struct objfs_csi_mounter *objfs_csi_mounter_host_systemd(void);
+
+/* The holder runner (mounter_holder.c): every objfs-mount is started,
+ * kept and stopped by the node's objfs-holder (mount/holder.h) listening
+ * on socket_path (borrowed: it must outlive the mounter), a pod of its
+ * own, so mounts survive restarts, deletions and upgrades of the node
+ * plugin's pod.  A mount is named by the holder's slot and serial
+ * (objfs_csi_proc.unit "holder:NAME", .start the serial), not a pid: the
+ * holder runs in another pid namespace.  The program and every path
+ * handed to it (mount point, log, state and spool directories) must be
+ * the same in the holder's container. */
+void objfs_csi_mounter_holder(struct objfs_csi_mounter *out, const char *socket_path);
 
 /* Parses one /proc/self/mountinfo text for path's top mount (exposed for
  * tests).  0 or ENOENT. */

@@ -411,7 +411,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	const char *region = objfs_pb_map_get(ctx, r->n_volume_context, "region");
 	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
 	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
-	char src[PATH_MAX + 512], aws[128], ca[PATH_MAX];
+	char src[PATH_MAX + 512], aws[128], ca[PATH_MAX], resume_state[PATH_MAX];
 	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
 	char opts[OPTS_MAX] = "";
 	char why[160] = "";
@@ -515,6 +515,28 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 					      n->spool_dir, objfs_strerror(e));
 		mo.spool_dir = n->spool_dir;
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_SPOOL_DIR);
+	}
+	if (n->resume_dir[0] != '\0' && opt_value_ok(n->resume_dir)) {
+		/* resumable: a keeper (the node's objfs-holder, or the mount
+		 * process itself) holds the FUSE connection, so the death of
+		 * the serving process is a pause, not ENOTCONN; its state lives
+		 * on the host beside the spools */
+		char name[OBJFS_NODE_REC_NAME_MAX];
+		int e = objfs_node_rec_mkdir(n->resume_dir);
+
+		if (e == 0)
+			e = objfs_node_rec_name(r->volume_id, name);
+		if (e == 0 && (size_t)snprintf(resume_state, sizeof(resume_state), "%s/%s",
+					       n->resume_dir, name) >= sizeof(resume_state))
+			e = ENAMETOOLONG;
+		if (e != 0)
+			return objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
+					      "the state directory of volume %s under %s: %s",
+					      r->volume_id, n->resume_dir, objfs_strerror(e));
+		mo.resume = true;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_RESUME);
+		mo.state_dir = resume_state;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_STATE_DIR);
 	}
 	if (s3) {
 		mo.endpoint = endpoint;
@@ -1307,6 +1329,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "%s/node/tmp", csi->cfg.state_dir);
 		snprintf(n->log_dir, sizeof(n->log_dir), "%s/node/logs", csi->cfg.state_dir);
 		snprintf(n->spool_dir, sizeof(n->spool_dir), "%s/node/spool", csi->cfg.state_dir);
+		snprintf(n->resume_dir, sizeof(n->resume_dir), "%s/node/resume", csi->cfg.state_dir);
 	} else {
 		snprintf(n->tmp_dir, sizeof(n->tmp_dir), "/tmp");
 	}

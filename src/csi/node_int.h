@@ -57,6 +57,9 @@ struct objfs_csi_node {
 	char spool_dir[PATH_MAX];               /* mounts' spools: "" when no
 						   state dir (objfs-mount's
 						   default) */
+	char resume_dir[PATH_MAX];              /* state dirs of resumable
+						   mounts: "" when no state dir
+						   (then no -o resume) */
 	pthread_mutex_t lock;                   /* protects everything below */
 	pthread_cond_t wake;
 	struct vol *vols;

@@ -66,13 +66,13 @@ static int store_probe(struct objfs_csi_node *n, const struct objfs_store_config
 	err = objfs_store_url_parse(sc->url, &scheme, &bucket, &prefix);
 	if (err != 0)
 		goto out;
-	if (strcmp(scheme, "file") == 0) {
-		if (stat(bucket, &st) != 0)
-			err = errno;
-		else if (!S_ISDIR(st.st_mode))
-			err = ENOTDIR;
+	if (strcmp(scheme, "file") == 0 && stat(bucket, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		err = ENOTDIR;
 		goto out;
 	}
+	/* a file:// store is opened too: the URL's path is the store's
+	 * root (found by its marker) and a prefix in its own layout, not a
+	 * directory that stat() could check */
 	c.retry.max_attempts = 1;
 	c.retry.max_total_ms = timeout_ms;
 	c.s3.connect_timeout_ms = timeout_ms;

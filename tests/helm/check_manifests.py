@@ -133,7 +133,8 @@ CASES = {
         "namespace": "default", "fullname": "objfs", "kubelet": "/var/lib/kubelet",
         "state": "/var/lib/objfs", "secret": None, "created_secret": False,
         "ca": None, "storageclass": None, "vsc": None, "hostsystemd": False,
-        "hostnetwork": False, "strategy": {"type": "OnDelete"},
+        "hostnetwork": False,
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "extra": set(),
     },
     "full": {
@@ -172,6 +173,8 @@ def expected_objects(case):
             ("Role", fn + "-leader-election"), ("RoleBinding", fn + "-leader-election")}
     for s in ("provisioner", "resizer", "snapshotter"):
         objs |= {("ClusterRole", fn + "-" + s), ("ClusterRoleBinding", fn + "-" + s)}
+    if not case["hostsystemd"]:
+        objs.add(("DaemonSet", fn + "-holder"))
     return objs | case["extra"]
 
 
@@ -625,11 +628,80 @@ def check_chart(case_name, docs):
                 fail("%s: hostSystemd: install-mount-runtime must write to %s" % (where, sd))
         elif hs or pod.get("initContainers"):
             fail("%s: /run/systemd or init containers without hostSystemd" % where)
+        check_holder(case_name, case, objs, fn, plugin, env, vols)
         check_plugin_common(where, plugin, pod, objs, case)
         dry_run(where + "/objfs-csi", plugin, pod, objs, ns,
                 os.path.join(os.environ.get("WORKDIR", "/tmp"), case_name + "-node"))
 
     check_secrets(case_name, case, objs)
+
+
+def check_holder(case_name, case, objs, fn, plugin, env, pvols):
+    """The objfs-holder DaemonSet (without hostSystemd): it keeps the mounts
+    the plugin asks for, so it sees the same paths, and rolls without loss."""
+    ds = objs.get(("DaemonSet", fn + "-holder"))
+    where = "%s: DaemonSet/%s" % (case_name, fn + "-holder")
+    runner = env.get("OBJFS_MOUNT_RUNNER", {}).get("value")
+    if case["hostsystemd"]:
+        if ds or runner != "host-systemd":
+            fail("%s: hostSystemd: no holder, runner host-systemd (got %r)" % (where, runner))
+        return
+    if not ds:
+        fail("%s: missing (the default keeps mounts out of the node pod)" % where)
+        return
+    if runner != "holder":
+        fail("%s: objfs-csi needs OBJFS_MOUNT_RUNNER=holder, got %r" % (where, runner))
+    strat = ds["spec"].get("updateStrategy", {})
+    if strat != {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}:
+        fail("%s: updateStrategy %r: a roll must start the new holder first" % (where, strat))
+    pod = ds["spec"]["template"]["spec"]
+    check_pod_basics(where, pod)
+    if pod.get("priorityClassName") != "system-node-critical":
+        fail("%s: priorityClassName must be system-node-critical" % where)
+    if pod.get("hostPID"):
+        fail("%s: hostPID must be off" % where)
+    if bool(pod.get("hostNetwork")) != case["hostnetwork"]:
+        fail("%s: hostNetwork must follow node.hostNetwork (the mounts reach S3)" % where)
+    cs = {c["name"]: c for c in pod["containers"]}
+    h = cs.get("objfs-holder")
+    if h is None:
+        fail("%s: no objfs-holder container" % where)
+        return
+    vols = {v["name"]: v for v in pod["volumes"]}
+    if h.get("securityContext", {}).get("privileged") is not True \
+            or h["securityContext"].get("runAsUser") != 0:
+        fail("%s: must be privileged and root (FUSE mounts)" % where)
+    args = h.get("args", [])
+    sock = args[args.index("--socket") + 1] if "--socket" in args else None
+    if sock != env.get("OBJFS_HOLDER_SOCKET", {}).get("value") or sock != case["state"] + "/holder.sock":
+        fail("%s: --socket %r is not objfs-csi's OBJFS_HOLDER_SOCKET in the state dir" % (where, sock))
+    probe = h.get("readinessProbe", {}).get("exec", {}).get("command", [])
+    ready = args[args.index("--ready-file") + 1] if "--ready-file" in args else None
+    if probe[:2] != ["objfs-holder", "--check"] or sock not in probe or ready not in probe:
+        fail("%s: readinessProbe must be objfs-holder --check on its socket and ready file" % where)
+    rm = mount_for(h, ready or "/nonexistent", vols)
+    if rm is None or "emptyDir" not in vols[rm["name"]]:
+        fail("%s: the ready file must be in the pod (an emptyDir), not on the host" % where)
+    kd = case["kubelet"]
+    km = [vm for vm in h["volumeMounts"] if vm["mountPath"] == kd]
+    if not km or km[0].get("mountPropagation") != "Bidirectional" \
+            or vols[km[0]["name"]].get("hostPath", {}).get("path") != kd:
+        fail("%s: kubelet dir %s must be a hostPath at the same path, Bidirectional" % (where, kd))
+    sm = mount_for(h, case["state"], vols)
+    if sm is None or vols[sm["name"]].get("hostPath", {}).get("path") != case["state"]:
+        fail("%s: state dir is not the hostPath %s" % (where, case["state"]))
+    fm = [vm for vm in h["volumeMounts"] if vm["mountPath"] == "/dev/fuse"]
+    if not fm or vols[fm[0]["name"]].get("hostPath", {}).get("type") != "CharDevice":
+        fail("%s: /dev/fuse not mounted from the host" % where)
+    # every path the plugin hands a mount (CA file) must exist in the holder
+    pm = {vm["mountPath"] for vm in plugin["volumeMounts"]}
+    hm = {vm["mountPath"] for vm in h["volumeMounts"]}
+    for p in pm - hm:
+        if p.startswith("/etc/objfs"):
+            fail("%s: %s is mounted in objfs-csi but not in the holder" % (where, p))
+    lim = h.get("resources", {}).get("limits", {}).get("memory")
+    if not lim:
+        fail("%s: a memory limit is required (the mounts' memory is here)" % where)
 
 
 def check_plugin_common(where, plugin, pod, objs, case):

@@ -121,8 +121,16 @@ if "$render" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
 fi
 "$render" -kube-version v1.26.0 "$chart" >/dev/null || fail "chart refused Kubernetes 1.26"
 "$render" -notes -upgrade "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
-grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade.notes" ||
-	fail "NOTES.txt on upgrade does not explain the OnDelete node roll"
+grep -q 'a new holder takes every' "$tmp/upgrade.notes" ||
+	fail "NOTES.txt (default: the holder) does not say how mounts are kept"
+if grep -q 'this upgrade did not replace' "$tmp/upgrade.notes"; then
+	fail "NOTES.txt on a rolling upgrade (holder) says the node pods were not replaced"
+fi
+printf 'holder: {enabled: false}\n' >"$tmp/noholder.yaml"
+"$render" -notes -upgrade -f "$tmp/noholder.yaml" "$chart" >"$tmp/upgrade-fork.notes" ||
+	fail "NOTES.txt (upgrade, no holder)"
+grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade-fork.notes" ||
+	fail "NOTES.txt on upgrade without the holder does not explain the OnDelete node roll"
 "$render" -notes -upgrade -f "$srcdir/tests/helm/values-existing.yaml" "$chart" >"$tmp/upgrade-hs.notes" ||
 	fail "NOTES.txt (upgrade, hostSystemd)"
 if grep -q 'this upgrade did not replace' "$tmp/upgrade-hs.notes"; then

@@ -110,10 +110,29 @@ def all_threads_stopped(pid):
     return True
 
 
+def ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
 def mount_pid(staging):
+    """The process the plugin started: with -o resume (the default), the
+    keeper, whose child serves the mount."""
     pids = mount_pids(staging)
-    assert len(pids) == 1, (staging, pids)
-    return pids[0]
+    keepers = [p for p in pids if ppid(p) not in pids]
+    assert len(keepers) == 1, (staging, pids)
+    return keepers[0]
+
+
+def server_pid(staging):
+    """The process serving the mount: the keeper's child."""
+    keeper = mount_pid(staging)
+    servers = [p for p in mount_pids(staging) if ppid(p) == keeper]
+    assert len(servers) == 1, (staging, keeper, servers)
+    return servers[0]
 
 
 def wait_for(pred, timeout, what, step=0.2):
@@ -364,7 +383,23 @@ def main():
             wait_for(lambda: read_file(os.path.join(t1, "from-b.txt")) == b"written on node b",
                      15, "node a reading node b's file")
 
+        def kill_server_process():
+            # -o resume (the default): the keeper starts a successor, the
+            # targets see a pause, not an error, and nothing is repaired
+            keeper, server = mount_pid(stage_a), server_pid(stage_a)
+            os.kill(server, signal.SIGKILL)
+            t0 = time.time()
+            assert read_file(os.path.join(t1, "data.bin")) == payload
+            print("  read after kill -9 of the server: %.0f ms" % ((time.time() - t0) * 1000))
+            assert mount_pid(stage_a) == keeper
+            wait_for(lambda: server_pid(stage_a) != server, 10, "a successor")
+            resp = stats(na, t1)
+            assert not resp.volume_condition.abnormal, resp.volume_condition.message
+            assert "restarting it" not in a.log()[-2000:]
+
         def kill_mount_process():
+            # the keeper itself: its server dies with it, the watchdog
+            # mounts again (the last resort)
             pid = mount_pid(stage_a)
             os.kill(pid, signal.SIGKILL)
             seen = wait_for(lambda: stats(na, t1).volume_condition.abnormal and
@@ -435,7 +470,7 @@ def main():
             stage(stub, hang_stage, volume_id="vol-hang", ctx=hctx, group="")
             publish(stub, hang_stage, t5, volume_id="vol-hang", group="")
             write_file(os.path.join(t5, "x"), b"x")
-            pid = mount_pid(hang_stage)
+            pid = server_pid(hang_stage)
             os.kill(pid, signal.SIGSTOP)
             try:
                 # kill() returns before every thread has stopped: one
@@ -566,6 +601,7 @@ def main():
         r.run("NodeGetVolumeStats", volume_stats)
         r.run("paths outside the kubelet dir", path_confinement)
         r.run("two nodes share a volume", two_nodes_share)
+        r.run("kill -9 of the serving process: a pause, no error", kill_server_process)
         r.run("kill -9 of the mount process", kill_mount_process)
         holder = {}
         r.run("restart of objfs-csi", lambda: holder.update(stub=restart_plugin()))

@@ -83,14 +83,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s/plugins/%s" (trimSuffix "/" .Values.kubeletDir) (include "objfs.driverName" .) -}}
 {{- end -}}
 
+{{/* Who runs the node's mount processes: host-systemd (node.hostSystemd),
+     holder (the objfs-holder DaemonSet, holder.enabled: the default) or
+     fork (the node plugin's own container). */}}
+{{- define "objfs.mountRunner" -}}
+{{- if .Values.node.hostSystemd.enabled -}}
+host-systemd
+{{- else if .Values.holder.enabled -}}
+holder
+{{- else -}}
+fork
+{{- end -}}
+{{- end -}}
+
 {{/* The node DaemonSet's update strategy: node.updateStrategy if set, else
-     the one safe for the mounts (see values.yaml): RollingUpdate when mount
-     processes live in host systemd units, OnDelete when they live in the
-     node pod and die with it. */}}
+     the one safe for the mounts (see values.yaml): RollingUpdate when the
+     mounts live outside the node pod (holder, host systemd units), OnDelete
+     when they live in it and die with it. */}}
 {{- define "objfs.nodeUpdateStrategy" -}}
 {{- if .Values.node.updateStrategy -}}
 {{- toYaml .Values.node.updateStrategy -}}
-{{- else if .Values.node.hostSystemd.enabled -}}
+{{- else if ne (include "objfs.mountRunner" .) "fork" -}}
 type: RollingUpdate
 rollingUpdate:
   maxUnavailable: 1

@@ -1,0 +1,24 @@
+/*
+ * mounter_int.h - what the runners of the mounter (mounter.c: fork and
+ * host-systemd; mounter_holder.c: the node's objfs-holder) share.
+ */
+#ifndef OBJFS_CSI_MOUNTER_INT_H
+#define OBJFS_CSI_MOUNTER_INT_H
+
+#include <stddef.h>
+
+struct objfs_creds;
+
+/* ": " and the last line of the log file at path (a JSON line's message)
+ * into msg; nothing when there is none.  objfs-mount never logs secrets. */
+void objfs_csi_log_tail(const char *path, char *msg, size_t cap);
+/* Writes c to a new 0600 file in dir (created 0700 when missing); path
+ * gets its name.  The caller unlinks it.  0 or an errno. */
+int objfs_csi_write_creds(const char *dir, const struct objfs_creds *c,
+			  char *path, size_t cap);
+/* The -o list of a mount process: options, then ready_fd (unless
+ * negative) and credentials_file (unless "").  0 or ENOSPC. */
+int objfs_csi_mount_opts(const char *options, int ready_fd, const char *creds_path,
+			 char *out, size_t cap);
+
+#endif

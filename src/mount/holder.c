@@ -1,0 +1,924 @@
+/*
+ * holder.c - objfs-holder, the node's mount authority (see holder.h).
+ *
+ * One thread, one poll() loop; the slot, connection and pollfd tables are
+ * allocated once at start (max_slots), nothing is allocated in the loop.
+ * No S3, no TLS, no gRPC: it moves fds and fixed-size messages, starts
+ * and reaps processes.  Each mount is a struct objfs_kslot (kslot.c), the
+ * state machine objfs-mount's own keeper runs for one mount.
+ *
+ * Phases of a holder:
+ *   taking   (started while another holder serves the socket) it adopted
+ *            every mount and waits until each successor serves; it does
+ *            not listen yet
+ *   serving  it owns the socket path and answers requests
+ *   leaving  it sent its mounts to a new holder: every request but the new
+ *            holder's gets EAGAIN; when that connection closes before
+ *            HOP_DONE it serves again (mounts it released get a successor)
+ *   retired  taken over: it holds nothing and waits to be killed (exiting
+ *            would make the kubelet restart the container, and a restarted
+ *            holder would take the mounts back)
+ *   stopping SIGTERM: every mount ends cleanly, then it exits
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/io.h"
+#include "common/log.h"
+#include "mount/holder.h"
+
+#define SUB "holder"
+#define CONNS_MIN 16
+
+struct hslot {
+	bool used;
+	bool live;                      /* a server was ready once */
+	char name[OBJFS_HNAME_MAX];
+	uint64_t serial;
+	char spec[OBJFS_HSPEC_MAX];
+	uint32_t spec_len;
+	char *argv[8];
+	const char *mountpoint;         /* in spec */
+	int starter;                    /* connection waiting for HOP_OK */
+	struct objfs_kslot k;
+};
+
+enum phase { TAKING, SERVING, LEAVING, RETIRED, STOPPING };
+
+struct holder {
+	const struct objfs_holder_conf *c;
+	struct objfs_log *log;
+	enum phase phase;
+	int sfd, lsock;
+	int *conns;                     /* fds, -1 when free */
+	unsigned n_conns;
+	struct hslot *slots;
+	unsigned n_slots;
+	struct pollfd *pf;
+	int *pmap;                      /* pf index -> connection or slot */
+	uint64_t next_serial;
+	char instance[OBJFS_HNAME_MAX];
+	int peer;                       /* LEAVING: the new holder's conn;
+					   TAKING: our connection to the old */
+	bool failed;                    /* TAKING: a mount could not be taken */
+	long long deadline;             /* TAKING */
+	struct objfs_hmsg msg, reply;
+};
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static struct hslot *find(struct holder *h, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used && strcmp(h->slots[i].name, name) == 0)
+			return &h->slots[i];
+	}
+	return NULL;
+}
+
+static int reply_to(struct holder *h, int c, uint32_t op, int status,
+		    const struct hslot *s, const int *fds, int nfds)
+{
+	struct objfs_hmsg *m = &h->reply;
+
+	objfs_hmsg_init(m, op, s != NULL ? s->name : NULL);
+	m->status = status;
+	if (s != NULL) {
+		m->serial = s->serial;
+		m->pid = s->k.server;
+		m->io = objfs_proc_io(s->k.server);
+		m->arg = s->k.ready ? 1 : 0;
+		if (op == HOP_INFO) {
+			memcpy(m->spec, s->spec, s->spec_len);
+			m->spec_len = s->spec_len;
+		}
+	}
+	if (c < 0 || h->conns[c] < 0)
+		return EBADF;
+	return objfs_kpkt_send(h->conns[c], m, sizeof(*m), fds, nfds);
+}
+
+/* Fills s's spec, argv and log from m: 0 or an errno. */
+static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg *m)
+{
+	const char *str[HSPEC_N];
+	int err;
+
+	memset(s, 0, offsetof(struct hslot, k));
+	objfs_kslot_init(&s->k);
+	s->used = true;
+	s->starter = -1;
+	snprintf(s->name, sizeof(s->name), "%s", m->name);
+	memcpy(s->spec, m->spec, m->spec_len);
+	s->spec_len = m->spec_len;
+	err = objfs_hmsg_get_spec(m, str);
+	if (err != 0)
+		return err;
+	/* point into our copy */
+	for (int i = 0; i < HSPEC_N; i++)
+		str[i] = s->spec + (str[i] - m->spec);
+	if (str[HSPEC_PROGRAM][0] != '/' || str[HSPEC_MOUNTPOINT][0] != '/' ||
+	    str[HSPEC_SOURCE][0] == '\0')
+		return EINVAL;
+	s->argv[0] = (char *)str[HSPEC_PROGRAM];
+	s->argv[1] = (char *)"-f";
+	s->argv[2] = (char *)"-o";
+	s->argv[3] = (char *)str[HSPEC_OPTIONS];
+	s->argv[4] = (char *)str[HSPEC_SOURCE];
+	s->argv[5] = (char *)str[HSPEC_MOUNTPOINT];
+	s->argv[6] = NULL;
+	s->mountpoint = str[HSPEC_MOUNTPOINT];
+	if (str[HSPEC_OPTIONS][0] == '\0') {
+		s->argv[2] = s->argv[4];
+		s->argv[3] = s->argv[5];
+		s->argv[4] = NULL;
+	}
+	s->k.name = s->name;
+	s->k.exe = s->argv[0];
+	s->k.argv = s->argv;
+	s->k.log = h->log;
+	s->k.die_with_owner = true;
+	if (str[HSPEC_LOG][0] != '\0') {
+		s->k.log_fd = open(str[HSPEC_LOG], O_WRONLY | O_APPEND | O_CREAT |
+				   O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (s->k.log_fd < 0)
+			objfs_warn(h->log, SUB, "%s: log %s: %s", s->name,
+				   str[HSPEC_LOG], strerror(errno));
+	}
+	return 0;
+}
+
+static void slot_free(struct holder *h, struct hslot *s, int sig)
+{
+	objfs_kslot_close(&s->k, sig);
+	s->used = false;
+	(void)h;
+}
+
+/* ---- requests ------------------------------------------------------------- */
+
+static void do_start(struct holder *h, int c, const struct objfs_hmsg *m, int creds_fd)
+{
+	struct hslot *s = find(h, m->name);
+	unsigned i;
+	int err;
+
+	if (m->name[0] == '\0' || memchr(m->name, '\0', sizeof(m->name)) == NULL) {
+		reply_to(h, c, HOP_ERR, EINVAL, NULL, NULL, 0);
+		goto out;
+	}
+	if (s != NULL) {
+		reply_to(h, c, HOP_ERR, EEXIST, s, NULL, 0);
+		goto out;
+	}
+	for (i = 0; i < h->n_slots && h->slots[i].used; i++)
+		;
+	if (i == h->n_slots) {
+		objfs_error(h->log, SUB, "%s: every one of %u slots is taken",
+			    m->name, h->n_slots);
+		reply_to(h, c, HOP_ERR, ENOSPC, NULL, NULL, 0);
+		goto out;
+	}
+	s = &h->slots[i];
+	err = slot_setup(h, s, m);
+	if (err == 0) {
+		s->serial = h->next_serial++;
+		s->k.creds_fd = creds_fd;
+		creds_fd = -1;
+		err = objfs_kslot_start(&s->k);
+	}
+	if (err != 0) {
+		reply_to(h, c, HOP_ERR, err, NULL, NULL, 0);
+		slot_free(h, s, SIGKILL);
+		goto out;
+	}
+	s->starter = c;
+	objfs_info(h->log, SUB, "%s: mount %" PRIu64 " on %s: pid %d", s->name,
+		   s->serial, s->mountpoint, (int)s->k.server);
+out:
+	if (creds_fd >= 0)
+		close(creds_fd);
+}
+
+static void do_stop(struct holder *h, int c, const struct objfs_hmsg *m)
+{
+	struct hslot *s = find(h, m->name);
+
+	if (s == NULL || (m->serial != 0 && m->serial != s->serial)) {
+		reply_to(h, c, HOP_ERR, ENOENT, NULL, NULL, 0);
+		return;
+	}
+	if (m->arg == SIGKILL) {
+		objfs_warn(h->log, SUB, "%s: killed on request", s->name);
+		reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+		slot_free(h, s, SIGKILL);
+		return;
+	}
+	objfs_info(h->log, SUB, "%s: ending the mount (signal %d)", s->name,
+		   (int)m->arg);
+	objfs_kslot_end(&s->k, (int)m->arg);
+	reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+}
+
+static void do_takeover(struct holder *h, int c)
+{
+	unsigned i;
+
+	if (h->phase != SERVING) {
+		reply_to(h, c, HOP_ERR, EAGAIN, NULL, NULL, 0);
+		return;
+	}
+	for (i = 0; i < h->n_slots; i++) {
+		struct hslot *s = &h->slots[i];
+
+		if (s->used && (!s->live || s->k.ending || objfs_kslot_busy(&s->k))) {
+			objfs_info(h->log, SUB, "takeover: %s is busy: try again",
+				   s->name);
+			reply_to(h, c, HOP_ERR, EAGAIN, NULL, NULL, 0);
+			return;
+		}
+	}
+	objfs_info(h->log, SUB, "a new holder takes the mounts over");
+	for (i = 0; i < h->n_slots; i++) {
+		struct hslot *s = &h->slots[i];
+		struct objfs_hmsg *m = &h->reply;
+		int fds[3] = { s->k.fuse_fd, s->k.creds_fd, -1 };
+
+		if (!s->used)
+			continue;
+		fds[2] = (int)syscall(SYS_pidfd_open, s->k.server, 0);
+		objfs_hmsg_init(m, HOP_SLOT, s->name);
+		m->serial = s->serial;
+		m->pid = s->k.server;
+		memcpy(m->spec, s->spec, s->spec_len);
+		m->spec_len = s->spec_len;
+		m->init = s->k.init;
+		/* only the fds present are attached, in this order */
+		m->arg = (s->k.creds_fd >= 0 ? 1 : 0) | (fds[2] >= 0 ? 2 : 0);
+		if (objfs_kpkt_send(h->conns[c], m, sizeof(*m), fds, 3) != 0)
+			objfs_error(h->log, SUB, "takeover: sending %s failed", s->name);
+		if (fds[2] >= 0)
+			close(fds[2]);
+	}
+	objfs_hmsg_init(&h->reply, HOP_END, NULL);
+	(void)objfs_kpkt_send(h->conns[c], &h->reply, sizeof(h->reply), NULL, 0);
+	h->phase = LEAVING;
+	h->peer = c;
+}
+
+static void retire(struct holder *h)
+{
+	unsigned i;
+
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used)
+			slot_free(h, &h->slots[i], 0);
+	}
+	if (h->lsock >= 0)
+		close(h->lsock);        /* the path is the new holder's now */
+	h->lsock = -1;
+	if (h->c->ready_file != NULL)
+		unlink(h->c->ready_file);
+	h->phase = RETIRED;
+	objfs_info(h->log, SUB, "taken over: holding nothing; waiting to be stopped");
+}
+
+/* The new holder left (its connection closed) before HOP_DONE. */
+static void takeover_abandoned(struct holder *h)
+{
+	unsigned i;
+
+	objfs_warn(h->log, SUB, "the new holder left before taking over: serving on");
+	h->phase = SERVING;
+	h->peer = -1;
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used)
+			objfs_kslot_unrelease(&h->slots[i].k);
+	}
+}
+
+static void on_request(struct holder *h, int c, int *fds)
+{
+	struct objfs_hmsg *m = &h->msg;
+	struct hslot *s;
+
+	m->name[sizeof(m->name) - 1] = '\0';
+	if (h->phase == LEAVING && c == h->peer) {
+		if (m->op == HOP_HANDOVER && (s = find(h, m->name)) != NULL) {
+			objfs_kslot_release(&s->k);
+		} else if (m->op == HOP_HANDOVER) {
+			reply_to(h, c, HOP_HANDED, 0, NULL, NULL, 0);
+		} else if (m->op == HOP_DONE) {
+			h->peer = -1;
+			retire(h);
+		}
+		return;
+	}
+	if (h->phase != SERVING && m->op != HOP_PING && m->op != HOP_STATUS &&
+	    m->op != HOP_LIST) {
+		reply_to(h, c, HOP_ERR, h->phase == STOPPING ? ESHUTDOWN : EAGAIN,
+			 NULL, NULL, 0);
+		return;
+	}
+	switch (m->op) {
+	case HOP_START:
+		do_start(h, c, m, fds[0]);
+		fds[0] = -1;
+		break;
+	case HOP_STATUS:
+		s = find(h, m->name);
+		if (h->phase == LEAVING || h->phase == RETIRED)
+			reply_to(h, c, HOP_ERR, EAGAIN, NULL, NULL, 0);
+		else if (s == NULL || (m->serial != 0 && m->serial != s->serial))
+			reply_to(h, c, HOP_ERR, ENOENT, NULL, NULL, 0);
+		else
+			reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+		break;
+	case HOP_STOP:
+		do_stop(h, c, m);
+		break;
+	case HOP_PING:
+		objfs_hmsg_init(&h->reply, HOP_OK, h->instance);
+		h->reply.arg = h->phase == SERVING;
+		(void)objfs_kpkt_send(h->conns[c], &h->reply, sizeof(h->reply), NULL, 0);
+		break;
+	case HOP_LIST:
+		for (unsigned i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				reply_to(h, c, HOP_INFO, 0, &h->slots[i], NULL, 0);
+		}
+		reply_to(h, c, HOP_END, 0, NULL, NULL, 0);
+		break;
+	case HOP_TAKEOVER:
+		do_takeover(h, c);
+		break;
+	default:
+		reply_to(h, c, HOP_ERR, EINVAL, NULL, NULL, 0);
+		break;
+	}
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void conn_close(struct holder *h, int c)
+{
+	unsigned i;
+
+	close(h->conns[c]);
+	h->conns[c] = -1;
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used && h->slots[i].starter == c)
+			h->slots[i].starter = -1;
+	}
+	if (h->phase == LEAVING && h->peer == c)
+		takeover_abandoned(h);
+}
+
+static void accept_one(struct holder *h)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	unsigned i;
+	int fd = accept4(h->lsock, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != 0) {
+		objfs_hmsg_init(&h->reply, HOP_ERR, NULL);
+		h->reply.status = EACCES;
+		(void)objfs_kpkt_send(fd, &h->reply, sizeof(h->reply), NULL, 0);
+		objfs_warn(h->log, SUB, "refused a connection of uid %ld (pid %ld): "
+			   "root only", (long)cr.uid, (long)cr.pid);
+		close(fd);
+		return;
+	}
+	for (i = 0; i < h->n_conns; i++) {
+		if (h->conns[i] < 0) {
+			h->conns[i] = fd;
+			return;
+		}
+	}
+	objfs_warn(h->log, SUB, "too many connections: one refused");
+	close(fd);
+}
+
+/* ---- the socket path ---------------------------------------------------------- */
+
+static int listen_on_path(struct holder *h)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = h->c->socket_path;
+	char dir[sizeof(sa.sun_path)];
+	mode_t um;
+	int s, err = 0;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d.tmp", path,
+			     (int)getpid()) >= sizeof(sa.sun_path))
+		return ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (mkdir(dirname(dir), 0700) != 0 && errno != EEXIST)
+		return errno;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return errno;
+	unlink(sa.sun_path);
+	um = umask(0177);
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(s, 64) != 0 ||
+	    chmod(sa.sun_path, 0600) != 0 || rename(sa.sun_path, path) != 0)
+		err = errno;
+	umask(um);
+	if (err != 0) {
+		unlink(sa.sun_path);
+		close(s);
+		return err;
+	}
+	h->lsock = s;
+	return 0;
+}
+
+static void write_ready(struct holder *h)
+{
+	char tmp[4096], dir[4096];
+	int fd;
+
+	if (h->c->ready_file == NULL)
+		return;
+	snprintf(dir, sizeof(dir), "%s", h->c->ready_file);
+	(void)mkdir(dirname(dir), 0755);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", h->c->ready_file);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || dprintf(fd, "%s\n", h->instance) < 0 ||
+	    close(fd) != 0 || rename(tmp, h->c->ready_file) != 0)
+		objfs_error(h->log, SUB, "ready file %s: %s", h->c->ready_file,
+			    strerror(errno));
+}
+
+static int start_serving(struct holder *h)
+{
+	int err = listen_on_path(h);
+
+	if (err != 0) {
+		objfs_error(h->log, SUB, "listening on %s: %s", h->c->socket_path,
+			    strerror(err));
+		return err;
+	}
+	h->phase = SERVING;
+	write_ready(h);
+	objfs_info(h->log, SUB, "serving on %s (instance %s, %u slots)",
+		   h->c->socket_path, h->instance, h->n_slots);
+	return 0;
+}
+
+/* ---- taking over ---------------------------------------------------------------- */
+
+/* Connects to a running holder and asks for its mounts: 0 (TAKING, or no
+ * holder there: h->peer -1) or an errno. */
+static int take_over(struct holder *h)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct objfs_hmsg *m = &h->msg;
+	unsigned n = 0;
+	int s, err, fds[3];
+
+	if (strlen(h->c->socket_path) >= sizeof(sa.sun_path))
+		return ENAMETOOLONG;
+	strcpy(sa.sun_path, h->c->socket_path);
+	for (;;) {
+		s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (s < 0)
+			return errno;
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			err = errno;
+			close(s);
+			if (err == ENOENT || err == ECONNREFUSED)
+				return 0;       /* nobody serves: a fresh start */
+			return err;
+		}
+		objfs_hmsg_init(m, HOP_TAKEOVER, NULL);
+		err = objfs_kpkt_send(s, m, sizeof(*m), NULL, 0);
+		if (err == 0)
+			err = objfs_kpkt_recv(s, m, sizeof(*m), fds, 3);
+		if (err == 0 && m->op == HOP_ERR && m->status == EAGAIN &&
+		    objfs_now_ms() < h->deadline) {
+			close(s);
+			usleep(200 * 1000);
+			continue;
+		}
+		break;
+	}
+	while (err == 0 && m->op == HOP_SLOT) {
+		unsigned i;
+		struct hslot *sl = NULL;
+
+		for (i = 0; i < h->n_slots; i++) {
+			if (!h->slots[i].used) {
+				sl = &h->slots[i];
+				break;
+			}
+		}
+		if (!(m->arg & 1)) {            /* no credentials: fds shift */
+			fds[2] = fds[1];
+			fds[1] = -1;
+		}
+		if (sl == NULL || fds[0] < 0) {
+			err = ENOSPC;
+			break;
+		}
+		err = slot_setup(h, sl, m);
+		if (err == 0) {
+			sl->serial = m->serial;
+			if (m->serial >= h->next_serial)
+				h->next_serial = m->serial + 1;
+			sl->k.creds_fd = fds[1];
+			fds[1] = -1;
+			err = objfs_kslot_adopt(&sl->k, fds[0], &m->init, fds[2]);
+			fds[2] = -1;
+		}
+		close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		if (fds[2] >= 0)
+			close(fds[2]);
+		if (err != 0) {
+			objfs_error(h->log, SUB, "takeover: %s: %s", m->name, strerror(err));
+			break;
+		}
+		objfs_info(h->log, SUB, "takeover: %s (mount %" PRIu64 ", pid %" PRId64
+			   " there) adopted", sl->name, sl->serial, m->pid);
+		n++;
+		err = objfs_kpkt_recv(s, m, sizeof(*m), fds, 3);
+	}
+	if (err == 0 && m->op != HOP_END)
+		err = m->op == HOP_ERR && m->status ? m->status : EPROTO;
+	if (err != 0) {
+		close(s);
+		return err;
+	}
+	objfs_info(h->log, SUB, "takeover: %u mount(s) received; successors started", n);
+	h->peer = s;
+	h->phase = TAKING;
+	return 0;
+}
+
+/* TAKING: every adopted mount is served by our successor? */
+static void taking_progress(struct holder *h)
+{
+	unsigned i, pending = 0;
+
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used && !h->slots[i].live)
+			pending++;
+	}
+	if (h->failed || objfs_now_ms() > h->deadline) {
+		objfs_error(h->log, SUB, "takeover failed%s: stopping our successors; "
+			    "the old holder serves on",
+			    h->failed ? "" : " (timeout)");
+		for (i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				slot_free(h, &h->slots[i], SIGKILL);
+		}
+		/* reaped before the old holder hears of it: it then resumes */
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+		h->phase = STOPPING;
+		return;
+	}
+	if (pending > 0)
+		return;
+	if (start_serving(h) != 0) {
+		h->failed = true;
+		return;
+	}
+	objfs_hmsg_init(&h->msg, HOP_DONE, NULL);
+	(void)objfs_kpkt_send(h->peer, &h->msg, sizeof(h->msg), NULL, 0);
+	close(h->peer);
+	h->peer = -1;
+	objfs_info(h->log, SUB, "takeover done");
+}
+
+static void on_peer_msg(struct holder *h)
+{
+	int fds[3], i, err;
+	struct hslot *s;
+
+	err = objfs_kpkt_recv(h->peer, &h->msg, sizeof(h->msg), fds, 3);
+	for (i = 0; i < 3; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	if (err != 0) {
+		/* the old holder is gone: its servers went with it (they die
+		 * with their holder); a pidfd still says when */
+		objfs_warn(h->log, SUB, "the old holder left during the takeover");
+		close(h->peer);
+		h->peer = -1;
+		for (unsigned k = 0; k < h->n_slots; k++) {
+			s = &h->slots[k];
+			if (s->used && s->k.foreign && s->k.foreign_pidfd < 0)
+				objfs_kslot_foreign_gone(&s->k);
+		}
+		return;
+	}
+	h->msg.name[sizeof(h->msg.name) - 1] = '\0';
+	if (h->msg.op == HOP_HANDED && (s = find(h, h->msg.name)) != NULL)
+		objfs_kslot_foreign_gone(&s->k);
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+static void slot_events(struct holder *h, struct hslot *s)
+{
+	unsigned ev = s->k.events;
+
+	s->k.events = 0;
+	if (ev & KSLOT_EV_FOREIGN && h->phase == TAKING && h->peer >= 0) {
+		struct objfs_hmsg *m = &h->reply;
+
+		objfs_hmsg_init(m, HOP_HANDOVER, s->name);
+		if (objfs_kpkt_send(h->peer, m, sizeof(*m), NULL, 0) != 0 &&
+		    s->k.foreign_pidfd < 0)
+			objfs_kslot_foreign_gone(&s->k);
+	} else if (ev & KSLOT_EV_FOREIGN && h->peer < 0 && s->k.foreign_pidfd < 0) {
+		objfs_kslot_foreign_gone(&s->k);
+	}
+	if (ev & KSLOT_EV_RELEASED && h->phase == LEAVING && h->peer >= 0) {
+		objfs_info(h->log, SUB, "%s: released to the new holder", s->name);
+		reply_to(h, h->peer, HOP_HANDED, 0, s, NULL, 0);
+	}
+	if (ev & KSLOT_EV_READY) {
+		if (!s->live)
+			objfs_info(h->log, SUB, "%s: serving (pid %d)", s->name,
+				   (int)s->k.server);
+		s->live = true;
+		if (s->starter >= 0)
+			reply_to(h, s->starter, HOP_OK, 0, s, NULL, 0);
+		s->starter = -1;
+	}
+	if (ev & KSLOT_EV_ENDED) {
+		objfs_info(h->log, SUB, "%s: mount %" PRIu64 " ended (status %d)",
+			   s->name, s->serial, s->k.status);
+		if (s->starter >= 0 && h->conns[s->starter] >= 0) {
+			objfs_hmsg_init(&h->reply, HOP_ERR, s->name);
+			h->reply.status = EIO;
+			h->reply.arg = (uint64_t)s->k.status;
+			(void)objfs_kpkt_send(h->conns[s->starter], &h->reply,
+					      sizeof(h->reply), NULL, 0);
+		}
+		if (h->phase == TAKING && !s->live)
+			h->failed = true;
+		slot_free(h, s, SIGTERM);
+	}
+}
+
+static void reap(struct holder *h)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (unsigned i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used && objfs_kslot_child(&h->slots[i].k, pid, st))
+				break;
+		}
+	}
+}
+
+static bool any_slot(const struct holder *h)
+{
+	for (unsigned i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used)
+			return true;
+	}
+	return false;
+}
+
+/* SIGTERM/SIGINT: true when the holder may exit now. */
+static bool on_stop_signal(struct holder *h, int sig)
+{
+	unsigned i;
+
+	if (h->phase == RETIRED || !any_slot(h))
+		return true;
+	if (h->phase == TAKING) {
+		h->failed = true;
+		return false;
+	}
+	if (h->phase != STOPPING)
+		objfs_info(h->log, SUB, "signal %d: ending every mount (data is "
+			   "uploaded, then unmounted)", sig);
+	h->phase = STOPPING;
+	for (i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used)
+			objfs_kslot_end(&h->slots[i].k, SIGTERM);
+	}
+	return false;
+}
+
+/* ---- the loop --------------------------------------------------------------------- */
+
+static int setup(struct holder *h)
+{
+	uint64_t id = 0;
+	sigset_t set;
+	unsigned i;
+	int fd;
+
+	h->n_slots = h->c->max_slots ? h->c->max_slots : 128;
+	h->n_conns = h->n_slots + CONNS_MIN;
+	h->slots = calloc(h->n_slots, sizeof(*h->slots));
+	h->conns = calloc(h->n_conns, sizeof(*h->conns));
+	h->pf = calloc(2 + h->n_conns + (size_t)h->n_slots * KSLOT_POLLFDS,
+		       sizeof(*h->pf));
+	h->pmap = calloc(2 + h->n_conns + (size_t)h->n_slots * KSLOT_POLLFDS,
+			 sizeof(*h->pmap));
+	if (h->slots == NULL || h->conns == NULL || h->pf == NULL || h->pmap == NULL)
+		return ENOMEM;
+	for (i = 0; i < h->n_conns; i++)
+		h->conns[i] = -1;
+	if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		id = (uint64_t)objfs_now_ms() ^ ((uint64_t)getpid() << 32);
+	snprintf(h->instance, sizeof(h->instance), "%016" PRIx64, id);
+	/* serials of different holders never meet: start from the clock */
+	h->next_serial = (uint64_t)time(NULL) << 20;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	h->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (h->sfd < 0)
+		return errno;
+	/* the node's mounts die with us: let the OOM killer pick others */
+	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!write(fd, "-1000", 5);
+		close(fd);
+	}
+	return 0;
+}
+
+int objfs_holder_run(const struct objfs_holder_conf *conf)
+{
+	struct holder *h = calloc(1, sizeof(*h));
+	int status = 1, err;
+
+	if (h == NULL)
+		return 1;
+	h->c = conf;
+	h->log = conf->log;
+	h->sfd = h->lsock = h->peer = -1;
+	err = setup(h);
+	if (err != 0) {
+		objfs_error(h->log, SUB, "starting: %s", strerror(err));
+		goto out;
+	}
+	h->deadline = objfs_now_ms() + (conf->takeover_timeout_ms ?
+					 conf->takeover_timeout_ms : 120000);
+	err = take_over(h);
+	if (err != 0) {
+		objfs_error(h->log, SUB, "taking over from the holder on %s: %s",
+			    conf->socket_path, strerror(err));
+		goto out;
+	}
+	if (h->peer < 0 && start_serving(h) != 0)
+		goto out;
+	for (;;) {
+		struct pollfd *pf = h->pf;
+		int *map = h->pmap;
+		int n = 0, nc0, ns0, r;
+		unsigned i;
+
+		if (h->phase == TAKING)
+			taking_progress(h);
+		if (h->phase == STOPPING && !any_slot(h)) {
+			status = h->failed ? 1 : 0;
+			break;
+		}
+		pf[n] = (struct pollfd){ .fd = h->sfd, .events = POLLIN };
+		map[n++] = -1;
+		pf[n] = (struct pollfd){ .fd = h->lsock, .events = POLLIN };
+		map[n++] = -1;
+		if (h->phase == TAKING)
+			pf[1].fd = h->peer;
+		nc0 = n;
+		for (i = 0; i < h->n_conns; i++) {
+			if (h->conns[i] >= 0) {
+				pf[n] = (struct pollfd){ .fd = h->conns[i], .events = POLLIN };
+				map[n++] = (int)i;
+			}
+		}
+		ns0 = n;
+		for (i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				n = objfs_kslot_pollfds(&h->slots[i].k, pf, n);
+		}
+		r = poll(pf, (nfds_t)n, h->phase == TAKING ? 200 : -1);
+		if (r < 0 && errno != EINTR) {
+			objfs_error(h->log, SUB, "poll: %s", strerror(errno));
+			break;
+		}
+		if (r <= 0)
+			continue;
+		/* the slots first: a server's KOP_BYE must be read before its
+		 * SIGCHLD is handled, or its clean end looks like a death */
+		for (i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				objfs_kslot_poll(&h->slots[i].k, pf);
+		}
+		if (pf[0].revents) {
+			struct signalfd_siginfo si;
+			bool quit = false;
+
+			while (read(h->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					reap(h);
+				else if (on_stop_signal(h, (int)si.ssi_signo))
+					quit = true;
+			}
+			if (quit) {
+				objfs_info(h->log, SUB, "stopped");
+				status = 0;
+				break;
+			}
+		}
+		if (pf[1].fd >= 0 && pf[1].revents) {
+			if (h->phase == TAKING && pf[1].fd == h->peer)
+				on_peer_msg(h);
+			else if (pf[1].fd == h->lsock && h->lsock >= 0)
+				accept_one(h);
+		}
+		for (int k = nc0; k < ns0; k++) {
+			int c = map[k], fds[3];
+
+			if (pf[k].revents == 0 || h->conns[c] != pf[k].fd)
+				continue;
+			err = objfs_kpkt_recv(h->conns[c], &h->msg, sizeof(h->msg), fds, 3);
+			if (err == 0) {
+				on_request(h, c, fds);
+				for (int j = 0; j < 3; j++) {
+					if (fds[j] >= 0)
+						close(fds[j]);
+				}
+			} else {
+				conn_close(h, c);
+			}
+		}
+		for (i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used && h->slots[i].k.events)
+				slot_events(h, &h->slots[i]);
+		}
+	}
+out:
+	if (h->slots != NULL) {
+		for (unsigned i = 0; i < h->n_slots; i++) {
+			if (h->slots[i].used)
+				slot_free(h, &h->slots[i], SIGTERM);
+		}
+	}
+	if (h->conns != NULL) {
+		for (unsigned i = 0; i < h->n_conns; i++) {
+			if (h->conns[i] >= 0)
+				close(h->conns[i]);
+		}
+	}
+	if (h->lsock >= 0) {
+		/* ours still: nobody else serves there */
+		unlink(conf->socket_path);
+		close(h->lsock);
+		if (conf->ready_file != NULL)
+			unlink(conf->ready_file);
+	}
+	if (h->peer >= 0)
+		close(h->peer);
+	if (h->sfd >= 0)
+		close(h->sfd);
+	free(h->slots);
+	free(h->conns);
+	free(h->pf);
+	free(h->pmap);
+	free(h);
+	return status;
+}

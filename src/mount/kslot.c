@@ -1,0 +1,632 @@
+/*
+ * kslot.c - the messages of a resumable mount and the state machine of a
+ * mount slot (see kslot.h).
+ *
+ * A slot never reads the fuse fd: it polls it with events = 0, so POLLERR
+ * says the connection is gone (unmounted or aborted).  A successor (next)
+ * is started on a death, for a planned handover (upgrade) or a takeover;
+ * it asks for the fd (KOP_GET) and gets it only once the current server is
+ * reaped (and, after a takeover, once the other holder's server is gone),
+ * so no request can run twice.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "mount/kslot.h"
+
+#define SUB "keeper"
+#define DEATHS_WINDOW 30.0
+
+enum { PK_SSOCK = 1, PK_NSOCK, PK_FUSE, PK_FOREIGN };
+
+int objfs_kpkt_send(int sock, const void *m, size_t len, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * OBJFS_KFDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int attach[OBJFS_KFDS_MAX], n = 0, i;
+	ssize_t r;
+
+	for (i = 0; i < nfds && n < OBJFS_KFDS_MAX; i++) {
+		if (fds[i] >= 0)
+			attach[n++] = fds[i];
+	}
+	if (n > 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(c), attach, sizeof(int) * (size_t)n);
+	}
+	do
+		r = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno;
+	return r == (ssize_t)len ? 0 : EPROTO;
+}
+
+int objfs_kpkt_recv(int sock, void *m, size_t len, int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * OBJFS_KFDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = m, .iov_len = len };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c;
+	int got = 0, i;
+	ssize_t n;
+
+	for (i = 0; i < nfds; i++)
+		fds[i] = -1;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k, cnt;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < cnt; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (got < nfds)
+				fds[got++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (n == 0 && got == 0)
+		return ECONNRESET;
+	if (n != (ssize_t)len || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (i = 0; i < nfds; i++) {
+			if (fds[i] >= 0)
+				close(fds[i]);
+			fds[i] = -1;
+		}
+		return n == 0 ? ECONNRESET : EPROTO;
+	}
+	return 0;
+}
+
+int objfs_kmsg_send(int sock, const struct objfs_kmsg *m, int fd)
+{
+	return objfs_kpkt_send(sock, m, sizeof(*m), &fd, 1);
+}
+
+int objfs_kmsg_recv(int sock, struct objfs_kmsg *m, int *fd)
+{
+	int err = objfs_kpkt_recv(sock, m, sizeof(*m), fd, 1);
+
+	if (err == 0 && m->len > sizeof(m->blob)) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return EPROTO;
+	}
+	return err;
+}
+
+static double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void kmsg_init(struct objfs_kmsg *m, uint32_t op)
+{
+	memset(m, 0, offsetof(struct objfs_kmsg, blob));
+	m->op = op;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void objfs_kslot_init(struct objfs_kslot *s)
+{
+	memset(s, 0, offsetof(struct objfs_kslot, msg));
+	s->creds_fd = s->log_fd = s->fuse_fd = s->ssock = s->nsock = -1;
+	s->foreign_pidfd = -1;
+}
+
+/* In the child, between fork and exec (the owner is single-threaded). */
+static void exec_server(struct objfs_kslot *s, int sock, bool resume, pid_t owner)
+{
+	char num[16];
+	sigset_t none;
+	int fd;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (s->die_with_owner &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != owner))
+		_exit(127);
+	fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		char v[8] = "";
+
+		/* an owner that protects itself (the holder: -1000) does not
+		 * protect its servers */
+		if (read(fd, v, sizeof(v) - 1) > 0 && v[0] == '-' &&
+		    lseek(fd, 0, SEEK_SET) == 0)
+			(void)!write(fd, "0", 1);
+		close(fd);
+	}
+	if (s->log_fd >= 0) {
+		dup2(s->log_fd, STDOUT_FILENO);
+		dup2(s->log_fd, STDERR_FILENO);
+	}
+	fd = fcntl(sock, F_DUPFD, 3);     /* without CLOEXEC */
+	if (fd < 0)
+		_exit(127);
+	snprintf(num, sizeof(num), "%d", fd);
+	setenv(OBJFS_KEEPER_ENV, num, 1);
+	if (resume)
+		setenv(OBJFS_RESUME_ENV, "1", 1);
+	else
+		unsetenv(OBJFS_RESUME_ENV);
+	unsetenv(OBJFS_CREDS_FD_ENV);
+	if (s->creds_fd >= 0) {
+		fd = fcntl(s->creds_fd, F_DUPFD, 3);
+		if (fd < 0)
+			_exit(127);
+		snprintf(num, sizeof(num), "%d", fd);
+		setenv(OBJFS_CREDS_FD_ENV, num, 1);
+	}
+	execv(s->exe, s->argv);
+	_exit(127);
+}
+
+/* Forks and execs a server on a new socket pair: *sock gets our end.  The
+ * pid or 0. */
+static pid_t spawn(struct objfs_kslot *s, bool resume, int *sock)
+{
+	pid_t pid, owner = getpid();
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		objfs_error(s->log, SUB, "%s: socketpair: %s", s->name, strerror(errno));
+		return 0;
+	}
+	pid = fork();
+	if (pid < 0) {
+		objfs_error(s->log, SUB, "%s: fork: %s", s->name, strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return 0;
+	}
+	if (pid == 0)
+		exec_server(s, sv[1], resume, owner);
+	close(sv[1]);
+	*sock = sv[0];
+	objfs_info(s->log, SUB, "%s: %s pid %d started", s->name,
+		   resume ? "successor" : "server", (int)pid);
+	return pid;
+}
+
+static void ended(struct objfs_kslot *s, int status)
+{
+	s->events |= KSLOT_EV_ENDED;
+	s->status = status;
+	if (s->next != 0)
+		kill(s->next, SIGKILL);
+	close_fd(&s->fuse_fd);
+}
+
+static void give_fd(struct objfs_kslot *s)
+{
+	struct objfs_kmsg *m = &s->msg;
+	int err;
+
+	kmsg_init(m, KOP_FD);
+	m->len = s->init.len;
+	memcpy(m->blob, s->init.blob, s->init.len);
+	err = objfs_kmsg_send(s->nsock, m, s->fuse_fd);
+	if (err != 0)
+		objfs_error(s->log, SUB, "%s: handing the fd to pid %d: %s", s->name,
+			    (int)s->next, strerror(err));
+	else
+		objfs_info(s->log, SUB, "%s: mount handed to pid %d", s->name,
+			   (int)s->next);
+	s->server = s->next;
+	s->ssock = s->nsock;
+	s->next = 0;
+	s->nsock = -1;
+	s->next_wants = false;
+	s->stop_sent = false;
+	s->ready = false;
+}
+
+/* The successor asked and nothing stands in the way: give it the fd. */
+static void try_give(struct objfs_kslot *s)
+{
+	if (s->next == 0 || !s->next_wants || s->server != 0 || s->releasing)
+		return;
+	if (s->foreign) {
+		if (!s->foreign_asked) {
+			s->foreign_asked = true;
+			s->events |= KSLOT_EV_FOREIGN;
+		}
+		return;
+	}
+	give_fd(s);
+}
+
+/* Releasing, and nothing of ours runs any more: tell the owner. */
+static void check_released(struct objfs_kslot *s)
+{
+	if (s->releasing && s->server == 0 && s->next == 0)
+		s->events |= KSLOT_EV_RELEASED;
+}
+
+/* A successor for a server that died (false: none can be started). */
+static bool replace(struct objfs_kslot *s)
+{
+	double t = now_mono();
+	unsigned i, recent = 0;
+
+	if (s->fuse_fd < 0 || !s->have_init) {
+		objfs_error(s->log, SUB, "%s: the server died before the mount was "
+			    "live: nothing to resume", s->name);
+		return false;
+	}
+	if (s->conn_gone) {
+		objfs_error(s->log, SUB, "%s: the server died after the mount ended",
+			    s->name);
+		return false;
+	}
+	for (i = 0; i < s->n_deaths; i++) {
+		if (t - s->deaths[i] < DEATHS_WINDOW)
+			recent++;
+	}
+	if (recent >= KSLOT_DEATHS_MAX) {
+		objfs_error(s->log, SUB, "%s: %u server deaths within %.0f s: giving "
+			    "the mount up", s->name, recent, DEATHS_WINDOW);
+		return false;
+	}
+	s->deaths[s->n_deaths++ % KSLOT_DEATHS_MAX] = t;
+	if (s->n_deaths > KSLOT_DEATHS_MAX)
+		s->n_deaths = KSLOT_DEATHS_MAX;
+	if (s->next == 0)
+		s->next = spawn(s, true, &s->nsock);
+	return s->next != 0;
+}
+
+int objfs_kslot_start(struct objfs_kslot *s)
+{
+	s->server = spawn(s, false, &s->ssock);
+	return s->server != 0 ? 0 : EAGAIN;
+}
+
+int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
+		      const struct objfs_kmsg *init, int foreign_pidfd)
+{
+	s->fuse_fd = fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3);
+	if (s->fuse_fd < 0) {
+		if (foreign_pidfd >= 0)
+			close(foreign_pidfd);
+		return errno;
+	}
+	s->init = *init;
+	s->have_init = true;
+	s->foreign = true;
+	s->foreign_pidfd = foreign_pidfd;
+	s->next = spawn(s, true, &s->nsock);
+	return s->next != 0 ? 0 : EAGAIN;
+}
+
+void objfs_kslot_foreign_gone(struct objfs_kslot *s)
+{
+	if (!s->foreign)
+		return;
+	s->foreign = false;
+	close_fd(&s->foreign_pidfd);
+	try_give(s);
+}
+
+/* Reaping: handles a death of the server or the successor. */
+bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
+{
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+
+	if (pid <= 0)
+		return false;
+	if (pid == s->next) {
+		objfs_error(s->log, SUB, "%s: successor pid %d died (%d) before "
+			    "taking the mount", s->name, (int)pid, code);
+		close_fd(&s->nsock);
+		s->next = 0;
+		s->next_wants = false;
+		if (s->releasing) {
+			check_released(s);
+		} else if (s->foreign) {
+			/* a takeover that failed: the other holder serves on */
+			ended(s, code ? code : 1);
+		} else if (s->server == 0 && !s->releasing && (s->ending || !replace(s))) {
+			ended(s, 1);
+		}
+		return true;
+	}
+	if (pid != s->server)
+		return false;
+	close_fd(&s->ssock);
+	s->server = 0;
+	s->ready = false;
+	if (s->bye) {
+		ended(s, code == 0 ? s->bye_status : code);
+		return true;
+	}
+	if (s->releasing) {
+		s->stop_sent = false;
+		check_released(s);
+		return true;
+	}
+	if (s->stop_sent && s->next != 0) {
+		/* a planned handover, not a death */
+		s->stop_sent = false;
+		try_give(s);
+		return true;
+	}
+	s->stop_sent = false;
+	if (s->ending) {
+		objfs_warn(s->log, SUB, "%s: server pid %d ended (%s %d) while the "
+			   "mount was being ended", s->name, (int)pid,
+			   WIFEXITED(st) ? "status" : "signal",
+			   WIFEXITED(st) ? code : WTERMSIG(st));
+		ended(s, code ? code : 1);
+		return true;
+	}
+	objfs_warn(s->log, SUB, "%s: server pid %d died (%s %d): resuming the "
+		   "mount", s->name, (int)pid, WIFEXITED(st) ? "status" : "signal",
+		   WIFEXITED(st) ? code : WTERMSIG(st));
+	if (!replace(s)) {
+		ended(s, 1);
+		return true;
+	}
+	try_give(s);
+	return true;
+}
+
+void objfs_kslot_signal(struct objfs_kslot *s, int sig)
+{
+	if (s->server != 0 && s->ready) {
+		kill(s->server, sig);
+		s->pending_sig = 0;
+	} else {
+		s->pending_sig = sig;
+	}
+}
+
+void objfs_kslot_end(struct objfs_kslot *s, int sig)
+{
+	s->ending = true;
+	if (s->server == 0 && s->next == 0) {
+		ended(s, 0);
+		return;
+	}
+	if (sig != 0)
+		objfs_kslot_signal(s, sig);
+}
+
+int objfs_kslot_upgrade(struct objfs_kslot *s)
+{
+	if (s->next != 0 || s->server == 0 || !s->have_init || s->ending ||
+	    s->releasing)
+		return EBUSY;
+	objfs_info(s->log, SUB, "%s: handing the mount to %s", s->name, s->exe);
+	s->next = spawn(s, true, &s->nsock);
+	return s->next != 0 ? 0 : EAGAIN;
+}
+
+static void send_stop(struct objfs_kslot *s)
+{
+	struct objfs_kmsg *m = &s->msg;
+
+	kmsg_init(m, KOP_STOP);
+	(void)objfs_kmsg_send(s->ssock, m, -1);
+	s->stop_sent = true;
+}
+
+void objfs_kslot_release(struct objfs_kslot *s)
+{
+	s->releasing = true;
+	if (s->next != 0)
+		kill(s->next, SIGKILL);         /* ours would take the fd */
+	check_released(s);
+	if (s->server != 0 && !s->stop_sent && s->ssock >= 0) {
+		objfs_info(s->log, SUB, "%s: stop sent to pid %d: another holder "
+			   "takes the mount", s->name, (int)s->server);
+		send_stop(s);
+	}
+}
+
+void objfs_kslot_unrelease(struct objfs_kslot *s)
+{
+	if (!s->releasing)
+		return;
+	s->releasing = false;
+	if (s->server == 0 && s->next == 0 && !replace(s))
+		ended(s, 1);
+	try_give(s);
+}
+
+bool objfs_kslot_busy(const struct objfs_kslot *s)
+{
+	return s->next != 0 || s->stop_sent || (s->server != 0 && !s->ready) ||
+	       (s->server == 0 && !s->releasing);
+}
+
+static void on_server_msg(struct objfs_kslot *s, int fd)
+{
+	struct objfs_kmsg *m = &s->msg;
+
+	switch (m->op) {
+	case KOP_PUT:
+		if (fd < 0)
+			break;
+		close_fd(&s->fuse_fd);
+		s->fuse_fd = fd;
+		fd = -1;
+		break;
+	case KOP_INIT:
+		s->init = *m;
+		s->have_init = true;
+		break;
+	case KOP_READY:
+		s->ready = true;
+		s->events |= KSLOT_EV_READY;
+		if (s->pending_sig != 0)
+			objfs_kslot_signal(s, s->pending_sig);
+		break;
+	case KOP_BYE:
+		s->bye = true;
+		s->bye_status = m->status;
+		break;
+	default:
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void on_next_msg(struct objfs_kslot *s)
+{
+	if (s->msg.op == KOP_PEEK) {
+		(void)objfs_kmsg_send(s->nsock, &s->init, -1);
+		return;
+	}
+	if (s->msg.op != KOP_GET)
+		return;
+	s->next_wants = true;
+	if (s->server != 0) {
+		if (!s->stop_sent) {
+			send_stop(s);
+			objfs_info(s->log, SUB, "%s: pid %d waits: stop sent to pid %d",
+				   s->name, (int)s->next, (int)s->server);
+		}
+		return;
+	}
+	try_give(s);
+}
+
+int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
+{
+	s->poll_first = n;
+	s->poll_n = 0;
+#define ADD(fd_, ev_, kind_) do { \
+		pf[n] = (struct pollfd){ .fd = (fd_), .events = (ev_) }; \
+		s->poll_kind[s->poll_n++] = (kind_); \
+		n++; \
+	} while (0)
+	if (s->ssock >= 0)
+		ADD(s->ssock, POLLIN, PK_SSOCK);
+	if (s->nsock >= 0)
+		ADD(s->nsock, POLLIN, PK_NSOCK);
+	if (s->fuse_fd >= 0 && !s->conn_gone)
+		ADD(s->fuse_fd, 0, PK_FUSE);
+	if (s->foreign && s->foreign_pidfd >= 0)
+		ADD(s->foreign_pidfd, POLLIN, PK_FOREIGN);
+#undef ADD
+	return n;
+}
+
+void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
+{
+	int i, fd, err;
+
+	for (i = 0; i < s->poll_n; i++) {
+		const struct pollfd *p = &pf[s->poll_first + i];
+
+		if (p->revents == 0)
+			continue;
+		switch (s->poll_kind[i]) {
+		case PK_SSOCK:
+			if (s->ssock != p->fd)
+				break;
+			err = objfs_kmsg_recv(s->ssock, &s->msg, &fd);
+			if (err == 0)
+				on_server_msg(s, fd);
+			else
+				close_fd(&s->ssock);    /* its SIGCHLD follows */
+			break;
+		case PK_NSOCK:
+			if (s->nsock != p->fd)
+				break;
+			err = objfs_kmsg_recv(s->nsock, &s->msg, &fd);
+			if (fd >= 0)
+				close(fd);
+			if (err == 0)
+				on_next_msg(s);
+			break;
+		case PK_FUSE:
+			if (s->fuse_fd == p->fd &&
+			    (p->revents & (POLLERR | POLLHUP | POLLNVAL))) {
+				objfs_info(s->log, SUB, "%s: the FUSE connection ended",
+					   s->name);
+				s->conn_gone = true;
+			}
+			break;
+		case PK_FOREIGN:
+			if (s->foreign_pidfd == p->fd) {
+				objfs_info(s->log, SUB, "%s: the other holder's server "
+					   "is gone", s->name);
+				objfs_kslot_foreign_gone(s);
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	s->poll_n = 0;
+}
+
+void objfs_kslot_close(struct objfs_kslot *s, int sig)
+{
+	if (s->server != 0 && sig != 0)
+		kill(s->server, sig);
+	if (s->next != 0)
+		kill(s->next, SIGKILL);
+	close_fd(&s->fuse_fd);
+	close_fd(&s->ssock);
+	close_fd(&s->nsock);
+	close_fd(&s->creds_fd);
+	close_fd(&s->log_fd);
+	close_fd(&s->foreign_pidfd);
+	s->server = s->next = 0;
+}

@@ -1,0 +1,165 @@
+/*
+ * objfs-holder - the node's mount authority (see src/mount/holder.h):
+ * command line only.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "mount/holder.h"
+
+static const char usage_text[] =
+"Usage: objfs-holder [options]\n"
+"\n"
+"Keeps the FUSE connections of the node's objfs mounts: starts every\n"
+"objfs-mount server as its child, holds each /dev/fuse fd, starts a\n"
+"successor when a server dies, and ends a mount when objfs-csi asks.\n"
+"Started while another holder serves the socket, it takes every mount\n"
+"over without loss (a DaemonSet roll with maxSurge 1), then serves.\n"
+"\n"
+"Options:\n"
+"  --socket PATH           the socket objfs-csi asks on (default\n"
+"                          " OBJFS_HOLDER_SOCKET "; root only)\n"
+"  --ready-file PATH       written once serving, for --check (default\n"
+"                          " OBJFS_HOLDER_READY_FILE ")\n"
+"  --max-slots N           mounts at most (default 128)\n"
+"  --takeover-timeout S    to take every mount over (default 120)\n"
+"  --log-level LEVEL       debug, info, warn or error (default info)\n"
+"  --check                 exit 0 when the holder that wrote --ready-file\n"
+"                          serves the socket (a readiness probe)\n"
+"  --list                  print the mounts the holder keeps\n"
+"  --help, --version\n"
+"\n"
+"SIGTERM/SIGINT end every mount cleanly (upload, unmount) and exit; a\n"
+"holder taken over holds nothing and exits at once.\n";
+
+enum { OPT_SOCKET = 256, OPT_READY, OPT_SLOTS, OPT_TAKEOVER, OPT_LEVEL, OPT_CHECK,
+       OPT_LIST, OPT_HELP, OPT_VERSION };
+
+static const struct option opts[] = {
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "ready-file", required_argument, NULL, OPT_READY },
+	{ "max-slots", required_argument, NULL, OPT_SLOTS },
+	{ "takeover-timeout", required_argument, NULL, OPT_TAKEOVER },
+	{ "log-level", required_argument, NULL, OPT_LEVEL },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "list", no_argument, NULL, OPT_LIST },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int number(const char *name, const char *v, unsigned min, unsigned max,
+		  unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || end == v || n < min || n > max) {
+		fprintf(stderr, "objfs-holder: --%s must be a number from %u to %u, "
+			"not \"%s\"\n", name, min, max, v);
+		return 2;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int list(const char *path)
+{
+	int err = objfs_holder_list(path, stdout);
+
+	if (err != 0) {
+		fprintf(stderr, "objfs-holder: %s: %s\n", path, objfs_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct objfs_holder_conf c;
+	enum objfs_log_level level = OBJFS_LOG_INFO;
+	bool check = false, do_list = false;
+	unsigned takeover_s = 120;
+	int o, rc;
+
+	memset(&c, 0, sizeof(c));
+	c.socket_path = OBJFS_HOLDER_SOCKET;
+	c.ready_file = OBJFS_HOLDER_READY_FILE;
+	c.max_slots = 128;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_SOCKET:
+			c.socket_path = optarg;
+			break;
+		case OPT_READY:
+			c.ready_file = optarg;
+			break;
+		case OPT_SLOTS:
+			if (number("max-slots", optarg, 1, 4096, &c.max_slots) != 0)
+				return 2;
+			break;
+		case OPT_TAKEOVER:
+			if (number("takeover-timeout", optarg, 1, 3600, &takeover_s) != 0)
+				return 2;
+			break;
+		case OPT_LEVEL:
+			if (objfs_log_parse_level(optarg, &level) != 0) {
+				fprintf(stderr, "objfs-holder: --log-level must be debug, "
+					"info, warn or error, not \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_CHECK:
+			check = true;
+			break;
+		case OPT_LIST:
+			do_list = true;
+			break;
+		case OPT_HELP:
+			fputs(usage_text, stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("objfs-holder %s\n", PACKAGE_VERSION);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "objfs-holder: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	if (c.socket_path[0] != '/') {
+		fprintf(stderr, "objfs-holder: --socket must be an absolute path\n");
+		return 2;
+	}
+	if (check) {
+		int err = objfs_holder_check(c.socket_path, c.ready_file);
+
+		if (err != 0)
+			fprintf(stderr, "objfs-holder: not ready: %s\n",
+				err == ESTALE ? "another holder serves the socket" :
+				objfs_strerror(err));
+		return err == 0 ? 0 : 1;
+	}
+	if (do_list)
+		return list(c.socket_path);
+	c.takeover_timeout_ms = takeover_s * 1000;
+	c.log = objfs_log_create(STDERR_FILENO, level);
+	if (c.log == NULL)
+		return 1;
+	rc = objfs_holder_run(&c);
+	objfs_log_destroy(c.log);
+	return rc;
+}

@@ -1,0 +1,469 @@
+"""Container emulation of the node's mounts (issue 12 item 4): objfs-holder
+and objfs-csi each in their own pid and mount namespaces, as a container
+runtime runs them, a "pod" in a third mount namespace.
+
+Run by csi_holder.sh inside `unshare --mount --propagation private` (the
+"host": every mount made here disappears with the test).  The kubelet
+directory is a shared mount: what the holder's namespace mounts there
+reaches the host and the plugin's namespace (mountPropagation:
+Bidirectional).  A real objfs-csi (node, OBJFS_MOUNT_RUNNER=holder) is
+driven over real gRPC: NodeStage, NodePublish; the pod bind-mounts the
+target and runs a workload (an appender with fsync and a reader verifying
+every record).  Then: the plugin's whole pid namespace is killed and a new
+one started (NodePublish and NodeGetVolumeStats again), the objfs-mount
+server is killed -9, the holder is rolled as the chart does it (a new
+holder namespace, its readiness, then the old namespace killed), the
+server is killed -9 again.  Asserted: the workload saw no error, every
+byte is right, unstage after the roll unmounts cleanly, frees the slot and
+leaves the data in the store; a peer that is not root is refused.  The
+longest pause the workload saw is printed.
+
+    holder_ns.py local | s3      (s3: OBJFS_TEST_S3_* in the environment)
+    holder_ns.py --workload DIR  (the pod's workload; internal)
+"""
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+REC = 64                # one record: "%08d " + pattern, newline-terminated
+
+
+def record(i):
+    body = ("%08d " % i) + ("%08x" % (i * 2654435761 % (1 << 32))) * 7
+    return (body[:REC - 1].ljust(REC - 1, ".") + "\n").encode()
+
+
+def workload(d):
+    """The pod: appends a record every 10 ms (fsync every 10), reads the
+    file back every 50 ms verifying every record, until d/stop exists.
+    Writes d/result.json: records written, errors, longest op (ms)."""
+    path = os.path.join(d, "vol", "log")
+    errors, worst, n, bad = [], 0.0, 0, 0
+    expected = bytearray()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    last_read = 0.0
+    ready = os.path.join(d, "running")
+    open(ready, "w").close()
+    while not os.path.exists(os.path.join(d, "stop")):
+        t0 = time.monotonic()
+        try:
+            r = record(n)
+            os.write(fd, r)
+            expected += r
+            n += 1
+            if n % 10 == 0:
+                os.fsync(fd)
+        except OSError as e:
+            errors.append("write %d: %s" % (n, e))
+        dt = time.monotonic() - t0
+        worst = max(worst, dt)
+        if t0 - last_read > 0.05:
+            t1 = time.monotonic()
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                if data != expected:
+                    bad += 1
+                    errors.append("read: %d bytes, %d expected, content %s" %
+                                  (len(data), len(expected),
+                                   "right" if expected.startswith(data) else "wrong"))
+            except OSError as e:
+                errors.append("read: %s" % e)
+            worst = max(worst, time.monotonic() - t1)
+            last_read = t1
+        time.sleep(0.01)
+    try:
+        os.fsync(fd)
+        os.close(fd)
+    except OSError as e:
+        errors.append("close: %s" % e)
+    with open(os.path.join(d, "result.json"), "w") as f:
+        json.dump({"records": n, "errors": errors[:20], "n_errors": len(errors),
+                   "bad_reads": bad, "worst_ms": worst * 1000}, f)
+
+
+if len(sys.argv) == 3 and sys.argv[1] == "--workload":
+    workload(sys.argv[2])
+    sys.exit(0)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import csilib  # noqa: E402
+
+HOLDER_BIN = os.path.join(csilib.BUILDDIR, "objfs-holder")
+CALL = 60
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+class Ns:
+    """A program as PID 1 of new pid and mount namespaces (the mounts of
+    the host copied, the kubelet directory's propagation kept), like a
+    container.  kill() kills the namespace: every process in it."""
+
+    def __init__(self, name, argv, log, env=None):
+        self.name = name
+        self.logf = open(log, "ab")
+        self.proc = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount", "--propagation", "unchanged",
+             "--mount-proc", "--kill-child"] + argv,
+            stdout=self.logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env)
+        self.init = None
+        for _ in range(500):
+            c = children(self.proc.pid)
+            if c:
+                self.init = c[0]
+                break
+            time.sleep(0.01)
+        assert self.init, "%s: no namespace init" % name
+
+    def kill(self):
+        if self.init is not None:
+            try:
+                os.kill(self.init, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.logf.close()
+        self.init = None
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def holder_check(sock, ready):
+    return subprocess.run([HOLDER_BIN, "--check", "--socket", sock, "--ready-file", ready],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def holder_list(sock):
+    out = subprocess.run([HOLDER_BIN, "--list", "--socket", sock], check=True,
+                         capture_output=True, text=True, timeout=20).stdout
+    return [line.split() for line in out.splitlines() if line.strip()]
+
+
+def server_pids(staging):
+    """objfs-mount servers (host pids) of the mount at staging."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"objfs-mount" and staging.encode() in argv:
+            out.append(int(p))
+    return out
+
+
+def is_mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def as_nobody(sock):
+    """Connects to sock as uid 65534: what happened."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = b"?"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(sock)
+            s.settimeout(10)
+            data = s.recv(1 << 16)
+            op, status = struct.unpack("=Ii", data[:8])
+            code = b"refused" if op == 2 and status == 13 else b"answered"
+        except OSError as e:
+            code = ("oserror %d" % e.errno).encode()
+        os.write(w, code)
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 200)
+    os.waitpid(pid, 0)
+    os.close(r)
+    return got
+
+
+def peer_refused(sock):
+    """A client that is not root cannot connect (socket 0600 in a root
+    directory); were the modes looser, the holder refuses it anyway
+    (SO_PEERCRED): EACCES, disconnected."""
+    mode = os.stat(sock).st_mode & 0o777
+    assert mode == 0o600, "socket mode %o" % mode
+    got = as_nobody(sock)
+    assert got == b"oserror 13", got
+    d = os.path.dirname(sock)
+    dmode = os.stat(d).st_mode & 0o777
+    os.chmod(sock, 0o666)
+    os.chmod(d, 0o711)
+    try:
+        got = as_nobody(sock)
+        assert got == b"refused", got
+    finally:
+        os.chmod(sock, 0o600)
+        os.chmod(d, dmode)
+
+
+def main():
+    kind = sys.argv[1]
+    assert kind in ("local", "s3")
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        print("SKIP: needs root and /dev/fuse")
+        return 77
+    pb, pbg = csilib.load_csi_stubs(os.environ["OBJFS_HOLDER_WORK"])
+    work = os.environ["OBJFS_HOLDER_WORK"]
+    kubelet = os.path.join(work, "kubelet")
+    state = os.path.join(work, "state")
+    os.makedirs(kubelet)
+    os.makedirs(state, mode=0o700)
+    # the kubelet directory: shared (Bidirectional); the rest of this
+    # namespace is private (csi_holder.sh)
+    subprocess.run(["mount", "--bind", kubelet, kubelet], check=True)
+    subprocess.run(["mount", "--make-shared", kubelet], check=True)
+    sock = os.path.join(state, "holder.sock")
+    env = dict(os.environ)
+    env["OBJFS_MOUNT_RUNNER"] = "holder"
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        env.pop(k, None)
+    plugin_args = ["--mode", "all", "--node-id", "n1", "--state-dir", state,
+                   "--kubelet-dir", kubelet, "--mount-program", csilib.MOUNT_BIN,
+                   "--log-level", "debug"]
+    secrets = {}
+    if kind == "local":
+        store = os.path.join(work, "store")
+        os.makedirs(store)
+        open(os.path.join(store, ".objfs-store"), "w").close()
+        plugin_args += ["--store", "file://" + store]
+    else:
+        bucket = os.environ["OBJFS_TEST_S3_BUCKET"]
+        plugin_args += ["--store", "s3://%s/holder" % bucket,
+                        "--s3-endpoint", os.environ["OBJFS_TEST_S3_ENDPOINT"],
+                        "--s3-region", os.environ["OBJFS_TEST_S3_REGION"]]
+        secrets = {"accessKeyID": os.environ["OBJFS_TEST_S3_ACCESS_KEY"],
+                   "secretAccessKey": os.environ["OBJFS_TEST_S3_SECRET_KEY"]}
+        creds = os.path.join(work, "plugin-creds")
+        fd = os.open(creds, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, ("access_key_id=%s\nsecret_access_key=%s\n" %
+                      (secrets["accessKeyID"], secrets["secretAccessKey"])).encode())
+        os.close(fd)
+        plugin_args += ["--credentials-file", creds]
+    volume = {"id": None, "ctx": {}}
+    staging = os.path.join(kubelet, "plugins/kubernetes.io/csi/objfs.csi.io/g1/globalmount")
+    target = os.path.join(kubelet, "pods/p1/volumes/kubernetes.io~csi/pv1/mount")
+    os.makedirs(staging)
+    os.makedirs(os.path.dirname(target))
+    podd = os.path.join(work, "pod")
+    os.makedirs(os.path.join(podd, "vol"))
+    holder_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+    namespaces = []
+    runner = csilib.Runner("csi_holder(%s)" % kind)
+    gen = [0]
+
+    def start_holder():
+        gen[0] += 1
+        ready = os.path.join(work, "holder%d.ready" % gen[0])
+        h = Ns("holder%d" % gen[0], [HOLDER_BIN, "--socket", sock, "--ready-file", ready],
+               os.path.join(work, "holder.log"), env=holder_env)
+        namespaces.append(h)
+        wait_for(lambda: holder_check(sock, ready), 60, "holder %d ready" % gen[0])
+        return h
+
+    csi_sock = os.path.join(work, "csi.sock")
+
+    def start_plugin():
+        if os.path.exists(csi_sock):
+            os.unlink(csi_sock)
+        p = Ns("plugin", [csilib.CSI_BIN, "--endpoint", "unix://" + csi_sock] + plugin_args,
+               os.path.join(work, "plugin.log"), env=env)
+        namespaces.append(p)
+        import grpc
+        wait_for(lambda: os.path.exists(csi_sock), 20, "objfs-csi socket")
+        ch = grpc.insecure_channel("unix://" + csi_sock)
+        grpc.channel_ready_future(ch).result(timeout=20)
+        return p, ch, pbg.NodeStub(ch)
+
+    def cap():
+        return pb.VolumeCapability(
+            mount=pb.VolumeCapability.MountVolume(),
+            access_mode=pb.VolumeCapability.AccessMode(
+                mode=pb.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER))
+
+    def publish(node):
+        node.NodePublishVolume(pb.NodePublishVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, target_path=target,
+            volume_capability=cap(), volume_context=volume["ctx"]), timeout=CALL)
+
+    def stats(node):
+        r = node.NodeGetVolumeStats(pb.NodeGetVolumeStatsRequest(
+            volume_id=volume["id"], volume_path=target), timeout=CALL)
+        assert not r.volume_condition.abnormal, r.volume_condition.message
+
+    state_ = {}
+
+    def logs():
+        out = []
+        for name in ("plugin.log", "holder.log"):
+            try:
+                with open(os.path.join(work, name), "rb") as f:
+                    out.append("--- %s\n%s" % (name, f.read()[-6000:].decode("utf-8", "replace")))
+            except OSError:
+                pass
+        return "\n".join(out)
+
+    def t_survives_everything():
+        h = start_holder()
+        p, ch, node = start_plugin()
+        state_.update(plugin=p, channel=ch, holder=h)
+        v = pbg.ControllerStub(ch).CreateVolume(pb.CreateVolumeRequest(
+            name="pvc-holder", volume_capabilities=[cap()], secrets=secrets),
+            timeout=CALL).volume
+        volume.update(id=v.volume_id, ctx=dict(v.volume_context))
+        node.NodeStageVolume(pb.NodeStageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
+            secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
+        publish(node)
+        slots = holder_list(sock)
+        assert len(slots) == 1 and slots[0][4] == staging, slots
+        if secrets:
+            # never in argv or environment of any process
+            for pid in server_pids(staging):
+                for what in ("cmdline", "environ"):
+                    with open("/proc/%d/%s" % (pid, what), "rb") as f:
+                        assert secrets["secretAccessKey"].encode() not in f.read(), what
+        # the pod: its own mount namespace holding a bind mount of the target
+        pod = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount --bind "$1" "$2" && exec "$3" "$4" --workload "$5"', "pod",
+             target, os.path.join(podd, "vol"), sys.executable, os.path.abspath(__file__),
+             podd], stdout=open(os.path.join(work, "pod.log"), "ab"),
+            stderr=subprocess.STDOUT)
+        state_["pod"] = pod
+        wait_for(lambda: os.path.exists(os.path.join(podd, "running")), 20, "the pod's workload")
+        time.sleep(1.5)
+        print("  kill the plugin's pid namespace, start a new one")
+        ch.close()
+        p.kill()
+        p, ch, node = start_plugin()
+        state_.update(plugin=p, channel=ch)
+        publish(node)
+        stats(node)
+        time.sleep(1.5)
+        print("  kill -9 the objfs-mount server")
+        pids = server_pids(staging)
+        assert len(pids) == 1, pids
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(lambda: server_pids(staging) not in ([], pids), 20, "a successor")
+        time.sleep(1.5)
+        print("  roll the holder: a new holder namespace, ready, then the old killed")
+        old = h
+        h = start_holder()
+        state_["holder"] = h
+        old.kill()
+        assert len(holder_list(sock)) == 1
+        time.sleep(1.5)
+        print("  kill -9 the server again (the new holder's)")
+        pids = server_pids(staging)
+        assert len(pids) == 1, pids
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(lambda: server_pids(staging) not in ([], pids), 20, "a successor")
+        time.sleep(1.5)
+        stats(node)
+        open(os.path.join(podd, "stop"), "w").close()
+        pod.wait(60)
+        with open(os.path.join(podd, "result.json")) as f:
+            res = json.load(f)
+        print("  workload: %d records, %d errors, longest pause %.1f ms" %
+              (res["records"], res["n_errors"], res["worst_ms"]))
+        assert res["n_errors"] == 0 and res["bad_reads"] == 0, res
+        assert res["records"] > 200, res
+        state_["records"] = res["records"]
+
+    def t_peer_refused():
+        peer_refused(sock)
+
+    def t_unstage_after_roll():
+        node = pbg.NodeStub(state_["channel"])
+        node.NodeUnpublishVolume(pb.NodeUnpublishVolumeRequest(
+            volume_id=volume["id"], target_path=target), timeout=CALL)
+        node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
+        assert not is_mounted(staging) and not is_mounted(target)
+        assert holder_list(sock) == [], holder_list(sock)
+        assert server_pids(staging) == []
+        assert "ended (status 0)" in open(os.path.join(work, "holder.log")).read()
+        # the data is in the store: a new mount reads every record
+        node.NodeStageVolume(pb.NodeStageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
+            secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
+        try:
+            with open(os.path.join(staging, "log"), "rb") as f:
+                data = f.read()
+            n = state_["records"]
+            assert len(data) == n * REC, (len(data), n * REC)
+            assert data == b"".join(record(i) for i in range(n))
+        finally:
+            node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(
+                volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
+        assert holder_list(sock) == []
+
+    try:
+        runner.run("pod sees no error across a plugin kill, 2 server kills and a holder roll",
+                   t_survives_everything)
+        if runner.failed == 0:
+            runner.run("a peer that is not root is refused", t_peer_refused)
+            runner.run("unstage after a roll: clean unmount, slot freed, data stored",
+                       t_unstage_after_roll)
+        if runner.failed:
+            print(logs())
+    finally:
+        if os.path.exists(podd):
+            open(os.path.join(podd, "stop"), "w").close()
+        if "pod" in state_:
+            try:
+                state_["pod"].wait(30)
+            except subprocess.TimeoutExpired:
+                state_["pod"].kill()
+        if "channel" in state_:
+            state_["channel"].close()
+        for ns in namespaces:
+            if ns.init is not None:
+                ns.kill()
+        for path in (target, staging, kubelet):
+            for _ in range(3):
+                if is_mounted(path):
+                    subprocess.run(["umount", "-l", path], stderr=subprocess.DEVNULL)
+        for ns in namespaces:
+            csilib.check_sanitizer_log(open(ns.logf.name, "rb").read().decode("utf-8", "replace"))
+    return runner.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
