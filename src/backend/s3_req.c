@@ -286,7 +286,7 @@ static int parse_u64n(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
+size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 {
 	struct s3_req *r = arg;
 	size_t len = size * nmemb;
@@ -628,7 +628,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	if (c->ca_file != NULL)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
