@@ -303,11 +303,14 @@ size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 		r->have_length = r->have_total = false;
 		r->hdr_err = 0;
 		{
+			/* "HTTP/1.1 200 OK": the line is not NUL-terminated */
 			long st = 0;
 			const char *sp = memchr(line, ' ', len);
+			const char *end = line + len;
 
-			if (sp != NULL)
-				st = strtol(sp + 1, NULL, 10);
+			for (sp = sp != NULL ? sp + 1 : end;
+			     sp < end && *sp >= '0' && *sp <= '9' && st < 1000; sp++)
+				st = st * 10 + (*sp - '0');
 			r->status = st;
 		}
 		return len;
