@@ -8,7 +8,8 @@
  * Properties: nothing a server sends is an allocation failure (hdr_err
  * stays 0); the ETag fits and carries no CR, LF or surrounding blanks;
  * Content-Length and the Content-Range total are the digits sent; metadata
- * names are the lower-cased header names, values trimmed; the attributes
+ * names are the lower-cased header names, values trimmed and free of CR and
+ * LF (objfs sends them back when it copies an object); the attributes
  * read from them are a regular file, directory or symlink, or left alone.
  */
 #include "config.h"
@@ -32,6 +33,8 @@ static void check_value(const char *v)
 
 	if (n > 0)
 		FUZZ_CHECK(!blank(v[0]) && !blank(v[n - 1]));
+	/* what objfs writes back (a copy's metadata) must be sendable */
+	FUZZ_CHECK(strpbrk(v, "\r\n") == NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
