@@ -41,8 +41,7 @@ make -j2 fuzz >/dev/null
 
 targets="$*"
 if [ -z "$targets" ]; then
-	targets=$(sed -n 's/^FUZZ_TARGETS = //p; /^FUZZ_TARGETS = /,/[^\\]$/{/^\t/p}' Makefile |
-		tr -d '\\' | tr -s ' \t' '\n' | grep -v '^$' | tr '\n' ' ')
+	targets=$(make -s fuzz-targets)
 fi
 mkdir -p fuzz-build/findings fuzz-build/logs
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
