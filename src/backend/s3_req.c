@@ -265,8 +265,9 @@ static bool hdr_is(const char *line, size_t len, const char *name,
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' ||
 			   line[len - 1] == ' ' || line[len - 1] == '\t'))
 		len--;
-	/* a CR or LF inside a value is no HTTP: the header is ignored */
-	if (memchr(line, '\r', len) != NULL || memchr(line, '\n', len) != NULL)
+	/* a CR, LF or NUL inside a value is no HTTP: the header is ignored */
+	if (memchr(line, '\r', len) != NULL || memchr(line, '\n', len) != NULL ||
+	    memchr(line, '\0', len) != NULL)
 		return false;
 	*val = line;
 	*vlen = len;
@@ -368,7 +369,8 @@ size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 			while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' ||
 					  v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 				vl--;
-			if (memchr(v, '\r', vl) != NULL || memchr(v, '\n', vl) != NULL)
+			if (memchr(v, '\r', vl) != NULL || memchr(v, '\n', vl) != NULL ||
+			    memchr(v, '\0', vl) != NULL)
 				return len;     /* no HTTP: ignored, as above */
 			val = strndup(v, vl);
 			if (val == NULL ||
