@@ -16,7 +16,7 @@
  *
  * Properties: every call returns a gRPC status code (0..16), the same in
  * the status; a failure has a message and no response; no message holds
- * the plugin's secret; every path the node hands the mounter (staging,
+ * the plugin's secret (unless the request itself carried it); every path the node hands the mounter (staging,
  * targets, work and log files) lies under the kubelet or state directory,
  * and nothing is created in the test's root outside the directories it
  * made.
@@ -369,7 +369,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK((int)code >= 0 && (int)code <= 16);
 		FUZZ_CHECK(st.code == code);
 		FUZZ_CHECK(memchr(st.msg, '\0', sizeof(st.msg)) != NULL);
-		FUZZ_CHECK(strstr(st.msg, SECRET) == NULL);
+		/* a message may quote the request, never the plugin's config */
+		if (memmem(data, size, SECRET, strlen(SECRET)) == NULL)
+			FUZZ_CHECK(strstr(st.msg, SECRET) == NULL);
 		if (code != OBJFS_RPC_OK) {
 			FUZZ_CHECK(out == NULL);
 			FUZZ_CHECK(st.msg[0] != '\0');
