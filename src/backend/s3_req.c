@@ -353,7 +353,10 @@ size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 	} else if (len > 11 && strncasecmp(line, "x-amz-meta-", 11) == 0) {
 		const char *colon = memchr(line, ':', len);
 
-		if (colon != NULL && (size_t)(colon - line) - 11 < 256) {
+		/* a name that is empty or holds a NUL is no metadata */
+		if (colon != NULL && (size_t)(colon - line) - 11 < 256 &&
+		    colon - line > 11 &&
+		    memchr(line + 11, '\0', (size_t)(colon - line) - 11) == NULL) {
 			char name[256];
 			size_t nl = (size_t)(colon - line) - 11;
 			char *val;
