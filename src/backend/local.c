@@ -251,7 +251,7 @@ int local_name_decode(const char *name, size_t n, char *out, size_t cap,
 				return EINVAL;
 			out[o++] = (char)c;
 			i += 2;
-		} else if (name_safe((unsigned char)name[i], false)) {
+		} else if (name_safe((unsigned char)name[i], i == 0)) {
 			out[o++] = name[i];
 		} else {
 			return EINVAL;

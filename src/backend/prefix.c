@@ -7,7 +7,8 @@
  *     caller can reach a key outside P; a relative key that is invalid (or
  *     too long once prefixed) is EINVAL;
  *   - listings are asked for P + prefix and P + start_after, and every key
- *     and common prefix coming back has P removed; continuation tokens are
+ *     and common prefix coming back has P removed (one that does not start
+ *     with P fails the listing with EPROTO); continuation tokens are
  *     opaque and pass through unchanged (the inner store only ever issues
  *     tokens for positions under P).
  */
@@ -98,13 +99,17 @@ static int prefix_head(struct objfs_store *s, const char *key,
 	return err != 0 ? err : objfs_store_head(s->inner, f.k, info);
 }
 
-/* Removes the prefix from a string the inner store returned under it. */
-static void strip(struct prefix_ctx *c, char *s)
+/* Removes the prefix from a string the inner store returned under it;
+ * EPROTO when it is not under it (a server answering outside the
+ * request's prefix). */
+static int strip(struct prefix_ctx *c, char *s)
 {
 	size_t n = strlen(s);
 
-	if (n >= c->plen)
-		memmove(s, s + c->plen, n - c->plen + 1);
+	if (n < c->plen || memcmp(s, c->prefix, c->plen) != 0)
+		return EPROTO;
+	memmove(s, s + c->plen, n - c->plen + 1);
+	return 0;
 }
 
 static int prefix_list(struct objfs_store *s, const struct objfs_list_req *req,
@@ -126,10 +131,12 @@ static int prefix_list(struct objfs_store *s, const struct objfs_list_req *req,
 	err = objfs_store_list(s->inner, &r, page);
 	if (err != 0)
 		goto out;
-	for (i = 0; i < page->n_entries; i++)
-		strip(c, page->entries[i].key);
-	for (i = 0; i < page->n_prefixes; i++)
-		strip(c, page->prefixes[i]);
+	for (i = 0; err == 0 && i < page->n_entries; i++)
+		err = strip(c, page->entries[i].key);
+	for (i = 0; err == 0 && i < page->n_prefixes; i++)
+		err = strip(c, page->prefixes[i]);
+	if (err != 0)
+		objfs_list_page_release(page);
 out:
 	free(p);
 	free(after);

@@ -118,6 +118,12 @@ void s3_req_release(struct s3_req *r);
  * want_body), else an errno; r->err holds the S3 error code if any. */
 int s3_perform(struct objfs_store *s, struct s3_req *r);
 
+/* libcurl's header callback (arg is the struct s3_req): captures ETag,
+ * Content-Length, Content-Range's total, Last-Modified, Content-Type and
+ * x-amz-meta-* of the last response; exposed for the fuzz target
+ * tests/fuzz/fuzz_s3_header.c. */
+size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg);
+
 /* Moves the captured headers into info (when not NULL). */
 void s3_take_info(struct s3_req *r, struct objfs_obj_info *info,
 		      uint64_t size);

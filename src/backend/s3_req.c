@@ -265,6 +265,10 @@ static bool hdr_is(const char *line, size_t len, const char *name,
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == '\n' ||
 			   line[len - 1] == ' ' || line[len - 1] == '\t'))
 		len--;
+	/* a CR, LF or NUL inside a value is no HTTP: the header is ignored */
+	if (memchr(line, '\r', len) != NULL || memchr(line, '\n', len) != NULL ||
+	    memchr(line, '\0', len) != NULL)
+		return false;
 	*val = line;
 	*vlen = len;
 	return true;
@@ -286,7 +290,7 @@ static int parse_u64n(const char *s, size_t n, uint64_t *out)
 	return 0;
 }
 
-static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
+size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 {
 	struct s3_req *r = arg;
 	size_t len = size * nmemb;
@@ -303,11 +307,14 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 		r->have_length = r->have_total = false;
 		r->hdr_err = 0;
 		{
+			/* "HTTP/1.1 200 OK": the line is not NUL-terminated */
 			long st = 0;
 			const char *sp = memchr(line, ' ', len);
+			const char *end = line + len;
 
-			if (sp != NULL)
-				st = strtol(sp + 1, NULL, 10);
+			for (sp = sp != NULL ? sp + 1 : end;
+			     sp < end && *sp >= '0' && *sp <= '9' && st < 1000; sp++)
+				st = st * 10 + (*sp - '0');
 			r->status = st;
 		}
 		return len;
@@ -346,7 +353,10 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 	} else if (len > 11 && strncasecmp(line, "x-amz-meta-", 11) == 0) {
 		const char *colon = memchr(line, ':', len);
 
-		if (colon != NULL && (size_t)(colon - line) - 11 < 256) {
+		/* a name that is empty or holds a NUL is no metadata */
+		if (colon != NULL && (size_t)(colon - line) - 11 < 256 &&
+		    colon - line > 11 &&
+		    memchr(line + 11, '\0', (size_t)(colon - line) - 11) == NULL) {
 			char name[256];
 			size_t nl = (size_t)(colon - line) - 11;
 			char *val;
@@ -362,6 +372,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *arg)
 			while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' ||
 					  v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 				vl--;
+			if (memchr(v, '\r', vl) != NULL || memchr(v, '\n', vl) != NULL ||
+			    memchr(v, '\0', vl) != NULL)
+				return len;     /* no HTTP: ignored, as above */
 			val = strndup(v, vl);
 			if (val == NULL ||
 			    objfs_meta_set(&r->cap.meta, name, val) != 0)
@@ -628,7 +641,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	if (c->ca_file != NULL)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);

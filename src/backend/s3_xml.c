@@ -230,6 +230,8 @@ static int copy_etag(char etag[OBJFS_ETAG_MAX], const char *s)
 	if (n == 0 || n >= OBJFS_ETAG_MAX)
 		return EPROTO;
 	if (s[0] == '"') {
+		if (n < 2 || s[n - 1] != '"')
+			return EPROTO;  /* a quote on one side only */
 		memcpy(etag, s, n + 1);
 		return 0;
 	}

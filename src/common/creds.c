@@ -84,6 +84,15 @@ int objfs_creds_load_file(const char *path, struct objfs_creds *c, int *line)
 		char *s, *eq;
 
 		n++;
+		/* a line longer than buf is refused, never read as two */
+		if (strlen(buf) == sizeof(buf) - 1 && buf[sizeof(buf) - 2] != '\n') {
+			int ch = fgetc(f);
+
+			if (ch != EOF) {
+				err = EINVAL;
+				break;
+			}
+		}
 		s = trim(buf);
 		if (*s == '\0' || *s == '#' || *s == '[')
 			continue;

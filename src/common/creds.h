@@ -3,8 +3,9 @@
  * a command line, wiped from memory when released; and the writer of the
  * file (the node plugin hands a mount its credentials through one).
  *
- * File format: one key=value per line; blank lines and lines starting with
- * '#' or '[' are ignored; surrounding spaces are trimmed.  Keys (any case):
+ * File format: one key=value per line (at most 4094 bytes: a longer line
+ * is EINVAL); blank lines and lines starting with '#' or '[' are ignored;
+ * surrounding spaces are trimmed.  Keys (any case):
  *   access_key_id (or aws_access_key_id, accessKeyID)
  *   secret_access_key (or aws_secret_access_key, secretAccessKey)
  *   session_token (or aws_session_token, sessionToken)

@@ -143,17 +143,24 @@ static int parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
+	unsigned shift = 0;
 
+	/* strtoull() takes "-2" as 2^64 - 2: digits only */
+	if (*s < '0' || *s > '9')
+		return EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno != 0 || end == s)
 		return EINVAL;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
+	if (v > (~0ULL >> shift))
+		return EINVAL;          /* the unit would wrap it around */
+	v <<= shift;
 	if (*end == 'i' || *end == 'B')
 		end++;
 	if (*end == 'B')

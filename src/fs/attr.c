@@ -19,6 +19,9 @@ int objfs_mtime_format(const struct timespec *ts, char *buf, size_t cap)
 
 	if (ts->tv_nsec == 0)
 		n = snprintf(buf, cap, "%lld", (long long)ts->tv_sec);
+	else if (ts->tv_sec < 0)   /* {-2, 0.25 s} is -1.75 s: "-1.750000000" */
+		n = snprintf(buf, cap, "-%lld.%09ld", -((long long)ts->tv_sec + 1),
+			     1000000000L - (long)ts->tv_nsec);
 	else
 		n = snprintf(buf, cap, "%lld.%09ld", (long long)ts->tv_sec,
 			     (long)ts->tv_nsec);
