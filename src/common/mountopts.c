@@ -5,7 +5,7 @@
  *
  * Values are read exactly as objfs-mount always read them: integers with
  * strtoull(base 0) and an optional K/M/G suffix (then an optional "i" and
- * "B"), seconds with strtod (not negative), umask in octal up to 0777,
+ * "B"), seconds with strtod (0 to OBJFS_MOUNTOPT_SECONDS_MAX: no NaN or inf), umask in octal up to 0777,
  * addressing path or virtual, log_level as objfs_log_parse_level().
  */
 #include "config.h"
@@ -178,7 +178,10 @@ static int parse_seconds(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || v < 0)
+	/* !(v <= MAX) refuses NaN too; the bound keeps v * 1000 inside an
+	 * unsigned int, as the users of these options convert it */
+	if (errno != 0 || end == s || *end != '\0' || v < 0 ||
+	    !(v <= OBJFS_MOUNTOPT_SECONDS_MAX))
 		return EINVAL;
 	*out = v;
 	return 0;
@@ -200,7 +203,7 @@ static const char *kind_wants(enum kind k)
 	switch (k) {
 	case K_NUM: return "a number";
 	case K_BYTES: return "a size (K, M, G suffixes)";
-	case K_SECONDS: return "seconds (not negative)";
+	case K_SECONDS: return "seconds (0 to 1000000)";
 	case K_OCTAL: return "an octal mode up to 0777";
 	case K_ADDRESSING: return "path or virtual";
 	case K_LEVEL: return "debug, info, warn or error";

@@ -118,6 +118,10 @@ struct objfs_mount_opts {
 	const char *fuse;
 	void *mem;                      /* owned: strings parse copied */
 };
+/* The largest value of a seconds option (about 11.6 days): times 1000
+ * it still fits an unsigned int of milliseconds. */
+#define OBJFS_MOUNTOPT_SECONDS_MAX 1000000.0
+
 #define OBJFS_MOUNT_OPTS_INIT { 0 }
 
 /* Frees what parse allocated; borrowed strings are left alone.  Leaves o
