@@ -258,10 +258,12 @@ struct objfs_fs {
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
-	struct intent {                 /* renames a dead server ran (loaded) */
+	struct intent {                 /* the last ones, loaded or run */
 		uint64_t unique;
 		int err;
 		bool done;
+		fuse_ino_t ino;         /* the entry it made, or 0 */
+		uint64_t hid;           /* the handle it opened, or 0 */
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
 };
@@ -562,15 +564,19 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 /* The handle called id, or NULL.  Takes fs->hid_mu. */
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
-/* A request that must not run twice (rename, unlink, rmdir), this
- * thread's (req_unique()).  intent_start() records its start; true when
- * the kernel sent it again and it had ended before the server died: *err
- * is the answer it got.  intent_end() records the end with *err; a re-sent
- * request that had begun and finds its object gone (*err == gone) had
- * run, and *err becomes 0.  Take fs->lock. */
+/* A request that must not run twice (rename, unlink, rmdir, mkdir,
+ * symlink, mknod, create), this thread's (req_unique()).  intent_start()
+ * records its start; true when the kernel sent it again and it had ended
+ * before the server died: *err is the answer it got, ic->ino and ic->hid
+ * the entry and handle it made (0: none).  intent_end() records the end
+ * with *err and the caller's ic->ino and ic->hid; a re-sent request that
+ * had begun and finds its object gone (*err == gone) had run, and *err
+ * becomes 0.  Take fs->lock. */
 struct intent_ctx {
 	uint64_t unique;                /* without UNIQUE_RESEND */
 	bool begun;                     /* re-sent, and it had started */
+	fuse_ino_t ino;                 /* the entry made (mkdir, create...) */
+	uint64_t hid;                   /* the handle opened (create) */
 };
 bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
 void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,

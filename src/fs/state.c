@@ -18,11 +18,14 @@
  * leaves the old one).  The log is compacted the same way when it grows
  * past LOG_COMPACT bytes and four times its live records.
  *
- * Intents: a rename is not idempotent, and the kernel sends again a rename
- * the dead server ran but did not answer.  Each rename is recorded when it
- * starts and when it ends, keyed by its unique; a successor answers a
- * re-sent one that ended with the recorded result, and one that started
- * and finds its source gone with success.
+ * Intents: rename, unlink, rmdir, mkdir, symlink, mknod and create are
+ * not idempotent, and the kernel sends again a request the dead server ran
+ * but did not answer.  Each is recorded when it starts and when it ends,
+ * keyed by its unique, with its result (the errno, and the inode and
+ * handle a create made); a successor answers a re-sent one that ended
+ * with the recorded result (the same entry and handle: the kernel never
+ * saw them), one that started and finds its source gone with success, and
+ * one that started and finds the name it makes present with that name.
  */
 #include "config.h"
 
@@ -54,7 +57,8 @@ struct srec {
 	uint64_t a, b, c, d;    /* INODE: ino, parent (0: unlinked),
 				   nlookup, spool id; FREE: ino; OPEN: id,
 				   ino; CLOSE: id; NEXT: next_ino, next_hid,
-				   next_spool */
+				   next_spool; INTENT: unique, errno, ino,
+				   handle id */
 	/* the name follows, without its NUL */
 };
 
@@ -149,6 +153,8 @@ static int compact(struct objfs_fs *fs)
 		b.r.flags = fs->intents[h].done ? SF_DONE : 0;
 		b.r.a = fs->intents[h].unique;
 		b.r.b = (uint64_t)fs->intents[h].err;
+		b.r.c = fs->intents[h].ino;
+		b.r.d = fs->intents[h].hid;
 		log_write(fs, &b, b.r.len);
 	}
 	bytes = fs->st_bytes;
@@ -212,66 +218,9 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 
 /* ---- intents and test faults -------------------------------------------- */
 
-static void state_intent(struct objfs_fs *fs, uint64_t unique, bool done,
-			 int err)
-{
-	struct srec r;
-
-	if (fs->st_fd < 0 || unique == 0)
-		return;
-	memset(&r, 0, sizeof(r));
-	r.len = sizeof(r);
-	r.type = SR_INTENT;
-	r.flags = done ? SF_DONE : 0;
-	r.a = unique;
-	r.b = (uint64_t)err;
-	pthread_mutex_lock(&fs->lock);
-	log_write(fs, &r, sizeof(r));
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
-			      bool *begun)
-{
-	bool done = false;
-	unsigned i;
-
-	*begun = false;
-	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < fs->n_intents; i++) {
-		if (fs->intents[i].unique == unique) {
-			*begun = true;
-			done = fs->intents[i].done;
-			*err = fs->intents[i].err;
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return done;
-}
-
-bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
-{
-	uint64_t u = req_unique();
-
-	ic->unique = u & ~UNIQUE_RESEND;
-	ic->begun = false;
-	if ((u & UNIQUE_RESEND) &&
-	    state_intent_done(fs, ic->unique, err, &ic->begun))
-		return true;
-	state_intent(fs, ic->unique, false, 0);
-	return false;
-}
-
-void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
-		int gone)
-{
-	if (ic->begun && *err == gone)
-		*err = 0;
-	state_intent(fs, ic->unique, true, *err);
-}
-
-/* Keeps a loaded intent (fs->lock): the last INTENTS_MAX. */
-static void load_intent(struct objfs_fs *fs, const struct srec *r)
+/* Keeps an intent, loaded or recorded, in the table a compaction writes
+ * (fs->lock): the last INTENTS_MAX. */
+static void keep_intent(struct objfs_fs *fs, const struct srec *r)
 {
 	unsigned i;
 
@@ -291,6 +240,74 @@ static void load_intent(struct objfs_fs *fs, const struct srec *r)
 	fs->intents[i].unique = r->a;
 	fs->intents[i].err = (int)r->b;
 	fs->intents[i].done = (r->flags & SF_DONE) != 0;
+	fs->intents[i].ino = r->c;
+	fs->intents[i].hid = r->d;
+}
+
+static void state_intent(struct objfs_fs *fs, const struct intent_ctx *ic,
+			 bool done, int err)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0 || ic->unique == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_INTENT;
+	r.flags = done ? SF_DONE : 0;
+	r.a = ic->unique;
+	r.b = (uint64_t)err;
+	r.c = done ? ic->ino : 0;
+	r.d = done ? ic->hid : 0;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	keep_intent(fs, &r);    /* for a compaction */
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Sets ic from the loaded intent of ic->unique: true when it ended. */
+static bool state_intent_done(struct objfs_fs *fs, struct intent_ctx *ic,
+			      int *err)
+{
+	bool done = false;
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == ic->unique) {
+			ic->begun = true;
+			done = fs->intents[i].done;
+			*err = fs->intents[i].err;
+			ic->ino = fs->intents[i].ino;
+			ic->hid = fs->intents[i].hid;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return done;
+}
+
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
+{
+	uint64_t u = req_unique();
+
+	ic->unique = u & ~UNIQUE_RESEND;
+	ic->begun = false;
+	ic->ino = 0;
+	ic->hid = 0;
+	if ((u & UNIQUE_RESEND) && state_intent_done(fs, ic, err))
+		return true;
+	ic->ino = 0;
+	ic->hid = 0;
+	state_intent(fs, ic, false, 0);
+	return false;
+}
+
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone)
+{
+	if (ic->begun && *err == gone)
+		*err = 0;
+	state_intent(fs, ic, true, *err);
 }
 
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
@@ -486,7 +503,7 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 			fs->next_hid = r->a;
 		break;
 	case SR_INTENT:
-		load_intent(fs, r);
+		keep_intent(fs, r);
 		break;
 	case SR_CLOSE:
 		for (struct hid **pp = opens; *pp != NULL;

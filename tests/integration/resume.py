@@ -9,6 +9,7 @@ took around the event (the pause) is printed.
 """
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -205,8 +206,10 @@ def t_resume_kill9(env):
 
 def t_resume_crash_in_request(env):
     """The server killed in the middle of a read, a write, and after a
-    rename and an unlink it ran but did not answer: the kernel sends them
-    again to the successor and the application sees the right answer."""
+    rename, an unlink, a mkdir, a symlink, a mknod and a create with O_EXCL
+    it ran (in the store and in the state) but did not answer: the kernel
+    sends them again to the successor and the application sees the right
+    answer (success, not ENOENT or EEXIST)."""
     fs = _fs()
     url = env.volume("crashreq")
     data = os.urandom(3 << 20)
@@ -215,7 +218,9 @@ def t_resume_crash_in_request(env):
     for n in ("r", "w", "n", "u"):
         fs.wfile(d + "/" + n, data)
     env.umount(m)
-    for op, name in (("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u")):
+    for op, name in (("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u"),
+                     ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"),
+                     ("create", "cnew")):
         m = env.mount(url, ["resume", "crash_at=%s:%s" % (op, name)])
         d, keeper = m["dir"], m["proc"].pid
         first = server_pid(keeper)
@@ -231,9 +236,25 @@ def t_resume_crash_in_request(env):
             os.rename(d + "/n", d + "/n2")
             fs.check(not os.path.exists(d + "/n") and fs.rfile(d + "/n2") == data,
                      "rename across the crash")
-        else:
+        elif op == "unlink":
             os.unlink(d + "/u")
             fs.check(not os.path.exists(d + "/u"), "unlink across the crash")
+        elif op == "mkdir":
+            os.mkdir(d + "/dnew", 0o750)
+            fs.wfile(d + "/dnew/in", b"inside")
+            fs.check(stat.S_IMODE(os.stat(d + "/dnew").st_mode) == 0o750,
+                     "mkdir across the crash")
+        elif op == "symlink":
+            os.symlink("target/of/lnew", d + "/lnew")
+            fs.check(os.readlink(d + "/lnew") == "target/of/lnew", "symlink across the crash")
+        elif op == "mknod":
+            os.mknod(d + "/mnew", stat.S_IFREG | 0o640)
+            fs.check(os.stat(d + "/mnew").st_size == 0, "mknod across the crash")
+        else:
+            fd = os.open(d + "/cnew", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.write(fd, b"created once")
+            os.close(fd)
+            fs.check(fs.rfile(d + "/cnew") == b"created once", "create O_EXCL across the crash")
         took = time.monotonic() - t0
         fs.check(server_pid(keeper) != first, "the server was killed in the %s" % op)
         print("  crash in %-6s: the call returned right after %.3f s" % (op, took), flush=True)
@@ -241,6 +262,10 @@ def t_resume_crash_in_request(env):
     fs.check(env.get(url, "w") == b"W" * 100000 + data[100000:], "written bytes stored")
     fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
     fs.check(env.get(url, "u") is None, "unlinked in the store")
+    fs.check(env.get(url, "dnew/in") == b"inside", "made directory in the store")
+    fs.check(env.get(url, "lnew") == b"target/of/lnew", "symlink in the store")
+    fs.check(env.get(url, "mnew") == b"", "mknod in the store")
+    fs.check(env.get(url, "cnew") == b"created once", "created file in the store")
 
 
 def t_resume_sigterm(env):

@@ -109,7 +109,21 @@ static void test_intents(void **state)
 	intent_end(fs, &a, &err, ENOENT);       /* ended: EEXIST */
 	objfs_fs_set_unique(12);
 	assert_false(intent_start(fs, &b, &err)); /* started only */
+	objfs_fs_set_unique(16);
+	assert_false(intent_start(fs, &c, &err)); /* a create that ended */
+	c.ino = 77;
+	c.hid = 5;
+	err = 0;
+	intent_end(fs, &c, &err, 0);
 	fs2 = successor(e, dir);
+	/* the entry and handle it made come back with it */
+	objfs_fs_set_unique(16 | UNIQUE_RESEND);
+	err = EIO;
+	assert_true(intent_start(fs2, &c, &err));
+	assert_int_equal(err, 0);
+	assert_int_equal(c.ino, 77);
+	assert_int_equal(c.hid, 5);
+	err = EEXIST;
 	/* sent again: the ended one gets its answer, the started one runs
 	 * and its source being gone means it had run */
 	objfs_fs_set_unique(10 | UNIQUE_RESEND);
