@@ -251,6 +251,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	has_data = in->dirty || in->spool != NULL;
 	if (meta_change && has_data) {
 		in->dirty = true;
+		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+			in->times_set = true;
 		state_note(fs, in);
 	}
 	if (meta_change && in->stream != NULL)

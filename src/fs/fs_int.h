@@ -159,7 +159,11 @@ struct inode {
 	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
 					    counted in fs->spool_used */
 	uint64_t spool_id;               /* fs->lock: its named file, or 0 */
+	bool times_set;                  /* fs->lock: mtime set by utimens
+					    since the data changed (recorded
+					    in the state log) */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
+	bool load_times;                 /* state.c: mtime, ctime loaded */
 };
 
 struct ra_chunk {
@@ -548,8 +552,9 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume);
  * directory is removed.  No lock; after the session. */
 void state_stop(struct objfs_fs *fs, bool clean);
 /* Records what the kernel and a successor need of in (name, parent,
- * nlookup, spool, dirty) / that in is gone.  Nothing when not
- * resumable.  fs->lock held. */
+ * nlookup, mode, owner, size, spool, dirty, and the times when
+ * in->times_set) / that in is gone.  Nothing when not resumable.
+ * fs->lock held. */
 void state_note(struct objfs_fs *fs, struct inode *in);
 void state_gone(struct objfs_fs *fs, struct inode *in);
 /* Where a new spool goes: "" when not resumable (an unlinked file in the

@@ -45,7 +45,8 @@
 
 #define LOG_COMPACT (16u << 20)
 
-enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT };
+enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT,
+       SR_TIMES };
 enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
 
 struct srec {
@@ -58,7 +59,9 @@ struct srec {
 				   nlookup, spool id; FREE: ino; OPEN: id,
 				   ino; CLOSE: id; NEXT: next_ino, next_hid,
 				   next_spool; INTENT: unique, errno, ino,
-				   handle id */
+				   handle id; TIMES (after the INODE record
+				   of an inode whose mtime utimens set):
+				   ino, mtime s, ns, ctime s (size: ns) */
 	/* the name follows, without its NUL */
 };
 
@@ -103,6 +106,23 @@ static void log_write(struct objfs_fs *fs, const void *p, size_t len)
 		fs->st_bytes += len;
 }
 
+/* The times of in (utimens on a file with unsaved data), after its
+ * INODE record (fs->lock). */
+static void rec_times(struct objfs_fs *fs, struct inode *in)
+{
+	struct srec r;
+
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_TIMES;
+	r.a = in->ino;
+	r.b = (uint64_t)in->mtime.tv_sec;
+	r.c = (uint64_t)in->mtime.tv_nsec;
+	r.d = (uint64_t)in->ctime.tv_sec;
+	r.size = (uint64_t)in->ctime.tv_nsec;
+	log_write(fs, &r, sizeof(r));
+}
+
 /* Writes the whole table as a new log and puts it in place (fs->lock). */
 static int compact(struct objfs_fs *fs)
 {
@@ -130,8 +150,11 @@ static int compact(struct objfs_fs *fs)
 	for (h = 0; h < HASH_SIZE; h++) {
 		struct inode *in;
 
-		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
 			log_write(fs, &b, rec_inode(fs, in, &b));
+			if (in->times_set && in->dirty)
+				rec_times(fs, in);
+		}
 	}
 	pthread_mutex_lock(&fs->hid_mu);
 	for (h = 0; h < HID_HASH; h++) {
@@ -187,6 +210,8 @@ void state_note(struct objfs_fs *fs, struct inode *in)
 		return;
 	fs_assert_locked(fs);
 	log_write(fs, &b, rec_inode(fs, in, &b));
+	if (in->times_set && in->dirty)
+		rec_times(fs, in);
 	maybe_compact(fs);
 }
 
@@ -477,6 +502,19 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		in->seq = (r->flags & SF_SEQ) != 0;
 		in->spool_id = r->d;
 		in->size = r->size;
+		in->load_times = false;
+		in->times_set = false;
+		break;
+	case SR_TIMES:
+		in = find_ino(fs, r->a);
+		if (in == NULL)
+			break;
+		in->mtime.tv_sec = (time_t)r->b;
+		in->mtime.tv_nsec = (long)r->c;
+		in->ctime.tv_sec = (time_t)r->d;
+		in->ctime.tv_nsec = (long)r->size;
+		in->load_times = true;
+		in->times_set = true;
 		break;
 	case SR_FREE:
 		load_free(fs, r->a);
@@ -550,7 +588,9 @@ static void load_link(struct objfs_fs *fs)
 	for (h = 0; h < HASH_SIZE; h++) {
 		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
 			in->attr_time = 0;      /* revalidated when asked */
-			in->mtime = now_real();
+			if (!in->load_times)
+				in->mtime = in->ctime = now_real();
+			in->load_times = false;
 			if (in->spool_id != 0 && load_spool(fs, in, in->spool_id) != 0)
 				in->spool_id = 0;
 			if (in->spool == NULL)

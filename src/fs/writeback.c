@@ -434,6 +434,7 @@ done:
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
 	in->attr_time = now_mono();
 	in->dirty = false;
+	in->times_set = false;
 	if (objfs_spool_rebase(in->spool, in->spool->size, info.etag) != 0)
 		objfs_warn(fs->log, SUB, "spool journal of %s", key);
 	state_note(fs, in);
@@ -734,11 +735,14 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
-		if (!in->dirty) {
+		in->mtime = now_real();
+		if (!in->dirty || in->times_set) {
+			/* a successor dates a dirty file from its load unless
+			 * utimens set its times (recorded) */
 			in->dirty = true;
+			in->times_set = false;
 			state_note(fs, in);
 		}
-		in->mtime = now_real();
 		pthread_mutex_unlock(&fs->lock);
 		stream_feed(fs, in);
 		spool_account(fs, in);

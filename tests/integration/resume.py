@@ -293,4 +293,37 @@ def t_resume_sigterm(env):
     fs.check(env.get(url, "open") == data, "dirty file of a dead server saved on SIGTERM")
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_sigterm]
+def t_resume_dirty_attrs(env):
+    """chmod, chown and ftruncate of a file with unsaved data survive the
+    server's death: the successor shows them, and stores the data with
+    them at close (utimens: tests/unit/test_fs_state.c, as FUSE saves a
+    file at once when a chmod or utimens comes without a handle)."""
+    fs = _fs()
+    url = env.volume("dirtyattr")
+    m = env.mount(url, ["resume"])
+    d, keeper = m["dir"], m["proc"].pid
+    data = os.urandom(1 << 20)
+    fd = os.open(d + "/f", os.O_RDWR | os.O_CREAT, 0o644)
+    os.write(fd, data)
+    os.fchmod(fd, 0o640)
+    os.fchown(fd, 1234, 5678)
+    os.pwrite(fd, b"tail", len(data))
+    os.ftruncate(fd, 700000)
+    old = server_pid(keeper)
+    os.kill(old, signal.SIGKILL)
+    wait_successor(keeper, old)
+    st = os.fstat(fd)
+    fs.check(st.st_size == 700000, "size after the crash: %d" % st.st_size)
+    fs.check(stat.S_IMODE(st.st_mode) == 0o640, "mode after the crash: %o" % st.st_mode)
+    fs.check((st.st_uid, st.st_gid) == (1234, 5678), "owner after the crash")
+    fs.check(os.pread(fd, 700000, 0) == data[:700000], "data after the crash")
+    os.close(fd)
+    env.umount(m)
+    h = env.head(url, "f")
+    fs.check(env.get(url, "f") == data[:700000], "truncated data stored")
+    fs.check(h["meta"].get("mode") == str(stat.S_IFREG | 0o640) and
+             h["meta"].get("uid") == "1234" and h["meta"].get("gid") == "5678",
+             "attributes stored: %s" % h["meta"])
+
+
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_dirty_attrs, t_resume_sigterm]
