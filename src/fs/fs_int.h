@@ -261,6 +261,7 @@ struct objfs_fs {
 	pthread_mutex_t hid_mu;         /* leaf */
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
+	unsigned n_streams;             /* fs->lock: uploads streaming */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
 	struct intent {                 /* the last ones, loaded or run */
 		uint64_t unique;
@@ -504,6 +505,16 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
 /* Abandons in's stream (its parts are aborted in the store).  in->mu
  * held. */
 void stream_abort(struct objfs_fs *fs, struct inode *in);
+/* Frees st (NULL: nothing) without a word to the store.  No lock. */
+void stream_free(struct stream *st);
+/* Loading a dead server's state (state.c): in goes on with the upload
+ * upload_id of key, begun with the attributes fa; its parts are then
+ * set in in->stream->parts, the punched bytes in ->punched, and
+ * stream_load_done() derives the rest (or drops a stream that has
+ * nothing to go on with).  0 or ENOMEM.  fs->lock held. */
+int stream_load(struct objfs_fs *fs, struct inode *in, const char *key,
+		const char *upload_id, const struct objfs_fattr *fa);
+void stream_load_done(struct objfs_fs *fs, struct inode *in);
 /* Ends in's stream before a change that is not an append (completed when
  * its parts hold bytes the spool gave up).  0 or an errno.  fs->ns and
  * in->mu held. */
@@ -562,6 +573,16 @@ void state_gone(struct objfs_fs *fs, struct inode *in);
  * in->spool_id.  Takes fs->lock. */
 void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 		      uint64_t *id);
+/* The multipart upload of a sequential writer (writeback.c): st begun
+ * (NULL: ended, completed or aborted) / one of its parts done, of len
+ * bytes / its bytes before off about to leave the spool (only the parts
+ * hold them).  A successor goes on with the upload.  Nothing when not
+ * resumable.  Take fs->lock. */
+void state_stream(struct objfs_fs *fs, struct inode *in,
+		  const struct stream *st);
+void state_part(struct objfs_fs *fs, fuse_ino_t ino,
+		const struct objfs_part *part, uint64_t len);
+void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off);
 /* Gives h an id (fi->fh) and records it open / drops and records it
  * closed.  Take fs->hid_mu and fs->lock. */
 void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);

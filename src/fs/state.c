@@ -5,7 +5,10 @@
  *   log       append-only records, one write(2) each, made under
  *             fs->lock before the reply that tells the kernel: the inode
  *             table the kernel knows (number, parent, name, nlookup, mode,
- *             spool, dirty), inodes gone, handles opened and closed
+ *             spool, dirty; times set on dirty files), inodes gone,
+ *             handles opened and closed, the multipart uploads of
+ *             sequential writers (begun, parts done, bytes punched from
+ *             the spool, ended) so a successor goes on with them
  *   spool/N   the spools (named files with their journals, spool.c), so
  *             data write() accepted but not yet uploaded is uploaded by
  *             the successor
@@ -46,7 +49,7 @@
 #define LOG_COMPACT (16u << 20)
 
 enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT,
-       SR_TIMES };
+       SR_TIMES, SR_STREAM, SR_PART, SR_PUNCH };
 enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
 
 struct srec {
@@ -61,7 +64,12 @@ struct srec {
 				   next_spool; INTENT: unique, errno, ino,
 				   handle id; TIMES (after the INODE record
 				   of an inode whose mtime utimens set):
-				   ino, mtime s, ns, ctime s (size: ns) */
+				   ino, mtime s, ns, ctime s (size: ns);
+				   STREAM: ino (mode, uid, gid: those sent
+				   at its start; name: key, NUL, upload id;
+				   SF_DONE: ended); PART: ino, number, bytes
+				   (name: ETag); PUNCH: ino, bytes only the
+				   parts hold */
 	/* the name follows, without its NUL */
 };
 
@@ -123,7 +131,64 @@ static void rec_times(struct objfs_fs *fs, struct inode *in)
 	log_write(fs, &r, sizeof(r));
 }
 
-/* Writes the whole table as a new log and puts it in place (fs->lock). */
+/* The records of a stream: begun (st) or ended (NULL) (fs->lock). */
+static void rec_stream(struct objfs_fs *fs, fuse_ino_t ino,
+		       const struct stream *st)
+{
+	struct srec_buf b;
+	size_t kl = 0, ul = 0;
+
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.type = SR_STREAM;
+	b.r.a = ino;
+	if (st == NULL) {
+		b.r.flags = SF_DONE;
+	} else {
+		kl = strlen(st->key);
+		ul = strlen(st->upload_id);
+		if (kl + 1 + ul > sizeof(b.name))
+			return;         /* not resumable: sent again */
+		b.r.mode = st->fa.mode;
+		b.r.uid = st->fa.uid;
+		b.r.gid = st->fa.gid;
+		memcpy(b.name, st->key, kl + 1);
+		memcpy(b.name + kl + 1, st->upload_id, ul);
+		kl += 1 + ul;
+	}
+	b.r.len = (uint32_t)(sizeof(b.r) + kl);
+	log_write(fs, &b, b.r.len);
+}
+
+static void rec_part(struct objfs_fs *fs, fuse_ino_t ino,
+		     const struct objfs_part *part, uint64_t len)
+{
+	struct srec_buf b;
+	size_t el = strlen(part->etag);
+
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.type = SR_PART;
+	b.r.a = ino;
+	b.r.b = part->number;
+	b.r.c = len;
+	memcpy(b.name, part->etag, el);
+	b.r.len = (uint32_t)(sizeof(b.r) + el);
+	log_write(fs, &b, b.r.len);
+}
+
+static void rec_punch(struct objfs_fs *fs, fuse_ino_t ino, uint64_t off)
+{
+	struct srec r;
+
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_PUNCH;
+	r.a = ino;
+	r.b = off;
+	log_write(fs, &r, sizeof(r));
+}
+
+/* Writes the whole table as a new log and puts it in place (fs->lock;
+ * no stream runs: see maybe_compact()). */
 static int compact(struct objfs_fs *fs)
 {
 	struct srec_buf b;
@@ -151,9 +216,20 @@ static int compact(struct objfs_fs *fs)
 		struct inode *in;
 
 		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			const struct stream *st = in->stream;
+			unsigned i;
+
 			log_write(fs, &b, rec_inode(fs, in, &b));
 			if (in->times_set && in->dirty)
 				rec_times(fs, in);
+			if (st == NULL || st->upload_id == NULL)
+				continue;
+			rec_stream(fs, in->ino, st);
+			for (i = 0; i < st->n_parts; i++)
+				rec_part(fs, in->ino, &st->parts[i],
+					 fs->o.part_size);
+			if (st->punched > 0)
+				rec_punch(fs, in->ino, st->punched);
 		}
 	}
 	pthread_mutex_lock(&fs->hid_mu);
@@ -193,9 +269,12 @@ static int compact(struct objfs_fs *fs)
 	return 0;
 }
 
+/* Compacts a log grown past LOG_COMPACT (fs->lock), but not while a
+ * stream runs: its parts are not under fs->lock (a compaction at start
+ * writes the streams loaded). */
 static void maybe_compact(struct objfs_fs *fs)
 {
-	if (fs->st_bytes < LOG_COMPACT ||
+	if (fs->st_bytes < LOG_COMPACT || fs->n_streams > 0 ||
 	    fs->st_bytes < 4 * (fs->n_inodes + 1) * (sizeof(struct srec) + 16))
 		return;
 	if (compact(fs) != 0)
@@ -226,6 +305,39 @@ void state_gone(struct objfs_fs *fs, struct inode *in)
 	r.type = SR_FREE;
 	r.a = in->ino;
 	log_write(fs, &r, sizeof(r));
+}
+
+void state_stream(struct objfs_fs *fs, struct inode *in,
+		  const struct stream *st)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_stream(fs, in->ino, st);
+	if (st != NULL)
+		fs->n_streams++;
+	else if (fs->n_streams > 0)
+		fs->n_streams--;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void state_part(struct objfs_fs *fs, fuse_ino_t ino,
+		const struct objfs_part *part, uint64_t len)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_part(fs, ino, part, len);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_punch(fs, in->ino, off);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
@@ -543,6 +655,41 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 	case SR_INTENT:
 		keep_intent(fs, r);
 		break;
+	case SR_STREAM:
+		in = find_ino(fs, r->a);
+		if (in == NULL)
+			break;
+		if (r->flags & SF_DONE) {
+			stream_free(in->stream);
+			in->stream = NULL;
+		} else {
+			struct objfs_fattr fa = { r->mode, r->uid, r->gid, { 0, 0 } };
+			size_t kl;
+
+			memcpy(nm, name, nl);
+			nm[nl] = '\0';
+			kl = strlen(nm);
+			if (kl >= nl)
+				return EPROTO;
+			return stream_load(fs, in, nm, nm + kl + 1, &fa);
+		}
+		break;
+	case SR_PART:
+		in = find_ino(fs, r->a);
+		/* whole parts only: a tail is sent again */
+		if (in == NULL || in->stream == NULL || r->b == 0 ||
+		    r->b > OBJFS_MPU_MAX_PARTS || r->c != fs->o.part_size ||
+		    nl >= OBJFS_ETAG_MAX)
+			break;
+		in->stream->parts[r->b - 1].number = (unsigned)r->b;
+		memcpy(in->stream->parts[r->b - 1].etag, name, nl);
+		in->stream->parts[r->b - 1].etag[nl] = '\0';
+		break;
+	case SR_PUNCH:
+		in = find_ino(fs, r->a);
+		if (in != NULL && in->stream != NULL)
+			in->stream->punched = r->b;
+		break;
 	case SR_CLOSE:
 		for (struct hid **pp = opens; *pp != NULL;
 		     pp = &(*pp)->next) {
@@ -597,6 +744,14 @@ static void load_link(struct objfs_fs *fs)
 				in->dirty = false;
 			if (in->in_store)
 				in->stored_size = in->size;
+			stream_load_done(fs, in);
+			if (in->stream != NULL) {
+				fs->n_streams++;
+				objfs_info(fs->log, SUB, "state: inode %" PRIu64
+					   " goes on with its upload after %u "
+					   "parts", (uint64_t)in->ino,
+					   in->stream->n_parts);
+			}
 		}
 	}
 }

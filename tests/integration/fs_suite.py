@@ -117,7 +117,7 @@ class Env:
                              pass_fds=(w,), env=env, stdout=log, stderr=log,
                              start_new_session=True)
         os.close(w)
-        m = {"proc": p, "dir": mnt, "url": url, "log": log.name}
+        m = {"proc": p, "dir": mnt, "url": url, "log": log.name, "spool": spool}
         self.mounts.append(m)
         ready, _, _ = select.select([r], [], [], 30)
         byte = os.read(r, 1) if ready else b""

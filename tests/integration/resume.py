@@ -7,6 +7,7 @@ binary with SIGUSR2 to the keeper): they must see no error, every byte
 must be right afterwards, and the longest time one of their operations
 took around the event (the pause) is printed.
 """
+import json
 import os
 import signal
 import stat
@@ -326,4 +327,50 @@ def t_resume_dirty_attrs(env):
              "attributes stored: %s" % h["meta"])
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_dirty_attrs, t_resume_sigterm]
+def spool_disk(m):
+    """Disk bytes of the spools of mount m (its state directory's)."""
+    total = 0
+    for root, _, files in os.walk(m["spool"]):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def t_resume_stream(env):
+    """A sequential writer past spool_limit gives its sent parts up from
+    the spool also on a resumable mount (the upload is in the state log);
+    the server is killed in the middle: the successor goes on with the
+    same multipart upload, and the file is stored whole."""
+    fs = _fs()
+    url = env.volume("resstream")
+    mib = 1 << 20
+    m = env.mount(url, ["resume", "part_size=5M", "spool_limit=12M", "upload_parallel=2"])
+    d, keeper = m["dir"], m["proc"].pid
+    chunk = os.urandom(mib)
+    n, worst = 60, 0
+    with open(d + "/s", "wb") as f:
+        for i in range(n):
+            f.write(chunk[i:] + chunk[:i])
+            f.flush()
+            worst = max(worst, spool_disk(m))
+            if i == 30:
+                old = server_pid(keeper)
+                os.kill(old, signal.SIGKILL)
+                wait_successor(keeper, old)
+    print("  spool disk at most %.1f MiB for a %d MiB file (spool_limit 12 MiB)" %
+          (worst / mib, n), flush=True)
+    fs.check(worst < 30 * mib, "the spool stayed near its bound: %d MiB" % (worst // mib))
+    log = open(m["log"]).read()
+    goes = [line for line in log.splitlines() if "goes on with its upload after" in line]
+    fs.check(len(goes) == 1, "the successor went on with the upload")
+    print("  " + json.loads(goes[0])["msg"], flush=True)
+    env.umount(m)
+    want = b"".join(chunk[i:] + chunk[:i] for i in range(n))
+    fs.check(env.get(url, "s") == want, "streamed file stored whole")
+
+
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_dirty_attrs, t_resume_stream,
+         t_resume_sigterm]
