@@ -89,6 +89,9 @@ static void usage(const char *prog)
 "  retries=N              cap the tries per request instead (default: none)\n"
 "  stall_timeout=SECONDS  a transfer that moves no byte this long is\n"
 "                         abandoned and tried again (default: 3)\n"
+"  hedge_after=SECONDS    a GET still running after 3 times the 95th\n"
+"                         percentile of recent GETs (at most this long) is\n"
+"                         raced by a second one; 0: never (default: 1)\n"
 "\n"
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
@@ -244,6 +247,15 @@ static int build_settings(struct cli *c, struct settings *s)
 		}
 		s->sc.retry.max_total_ms = mo->retry_timeout > 0 ?
 			(unsigned)(mo->retry_timeout * 1000) : 1;
+	}
+	s->sc.hedge.ceiling_ms = 500;
+	if (HAS(HEDGE_AFTER)) {
+		if (mo->hedge_after > 3600) {
+			fprintf(stderr, "objfs-mount: -o hedge_after: over an "
+				"hour\n");
+			return EINVAL;
+		}
+		s->sc.hedge.ceiling_ms = (unsigned)(mo->hedge_after * 1000);
 	}
 	if (HAS(STALL_TIMEOUT)) {
 		if (mo->stall_timeout > 3600) {

@@ -50,6 +50,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_RETRIES,
 	OBJFS_MOPT_RETRY_TIMEOUT,
 	OBJFS_MOPT_STALL_TIMEOUT,
+	OBJFS_MOPT_HEDGE_AFTER,
 	OBJFS_MOPT_ATTR_TTL,
 	OBJFS_MOPT_ENTRY_TTL,
 	OBJFS_MOPT_NEGATIVE_TTL,
@@ -91,7 +92,7 @@ struct objfs_mount_opts {
 	bool signed_payload;
 	uint64_t max_connections;
 	uint64_t retries;
-	double retry_timeout, stall_timeout;                 /* seconds */
+	double retry_timeout, stall_timeout, hedge_after;    /* seconds */
 	/* filesystem */
 	bool ro;
 	bool allow_other;

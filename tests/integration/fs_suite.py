@@ -27,6 +27,9 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultproxy import FaultProxy  # noqa: E402
+
 BUILD = os.environ.get("OBJFS_BUILDDIR", os.path.dirname(os.path.abspath(__file__)) + "/../..")
 MOUNT = os.path.join(BUILD, "objfs-mount")
 TOOL = os.path.join(BUILD, "tests/integration/objfs-store-tool")
@@ -802,97 +805,6 @@ def t_stream(env):
     env.umount(m)
 
 
-class FaultProxy:
-    """A TCP proxy to the S3 server that can be switched to reset every
-    connection (an unreachable store), or to stall answers (stop passing
-    the server's bytes on, with a seeded probability per chunk), for the
-    error checks."""
-
-    def __init__(self, host, port):
-        import socket
-        import threading
-        self.socket = socket
-        self.upstream = (host, port)
-        self.failing = False
-        self.stall_p = 0.0
-        self.stalls = 0
-        self.rng = random.Random(1234)
-        self.conns = []
-        self.lock = threading.Lock()
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _kill(self, s):
-        try:
-            s.setsockopt(self.socket.SOL_SOCKET, self.socket.SO_LINGER,
-                         b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            s.close()
-        except OSError:
-            pass
-
-    def _pump(self, a, b, answers=False):
-        try:
-            while True:
-                data = a.recv(1 << 16)
-                if not data:
-                    break
-                if answers and self.stall_p > 0:
-                    with self.lock:
-                        stall = self.rng.random() < self.stall_p
-                        self.stalls += stall
-                    if stall:
-                        # hold the answer until the client gives up
-                        while b.recv(1 << 16):
-                            pass
-                        break
-                b.sendall(data)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(self.socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        import threading
-        while not self.stopped:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            if self.failing:
-                self._kill(c)
-                continue
-            try:
-                u = self.socket.create_connection(self.upstream)
-            except OSError:
-                self._kill(c)
-                continue
-            with self.lock:
-                self.conns += [c, u]
-            threading.Thread(target=self._pump, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pump, args=(u, c, True), daemon=True).start()
-
-    def fail(self, on):
-        """on: reset open connections and refuse new ones."""
-        self.failing = on
-        if on:
-            with self.lock:
-                for s in self.conns:
-                    self._kill(s)
-                self.conns = []
-
-    def close(self):
-        self.stopped = True
-        self.fail(True)
-        self.ls.close()
-
-
 def t_store_outage(env):
     """A store outage shorter than retry_timeout costs a pause, not an
     error; stalled answers are abandoned and tried again within seconds."""
@@ -933,6 +845,38 @@ def t_store_outage(env):
         check(took < 10 + 2 * proxy.stalls, "cold read with %d stalls took %.1f s" % (proxy.stalls, took))
         print("outage pause %.1f s; cold read of 48 MiB with %d stalls %.1f s" % (pause, proxy.stalls, took))
         env.umount(m)
+    finally:
+        proxy.close()
+
+
+def t_store_hedge(env):
+    """A cold read through a proxy that stalls one GET in ten (after a
+    random number of its bytes) for longer than any timeout of the test:
+    each stalled GET is raced by a second one, the bytes are right.  (How
+    long it takes against a fault-free read: bench/hedge.sh.)"""
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    proxy = FaultProxy(host, int(port))
+    try:
+        url = env.volume("hedge")
+        big = os.urandom(48 << 20)
+        env.tool(url, "put", "big", data=big)
+        # stalls outlast stall_timeout=120: only a hedge ends them
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port,
+                            "stall_timeout=120", "log_level=debug"])
+        proxy.stall_get_p = 0.1
+        got = rfile(m["dir"] + "/big")
+        # an uncached read again: the second file handle reads the store
+        subprocess.run(["sh", "-c", "echo 1 > /proc/sys/vm/drop_caches"], check=False)
+        got2 = rfile(m["dir"] + "/big")
+        proxy.stall_get_p = 0.0
+        check(got == big and got2 == big, "reads with stalled GETs return the right bytes")
+        env.umount(m)
+        hedged = open(m["log"]).read().count("a second GET races it")
+        print("  %d GETs, %d stalled, %d hedged" % (proxy.gets, proxy.stalls, hedged))
+        check(proxy.stalls > 0, "some GETs stalled (%d of %d)" % (proxy.stalls, proxy.gets))
+        check(hedged >= proxy.stalls, "every stalled GET was hedged (%d of %d)" % (hedged, proxy.stalls))
+        check(proxy.gets >= 24, "the reads went to the store (%d GETs)" % proxy.gets)
     finally:
         proxy.close()
 
@@ -1088,13 +1032,13 @@ def t_refused_mounts(env):
 TESTS_S3 = [
     t_store_errors,
     t_store_outage,
+    t_store_hedge,
     t_unsaved_kept,
     t_detached_log,
     t_refused_mounts,
 ]
 
 # resumable mounts (issue 12): tests/integration/resume.py
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resume  # noqa: E402
 TESTS += resume.TESTS
 
