@@ -1271,7 +1271,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	const uint64_t bs = 4096;
 	uint64_t cap, used, blocks, ublocks, objects;
 
-	volrec_refresh(fs, fs->o.volrec_ttl);
+	/* the figures at hand, at once: a stale record is re-read on the
+	 * pool, and the next statfs has it */
+	volrec_refresh_async(fs);
 	pthread_mutex_lock(&fs->lock);
 	cap = fs->capacity != 0 ? fs->capacity : (1ULL << 50);
 	used = fs->used > 0 ? (uint64_t)fs->used : 0;

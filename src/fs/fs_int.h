@@ -245,6 +245,7 @@ struct objfs_fs {
 	pthread_t scan_thread;
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+	bool volrec_busy;               /* fs->lock: one on the pool */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
 					   look at other files' spools */
@@ -411,6 +412,9 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 /* Re-reads the volume record when older than max_age seconds.  Takes
  * fs->volrec_mu and fs->lock (store I/O between). */
 void volrec_refresh(struct objfs_fs *fs, double max_age);
+/* The same for volrec_ttl on the pool, one at a time, returning at once
+ * (statfs never waits for the store).  Takes fs->lock. */
+void volrec_refresh_async(struct objfs_fs *fs);
 /* The usage scan thread (arg: the fs): lists the volume at start and
  * every usage_refresh seconds until fs->stopping. */
 void *scan_main(void *arg);
