@@ -324,6 +324,20 @@ static void cli_release(struct cli *c)
 	objfs_mount_opts_release(&c->mo);
 }
 
+/* Points stdin, stdout and stderr at /dev/null. */
+static void stdio_to_null(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -335,7 +349,7 @@ int main(int argc, char *argv[])
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
 	char state_dir[4096];
-	bool successor = false, by_signal = false, ended = false;
+	bool successor = false, by_signal = false, ended = false, serving = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0, log_fd = -1;
@@ -402,7 +416,8 @@ int main(int argc, char *argv[])
 		/* this process keeps the FUSE fd; servers are its children */
 		struct objfs_keeper_conf kc = {
 			.argv = argv, .ready_fd = s.ready_fd,
-			.foreground = co.foreground, .log = log,
+			.foreground = co.foreground, .log_fd = log_fd,
+			.log = log,
 		};
 
 		objfs_creds_release(&s.creds);
@@ -445,6 +460,10 @@ int main(int argc, char *argv[])
 		successor = objfs_resume_successor(rs);
 		if (successor)
 			s.ready_fd = -1;        /* the first server's, long gone */
+		/* a detached keeper's successors have no terminal: their log
+		 * goes where a detached objfs-mount's goes from the start */
+		if (successor && !co.foreground)
+			objfs_log_redirect(log, log_fd, "objfs-mount");
 		/* a cloned fd dies with this process, and its requests fail */
 		co.clone_fd = 0;
 		if (s.state_dir != NULL)
@@ -492,8 +511,14 @@ int main(int argc, char *argv[])
 			}
 		}
 	}
-	if (!co.foreground && rs == NULL)
+	if (!co.foreground && !successor) {
 		objfs_log_redirect(log, log_fd, "objfs-mount");
+		/* the first server under a detached keeper had the caller's
+		 * stderr for its errors until now (fuse_daemonize() does
+		 * this for a mount without resume) */
+		if (rs != NULL)
+			stdio_to_null();
+	}
 	/* under a keeper, the keeper is the daemon */
 	if (fuse_daemonize(co.foreground || rs != NULL) != 0)
 		goto out_unmount;
@@ -509,6 +534,7 @@ int main(int argc, char *argv[])
 				    objfs_strerror(err));
 			goto out_unmount;
 		}
+		serving = true;
 	}
 	objfs_info(log, "mount", "%s %s on %s", c.source,
 		   successor ? "taken over" : "mounted", co.mountpoint);
@@ -555,10 +581,11 @@ int main(int argc, char *argv[])
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 out_unmount:
-	if (rs != NULL && !ended) {
+	if (rs != NULL && !ended && (successor || serving)) {
 		/* a resumable server that fails leaves the state as a crash
 		 * would: destroying the fs would free the table in the log and
-		 * delete the spools the successor needs */
+		 * delete the spools the successor needs (a first server that
+		 * never served unmounts: nobody uses the mount yet) */
 		objfs_error(log, "mount", "server failed: the keeper resumes");
 		_exit(1);
 	}

@@ -127,6 +127,8 @@ struct keeper {
 	bool ready;                     /* the current server said KOP_READY */
 	bool conn_gone;                 /* POLLERR on the fuse fd */
 	int detach_fd;                  /* background: the waiting parent */
+	int term_fd;                    /* background: the caller's stderr,
+					   the first server's until ready */
 	double deaths[DEATHS_MAX];
 	unsigned n_deaths;
 	struct objfs_kmsg msg;
@@ -173,6 +175,9 @@ static pid_t spawn(struct keeper *k, bool resume, int *sock)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (fd < 0)
 			_exit(127);
+		/* its errors before it is ready reach the caller */
+		if (k->term_fd >= 0)
+			dup2(k->term_fd, STDERR_FILENO);
 		snprintf(num, sizeof(num), "%d", fd);
 		setenv(OBJFS_KEEPER_ENV, num, 1);
 		if (resume)
@@ -331,6 +336,8 @@ static void on_server_msg(struct keeper *k, int fd)
 			(void)!write(k->detach_fd, "R", 1);
 			close(k->detach_fd);
 			k->detach_fd = -1;
+			close(k->term_fd);
+			k->term_fd = -1;
 		}
 		if (k->pending_sig != 0)
 			forward(k, k->pending_sig);
@@ -391,6 +398,9 @@ static int detach(struct keeper *k)
 	setsid();
 	if (chdir("/") != 0)
 		return errno;
+	k->term_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	/* as a detached objfs-mount without resume: log_file= or syslog */
+	objfs_log_redirect(k->log, k->c->log_fd, "objfs-mount");
 	fd = open("/dev/null", O_RDWR);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
@@ -459,7 +469,7 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	memset(&k, 0, sizeof(k));
 	k.c = conf;
 	k.log = conf->log;
-	k.fuse_fd = k.ssock = k.nsock = k.detach_fd = k.sfd = -1;
+	k.fuse_fd = k.ssock = k.nsock = k.detach_fd = k.sfd = k.term_fd = -1;
 	err = keeper_setup(&k);
 	if (err != 0) {
 		objfs_error(k.log, SUB, "starting: %s", strerror(err));
@@ -537,6 +547,8 @@ out:
 		close(k.nsock);
 	if (k.detach_fd >= 0)
 		close(k.detach_fd);
+	if (k.term_fd >= 0)
+		close(k.term_fd);
 	if (k.sfd >= 0)
 		close(k.sfd);
 	return status;

@@ -372,5 +372,60 @@ def t_resume_stream(env):
     fs.check(env.get(url, "s") == want, "streamed file stored whole")
 
 
+def t_resume_detached_log(env):
+    """A resumable mount started without -f (as mount(8) runs it): the
+    first server's errors before it is ready reach the caller's stderr;
+    then the keeper's lines and every server's, successors included, go
+    to log_file= as a detached mount's without resume."""
+    import tempfile
+    fs = _fs()
+    url = env.volume("resdetached")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    spool = tempfile.mkdtemp(prefix="spool-", dir=env.work)
+    logf = os.path.join(env.work, "resdetached.log")
+    base = [fs.MOUNT, "-o", "resume,spool_dir=%s,log_file=%s" % (spool, logf)]
+    p = subprocess.run([fs.MOUNT, "-o", "resume,state_dir=/proc/objfs-none/s,log_file=" + logf,
+                        url, mnt], env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    fs.check(p.returncode != 0 and b"/proc/objfs-none" in p.stderr,
+             "a failing first server tells the caller: %r" % p.stderr)
+    p = subprocess.run(base + [url, mnt], env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    fs.check(p.returncode == 0, "detached resumable mount failed: %r" % p.stderr)
+    try:
+        fs.check(os.path.ismount(mnt), "not mounted")
+        # the keeper: serves mnt, and its parent does not
+        def serves(pid):
+            try:
+                return mnt.encode() in open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+            except OSError:
+                return False
+
+        def parent(pid):
+            return open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1]
+        keepers = [int(pid) for pid in os.listdir("/proc")
+                   if pid.isdigit() and serves(pid) and not serves(parent(pid))]
+        fs.check(len(keepers) == 1, "one keeper: %r" % keepers)
+        keeper = keepers[0]
+        old = server_pid(keeper)
+        os.kill(old, signal.SIGKILL)
+        wait_successor(keeper, old)
+        fs.wfile(os.path.join(mnt, "f"), b"x")
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], timeout=60)
+    deadline = time.time() + 30
+    msgs = []
+    while time.time() < deadline:
+        text = open(logf).read() if os.path.exists(logf) else ""
+        msgs = [json.loads(line)["msg"] for line in text.splitlines()]
+        if any("the FUSE connection ended" in m for m in msgs):
+            break
+        time.sleep(0.2)
+    for want in ("mounted on", "died", "taken over", "the FUSE connection ended"):
+        fs.check(any(want in m for m in msgs), "log_file lacks %r: %r" % (want, msgs))
+    fs.check(b"mounted on" not in p.stderr and b"died" not in p.stderr,
+             "nothing on the caller's stderr once ready: %r" % p.stderr)
+
+
 TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_dirty_attrs, t_resume_stream,
-         t_resume_sigterm]
+         t_resume_detached_log, t_resume_sigterm]
