@@ -172,6 +172,7 @@ static int cli_proc(void *data, const char *arg, int key,
 struct settings {
 	struct objfs_fs_opts fo;
 	bool resume;
+	bool user_resend;               /* test only: force it */
 	const char *state_dir;
 	struct objfs_store_config sc;
 	int ready_fd;
@@ -231,6 +232,7 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->ready_fd = (int)mo->ready_fd;
 	s->resume = HAS(RESUME);
 	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
+	s->user_resend = HAS(USER_RESEND);
 	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;
@@ -488,6 +490,8 @@ int main(int argc, char *argv[])
 		err = objfs_resume_take(rs, se);
 		if (err == 0)
 			err = objfs_fs_state_start(fs, state_dir, true);
+		if (err == 0)
+			err = objfs_resume_slots(rs, state_dir, s.user_resend);
 		if (err != 0) {
 			objfs_error(log, "mount", "taking the mount over: %s",
 				    objfs_strerror(err));
@@ -504,6 +508,9 @@ int main(int argc, char *argv[])
 			err = objfs_resume_attach(rs, se);
 			if (err == 0)
 				err = objfs_fs_state_start(fs, state_dir, false);
+			if (err == 0)
+				err = objfs_resume_slots(rs, state_dir,
+							 s.user_resend);
 			if (err != 0) {
 				objfs_error(log, "mount", "resumable mount: %s",
 					    objfs_strerror(err));
@@ -578,6 +585,8 @@ int main(int argc, char *argv[])
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)
 		ret = 1;
+	if (err == 0)
+		objfs_resume_slots_drop(rs);
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 out_unmount:

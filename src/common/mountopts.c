@@ -80,6 +80,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(RESUME, resume, K_FLAG),
 	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false, true },
 	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false, true },
+	[OBJFS_MOPT_USER_RESEND] = { "user_resend", K_FLAG, F(user_resend), false, true },
 	[OBJFS_MOPT_READY_FD] = { "ready_fd", K_NUM, F(ready_fd), false, true },
 	[OBJFS_MOPT_CREDENTIALS_FILE] = { "credentials_file", K_STR, F(credentials_file),
 					  false, true },

@@ -211,18 +211,43 @@ def t_resume_crash_in_request(env):
     it ran (in the store and in the state) but did not answer: the kernel
     sends them again to the successor and the application sees the right
     answer (success, not ENOENT or EEXIST)."""
+    crash_in_requests(env, "crashreq", [], (
+        ("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u"),
+        ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"), ("create", "cnew")))
+
+
+def t_resume_user_resend(env):
+    """The userspace RESEND of kernels before 6.9 (forced here with the
+    test-only user_resend: this kernel re-sends by itself): the server
+    killed in the middle of a read, a write and after a rename; the
+    successor processes the requests kept in the slot file again, and
+    sends no FUSE_NOTIFY_RESEND."""
+    logs = crash_in_requests(env, "userresend", ["user_resend"], (
+        ("read", "r"), ("write", "w"), ("rename", "n")))
     fs = _fs()
-    url = env.volume("crashreq")
+    for log in logs:
+        fs.check("requests are kept in" in log, "the slots were used")
+        replayed = [line for line in log.splitlines() if "userspace RESEND: " in line]
+        fs.check(len(replayed) == 1 and "userspace RESEND: 0 " not in replayed[0],
+                 "the successor replayed the slots: %r" % replayed)
+
+
+def crash_in_requests(env, vol, opts, ops):
+    """Each op of ops (op, name) on its own resumable mount with opts and
+    crash_at=op:name; checks the application's view and the store; the
+    mounts' logs."""
+    fs = _fs()
+    url = env.volume(vol)
     data = os.urandom(3 << 20)
     m = env.mount(url, ["resume"])
     d = m["dir"]
     for n in ("r", "w", "n", "u"):
         fs.wfile(d + "/" + n, data)
     env.umount(m)
-    for op, name in (("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u"),
-                     ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"),
-                     ("create", "cnew")):
-        m = env.mount(url, ["resume", "crash_at=%s:%s" % (op, name)])
+    names = dict(ops)
+    logs = []
+    for op, name in ops:
+        m = env.mount(url, ["resume", "crash_at=%s:%s" % (op, name)] + opts)
         d, keeper = m["dir"], m["proc"].pid
         first = server_pid(keeper)
         t0 = time.monotonic()
@@ -260,13 +285,19 @@ def t_resume_crash_in_request(env):
         fs.check(server_pid(keeper) != first, "the server was killed in the %s" % op)
         print("  crash in %-6s: the call returned right after %.3f s" % (op, took), flush=True)
         env.umount(m)
-    fs.check(env.get(url, "w") == b"W" * 100000 + data[100000:], "written bytes stored")
-    fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
-    fs.check(env.get(url, "u") is None, "unlinked in the store")
-    fs.check(env.get(url, "dnew/in") == b"inside", "made directory in the store")
-    fs.check(env.get(url, "lnew") == b"target/of/lnew", "symlink in the store")
-    fs.check(env.get(url, "mnew") == b"", "mknod in the store")
-    fs.check(env.get(url, "cnew") == b"created once", "created file in the store")
+        logs.append(open(m["log"]).read())
+    if "write" in names:
+        fs.check(env.get(url, "w") == b"W" * 100000 + data[100000:], "written bytes stored")
+    if "rename" in names:
+        fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
+    if "unlink" in names:
+        fs.check(env.get(url, "u") is None, "unlinked in the store")
+    if "mkdir" in names:
+        fs.check(env.get(url, "dnew/in") == b"inside", "made directory in the store")
+        fs.check(env.get(url, "lnew") == b"target/of/lnew", "symlink in the store")
+        fs.check(env.get(url, "mnew") == b"", "mknod in the store")
+        fs.check(env.get(url, "cnew") == b"created once", "created file in the store")
+    return logs
 
 
 def t_resume_sigterm(env):
@@ -427,5 +458,5 @@ def t_resume_detached_log(env):
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_dirty_attrs, t_resume_stream,
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm]
