@@ -811,13 +811,18 @@ def t_stream(env):
     env.umount(m)
 
 
+def store_proxy():
+    """A FaultProxy to the S3 server of the suite."""
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    return FaultProxy(host, int(port))
+
+
 def t_store_outage(env):
     """A store outage shorter than retry_timeout costs a pause, not an
     error; stalled answers are abandoned and tried again within seconds."""
     import threading
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("outage")
         big = os.urandom(48 << 20)
@@ -867,9 +872,7 @@ def t_store_hedge(env):
     random number of its bytes) for longer than any timeout of the test:
     each stalled GET is raced by a second one, the bytes are right.  (How
     long it takes against a fault-free read: bench/hedge.sh.)"""
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("hedge")
         big = os.urandom(48 << 20)
@@ -899,9 +902,7 @@ def t_store_errors(env):
     calls wait until the bound, then fail with EIO; a close that could not
     upload says so, and the data is uploaded once the store is back
     (nothing lost)."""
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("errs")
         env.tool(url, "put", "sub/old", data=b"stored before")
@@ -939,9 +940,7 @@ def t_unsaved_kept(env):
     """Data that can never be uploaded is not dropped when the mount stops:
     the spool of each such file is kept in the spool directory and the log
     says where (and which bytes it lacks)."""
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("unsaved")
         env.tool(url, "put", "old", data=b"o" * 100000)
