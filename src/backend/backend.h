@@ -429,7 +429,7 @@ int objfs_retry_store_create(struct objfs_store *inner,
 struct objfs_hedge_config {
 	unsigned ceiling_ms;        /* 0: off */
 	unsigned floor_ms;          /* 0: 50 */
-	unsigned k_percent;         /* threshold = p95 * k_percent / 100; 0: 300 */
+	unsigned k_percent;         /* threshold = p95 * k_percent / 100; 0: 200 */
 	uint64_t max_len;           /* 0: 16 MiB */
 	unsigned max_hedges;        /* in flight at once; 0: 8 */
 };

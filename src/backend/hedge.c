@@ -1,9 +1,9 @@
 /*
  * hedge.c - the hedge layer: a GET that has been silent much longer than
  * GETs usually are is raced by a second, identical GET; the first to
- * finish answers and the other is cancelled (objfs_cancel: its socket is
- * shut down).  A stalled transfer then costs about the threshold, not the
- * stall timeout plus a retry.
+ * finish answers and the other is cancelled (objfs_cancel).  A stalled
+ * transfer then costs about the threshold and one GET, not the stall
+ * timeout plus a retry.
  *
  * A hedgeable GET (a known range of at most max_len bytes) runs in a
  * thread of its own (the primary), writing into the caller's sink
@@ -33,9 +33,14 @@
  * seen: one for the wait for the first byte (the server's work), one for
  * a silence after it (between two bytes: the transfer's own jitter,
  * much shorter).  A silence is what a stall looks like, and unlike a
- * GET's duration it does not grow with its size.  A
- * context lives while the caller or the hedge holds it (refs).  Lock
- * order: h->mu, then ctx->mu.
+ * GET's duration it does not grow with its size.  A context (hget)
+ * lives while the caller or a racer holds it (refs).  Lock order: h->mu,
+ * then g->mu, then the caller's sink (gate_write).
+ *
+ * Why a thread per GET: the caller must leave the moment the hedge
+ * answers, and a transfer blocked in curl notices a cancel only at its
+ * next progress callback (up to a second): measured, waiting for it
+ * made a stalled cold read 2.9x its fault-free time instead of 1.14x.
  */
 #include "config.h"
 
