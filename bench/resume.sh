@@ -7,15 +7,18 @@
 #
 #   create   FILES files of 4 KiB (open, write, close: each uploaded)
 #   write    SIZE_MB MiB written sequentially (dd bs=1M) and closed
-# each RUNS times, plain and resume alternating; the medians of the wall
-# time and of the CPU time of the serving process (user + system, less
-# sensitive to a loaded machine) are printed.
+# each RUNS times, the KINDS alternating (plain: no resume; resume;
+# userresend: resume with the userspace RESEND of kernels before 6.9,
+# forced); the medians of the wall time and of the CPU time of the
+# serving process (user + system, less sensitive to a loaded machine) are
+# printed, and each kind's difference from plain (goal: at most 5%).
 #   pause    the longest stat+read+write of a 10 ms loop around a kill -9
 #            of the server and around a handover (SIGUSR2 to the keeper)
 set -eu
 SIZE_MB=${SIZE_MB:-1024}
 FILES=${FILES:-1000}
 RUNS=${RUNS:-3}
+KINDS=${KINDS:-"plain resume userresend"}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 B=${OBJFS_BUILDDIR:-$HERE}
 MOUNT=$B/objfs-mount
@@ -56,8 +59,12 @@ now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 for run in $(seq "$RUNS"); do
-	for kind in plain resume; do
-		opt=""; [ $kind = resume ] && opt=",resume"
+	for kind in $KINDS; do
+		case $kind in
+		plain) opt="" ;;
+		resume) opt=",resume" ;;
+		userresend) opt=",resume,user_resend" ;;
+		esac
 		mount_fs "$opt"
 		t0=$(now)
 		mkdir "$W/mnt/d"
@@ -79,14 +86,22 @@ for run in $(seq "$RUNS"); do
 	done
 done
 for what in create write create-cpu write-cpu; do
-	p=$(median < "$W/$what-plain"); r=$(median < "$W/$what-resume")
-	printf '%-7s plain %6.2f s   resume %6.2f s   %+5.1f%%\n' "$what" "$p" "$r" \
-		"$(echo "($r - $p) * 100 / $p" | bc -l)"
+	p=$(median < "$W/$what-plain")
+	line=$(printf '%-10s plain %6.2f s' "$what" "$p")
+	for kind in $KINDS; do
+		[ $kind = plain ] && continue
+		r=$(median < "$W/$what-$kind")
+		line="$line$(printf '   %s %6.2f s %+5.1f%%' "$kind" "$r" \
+			"$(echo "($r - $p) * 100 / $p" | bc -l)")"
+	done
+	echo "$line"
 done
 
 # pauses: a 10 ms loop, its longest operation around each event
-mount_fs ",resume"
+for opt in ",resume" ",resume,user_resend"; do
+mount_fs "$opt"
 echo data > "$W/mnt/probe"
+echo "pauses with -o ${opt#,}:"
 python3 - "$W/mnt/probe" "$MPID" <<'PY'
 import os, signal, sys, time
 path, keeper = sys.argv[1], int(sys.argv[2])
@@ -113,3 +128,4 @@ for event in ("kill -9", "handover"):
         print("pause   %-24s longest %.3f s" % (event, loop(2)))
 PY
 umount_fs
+done

@@ -89,6 +89,9 @@ static void usage(const char *prog)
 "  retries=N              cap the tries per request instead (default: none)\n"
 "  stall_timeout=SECONDS  a transfer that moves no byte this long is\n"
 "                         abandoned and tried again (default: 3)\n"
+"  hedge_after=SECONDS    a GET still running after 3 times the 95th\n"
+"                         percentile of recent GETs (at most this long) is\n"
+"                         raced by a second one; 0: never (default: 1)\n"
 "\n"
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
@@ -169,6 +172,7 @@ static int cli_proc(void *data, const char *arg, int key,
 struct settings {
 	struct objfs_fs_opts fo;
 	bool resume;
+	bool user_resend;               /* test only: force it */
 	const char *state_dir;
 	struct objfs_store_config sc;
 	int ready_fd;
@@ -228,6 +232,7 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->ready_fd = (int)mo->ready_fd;
 	s->resume = HAS(RESUME);
 	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
+	s->user_resend = HAS(USER_RESEND);
 	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;
@@ -244,6 +249,15 @@ static int build_settings(struct cli *c, struct settings *s)
 		}
 		s->sc.retry.max_total_ms = mo->retry_timeout > 0 ?
 			(unsigned)(mo->retry_timeout * 1000) : 1;
+	}
+	s->sc.hedge.ceiling_ms = 500;
+	if (HAS(HEDGE_AFTER)) {
+		if (mo->hedge_after > 3600) {
+			fprintf(stderr, "objfs-mount: -o hedge_after: over an "
+				"hour\n");
+			return EINVAL;
+		}
+		s->sc.hedge.ceiling_ms = (unsigned)(mo->hedge_after * 1000);
 	}
 	if (HAS(STALL_TIMEOUT)) {
 		if (mo->stall_timeout > 3600) {
@@ -329,6 +343,20 @@ static void cli_release(struct cli *c)
 	objfs_mount_opts_release(&c->mo);
 }
 
+/* Points stdin, stdout and stderr at /dev/null. */
+static void stdio_to_null(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -340,7 +368,7 @@ int main(int argc, char *argv[])
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
 	char state_dir[4096];
-	bool successor = false, by_signal = false, ended = false;
+	bool successor = false, by_signal = false, ended = false, serving = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0, log_fd = -1;
@@ -407,7 +435,8 @@ int main(int argc, char *argv[])
 		/* this process keeps the FUSE fd; servers are its children */
 		struct objfs_keeper_conf kc = {
 			.argv = argv, .ready_fd = s.ready_fd, .creds_fd = -1,
-			.foreground = co.foreground, .log = log,
+			.foreground = co.foreground, .log_fd = log_fd,
+			.log = log,
 		};
 
 		/* every server reads the credentials again: keep the file
@@ -455,6 +484,10 @@ int main(int argc, char *argv[])
 		successor = objfs_resume_successor(rs);
 		if (successor)
 			s.ready_fd = -1;        /* the first server's, long gone */
+		/* a detached keeper's successors have no terminal: their log
+		 * goes where a detached objfs-mount's goes from the start */
+		if (successor && !co.foreground)
+			objfs_log_redirect(log, log_fd, "objfs-mount");
 		/* a cloned fd dies with this process, and its requests fail */
 		co.clone_fd = 0;
 		if (s.state_dir != NULL)
@@ -479,6 +512,8 @@ int main(int argc, char *argv[])
 		err = objfs_resume_take(rs, se);
 		if (err == 0)
 			err = objfs_fs_state_start(fs, state_dir, true);
+		if (err == 0)
+			err = objfs_resume_slots(rs, state_dir, s.user_resend);
 		if (err != 0) {
 			objfs_error(log, "mount", "taking the mount over: %s",
 				    objfs_strerror(err));
@@ -495,6 +530,9 @@ int main(int argc, char *argv[])
 			err = objfs_resume_attach(rs, se);
 			if (err == 0)
 				err = objfs_fs_state_start(fs, state_dir, false);
+			if (err == 0)
+				err = objfs_resume_slots(rs, state_dir,
+							 s.user_resend);
 			if (err != 0) {
 				objfs_error(log, "mount", "resumable mount: %s",
 					    objfs_strerror(err));
@@ -502,8 +540,14 @@ int main(int argc, char *argv[])
 			}
 		}
 	}
-	if (!co.foreground && rs == NULL)
+	if (!co.foreground && !successor) {
 		objfs_log_redirect(log, log_fd, "objfs-mount");
+		/* the first server under a detached keeper had the caller's
+		 * stderr for its errors until now (fuse_daemonize() does
+		 * this for a mount without resume) */
+		if (rs != NULL)
+			stdio_to_null();
+	}
 	/* under a keeper, the keeper is the daemon */
 	if (fuse_daemonize(co.foreground || rs != NULL) != 0)
 		goto out_unmount;
@@ -519,6 +563,7 @@ int main(int argc, char *argv[])
 				    objfs_strerror(err));
 			goto out_unmount;
 		}
+		serving = true;
 	}
 	objfs_info(log, "mount", "%s %s on %s", c.source,
 		   successor ? "taken over" : "mounted", co.mountpoint);
@@ -562,13 +607,16 @@ int main(int argc, char *argv[])
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)
 		ret = 1;
+	if (err == 0)
+		objfs_resume_slots_drop(rs);
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 out_unmount:
-	if (rs != NULL && !ended) {
+	if (rs != NULL && !ended && (successor || serving)) {
 		/* a resumable server that fails leaves the state as a crash
 		 * would: destroying the fs would free the table in the log and
-		 * delete the spools the successor needs */
+		 * delete the spools the successor needs (a first server that
+		 * never served unmounts: nobody uses the mount yet) */
 		objfs_error(log, "mount", "server failed: the keeper resumes");
 		_exit(1);
 	}

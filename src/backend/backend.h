@@ -9,6 +9,7 @@
  *   leaves:  s3     (libcurl + OpenSSL, src/backend/s3.c)
  *            local  (a directory that behaves like a bucket, src/backend/local.c)
  *   layers:  retry  (capped exponential backoff with jitter, retry.c)
+ *            hedge  (races a second GET against a slow one, hedge.c)
  *            fault  (injects errors, delays and short reads, fault.c)
  *            prefix (confines every key to a prefix, prefix.c)
  *
@@ -35,6 +36,7 @@
 #ifndef OBJFS_BACKEND_H
 #define OBJFS_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,12 +165,28 @@ void objfs_sink_fixed(struct objfs_sink *sink, struct objfs_fixedbuf *fb);
 
 /* ---- requests and results -------------------------------------------- */
 
+/* A get abandoned from another thread (the hedge layer's loser).
+ * objfs_cancel_init() before use, objfs_cancel_release() after; fire may
+ * be called from any thread at any time, once or more: a get carrying it
+ * ends with ECANCELED at the leaf's next look (the S3 leaf's progress
+ * callback: within a second), and is not retried. */
+struct objfs_cancel {
+	pthread_mutex_t mu;
+	bool fired;               /* mu */
+};
+void objfs_cancel_init(struct objfs_cancel *c);
+void objfs_cancel_release(struct objfs_cancel *c);
+void objfs_cancel_fire(struct objfs_cancel *c);
+/* c NULL: false. */
+bool objfs_cancel_fired(struct objfs_cancel *c);
+
 struct objfs_get_opts {
 	uint64_t off;             /* first byte */
 	uint64_t len;             /* bytes wanted, or OBJFS_LEN_ALL */
 	const char *if_match;     /* ETag the object must have, or NULL (ESTALE) */
+	struct objfs_cancel *cancel;    /* NULL, or see above */
 };
-#define OBJFS_GET_ALL { 0, OBJFS_LEN_ALL, NULL }
+#define OBJFS_GET_ALL { 0, OBJFS_LEN_ALL, NULL, NULL }
 
 struct objfs_put_opts {
 	const struct objfs_meta *meta;   /* NULL for none */
@@ -402,6 +420,27 @@ int objfs_retry_store_create(struct objfs_store *inner,
 			     const struct objfs_retry_config *cfg,
 			     struct objfs_store **out);
 
+/* The hedge layer (hedge.c): a ranged GET of at most max_len bytes that
+ * has received nothing for a threshold derived from recent GETs (k times
+ * the 95th percentile of their longest silences, within [floor_ms,
+ * ceiling_ms]; ceiling_ms until enough GETs were seen) is raced by a
+ * second one; the first to finish answers, the other is cancelled.
+ * ceiling_ms 0: no hedging (the layer passes everything through). */
+struct objfs_hedge_config {
+	unsigned ceiling_ms;        /* 0: off */
+	unsigned floor_ms;          /* 0: 50 */
+	unsigned k_percent;         /* threshold = p95 * k_percent / 100; 0: 200 */
+	uint64_t max_len;           /* 0: 16 MiB */
+	unsigned max_hedges;        /* in flight at once; 0: 8 */
+};
+/* Wraps inner (taking ownership, also on failure). */
+int objfs_hedge_store_create(struct objfs_store *inner,
+			     const struct objfs_hedge_config *cfg,
+			     struct objfs_log *log, struct objfs_store **out);
+/* GETs hedged and GETs the hedge answered, since creation (s made by
+ * objfs_hedge_store_create()). */
+void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won);
+
 /* Confines inner to keys under prefix ("" allowed; a non-empty prefix is
  * normalised to end in "/").  Keys given to this store are relative to the
  * prefix; listings return relative keys.  Takes ownership of inner, also on
@@ -418,7 +457,8 @@ int objfs_fault_store_create(struct objfs_store *inner,
 
 /* Where a volume or bucket lives:
  *   s3://BUCKET[/PREFIX]   the S3 leaf (endpoint etc. from cfg->s3), under
- *                          a retry layer, under a prefix layer;
+ *                          a retry layer, under a hedge layer (when
+ *                          cfg->hedge.ceiling_ms), under a prefix layer;
  *   file:///DIR[/PREFIX]   the local leaf.  Its root is the nearest ancestor
  *                          of the path (or the path itself) that holds a
  *                          local store (a ".objfs-store" marker file); the
@@ -429,6 +469,7 @@ struct objfs_store_config {
 	const char *url;
 	struct objfs_s3_config s3;        /* bucket is taken from url */
 	struct objfs_retry_config retry;
+	struct objfs_hedge_config hedge;  /* s3 only */
 };
 
 /* Splits url into scheme ("s3"/"file"), bucket-or-dir and prefix (may be
@@ -444,7 +485,7 @@ int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
 int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 			  size_t len, bool *path_style);
 
-/* Builds prefix -> retry -> leaf for cfg; an s3 url without an endpoint
+/* Builds prefix -> [hedge ->] retry -> leaf for cfg; an s3 url without an endpoint
  * gets AWS's (objfs_s3_aws_endpoint).  0 or an errno; *out is owned by
  * the caller (objfs_store_destroy). */
 int objfs_store_stack_create(const struct objfs_store_config *cfg,

@@ -8,7 +8,8 @@
  *   delay_ms           sleep before each call
  *   calls              every call, failed or not
  * and for gets: short_k/short_n (cut the next short_n gets, or every get
- * while short_all, after short_k bytes).
+ * while short_all, after short_k bytes), stall_n/stall_ms (the next
+ * stall_n gets hang up to stall_ms first, ended early by their cancel).
  *
  * A call first counts itself, then sleeps (outside the lock), then either
  * fails without reaching the inner store or is forwarded.  A cut get wraps
@@ -42,6 +43,7 @@ struct objfs_fault {
 	uint64_t short_k;                       /* protected by mu */
 	unsigned short_n;                       /* protected by mu */
 	bool short_all;                         /* protected by mu */
+	unsigned stall_n, stall_ms;             /* protected by mu */
 };
 
 static uint64_t rng_next(uint64_t *x)
@@ -129,6 +131,14 @@ void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n)
 	pthread_mutex_unlock(&f->mu);
 }
 
+void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms)
+{
+	pthread_mutex_lock(&f->mu);
+	f->stall_n = n;
+	f->stall_ms = ms;
+	pthread_mutex_unlock(&f->mu);
+}
+
 uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op)
 {
 	uint64_t n = 0;
@@ -152,6 +162,7 @@ void objfs_fault_reset(struct objfs_fault *f)
 	f->short_k = 0;
 	f->short_n = 0;
 	f->short_all = false;
+	f->stall_n = 0;
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -225,11 +236,23 @@ static int fault_get(struct objfs_store *s, const char *key,
 	struct short_sink ss = { .sink = sink };
 	struct objfs_sink cut = { short_write_at, &ss };
 	bool shorten = false;
+	unsigned stall = 0;
 	int err;
 
 	err = enter(s, OBJFS_FOP_GET);
 	if (err != 0)
 		return err;
+	pthread_mutex_lock(&f->mu);
+	if (f->stall_n > 0) {
+		f->stall_n--;
+		stall = f->stall_ms;
+	}
+	pthread_mutex_unlock(&f->mu);
+	for (; stall > 0; stall -= stall < 10 ? stall : 10) {
+		if (opts != NULL && objfs_cancel_fired(opts->cancel))
+			return ECANCELED;
+		sleep_ms(stall < 10 ? stall : 10);
+	}
 	pthread_mutex_lock(&f->mu);
 	if (f->short_all || f->short_n > 0) {
 		shorten = true;

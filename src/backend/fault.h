@@ -50,6 +50,9 @@ void objfs_fault_delay(struct objfs_fault *f, enum objfs_fault_op op,
  * after k bytes: they deliver the first k bytes of their range and fail
  * with EIO.  Gets of k bytes or less are not affected. */
 void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n);
+/* The next n gets hang for ms milliseconds before they run (a stalled
+ * transfer); a fired cancel of the get ends the hang with ECANCELED. */
+void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms);
 /* Calls of op so far (failed ones included); OBJFS_FOP_ALL sums them. */
 uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op);
 /* Clears every rule and counter. */

@@ -18,7 +18,8 @@
  * drawn from a per-instance xorshift64* generator seeded from getrandom and
  * guarded by a mutex.  Gets are retried from the start of their range
  * (sinks accept rewrites); puts and parts re-read their source (sources
- * may be read more than once).  The first retry of a call is logged at
+ * may be read more than once); a cancelled get is not tried again.  The
+ * first retry of a call is logged at
  * warn with the op, key and error, later ones at debug; nothing secret is
  * known to this layer.
  */
@@ -205,6 +206,11 @@ static int run(struct objfs_store *s, const struct call *c)
 		err = call_once(s->inner, c);
 		if (err == 0 || !objfs_retry_retryable(err))
 			break;
+		if (c->op == C_GET && c->get_opts != NULL &&
+		    objfs_cancel_fired(c->get_opts->cancel)) {
+			err = ECANCELED;        /* another GET answered */
+			break;
+		}
 		elapsed = h->now_ms(h->arg) - start;
 		if (attempt >= cfg->max_attempts ||
 		    elapsed >= cfg->max_total_ms) {

@@ -124,6 +124,7 @@ static int s3_get(struct objfs_store *s, const char *key,
 again:
 	s3_req_init(&r, "GET", key);
 	r.sink = sink;
+	r.cancel = opts->cancel;
 	if (ranged) {
 		if (len == OBJFS_LEN_ALL)
 			snprintf(range, sizeof(range), "bytes=%llu-",

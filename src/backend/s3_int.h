@@ -90,6 +90,7 @@ struct s3_req {
 	curl_off_t moved_dl, moved_ul;           /* ... and the counts then */
 	bool stalled;                            /* aborted: no byte moved */
 	long stall_ms;                           /* 0: no stall check */
+	struct objfs_cancel *cancel;             /* a get's, or NULL */
 	long status;
 	struct objfs_obj_info cap;               /* captured headers */
 	uint64_t content_length;

@@ -176,7 +176,8 @@ static void pool_put(struct s3_ctx *c, CURL *h, bool broken)
 
 /* Aborts a transfer that moved no byte for stall_ms, except while the
  * server works on an answer to a body it has whole (CURLOPT_LOW_SPEED_TIME
- * covers that).  libcurl calls this at least once a second. */
+ * covers that), or whose get was cancelled.  libcurl calls this at least
+ * once a second. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 		       curl_off_t ultotal, curl_off_t ulnow)
 {
@@ -184,6 +185,10 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	long long now = objfs_now_ms();
 
 	(void)dltotal;
+	if (objfs_cancel_fired(r->cancel))
+		return 1;
+	if (r->stall_ms == 0)
+		return 0;
 	if (dlnow != r->moved_dl || ulnow != r->moved_ul) {
 		r->moved_dl = dlnow;
 		r->moved_ul = ulnow;
@@ -621,7 +626,11 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	r->moved_ul = 0;
 	r->moved_at_ms = objfs_now_ms();
 	r->stall_ms = r->slow ? 0 : c->stall_ms;
-	if (r->stall_ms > 0) {
+	if (objfs_cancel_fired(r->cancel)) {
+		rc = ECANCELED;
+		goto out;
+	}
+	if (r->stall_ms > 0 || r->cancel != NULL) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
 		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -691,6 +700,11 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 		r->status = st;
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	if (cc != CURLE_OK && objfs_cancel_fired(r->cancel)) {
+		broken = true;
+		rc = ECANCELED;
+		goto out;
+	}
 	if (cc != CURLE_OK) {
 		broken = true;
 		if (r->sink_err != 0)

@@ -1,7 +1,7 @@
 /*
  * stack.c - store URLs and the one function that assembles a store stack.
  *
- *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> retry -> s3(BUCKET)
+ *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> s3(BUCKET)
  *   file:///DIR[/PREFIX]   prefix(PREFIX) -> local(ROOT)
  *
  * objfs_store_url_parse() is pure string work: for s3 it splits bucket and
@@ -273,8 +273,10 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		rc = objfs_s3_store_create(&s3, log, &leaf);
 		if (rc != 0)
 			goto out;
-		/* retry and prefix take ownership, also on failure */
+		/* retry, hedge and prefix take ownership, also on failure */
 		rc = objfs_retry_store_create(leaf, &cfg->retry, &mid);
+		if (rc == 0 && cfg->hedge.ceiling_ms > 0)
+			rc = objfs_hedge_store_create(mid, &cfg->hedge, log, &mid);
 		if (rc != 0)
 			goto out;
 		rc = objfs_prefix_store_create(mid, prefix, out);

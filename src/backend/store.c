@@ -1,7 +1,8 @@
 /*
  * store.c - the parts of the object store interface that are not a kind:
  * metadata lists, object info, sources and sinks, the objfs_store_* call
- * wrappers, key validation, and two conveniences built on the ops:
+ * wrappers, key validation, cancellation tokens, and two conveniences
+ * built on the ops:
  *
  *   objfs_store_upload      one put, or a multipart upload whose parts are
  *                           sent by up to `parallel` threads.  States:
@@ -27,6 +28,38 @@
 #include "common/io.h"
 #include "common/errors.h"
 #include "common/log.h"
+
+/* ---- cancellation ------------------------------------------------------ */
+
+void objfs_cancel_init(struct objfs_cancel *c)
+{
+	pthread_mutex_init(&c->mu, NULL);
+	c->fired = false;
+}
+
+void objfs_cancel_release(struct objfs_cancel *c)
+{
+	pthread_mutex_destroy(&c->mu);
+}
+
+void objfs_cancel_fire(struct objfs_cancel *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->fired = true;
+	pthread_mutex_unlock(&c->mu);
+}
+
+bool objfs_cancel_fired(struct objfs_cancel *c)
+{
+	bool fired;
+
+	if (c == NULL)
+		return false;
+	pthread_mutex_lock(&c->mu);
+	fired = c->fired;
+	pthread_mutex_unlock(&c->mu);
+	return fired;
+}
 
 /* ---- user metadata ---------------------------------------------------- */
 

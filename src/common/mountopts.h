@@ -17,7 +17,8 @@
  *    (default_permissions, noatime, max_read= ...): kept as text in `fuse`;
  *    ro and allow_other are both (a typed field, and passed on);
  *  - anything else: rejected, the error names the option.
- * ready_fd=, credentials_file=, state_dir= and crash_at= (test only)
+ * ready_fd=, credentials_file=, state_dir=, and crash_at= and
+ * user_resend (test only)
  * belong to the supervisor that starts objfs-mount: a user's list
  * (OBJFS_MOUNT_OPTS_USER) may not set them.
  */
@@ -50,6 +51,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_RETRIES,
 	OBJFS_MOPT_RETRY_TIMEOUT,
 	OBJFS_MOPT_STALL_TIMEOUT,
+	OBJFS_MOPT_HEDGE_AFTER,
 	OBJFS_MOPT_ATTR_TTL,
 	OBJFS_MOPT_ENTRY_TTL,
 	OBJFS_MOPT_NEGATIVE_TTL,
@@ -69,6 +71,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_RESUME,
 	OBJFS_MOPT_STATE_DIR,
 	OBJFS_MOPT_CRASH_AT,
+	OBJFS_MOPT_USER_RESEND,
 	OBJFS_MOPT_READY_FD,
 	OBJFS_MOPT_CREDENTIALS_FILE,
 	OBJFS_MOPT_COUNT
@@ -91,7 +94,7 @@ struct objfs_mount_opts {
 	bool signed_payload;
 	uint64_t max_connections;
 	uint64_t retries;
-	double retry_timeout, stall_timeout;                 /* seconds */
+	double retry_timeout, stall_timeout, hedge_after;    /* seconds */
 	/* filesystem */
 	bool ro;
 	bool allow_other;
@@ -109,6 +112,7 @@ struct objfs_mount_opts {
 	bool resume;                    /* a keeper holds the FUSE fd */
 	const char *state_dir;          /* what a successor reads */
 	const char *crash_at;           /* test only: abort() in a request */
+	bool user_resend;               /* test only: the userspace RESEND */
 	/* the supervisor's */
 	uint64_t ready_fd;
 	const char *credentials_file;

@@ -9,7 +9,8 @@
  * and deletes use charge_force().  Until the first scan ends (scan_done)
  * growing charges wait on scan_cv when the volume has a capacity.  The
  * capacity is re-read from the volume record when older than volrec_ttl
- * (statfs), or 5 s before an ENOSPC.  Counters are under fs->lock;
+ * (started by statfs on the pool: statfs answers from the figures it has
+ * at once, also while the store is down), or 5 s before an ENOSPC.  Counters are under fs->lock;
  * fs->volrec_mu makes one record read at a time.
  */
 #include "config.h"
@@ -81,6 +82,33 @@ void volrec_refresh(struct objfs_fs *fs, double max_age)
 out:
 	pthread_mutex_unlock(&fs->volrec_mu);
 	objfs_volrec_release(&v);
+}
+
+static void volrec_task(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	volrec_refresh(fs, fs->o.volrec_ttl);
+	pthread_mutex_lock(&fs->lock);
+	fs->volrec_busy = false;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void volrec_refresh_async(struct objfs_fs *fs)
+{
+	bool start;
+
+	pthread_mutex_lock(&fs->lock);
+	start = fs->pool != NULL && !fs->volrec_busy && !fs->stopping &&
+		now_mono() - fs->volrec_time >= fs->o.volrec_ttl;
+	if (start)
+		fs->volrec_busy = true;
+	pthread_mutex_unlock(&fs->lock);
+	if (start && objfs_pool_submit(fs->pool, NULL, volrec_task, fs) != 0) {
+		pthread_mutex_lock(&fs->lock);
+		fs->volrec_busy = false;
+		pthread_mutex_unlock(&fs->lock);
+	}
 }
 
 /* charge_locked() that re-reads a stale volume record before ENOSPC (the

@@ -251,6 +251,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	has_data = in->dirty || in->spool != NULL;
 	if (meta_change && has_data) {
 		in->dirty = true;
+		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+			in->times_set = true;
 		state_note(fs, in);
 	}
 	if (meta_change && in->stream != NULL)
@@ -366,7 +368,30 @@ static int put_with_attrs(struct objfs_fs *fs, const char *key,
 	return err;
 }
 
-/* Creates an object-backed name (mkdir, symlink) and replies the entry. */
+/* The entry a request the dead server ran made (ic from intent_start()),
+ * into *e: false when that inode is gone.  The dead server counted the
+ * lookup the kernel gets now.  Takes fs->lock. */
+static bool intent_entry(struct objfs_fs *fs, const struct intent_ctx *ic,
+			 struct fuse_entry_param *e)
+{
+	struct inode *in;
+
+	pthread_mutex_lock(&fs->lock);
+	in = ic->ino != 0 ? find_ino(fs, ic->ino) : NULL;
+	if (in != NULL)
+		fill_entry(fs, in, e);
+	pthread_mutex_unlock(&fs->lock);
+	return in != NULL;
+}
+
+/* Test only: the name of the crash point of a make_node() of mode. */
+static const char *node_op(mode_t mode)
+{
+	return S_ISDIR(mode) ? "mkdir" : S_ISLNK(mode) ? "symlink" : "mknod";
+}
+
+/* Creates an object-backed name (mkdir, symlink, mknod) and replies the
+ * entry.  Not idempotent (EEXIST the second time): an intent. */
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, const char *link)
 {
@@ -375,14 +400,25 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct fuse_entry_param e;
 	struct objfs_fattr fa;
+	struct intent_ctx ic;
 	struct inode *dir, *in;
 	char dkey[KEYBUF], key[KEYBUF];
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		/* it ran before the server died: the same answer */
+		if (err != 0)
+			reply_err(req, err);
+		else if (intent_entry(fs, &ic, &e))
+			fuse_reply_entry(req, &e);
+		else
+			reply_err(req, EIO);
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
-		return;
+		err = ENOENT;
+		goto out;
 	}
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
@@ -393,7 +429,18 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fa.mtime = now_real();
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fs->lock);
-	if (find_child(fs, dir, name) != NULL)
+	in = find_child(fs, dir, name);
+	if (in != NULL && ic.begun && same_type(in->mode, mode)) {
+		/* the dead server made it and died before it said so */
+		in->nlookup++;
+		state_note(fs, in);
+		fill_entry(fs, in, &e);
+		ic.ino = in->ino;
+		pthread_mutex_unlock(&fs->lock);
+		pthread_rwlock_unlock(&fs->ns);
+		goto out;
+	}
+	if (in != NULL)
 		err = EEXIST;
 	else
 		err = inode_key(fs, dir, true, dkey, sizeof(dkey));
@@ -438,6 +485,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->nlookup++;
 		state_note(fs, in);
 		fill_entry(fs, in, &e);
+		ic.ino = in->ino;
 		if (S_ISDIR(mode)) {
 			/* known empty: lookups in it need no request for
 			 * dir_ttl (files created in it are noted) */
@@ -455,6 +503,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_rwlock_unlock(&fs->ns);
 out:
 	objfs_obj_info_release(&info);
+	intent_end(fs, &ic, &err, 0);
+	state_crash_point(fs, node_op(mode), name);
 	if (err != 0)
 		reply_err(req, err);
 	else
@@ -839,21 +889,38 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inode *dir, *in = NULL, *old;
 	struct objfs_spool *sp = NULL;
 	struct fhandle *fh = NULL;
+	struct intent_ctx ic;
 	uint64_t spool_id = 0;
 	int err;
 
+	if (intent_start(fs, &ic, &err)) {
+		/* it ran before the server died: the same entry and handle
+		 * (which the kernel never saw, so never released) */
+		if (err != 0) {
+			reply_err(req, err);
+		} else if (intent_entry(fs, &ic, &e) &&
+			   hid_find(fs, ic.hid) != NULL) {
+			fi->fh = ic.hid;
+			fi->keep_cache = 1;
+			fuse_reply_create(req, &e, fi);
+		} else {
+			reply_err(req, EIO);
+		}
+		return;
+	}
 	dir = pin_ino(fs, parent);
 	if (dir == NULL) {
-		reply_err(req, ENOENT);
-		return;
+		err = ENOENT;
+		goto out;
 	}
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
-	/* an existing name (stale negative entry) is opened, not replaced */
+	/* an existing name (stale negative entry) is opened, not replaced;
+	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);
 	if (err == 0) {
-		if (fi->flags & O_EXCL)
+		if ((fi->flags & O_EXCL) && !ic.begun)
 			err = EEXIST;
 		else if (S_ISDIR(old->mode))
 			err = EISDIR;
@@ -865,6 +932,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			state_note(fs, old);
 			fill_entry(fs, old, &e);
 			pthread_mutex_unlock(&fs->lock);
+			ic.ino = old->ino;
+			ic.hid = fi->fh;
+			intent_end(fs, &ic, &err, 0);
 			if (fuse_reply_create(req, &e, fi) == -ENOENT)
 				undo_open(fs, fi);
 			unpin(fs, old);
@@ -909,11 +979,16 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	hid_add(fs, &fh->hid, in->ino, false);
 	fi->fh = fh->hid.id;
 	fi->keep_cache = 1;
+	ic.ino = in->ino;
+	ic.hid = fi->fh;
+	intent_end(fs, &ic, &err, 0);
+	state_crash_point(fs, "create", name);
 	fuse_reply_create(req, &e, fi);
 	unpin(fs, dir);
 	return;
 out:
 	objfs_spool_destroy(sp);
+	intent_end(fs, &ic, &err, 0);
 	reply_err(req, err);
 	unpin(fs, dir);
 }
@@ -1196,7 +1271,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	const uint64_t bs = 4096;
 	uint64_t cap, used, blocks, ublocks, objects;
 
-	volrec_refresh(fs, fs->o.volrec_ttl);
+	/* the figures at hand, at once: a stale record is re-read on the
+	 * pool, and the next statfs has it */
+	volrec_refresh_async(fs);
 	pthread_mutex_lock(&fs->lock);
 	cap = fs->capacity != 0 ? fs->capacity : (1ULL << 50);
 	used = fs->used > 0 ? (uint64_t)fs->used : 0;

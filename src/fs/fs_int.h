@@ -159,7 +159,11 @@ struct inode {
 	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
 					    counted in fs->spool_used */
 	uint64_t spool_id;               /* fs->lock: its named file, or 0 */
+	bool times_set;                  /* fs->lock: mtime set by utimens
+					    since the data changed (recorded
+					    in the state log) */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
+	bool load_times;                 /* state.c: mtime, ctime loaded */
 };
 
 struct ra_chunk {
@@ -241,6 +245,7 @@ struct objfs_fs {
 	pthread_t scan_thread;
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+	bool volrec_busy;               /* fs->lock: one on the pool */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
 					   look at other files' spools */
@@ -257,11 +262,14 @@ struct objfs_fs {
 	pthread_mutex_t hid_mu;         /* leaf */
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
+	unsigned n_streams;             /* fs->lock: uploads streaming */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
-	struct intent {                 /* renames a dead server ran (loaded) */
+	struct intent {                 /* the last ones, loaded or run */
 		uint64_t unique;
 		int err;
 		bool done;
+		fuse_ino_t ino;         /* the entry it made, or 0 */
+		uint64_t hid;           /* the handle it opened, or 0 */
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
 };
@@ -404,6 +412,9 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 /* Re-reads the volume record when older than max_age seconds.  Takes
  * fs->volrec_mu and fs->lock (store I/O between). */
 void volrec_refresh(struct objfs_fs *fs, double max_age);
+/* The same for volrec_ttl on the pool, one at a time, returning at once
+ * (statfs never waits for the store).  Takes fs->lock. */
+void volrec_refresh_async(struct objfs_fs *fs);
 /* The usage scan thread (arg: the fs): lists the volume at start and
  * every usage_refresh seconds until fs->stopping. */
 void *scan_main(void *arg);
@@ -498,6 +509,16 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
 /* Abandons in's stream (its parts are aborted in the store).  in->mu
  * held. */
 void stream_abort(struct objfs_fs *fs, struct inode *in);
+/* Frees st (NULL: nothing) without a word to the store.  No lock. */
+void stream_free(struct stream *st);
+/* Loading a dead server's state (state.c): in goes on with the upload
+ * upload_id of key, begun with the attributes fa; its parts are then
+ * set in in->stream->parts, the punched bytes in ->punched, and
+ * stream_load_done() derives the rest (or drops a stream that has
+ * nothing to go on with).  0 or ENOMEM.  fs->lock held. */
+int stream_load(struct objfs_fs *fs, struct inode *in, const char *key,
+		const char *upload_id, const struct objfs_fattr *fa);
+void stream_load_done(struct objfs_fs *fs, struct inode *in);
 /* Ends in's stream before a change that is not an append (completed when
  * its parts hold bytes the spool gave up).  0 or an errno.  fs->ns and
  * in->mu held. */
@@ -546,8 +567,9 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume);
  * directory is removed.  No lock; after the session. */
 void state_stop(struct objfs_fs *fs, bool clean);
 /* Records what the kernel and a successor need of in (name, parent,
- * nlookup, spool, dirty) / that in is gone.  Nothing when not
- * resumable.  fs->lock held. */
+ * nlookup, mode, owner, size, spool, dirty, and the times when
+ * in->times_set) / that in is gone.  Nothing when not resumable.
+ * fs->lock held. */
 void state_note(struct objfs_fs *fs, struct inode *in);
 void state_gone(struct objfs_fs *fs, struct inode *in);
 /* Where a new spool goes: "" when not resumable (an unlinked file in the
@@ -555,6 +577,16 @@ void state_gone(struct objfs_fs *fs, struct inode *in);
  * in->spool_id.  Takes fs->lock. */
 void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 		      uint64_t *id);
+/* The multipart upload of a sequential writer (writeback.c): st begun
+ * (NULL: ended, completed or aborted) / one of its parts done, of len
+ * bytes / its bytes before off about to leave the spool (only the parts
+ * hold them).  A successor goes on with the upload.  Nothing when not
+ * resumable.  Take fs->lock. */
+void state_stream(struct objfs_fs *fs, struct inode *in,
+		  const struct stream *st);
+void state_part(struct objfs_fs *fs, fuse_ino_t ino,
+		const struct objfs_part *part, uint64_t len);
+void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off);
 /* Gives h an id (fi->fh) and records it open / drops and records it
  * closed.  Take fs->hid_mu and fs->lock. */
 void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);
@@ -562,15 +594,19 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 /* The handle called id, or NULL.  Takes fs->hid_mu. */
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
-/* A request that must not run twice (rename, unlink, rmdir), this
- * thread's (req_unique()).  intent_start() records its start; true when
- * the kernel sent it again and it had ended before the server died: *err
- * is the answer it got.  intent_end() records the end with *err; a re-sent
- * request that had begun and finds its object gone (*err == gone) had
- * run, and *err becomes 0.  Take fs->lock. */
+/* A request that must not run twice (rename, unlink, rmdir, mkdir,
+ * symlink, mknod, create), this thread's (req_unique()).  intent_start()
+ * records its start; true when the kernel sent it again and it had ended
+ * before the server died: *err is the answer it got, ic->ino and ic->hid
+ * the entry and handle it made (0: none).  intent_end() records the end
+ * with *err and the caller's ic->ino and ic->hid; a re-sent request that
+ * had begun and finds its object gone (*err == gone) had run, and *err
+ * becomes 0.  Take fs->lock. */
 struct intent_ctx {
 	uint64_t unique;                /* without UNIQUE_RESEND */
 	bool begun;                     /* re-sent, and it had started */
+	fuse_ino_t ino;                 /* the entry made (mkdir, create...) */
+	uint64_t hid;                   /* the handle opened (create) */
 };
 bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
 void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,

@@ -136,6 +136,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 	snap_drop(in);
 	fs->spool_used -= in->spool_disk;
 	objfs_spool_destroy(in->spool);
+	stream_free(in->stream);        /* a dirty one at destroy */
 	pthread_mutex_destroy(&in->mu);
 	free(in->link);
 	free(in->name);

@@ -5,7 +5,10 @@
  *   log       append-only records, one write(2) each, made under
  *             fs->lock before the reply that tells the kernel: the inode
  *             table the kernel knows (number, parent, name, nlookup, mode,
- *             spool, dirty), inodes gone, handles opened and closed
+ *             spool, dirty; times set on dirty files), inodes gone,
+ *             handles opened and closed, the multipart uploads of
+ *             sequential writers (begun, parts done, bytes punched from
+ *             the spool, ended) so a successor goes on with them
  *   spool/N   the spools (named files with their journals, spool.c), so
  *             data write() accepted but not yet uploaded is uploaded by
  *             the successor
@@ -18,11 +21,14 @@
  * leaves the old one).  The log is compacted the same way when it grows
  * past LOG_COMPACT bytes and four times its live records.
  *
- * Intents: a rename is not idempotent, and the kernel sends again a rename
- * the dead server ran but did not answer.  Each rename is recorded when it
- * starts and when it ends, keyed by its unique; a successor answers a
- * re-sent one that ended with the recorded result, and one that started
- * and finds its source gone with success.
+ * Intents: rename, unlink, rmdir, mkdir, symlink, mknod and create are
+ * not idempotent, and the kernel sends again a request the dead server ran
+ * but did not answer.  Each is recorded when it starts and when it ends,
+ * keyed by its unique, with its result (the errno, and the inode and
+ * handle a create made); a successor answers a re-sent one that ended
+ * with the recorded result (the same entry and handle: the kernel never
+ * saw them), one that started and finds its source gone with success, and
+ * one that started and finds the name it makes present with that name.
  */
 #include "config.h"
 
@@ -42,7 +48,8 @@
 
 #define LOG_COMPACT (16u << 20)
 
-enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT };
+enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT,
+       SR_TIMES, SR_STREAM, SR_PART, SR_PUNCH };
 enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
 
 struct srec {
@@ -54,7 +61,15 @@ struct srec {
 	uint64_t a, b, c, d;    /* INODE: ino, parent (0: unlinked),
 				   nlookup, spool id; FREE: ino; OPEN: id,
 				   ino; CLOSE: id; NEXT: next_ino, next_hid,
-				   next_spool */
+				   next_spool; INTENT: unique, errno, ino,
+				   handle id; TIMES (after the INODE record
+				   of an inode whose mtime utimens set):
+				   ino, mtime s, ns, ctime s (size: ns);
+				   STREAM: ino (mode, uid, gid: those sent
+				   at its start; name: key, NUL, upload id;
+				   SF_DONE: ended); PART: ino, number, bytes
+				   (name: ETag); PUNCH: ino, bytes only the
+				   parts hold */
 	/* the name follows, without its NUL */
 };
 
@@ -99,7 +114,81 @@ static void log_write(struct objfs_fs *fs, const void *p, size_t len)
 		fs->st_bytes += len;
 }
 
-/* Writes the whole table as a new log and puts it in place (fs->lock). */
+/* The times of in (utimens on a file with unsaved data), after its
+ * INODE record (fs->lock). */
+static void rec_times(struct objfs_fs *fs, struct inode *in)
+{
+	struct srec r;
+
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_TIMES;
+	r.a = in->ino;
+	r.b = (uint64_t)in->mtime.tv_sec;
+	r.c = (uint64_t)in->mtime.tv_nsec;
+	r.d = (uint64_t)in->ctime.tv_sec;
+	r.size = (uint64_t)in->ctime.tv_nsec;
+	log_write(fs, &r, sizeof(r));
+}
+
+/* The records of a stream: begun (st) or ended (NULL) (fs->lock). */
+static void rec_stream(struct objfs_fs *fs, fuse_ino_t ino,
+		       const struct stream *st)
+{
+	struct srec_buf b;
+	size_t kl = 0, ul = 0;
+
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.type = SR_STREAM;
+	b.r.a = ino;
+	if (st == NULL) {
+		b.r.flags = SF_DONE;
+	} else {
+		kl = strlen(st->key);
+		ul = strlen(st->upload_id);
+		if (kl + 1 + ul > sizeof(b.name))
+			return;         /* not resumable: sent again */
+		b.r.mode = st->fa.mode;
+		b.r.uid = st->fa.uid;
+		b.r.gid = st->fa.gid;
+		memcpy(b.name, st->key, kl + 1);
+		memcpy(b.name + kl + 1, st->upload_id, ul);
+		kl += 1 + ul;
+	}
+	b.r.len = (uint32_t)(sizeof(b.r) + kl);
+	log_write(fs, &b, b.r.len);
+}
+
+static void rec_part(struct objfs_fs *fs, fuse_ino_t ino,
+		     const struct objfs_part *part, uint64_t len)
+{
+	struct srec_buf b;
+	size_t el = strlen(part->etag);
+
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.type = SR_PART;
+	b.r.a = ino;
+	b.r.b = part->number;
+	b.r.c = len;
+	memcpy(b.name, part->etag, el);
+	b.r.len = (uint32_t)(sizeof(b.r) + el);
+	log_write(fs, &b, b.r.len);
+}
+
+static void rec_punch(struct objfs_fs *fs, fuse_ino_t ino, uint64_t off)
+{
+	struct srec r;
+
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_PUNCH;
+	r.a = ino;
+	r.b = off;
+	log_write(fs, &r, sizeof(r));
+}
+
+/* Writes the whole table as a new log and puts it in place (fs->lock;
+ * no stream runs: see maybe_compact()). */
 static int compact(struct objfs_fs *fs)
 {
 	struct srec_buf b;
@@ -126,8 +215,22 @@ static int compact(struct objfs_fs *fs)
 	for (h = 0; h < HASH_SIZE; h++) {
 		struct inode *in;
 
-		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
+		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
+			const struct stream *st = in->stream;
+			unsigned i;
+
 			log_write(fs, &b, rec_inode(fs, in, &b));
+			if (in->times_set && in->dirty)
+				rec_times(fs, in);
+			if (st == NULL || st->upload_id == NULL)
+				continue;
+			rec_stream(fs, in->ino, st);
+			for (i = 0; i < st->n_parts; i++)
+				rec_part(fs, in->ino, &st->parts[i],
+					 fs->o.part_size);
+			if (st->punched > 0)
+				rec_punch(fs, in->ino, st->punched);
+		}
 	}
 	pthread_mutex_lock(&fs->hid_mu);
 	for (h = 0; h < HID_HASH; h++) {
@@ -149,6 +252,8 @@ static int compact(struct objfs_fs *fs)
 		b.r.flags = fs->intents[h].done ? SF_DONE : 0;
 		b.r.a = fs->intents[h].unique;
 		b.r.b = (uint64_t)fs->intents[h].err;
+		b.r.c = fs->intents[h].ino;
+		b.r.d = fs->intents[h].hid;
 		log_write(fs, &b, b.r.len);
 	}
 	bytes = fs->st_bytes;
@@ -164,9 +269,12 @@ static int compact(struct objfs_fs *fs)
 	return 0;
 }
 
+/* Compacts a log grown past LOG_COMPACT (fs->lock), but not while a
+ * stream runs: its parts are not under fs->lock (a compaction at start
+ * writes the streams loaded). */
 static void maybe_compact(struct objfs_fs *fs)
 {
-	if (fs->st_bytes < LOG_COMPACT ||
+	if (fs->st_bytes < LOG_COMPACT || fs->n_streams > 0 ||
 	    fs->st_bytes < 4 * (fs->n_inodes + 1) * (sizeof(struct srec) + 16))
 		return;
 	if (compact(fs) != 0)
@@ -181,6 +289,8 @@ void state_note(struct objfs_fs *fs, struct inode *in)
 		return;
 	fs_assert_locked(fs);
 	log_write(fs, &b, rec_inode(fs, in, &b));
+	if (in->times_set && in->dirty)
+		rec_times(fs, in);
 	maybe_compact(fs);
 }
 
@@ -195,6 +305,39 @@ void state_gone(struct objfs_fs *fs, struct inode *in)
 	r.type = SR_FREE;
 	r.a = in->ino;
 	log_write(fs, &r, sizeof(r));
+}
+
+void state_stream(struct objfs_fs *fs, struct inode *in,
+		  const struct stream *st)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_stream(fs, in->ino, st);
+	if (st != NULL)
+		fs->n_streams++;
+	else if (fs->n_streams > 0)
+		fs->n_streams--;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void state_part(struct objfs_fs *fs, fuse_ino_t ino,
+		const struct objfs_part *part, uint64_t len)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_part(fs, ino, part, len);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off)
+{
+	if (fs->st_fd < 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	rec_punch(fs, in->ino, off);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
@@ -212,66 +355,9 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 
 /* ---- intents and test faults -------------------------------------------- */
 
-static void state_intent(struct objfs_fs *fs, uint64_t unique, bool done,
-			 int err)
-{
-	struct srec r;
-
-	if (fs->st_fd < 0 || unique == 0)
-		return;
-	memset(&r, 0, sizeof(r));
-	r.len = sizeof(r);
-	r.type = SR_INTENT;
-	r.flags = done ? SF_DONE : 0;
-	r.a = unique;
-	r.b = (uint64_t)err;
-	pthread_mutex_lock(&fs->lock);
-	log_write(fs, &r, sizeof(r));
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static bool state_intent_done(struct objfs_fs *fs, uint64_t unique, int *err,
-			      bool *begun)
-{
-	bool done = false;
-	unsigned i;
-
-	*begun = false;
-	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < fs->n_intents; i++) {
-		if (fs->intents[i].unique == unique) {
-			*begun = true;
-			done = fs->intents[i].done;
-			*err = fs->intents[i].err;
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return done;
-}
-
-bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
-{
-	uint64_t u = req_unique();
-
-	ic->unique = u & ~UNIQUE_RESEND;
-	ic->begun = false;
-	if ((u & UNIQUE_RESEND) &&
-	    state_intent_done(fs, ic->unique, err, &ic->begun))
-		return true;
-	state_intent(fs, ic->unique, false, 0);
-	return false;
-}
-
-void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
-		int gone)
-{
-	if (ic->begun && *err == gone)
-		*err = 0;
-	state_intent(fs, ic->unique, true, *err);
-}
-
-/* Keeps a loaded intent (fs->lock): the last INTENTS_MAX. */
-static void load_intent(struct objfs_fs *fs, const struct srec *r)
+/* Keeps an intent, loaded or recorded, in the table a compaction writes
+ * (fs->lock): the last INTENTS_MAX. */
+static void keep_intent(struct objfs_fs *fs, const struct srec *r)
 {
 	unsigned i;
 
@@ -291,6 +377,74 @@ static void load_intent(struct objfs_fs *fs, const struct srec *r)
 	fs->intents[i].unique = r->a;
 	fs->intents[i].err = (int)r->b;
 	fs->intents[i].done = (r->flags & SF_DONE) != 0;
+	fs->intents[i].ino = r->c;
+	fs->intents[i].hid = r->d;
+}
+
+static void state_intent(struct objfs_fs *fs, const struct intent_ctx *ic,
+			 bool done, int err)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0 || ic->unique == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = SR_INTENT;
+	r.flags = done ? SF_DONE : 0;
+	r.a = ic->unique;
+	r.b = (uint64_t)err;
+	r.c = done ? ic->ino : 0;
+	r.d = done ? ic->hid : 0;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	keep_intent(fs, &r);    /* for a compaction */
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Sets ic from the loaded intent of ic->unique: true when it ended. */
+static bool state_intent_done(struct objfs_fs *fs, struct intent_ctx *ic,
+			      int *err)
+{
+	bool done = false;
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->n_intents; i++) {
+		if (fs->intents[i].unique == ic->unique) {
+			ic->begun = true;
+			done = fs->intents[i].done;
+			*err = fs->intents[i].err;
+			ic->ino = fs->intents[i].ino;
+			ic->hid = fs->intents[i].hid;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return done;
+}
+
+bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err)
+{
+	uint64_t u = req_unique();
+
+	ic->unique = u & ~UNIQUE_RESEND;
+	ic->begun = false;
+	ic->ino = 0;
+	ic->hid = 0;
+	if ((u & UNIQUE_RESEND) && state_intent_done(fs, ic, err))
+		return true;
+	ic->ino = 0;
+	ic->hid = 0;
+	state_intent(fs, ic, false, 0);
+	return false;
+}
+
+void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
+		int gone)
+{
+	if (ic->begun && *err == gone)
+		*err = 0;
+	state_intent(fs, ic, true, *err);
 }
 
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
@@ -460,6 +614,19 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		in->seq = (r->flags & SF_SEQ) != 0;
 		in->spool_id = r->d;
 		in->size = r->size;
+		in->load_times = false;
+		in->times_set = false;
+		break;
+	case SR_TIMES:
+		in = find_ino(fs, r->a);
+		if (in == NULL)
+			break;
+		in->mtime.tv_sec = (time_t)r->b;
+		in->mtime.tv_nsec = (long)r->c;
+		in->ctime.tv_sec = (time_t)r->d;
+		in->ctime.tv_nsec = (long)r->size;
+		in->load_times = true;
+		in->times_set = true;
 		break;
 	case SR_FREE:
 		load_free(fs, r->a);
@@ -486,7 +653,42 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 			fs->next_hid = r->a;
 		break;
 	case SR_INTENT:
-		load_intent(fs, r);
+		keep_intent(fs, r);
+		break;
+	case SR_STREAM:
+		in = find_ino(fs, r->a);
+		if (in == NULL)
+			break;
+		if (r->flags & SF_DONE) {
+			stream_free(in->stream);
+			in->stream = NULL;
+		} else {
+			struct objfs_fattr fa = { r->mode, r->uid, r->gid, { 0, 0 } };
+			size_t kl;
+
+			memcpy(nm, name, nl);
+			nm[nl] = '\0';
+			kl = strlen(nm);
+			if (kl >= nl)
+				return EPROTO;
+			return stream_load(fs, in, nm, nm + kl + 1, &fa);
+		}
+		break;
+	case SR_PART:
+		in = find_ino(fs, r->a);
+		/* whole parts only: a tail is sent again */
+		if (in == NULL || in->stream == NULL || r->b == 0 ||
+		    r->b > OBJFS_MPU_MAX_PARTS || r->c != fs->o.part_size ||
+		    nl >= OBJFS_ETAG_MAX)
+			break;
+		in->stream->parts[r->b - 1].number = (unsigned)r->b;
+		memcpy(in->stream->parts[r->b - 1].etag, name, nl);
+		in->stream->parts[r->b - 1].etag[nl] = '\0';
+		break;
+	case SR_PUNCH:
+		in = find_ino(fs, r->a);
+		if (in != NULL && in->stream != NULL)
+			in->stream->punched = r->b;
 		break;
 	case SR_CLOSE:
 		for (struct hid **pp = opens; *pp != NULL;
@@ -533,13 +735,23 @@ static void load_link(struct objfs_fs *fs)
 	for (h = 0; h < HASH_SIZE; h++) {
 		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next) {
 			in->attr_time = 0;      /* revalidated when asked */
-			in->mtime = now_real();
+			if (!in->load_times)
+				in->mtime = in->ctime = now_real();
+			in->load_times = false;
 			if (in->spool_id != 0 && load_spool(fs, in, in->spool_id) != 0)
 				in->spool_id = 0;
 			if (in->spool == NULL)
 				in->dirty = false;
 			if (in->in_store)
 				in->stored_size = in->size;
+			stream_load_done(fs, in);
+			if (in->stream != NULL) {
+				fs->n_streams++;
+				objfs_info(fs->log, SUB, "state: inode %" PRIu64
+					   " goes on with its upload after %u "
+					   "parts", (uint64_t)in->ino,
+					   in->stream->n_parts);
+			}
 		}
 	}
 }

@@ -148,6 +148,7 @@ int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 struct part_task {
 	struct objfs_fs *fs;
 	struct stream *st;
+	fuse_ino_t ino;
 	int fd;
 	unsigned number;
 	uint64_t off;
@@ -166,6 +167,8 @@ static void part_run(void *arg)
 	objfs_source_fd(&src, &fdctx, t->fd, t->off, t->len);
 	err = objfs_store_mpu_part(t->fs->store, t->st->key, t->st->upload_id,
 				   t->number, &src, &part);
+	if (err == 0)   /* before the stream learns it: see stream_punch() */
+		state_part(t->fs, t->ino, &part, t->len);
 	pthread_mutex_lock(&t->st->mu);
 	if (err == 0)
 		t->st->parts[t->number - 1] = part;
@@ -191,6 +194,38 @@ static int stream_wait(struct stream *st, unsigned max_inflight)
 	return err;
 }
 
+/* A new stream of key (fs->lock or in->mu held, or in private): NULL
+ * when out of memory.  Freed by stream_free(). */
+static struct stream *stream_new(const char *key, const struct objfs_fattr *fa)
+{
+	struct stream *st = calloc(1, sizeof(*st));
+
+	if (st == NULL)
+		return NULL;
+	/* S3 allows 10,000 parts: stream files up to that many parts */
+	st->parts = calloc(OBJFS_MPU_MAX_PARTS, sizeof(*st->parts));
+	if (st->parts == NULL) {
+		free(st);
+		return NULL;
+	}
+	snprintf(st->key, sizeof(st->key), "%s", key);
+	st->fa = *fa;
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	return st;
+}
+
+void stream_free(struct stream *st)
+{
+	if (st == NULL)
+		return;
+	pthread_cond_destroy(&st->cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->upload_id);
+	free(st->parts);
+	free(st);
+}
+
 /* Abandons the stream (its parts are aborted in the store). */
 void stream_abort(struct objfs_fs *fs, struct inode *in)
 {
@@ -202,11 +237,51 @@ void stream_abort(struct objfs_fs *fs, struct inode *in)
 	stream_wait(st, 0);
 	objfs_store_mpu_abort(fs->store, st->key, st->upload_id);
 	in->stream = NULL;
-	pthread_cond_destroy(&st->cv);
-	pthread_mutex_destroy(&st->mu);
-	free(st->upload_id);
-	free(st->parts);
-	free(st);
+	state_stream(fs, in, NULL);
+	stream_free(st);
+}
+
+int stream_load(struct objfs_fs *fs, struct inode *in, const char *key,
+		const char *upload_id, const struct objfs_fattr *fa)
+{
+	struct stream *st = stream_new(key, fa);
+
+	fs_assert_locked(fs);
+	if (st == NULL || (st->upload_id = strdup(upload_id)) == NULL) {
+		stream_free(st);
+		return ENOMEM;
+	}
+	stream_free(in->stream);
+	in->stream = st;
+	return 0;
+}
+
+void stream_load_done(struct objfs_fs *fs, struct inode *in)
+{
+	struct stream *st = in->stream;
+	uint64_t ps = fs->o.part_size;
+	unsigned k;
+
+	fs_assert_locked(fs);
+	if (st == NULL)
+		return;
+	if (!in->dirty || in->spool == NULL) {
+		/* it completed (or the data is gone): nothing to go on with */
+		stream_free(st);
+		in->stream = NULL;
+		return;
+	}
+	/* the parts that completed from the first on (state.c loads only
+	 * whole ones); the others, in flight at the death, are sent again */
+	for (k = 0; k < OBJFS_MPU_MAX_PARTS && st->parts[k].number == k + 1; k++)
+		;
+	memset(st->parts + k, 0, (OBJFS_MPU_MAX_PARTS - k) * sizeof(*st->parts));
+	st->n_parts = k;
+	st->off = (uint64_t)k * ps;
+	if (st->punched > st->off)
+		st->punched = st->off;  /* never: a punch waits for its parts */
+	if (in->times_set)
+		st->attrs_changed = true;
 }
 
 /* Sends every complete part of a sequentially written file (after a
@@ -224,43 +299,36 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 	if (st == NULL) {
 		struct objfs_meta meta = OBJFS_META_INIT;
 		struct objfs_put_opts po = { &meta, NULL, false };
+		struct objfs_fattr fa;
+		char key[KEYBUF];
 		int err;
 
-		/* S3 allows 10,000 parts: stream files up to that many parts */
-		st = calloc(1, sizeof(*st));
-		if (st == NULL)
-			return;
-		st->parts = calloc(OBJFS_MPU_MAX_PARTS, sizeof(*st->parts));
 		pthread_mutex_lock(&fs->lock);
-		err = st->parts == NULL ? ENOMEM :
-		      inode_key(fs, in, false, st->key, sizeof(st->key));
-		st->fa.mode = in->mode;
-		st->fa.uid = in->uid;
-		st->fa.gid = in->gid;
-		st->fa.mtime = in->mtime;
+		err = inode_key(fs, in, false, key, sizeof(key));
+		fa.mode = in->mode;
+		fa.uid = in->uid;
+		fa.gid = in->gid;
+		fa.mtime = in->mtime;
 		pthread_mutex_unlock(&fs->lock);
-		if (err == 0) {
+		st = err == 0 ? stream_new(key, &fa) : NULL;
+		if (st != NULL) {
 			/* no mtime: the object's Last-Modified (its completion,
 			 * about the close) stands for it, not the time the
 			 * upload began */
-			struct objfs_fattr fa = st->fa;
-
 			fa.mtime.tv_nsec = -1;
 			err = objfs_fattr_to_meta(&fa, &meta);
 		}
-		if (err == 0)
+		if (st != NULL && err == 0)
 			err = objfs_store_mpu_create(fs->store, st->key, &po,
 						     &st->upload_id);
 		objfs_meta_release(&meta);
-		if (err != 0) {
-			free(st->parts);
-			free(st);
+		if (st == NULL || err != 0) {
+			stream_free(st);
 			in->seq = false;
 			return;
 		}
-		pthread_mutex_init(&st->mu, NULL);
-		pthread_cond_init(&st->cv, NULL);
 		in->stream = st;
+		state_stream(fs, in, st);
 		objfs_debug(fs->log, SUB, "streaming %s", st->key);
 	}
 	while (sp->size >= st->off + ps && st->n_parts + 1 < OBJFS_MPU_MAX_PARTS) {
@@ -274,6 +342,7 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 			return;
 		t->fs = fs;
 		t->st = st;
+		t->ino = in->ino;
 		t->fd = sp->fd;
 		t->number = ++st->n_parts;
 		t->off = st->off;
@@ -305,6 +374,7 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 			return ENOMEM;
 		t->fs = fs;
 		t->st = st;
+		t->ino = in->ino;
 		t->fd = sp->fd;
 		t->number = ++st->n_parts;
 		t->off = st->off;
@@ -325,13 +395,9 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 		return err;
 	}
 	objfs_debug(fs->log, SUB, "streamed %s in %u parts", st->key, st->n_parts);
-	free(st->upload_id);
-	st->upload_id = NULL;
-	pthread_cond_destroy(&st->cv);
-	pthread_mutex_destroy(&st->mu);
-	free(st->parts);
-	free(st);
 	in->stream = NULL;
+	state_stream(fs, in, NULL);
+	stream_free(st);
 	(void)fa;
 	return 0;
 }
@@ -434,6 +500,7 @@ done:
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
 	in->attr_time = now_mono();
 	in->dirty = false;
+	in->times_set = false;
 	if (objfs_spool_rebase(in->spool, in->spool->size, info.etag) != 0)
 		objfs_warn(fs->log, SUB, "spool journal of %s", key);
 	state_note(fs, in);
@@ -526,11 +593,11 @@ static void stream_punch(struct objfs_fs *fs, struct inode *in)
 	struct stream *st = in->stream;
 	int err;
 
-	/* a successor cannot finish the upload: a resumable mount keeps
-	 * every byte in the spool */
-	if (st == NULL || fs->st_fd >= 0 || stream_wait(st, 0) != 0 ||
-	    st->off <= st->punched)
+	if (st == NULL || stream_wait(st, 0) != 0 || st->off <= st->punched)
 		return;
+	/* the parts are in the state log (part_run()): a successor goes on
+	 * with the upload, knowing which bytes only the parts hold */
+	state_punch(fs, in, st->off);
 	err = objfs_spool_punch(in->spool, st->punched, st->off);
 	if (err == 0)
 		st->punched = st->off;
@@ -734,11 +801,14 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
-		if (!in->dirty) {
+		in->mtime = now_real();
+		if (!in->dirty || in->times_set) {
+			/* a successor dates a dirty file from its load unless
+			 * utimens set its times (recorded) */
 			in->dirty = true;
+			in->times_set = false;
 			state_note(fs, in);
 		}
-		in->mtime = now_real();
 		pthread_mutex_unlock(&fs->lock);
 		stream_feed(fs, in);
 		spool_account(fs, in);

@@ -68,6 +68,10 @@ static int detach(struct keeper *k)
 	setsid();
 	if (chdir("/") != 0)
 		return errno;
+	/* the first server's errors before it is ready reach the caller */
+	k->slot.log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	/* as a detached objfs-mount without resume: log_file= or syslog */
+	objfs_log_redirect(k->log, k->c->log_fd, "objfs-mount");
 	fd = open("/dev/null", O_RDWR);
 	if (fd >= 0) {
 		dup2(fd, STDIN_FILENO);
@@ -177,6 +181,10 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 			(void)!write(k.detach_fd, "R", 1);
 			close(k.detach_fd);
 			k.detach_fd = -1;
+			/* successors log to log_file= or syslog themselves */
+			if (s->log_fd >= 0)
+				close(s->log_fd);
+			s->log_fd = -1;
 		}
 		if (s->events & KSLOT_EV_ENDED) {
 			status = s->status;

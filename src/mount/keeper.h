@@ -29,7 +29,11 @@ struct objfs_keeper_conf {
 					   a successor still can after the file
 					   is removed */
 	bool foreground;                /* else detach once the first server
-					   is ready (exit 1 if it never is) */
+					   is ready (exit 1 if it never is):
+					   the caller's stderr is the first
+					   server's until then, the keeper
+					   logs to log_fd */
+	int log_fd;                     /* log_file=, or -1: syslog */
 	struct objfs_log *log;
 };
 

@@ -41,10 +41,19 @@ int objfs_resume_attach(struct objfs_resume *r, struct fuse_session *se);
  * server is dead) and replays INIT.  0, or an errno (EPROTO: the INIT
  * reply would differ).  Load the state after this, before serving. */
 int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se);
+/* After the state directory is started (r NULL: nothing): where the
+ * userspace RESEND keeps requests (STATE_DIR/resend), used when the
+ * kernel does not re-send (before Linux 6.9) or force (test only); a
+ * successor maps the dead server's.  0 or an errno. */
+int objfs_resume_slots(struct objfs_resume *r, const char *state_dir,
+		       bool force);
+/* A clean end: the slot file goes (before the state directory). */
+void objfs_resume_slots_drop(struct objfs_resume *r);
 /* The state is loaded and the session is about to serve: a successor
- * sends FUSE_NOTIFY_RESEND; both tell the keeper, and watch it for a
- * stop (planned handover: the session loop exits, main_thread gets
- * SIGUSR2 to leave libfuse's wait).  0 or an errno. */
+ * sends FUSE_NOTIFY_RESEND, or processes the requests kept in the slots
+ * (userspace RESEND); both tell the keeper, and watch it for a stop
+ * (planned handover: the session loop exits, main_thread gets SIGUSR2
+ * to leave libfuse's wait).  0 or an errno. */
 int objfs_resume_serving(struct objfs_resume *r, struct fuse_session *se);
 /* The session loop ended because a successor takes over. */
 bool objfs_resume_handing_over(struct objfs_resume *r);

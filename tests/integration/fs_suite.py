@@ -27,6 +27,9 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultproxy import FaultProxy  # noqa: E402
+
 BUILD = os.environ.get("OBJFS_BUILDDIR", os.path.dirname(os.path.abspath(__file__)) + "/../..")
 MOUNT = os.path.join(BUILD, "objfs-mount")
 TOOL = os.path.join(BUILD, "tests/integration/objfs-store-tool")
@@ -117,7 +120,7 @@ class Env:
                              pass_fds=(w,), env=env, stdout=log, stderr=log,
                              start_new_session=True)
         os.close(w)
-        m = {"proc": p, "dir": mnt, "url": url, "log": log.name}
+        m = {"proc": p, "dir": mnt, "url": url, "log": log.name, "spool": spool}
         self.mounts.append(m)
         ready, _, _ = select.select([r], [], [], 30)
         byte = os.read(r, 1) if ready else b""
@@ -458,7 +461,13 @@ def t_capacity(env):
     # raised while mounted: picked up without remount
     env.tool(url, "capacity", str(64 << 20))
     time.sleep(1.5)
-    sv = os.statvfs(d)
+    # a statfs past volrec_ttl starts the re-read and answers at once with
+    # what it has: a later one shows the new capacity
+    for _ in range(100):
+        sv = os.statvfs(d)
+        if sv.f_blocks * sv.f_frsize == 64 << 20:
+            break
+        time.sleep(0.1)
     check(sv.f_blocks * sv.f_frsize == 64 << 20, "raised capacity seen")
     wfile(d + "/c", os.urandom(10 << 20))
     env.umount(m)
@@ -802,104 +811,18 @@ def t_stream(env):
     env.umount(m)
 
 
-class FaultProxy:
-    """A TCP proxy to the S3 server that can be switched to reset every
-    connection (an unreachable store), or to stall answers (stop passing
-    the server's bytes on, with a seeded probability per chunk), for the
-    error checks."""
-
-    def __init__(self, host, port):
-        import socket
-        import threading
-        self.socket = socket
-        self.upstream = (host, port)
-        self.failing = False
-        self.stall_p = 0.0
-        self.stalls = 0
-        self.rng = random.Random(1234)
-        self.conns = []
-        self.lock = threading.Lock()
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(64)
-        self.port = self.ls.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _kill(self, s):
-        try:
-            s.setsockopt(self.socket.SOL_SOCKET, self.socket.SO_LINGER,
-                         b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            s.close()
-        except OSError:
-            pass
-
-    def _pump(self, a, b, answers=False):
-        try:
-            while True:
-                data = a.recv(1 << 16)
-                if not data:
-                    break
-                if answers and self.stall_p > 0:
-                    with self.lock:
-                        stall = self.rng.random() < self.stall_p
-                        self.stalls += stall
-                    if stall:
-                        # hold the answer until the client gives up
-                        while b.recv(1 << 16):
-                            pass
-                        break
-                b.sendall(data)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(self.socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        import threading
-        while not self.stopped:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            if self.failing:
-                self._kill(c)
-                continue
-            try:
-                u = self.socket.create_connection(self.upstream)
-            except OSError:
-                self._kill(c)
-                continue
-            with self.lock:
-                self.conns += [c, u]
-            threading.Thread(target=self._pump, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pump, args=(u, c, True), daemon=True).start()
-
-    def fail(self, on):
-        """on: reset open connections and refuse new ones."""
-        self.failing = on
-        if on:
-            with self.lock:
-                for s in self.conns:
-                    self._kill(s)
-                self.conns = []
-
-    def close(self):
-        self.stopped = True
-        self.fail(True)
-        self.ls.close()
+def store_proxy():
+    """A FaultProxy to the S3 server of the suite."""
+    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
+    host, port = ep.split("://", 1)[1].rsplit(":", 1)
+    return FaultProxy(host, int(port))
 
 
 def t_store_outage(env):
     """A store outage shorter than retry_timeout costs a pause, not an
     error; stalled answers are abandoned and tried again within seconds."""
     import threading
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("outage")
         big = os.urandom(48 << 20)
@@ -907,12 +830,19 @@ def t_store_outage(env):
         env.tool(url, "put", "big", data=big)
         m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port,
                             "retry_timeout=20", "stall_timeout=1",
-                            "attr_ttl=0", "entry_ttl=0", "dir_ttl=0"])
+                            "attr_ttl=0", "entry_ttl=0", "dir_ttl=0",
+                            "volrec_ttl=0"])
         d = m["dir"]
         wfile(d + "/a", b"version 1")
+        before = os.statvfs(d)
         # the store refuses every connection for 4 s
         proxy.fail(True)
         threading.Timer(4.0, proxy.fail, (False,)).start()
+        # statfs answers from the figures it has (its volume record is
+        # always stale here), not after the outage
+        st = os.statvfs(d)
+        check(proxy.failing, "statfs answered while the store was down")
+        check(st.f_blocks == before.f_blocks, "statfs figures kept during the outage")
         t0 = time.time()
         check(rfile(d + "/a") == b"version 1", "read during the outage")
         check(os.listdir(d + "/sub") == ["old"], "listing during the outage")
@@ -937,14 +867,42 @@ def t_store_outage(env):
         proxy.close()
 
 
+def t_store_hedge(env):
+    """A cold read through a proxy that stalls one GET in ten (after a
+    random number of its bytes) for longer than any timeout of the test:
+    each stalled GET is raced by a second one, the bytes are right.  (How
+    long it takes against a fault-free read: bench/hedge.sh.)"""
+    proxy = store_proxy()
+    try:
+        url = env.volume("hedge")
+        big = os.urandom(48 << 20)
+        env.tool(url, "put", "big", data=big)
+        # stalls outlast stall_timeout=120: only a hedge ends them
+        m = env.mount(url, ["endpoint=http://127.0.0.1:%d" % proxy.port,
+                            "stall_timeout=120", "log_level=debug"])
+        proxy.stall_get_p = 0.1
+        got = rfile(m["dir"] + "/big")
+        # an uncached read again: the second file handle reads the store
+        subprocess.run(["sh", "-c", "echo 1 > /proc/sys/vm/drop_caches"], check=False)
+        got2 = rfile(m["dir"] + "/big")
+        proxy.stall_get_p = 0.0
+        check(got == big and got2 == big, "reads with stalled GETs return the right bytes")
+        env.umount(m)
+        hedged = open(m["log"]).read().count("a second GET races it")
+        print("  %d GETs, %d stalled, %d hedged" % (proxy.gets, proxy.stalls, hedged))
+        check(proxy.stalls > 0, "some GETs stalled (%d of %d)" % (proxy.stalls, proxy.gets))
+        check(hedged >= proxy.stalls, "every stalled GET was hedged (%d of %d)" % (hedged, proxy.stalls))
+        check(proxy.gets >= 24, "the reads went to the store (%d GETs)" % proxy.gets)
+    finally:
+        proxy.close()
+
+
 def t_store_errors(env):
     """The store goes away under a mount for longer than retry_timeout:
     calls wait until the bound, then fail with EIO; a close that could not
     upload says so, and the data is uploaded once the store is back
     (nothing lost)."""
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("errs")
         env.tool(url, "put", "sub/old", data=b"stored before")
@@ -982,9 +940,7 @@ def t_unsaved_kept(env):
     """Data that can never be uploaded is not dropped when the mount stops:
     the spool of each such file is kept in the spool directory and the log
     says where (and which bytes it lacks)."""
-    ep = os.environ["OBJFS_TEST_S3_ENDPOINT"]
-    host, port = ep.split("://", 1)[1].rsplit(":", 1)
-    proxy = FaultProxy(host, int(port))
+    proxy = store_proxy()
     try:
         url = env.volume("unsaved")
         env.tool(url, "put", "old", data=b"o" * 100000)
@@ -1088,13 +1044,13 @@ def t_refused_mounts(env):
 TESTS_S3 = [
     t_store_errors,
     t_store_outage,
+    t_store_hedge,
     t_unsaved_kept,
     t_detached_log,
     t_refused_mounts,
 ]
 
 # resumable mounts (issue 12): tests/integration/resume.py
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resume  # noqa: E402
 TESTS += resume.TESTS
 

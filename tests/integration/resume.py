@@ -7,8 +7,10 @@ binary with SIGUSR2 to the keeper): they must see no error, every byte
 must be right afterwards, and the longest time one of their operations
 took around the event (the pause) is printed.
 """
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -205,18 +207,47 @@ def t_resume_kill9(env):
 
 def t_resume_crash_in_request(env):
     """The server killed in the middle of a read, a write, and after a
-    rename and an unlink it ran but did not answer: the kernel sends them
-    again to the successor and the application sees the right answer."""
+    rename, an unlink, a mkdir, a symlink, a mknod and a create with O_EXCL
+    it ran (in the store and in the state) but did not answer: the kernel
+    sends them again to the successor and the application sees the right
+    answer (success, not ENOENT or EEXIST)."""
+    crash_in_requests(env, "crashreq", [], (
+        ("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u"),
+        ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"), ("create", "cnew")))
+
+
+def t_resume_user_resend(env):
+    """The userspace RESEND of kernels before 6.9 (forced here with the
+    test-only user_resend: this kernel re-sends by itself): the server
+    killed in the middle of a read, a write and after a rename; the
+    successor processes the requests kept in the slot file again, and
+    sends no FUSE_NOTIFY_RESEND."""
+    logs = crash_in_requests(env, "userresend", ["user_resend"], (
+        ("read", "r"), ("write", "w"), ("rename", "n")))
     fs = _fs()
-    url = env.volume("crashreq")
+    for log in logs:
+        fs.check("requests are kept in" in log, "the slots were used")
+        replayed = [line for line in log.splitlines() if "userspace RESEND: " in line]
+        fs.check(len(replayed) == 1 and "userspace RESEND: 0 " not in replayed[0],
+                 "the successor replayed the slots: %r" % replayed)
+
+
+def crash_in_requests(env, vol, opts, ops):
+    """Each op of ops (op, name) on its own resumable mount with opts and
+    crash_at=op:name; checks the application's view and the store; the
+    mounts' logs."""
+    fs = _fs()
+    url = env.volume(vol)
     data = os.urandom(3 << 20)
     m = env.mount(url, ["resume"])
     d = m["dir"]
     for n in ("r", "w", "n", "u"):
         fs.wfile(d + "/" + n, data)
     env.umount(m)
-    for op, name in (("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u")):
-        m = env.mount(url, ["resume", "crash_at=%s:%s" % (op, name)])
+    names = dict(ops)
+    logs = []
+    for op, name in ops:
+        m = env.mount(url, ["resume", "crash_at=%s:%s" % (op, name)] + opts)
         d, keeper = m["dir"], m["proc"].pid
         first = server_pid(keeper)
         t0 = time.monotonic()
@@ -231,16 +262,42 @@ def t_resume_crash_in_request(env):
             os.rename(d + "/n", d + "/n2")
             fs.check(not os.path.exists(d + "/n") and fs.rfile(d + "/n2") == data,
                      "rename across the crash")
-        else:
+        elif op == "unlink":
             os.unlink(d + "/u")
             fs.check(not os.path.exists(d + "/u"), "unlink across the crash")
+        elif op == "mkdir":
+            os.mkdir(d + "/dnew", 0o750)
+            fs.wfile(d + "/dnew/in", b"inside")
+            fs.check(stat.S_IMODE(os.stat(d + "/dnew").st_mode) == 0o750,
+                     "mkdir across the crash")
+        elif op == "symlink":
+            os.symlink("target/of/lnew", d + "/lnew")
+            fs.check(os.readlink(d + "/lnew") == "target/of/lnew", "symlink across the crash")
+        elif op == "mknod":
+            os.mknod(d + "/mnew", stat.S_IFREG | 0o640)
+            fs.check(os.stat(d + "/mnew").st_size == 0, "mknod across the crash")
+        else:
+            fd = os.open(d + "/cnew", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.write(fd, b"created once")
+            os.close(fd)
+            fs.check(fs.rfile(d + "/cnew") == b"created once", "create O_EXCL across the crash")
         took = time.monotonic() - t0
         fs.check(server_pid(keeper) != first, "the server was killed in the %s" % op)
         print("  crash in %-6s: the call returned right after %.3f s" % (op, took), flush=True)
         env.umount(m)
-    fs.check(env.get(url, "w") == b"W" * 100000 + data[100000:], "written bytes stored")
-    fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
-    fs.check(env.get(url, "u") is None, "unlinked in the store")
+        logs.append(open(m["log"]).read())
+    if "write" in names:
+        fs.check(env.get(url, "w") == b"W" * 100000 + data[100000:], "written bytes stored")
+    if "rename" in names:
+        fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
+    if "unlink" in names:
+        fs.check(env.get(url, "u") is None, "unlinked in the store")
+    if "mkdir" in names:
+        fs.check(env.get(url, "dnew/in") == b"inside", "made directory in the store")
+        fs.check(env.get(url, "lnew") == b"target/of/lnew", "symlink in the store")
+        fs.check(env.get(url, "mnew") == b"", "mknod in the store")
+        fs.check(env.get(url, "cnew") == b"created once", "created file in the store")
+    return logs
 
 
 def t_resume_sigterm(env):
@@ -268,4 +325,138 @@ def t_resume_sigterm(env):
     fs.check(env.get(url, "open") == data, "dirty file of a dead server saved on SIGTERM")
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_sigterm]
+def t_resume_dirty_attrs(env):
+    """chmod, chown and ftruncate of a file with unsaved data survive the
+    server's death: the successor shows them, and stores the data with
+    them at close (utimens: tests/unit/test_fs_state.c, as FUSE saves a
+    file at once when a chmod or utimens comes without a handle)."""
+    fs = _fs()
+    url = env.volume("dirtyattr")
+    m = env.mount(url, ["resume"])
+    d, keeper = m["dir"], m["proc"].pid
+    data = os.urandom(1 << 20)
+    fd = os.open(d + "/f", os.O_RDWR | os.O_CREAT, 0o644)
+    os.write(fd, data)
+    os.fchmod(fd, 0o640)
+    os.fchown(fd, 1234, 5678)
+    os.pwrite(fd, b"tail", len(data))
+    os.ftruncate(fd, 700000)
+    old = server_pid(keeper)
+    os.kill(old, signal.SIGKILL)
+    wait_successor(keeper, old)
+    st = os.fstat(fd)
+    fs.check(st.st_size == 700000, "size after the crash: %d" % st.st_size)
+    fs.check(stat.S_IMODE(st.st_mode) == 0o640, "mode after the crash: %o" % st.st_mode)
+    fs.check((st.st_uid, st.st_gid) == (1234, 5678), "owner after the crash")
+    fs.check(os.pread(fd, 700000, 0) == data[:700000], "data after the crash")
+    os.close(fd)
+    env.umount(m)
+    h = env.head(url, "f")
+    fs.check(env.get(url, "f") == data[:700000], "truncated data stored")
+    fs.check(h["meta"].get("mode") == str(stat.S_IFREG | 0o640) and
+             h["meta"].get("uid") == "1234" and h["meta"].get("gid") == "5678",
+             "attributes stored: %s" % h["meta"])
+
+
+def spool_disk(m):
+    """Disk bytes of the spools of mount m (its state directory's)."""
+    total = 0
+    for root, _, files in os.walk(m["spool"]):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(root, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def t_resume_stream(env):
+    """A sequential writer past spool_limit gives its sent parts up from
+    the spool also on a resumable mount (the upload is in the state log);
+    the server is killed in the middle: the successor goes on with the
+    same multipart upload, and the file is stored whole."""
+    fs = _fs()
+    url = env.volume("resstream")
+    mib = 1 << 20
+    m = env.mount(url, ["resume", "part_size=5M", "spool_limit=12M", "upload_parallel=2"])
+    d, keeper = m["dir"], m["proc"].pid
+    chunk = os.urandom(mib)
+    n, worst = 60, 0
+    with open(d + "/s", "wb") as f:
+        for i in range(n):
+            f.write(chunk[i:] + chunk[:i])
+            f.flush()
+            worst = max(worst, spool_disk(m))
+            if i == 30:
+                old = server_pid(keeper)
+                os.kill(old, signal.SIGKILL)
+                wait_successor(keeper, old)
+    print("  spool disk at most %.1f MiB for a %d MiB file (spool_limit 12 MiB)" %
+          (worst / mib, n), flush=True)
+    fs.check(worst < 30 * mib, "the spool stayed near its bound: %d MiB" % (worst // mib))
+    log = open(m["log"]).read()
+    goes = [line for line in log.splitlines() if "goes on with its upload after" in line]
+    fs.check(len(goes) == 1, "the successor went on with the upload")
+    print("  " + json.loads(goes[0])["msg"], flush=True)
+    env.umount(m)
+    want = b"".join(chunk[i:] + chunk[:i] for i in range(n))
+    fs.check(env.get(url, "s") == want, "streamed file stored whole")
+
+
+def t_resume_detached_log(env):
+    """A resumable mount started without -f (as mount(8) runs it): the
+    first server's errors before it is ready reach the caller's stderr;
+    then the keeper's lines and every server's, successors included, go
+    to log_file= as a detached mount's without resume."""
+    import tempfile
+    fs = _fs()
+    url = env.volume("resdetached")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    spool = tempfile.mkdtemp(prefix="spool-", dir=env.work)
+    logf = os.path.join(env.work, "resdetached.log")
+    base = [fs.MOUNT, "-o", "resume,spool_dir=%s,log_file=%s" % (spool, logf)]
+    p = subprocess.run([fs.MOUNT, "-o", "resume,state_dir=/proc/objfs-none/s,log_file=" + logf,
+                        url, mnt], env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    fs.check(p.returncode != 0 and b"/proc/objfs-none" in p.stderr,
+             "a failing first server tells the caller: %r" % p.stderr)
+    p = subprocess.run(base + [url, mnt], env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    fs.check(p.returncode == 0, "detached resumable mount failed: %r" % p.stderr)
+    try:
+        fs.check(os.path.ismount(mnt), "not mounted")
+        # the keeper: serves mnt, and its parent does not
+        def serves(pid):
+            try:
+                return mnt.encode() in open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+            except OSError:
+                return False
+
+        def parent(pid):
+            return open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1]
+        keepers = [int(pid) for pid in os.listdir("/proc")
+                   if pid.isdigit() and serves(pid) and not serves(parent(pid))]
+        fs.check(len(keepers) == 1, "one keeper: %r" % keepers)
+        keeper = keepers[0]
+        old = server_pid(keeper)
+        os.kill(old, signal.SIGKILL)
+        wait_successor(keeper, old)
+        fs.wfile(os.path.join(mnt, "f"), b"x")
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], timeout=60)
+    deadline = time.time() + 30
+    msgs = []
+    while time.time() < deadline:
+        text = open(logf).read() if os.path.exists(logf) else ""
+        msgs = [json.loads(line)["msg"] for line in text.splitlines()]
+        if any("the FUSE connection ended" in m for m in msgs):
+            break
+        time.sleep(0.2)
+    for want in ("mounted on", "died", "taken over", "the FUSE connection ended"):
+        fs.check(any(want in m for m in msgs), "log_file lacks %r: %r" % (want, msgs))
+    fs.check(b"mounted on" not in p.stderr and b"died" not in p.stderr,
+             "nothing on the caller's stderr once ready: %r" % p.stderr)
+
+
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
+         t_resume_detached_log, t_resume_sigterm]

@@ -109,7 +109,21 @@ static void test_intents(void **state)
 	intent_end(fs, &a, &err, ENOENT);       /* ended: EEXIST */
 	objfs_fs_set_unique(12);
 	assert_false(intent_start(fs, &b, &err)); /* started only */
+	objfs_fs_set_unique(16);
+	assert_false(intent_start(fs, &c, &err)); /* a create that ended */
+	c.ino = 77;
+	c.hid = 5;
+	err = 0;
+	intent_end(fs, &c, &err, 0);
 	fs2 = successor(e, dir);
+	/* the entry and handle it made come back with it */
+	objfs_fs_set_unique(16 | UNIQUE_RESEND);
+	err = EIO;
+	assert_true(intent_start(fs2, &c, &err));
+	assert_int_equal(err, 0);
+	assert_int_equal(c.ino, 77);
+	assert_int_equal(c.hid, 5);
+	err = EEXIST;
 	/* sent again: the ended one gets its answer, the started one runs
 	 * and its source being gone means it had run */
 	objfs_fs_set_unique(10 | UNIQUE_RESEND);
@@ -131,12 +145,69 @@ static void test_intents(void **state)
 	objfs_fs_destroy(fs2);
 }
 
+/* chmod, chown, utimens and truncate of a file with unsaved data: the
+ * successor has them, and uploads the data with them. */
+static void test_dirty_attrs(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs, *fs2;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_fattr fa = { 0 };
+	struct inode *n, *in;
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), "%s/state", e->dir);
+	assert_int_equal(objfs_fs_state_start(fs, dir, false), 0);
+	n = fe_new_file(e, fs->root, "attrs");
+	assert_int_equal(inode_write(fs, n, "0123456789", 10, 0), 0);
+	pthread_mutex_lock(&n->mu);
+	assert_int_equal(objfs_spool_truncate(n->spool, 4), 0);
+	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_lock(&fs->lock);
+	n->nlookup++;
+	n->size = 4;
+	n->mode = S_IFREG | 0600;
+	n->uid = 1234;
+	n->gid = 5678;
+	n->mtime.tv_sec = 1000000000;
+	n->mtime.tv_nsec = 5;
+	n->times_set = true;                    /* what setattr does */
+	state_note(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, n);
+
+	fs2 = successor(e, dir);
+	pthread_mutex_lock(&fs2->lock);
+	in = find_ino(fs2, n->ino);
+	assert_non_null(in);
+	assert_true(in->dirty && in->size == 4);
+	assert_int_equal(in->mode, S_IFREG | 0600);
+	assert_int_equal(in->uid, 1234);
+	assert_int_equal(in->gid, 5678);
+	assert_int_equal(in->mtime.tv_sec, 1000000000);
+	assert_int_equal(in->mtime.tv_nsec, 5);
+	pthread_mutex_unlock(&fs2->lock);
+	assert_int_equal(objfs_fs_sync_all(fs2), 0);
+	tu_check(e->store, "attrs", "0123", 4);
+	assert_int_equal(objfs_store_head(e->store, "attrs", &info), 0);
+	assert_int_equal(objfs_fattr_from_meta(&info.meta, &fa),
+			 OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID |
+			 OBJFS_FATTR_MTIME);
+	assert_int_equal(fa.mode, S_IFREG | 0600);
+	assert_true(fa.uid == 1234 && fa.gid == 5678);
+	assert_int_equal(fa.mtime.tv_sec, 1000000000);
+	objfs_obj_info_release(&info);
+	objfs_fs_destroy(fs2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_table_handles_spools, setup,
 						fe_teardown_state),
 		cmocka_unit_test_setup_teardown(test_intents, setup,
+						fe_teardown_state),
+		cmocka_unit_test_setup_teardown(test_dirty_attrs, setup,
 						fe_teardown_state),
 	};
 

@@ -105,6 +105,8 @@ static void test_round_trip(void **state)
 	o.resume = true;
 	o.state_dir = "/var/lib/objfs/s,1";
 	o.crash_at = "rename:a";
+	o.user_resend = true;
+	o.hedge_after = 0.25;
 	o.fuse = "noatime,fsname=vol\\,1";
 	o.set = (UINT64_C(1) << OBJFS_MOPT_COUNT) - 1;
 	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
@@ -125,6 +127,7 @@ static void test_round_trip(void **state)
 	assert_true(p.resume);
 	assert_string_equal(p.state_dir, o.state_dir);
 	assert_string_equal(p.crash_at, o.crash_at);
+	assert_true(p.user_resend && p.hedge_after == 0.25);
 	assert_true(p.insecure_skip_verify && p.unsigned_payload && p.signed_payload);
 	assert_int_equal(p.max_connections, 4);
 	assert_int_equal(p.retries, 7);

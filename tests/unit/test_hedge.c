@@ -1,0 +1,134 @@
+/*
+ * Unit tests of the hedge layer over the fault layer on a local store: a
+ * GET that hangs (objfs_fault_stall) is raced by a second one, which
+ * answers with the right bytes and info while the hung one is cancelled;
+ * GETs that answer in time are never hedged; a primary that answers
+ * first wins and its hedge is cancelled.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "backend/fault.h"
+#include "store_testutil.h"
+
+struct env {
+	char dir[256];
+	struct objfs_store *store;      /* hedge -> fault -> local */
+	struct objfs_fault *fault;
+	char data[1 << 16];
+};
+
+static int setup(void **state)
+{
+	struct objfs_hedge_config hc = { .ceiling_ms = 200, .floor_ms = 100 };
+	struct objfs_store *local = NULL, *fault = NULL;
+	struct env *e = calloc(1, sizeof(*e));
+	size_t i;
+
+	assert_non_null(e);
+	assert_int_equal(tu_tmpdir(e->dir, sizeof(e->dir), "hedge"), 0);
+	assert_int_equal(objfs_local_store_create(e->dir, NULL, &local), 0);
+	assert_int_equal(objfs_fault_store_create(local, &fault, &e->fault), 0);
+	assert_int_equal(objfs_hedge_store_create(fault, &hc, NULL, &e->store), 0);
+	for (i = 0; i < sizeof(e->data); i++)
+		e->data[i] = (char)(i * 7 + i / 251);
+	tu_put(e->store, "obj", e->data, sizeof(e->data), NULL);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+
+	objfs_store_destroy(e->store);
+	tu_rm_tree(e->dir);
+	free(e);
+	return 0;
+}
+
+/* A ranged GET of [off, off+len) of obj, checked. */
+static void get_range(struct env *e, uint64_t off, size_t len, int want_err)
+{
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_get_opts go = { off, len, NULL, NULL };
+	struct objfs_sink sink;
+
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(e->store, "obj", &go, &sink, &info),
+			 want_err);
+	if (want_err == 0) {
+		assert_int_equal(mb.len, len);
+		assert_memory_equal(mb.data, e->data + off, len);
+		assert_int_equal(info.size, sizeof(e->data));
+		assert_true(info.etag[0] != '\0');
+	}
+	objfs_membuf_release(&mb);
+	objfs_obj_info_release(&info);
+}
+
+static void test_stalled_get_hedged(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged0, won0, hedged, won;
+	int i;
+
+	for (i = 0; i < 20; i++)        /* fast GETs: the threshold drops */
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	/* (a loaded machine may hedge one of them: counts are compared) */
+	objfs_hedge_stats(e->store, &hedged0, &won0);
+	/* the next GET hangs for a minute: the hedge answers, the hung one
+	 * is cancelled (else this test would take that minute) */
+	objfs_fault_stall(e->fault, 1, 60000);
+	get_range(e, 5000, 30000, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, hedged0 + 1);
+	assert_int_equal(won, won0 + 1);
+	/* not ranged, or empty: passed through */
+	objfs_fault_stall(e->fault, 0, 0);
+	get_range(e, 0, sizeof(e->data), 0);
+}
+
+static void test_primary_wins(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged, won;
+
+	/* the primary hangs past the threshold (the ceiling: no samples
+	 * yet), and so does its hedge, longer: the primary answers and the
+	 * hedge is cancelled (else it would hold the destroy a minute) */
+	objfs_fault_stall(e->fault, 2, 600);
+	get_range(e, 100, 1000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, 1);
+	assert_int_equal(won, 0);
+	/* a failure before the threshold is the answer, unhedged */
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_GET, 1, EACCES);
+	get_range(e, 100, 1000, EACCES);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stalled_get_hedged, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_primary_wins,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
