@@ -590,6 +590,11 @@ int main(int argc, char *argv[])
 	else
 		ret = fuse_session_loop_mt(se, lc);
 	ended = true;
+	/* The stop is under way: a SIGTERM now (a supervisor asking again
+	 * while the upload runs, or once libfuse's handlers are removed
+	 * below) must not kill the flush or turn a clean end into status
+	 * 143.  Every other thread has them blocked already. */
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	if (objfs_resume_handing_over(rs)) {
 		/* a successor takes the mount as it is: no upload, no
 		 * unmount, no libfuse destroy (it would upload): the state
