@@ -9,8 +9,8 @@
  * (snap_note()) while only the directory holds its snapshot, and drops it
  * when handles share it.  A snapshot is freed with its last reference;
  * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
- * entry attributes with HEADs on the pool, HEAD_BATCH at a time, once per
- * snapshot.
+ * entry attributes from the attribute index (attrindex.c), then the rest
+ * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot.
  */
 #include "config.h"
 
@@ -28,8 +28,10 @@ void snap_put_locked(struct dirsnap *s)
 	assert(s == NULL || s->refs > 0);
 	if (s == NULL || --s->refs > 0)
 		return;
-	for (i = 0; i < s->n; i++)
+	for (i = 0; i < s->n; i++) {
 		free(s->e[i].name);
+		free(s->e[i].link);
+	}
 	free(s->e);
 	free(s);
 }
@@ -101,8 +103,12 @@ void snap_note(struct inode *dir, const char *name, bool add,
 	} else if (add) {
 		s->e[i].is_dir = is_dir;
 		s->e[i].have_attr = false;
+		s->e[i].ict = 0;
+		free(s->e[i].link);
+		s->e[i].link = NULL;
 	} else if (found) {
 		free(s->e[i].name);
+		free(s->e[i].link);
 		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
 		s->n--;
 	}
@@ -214,6 +220,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		for (i = 0, j = 0; i < s->n; i++) {
 			if (j > 0 && strcmp(s->e[j - 1].name, s->e[i].name) == 0) {
 				free(s->e[i].name);
+				free(s->e[i].link);
 				continue;
 			}
 			s->e[j++] = s->e[i];
@@ -297,6 +304,8 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		return;
+	/* what the attribute index says needs no HEAD */
+	aidx_fill(fs, dkey, s);
 	objfs_group_init(&g);
 	for (i = 0, queued = 0; i < s->n; i++) {
 		struct dent *d = &s->e[i];
@@ -397,6 +406,8 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 				snprintf(p.etag, sizeof(p.etag), "%s", d->etag);
 				p.fa = d->fa;
 				apply_probe(fs, in, &p);
+				if (in->link == NULL && d->link != NULL)
+					in->link = strdup(d->link);
 			}
 			return in;
 		}
@@ -418,6 +429,8 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 	in->charged = in->size;
 	in->in_store = d->is_dir ? d->marker : true;
 	snprintf(in->etag, sizeof(in->etag), "%s", d->etag);
+	if (d->link != NULL)
+		in->link = strdup(d->link);
 	if (d->have_attr) {
 		in->uid = d->fa.uid;
 		in->gid = d->fa.gid;

@@ -403,6 +403,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err == 0)
 		err = put_with_attrs(fs, key, &fa, link != NULL ? link : "",
 				     link != NULL ? strlen(link) : 0, &info);
+	if (err == 0 && !S_ISDIR(mode))
+		aidx_note(fs, key, info.etag, &fa, true, link);
 	if (err != 0) {
 		pthread_rwlock_unlock(&fs->ns);
 		goto out;
@@ -485,13 +487,14 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	reply_err(req, EPERM);
 }
 
-/* Keeps an implied directory alive when its last entry goes away, by
- * writing its marker (ns held). */
+/* Keeps an implied directory alive when an entry goes away, by writing
+ * its marker once (ns held): cheaper than asking the store, at every
+ * unlink, whether the entry was the last one. */
 void keep_dir(struct objfs_fs *fs, struct inode *dir)
 {
 	struct objfs_fattr fa;
 	char dkey[KEYBUF];
-	bool need, used = true;
+	bool need;
 	int err;
 
 	fs_assert_ns_held(fs);
@@ -504,8 +507,6 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	fa.mtime = dir->mtime;
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
-		return;
-	if (prefix_used(fs, dkey, false, &used) != 0 || used)
 		return;
 	if (put_with_attrs(fs, dkey, &fa, "", 0, NULL) == 0) {
 		pthread_mutex_lock(&fs->lock);
@@ -622,6 +623,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = ENOTEMPTY;
 	if (err == 0)
 		err = objfs_store_del(fs->store, dkey);
+	if (err == 0)
+		aidx_drop(fs, dkey);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {
@@ -1364,6 +1367,7 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 	if (err != 0)
 		keep_unsaved(fs);
 	pthread_rwlock_unlock(&fs->ns);
+	aidx_flush(fs, true);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",
 			    objfs_strerror(err));
@@ -1435,6 +1439,9 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
 	pthread_cond_init(&fs->scan_cv, NULL);
+	err = aidx_init(fs);
+	if (err != 0)
+		goto err_aidx;
 	objfs_budget_init(&fs->mem, fs->o.mem_limit);
 	fs->next_ino = FUSE_ROOT_ID + 1;
 	fs->root = calloc(1, sizeof(*fs->root));
@@ -1475,6 +1482,8 @@ err_root:
 err_sync:
 	free(fs->root);
 	objfs_budget_release(&fs->mem);
+	aidx_destroy(fs);
+err_aidx:
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
@@ -1503,6 +1512,10 @@ int objfs_fs_start(struct objfs_fs *fs)
 		return err;
 	}
 	fs->scan_started = true;
+	err = pthread_create(&fs->aidx_thread, NULL, aidx_main, fs);
+	if (err != 0)
+		return err;     /* the scan and pool stop at destroy */
+	fs->aidx_started = true;
 	return 0;
 }
 
@@ -1520,6 +1533,13 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	if (fs->scan_started)
 		pthread_join(fs->scan_thread, NULL);
+	pthread_mutex_lock(&fs->aidx_mu);
+	fs->aidx_stop = true;
+	pthread_cond_broadcast(&fs->aidx_cv);
+	pthread_mutex_unlock(&fs->aidx_mu);
+	if (fs->aidx_started)
+		pthread_join(fs->aidx_thread, NULL);
+	aidx_flush(fs, true);
 	objfs_pool_destroy(fs->pool);
 	while (fs->handles != NULL)
 		fh_free(fs->handles);   /* the kernel never released them */
@@ -1539,6 +1559,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	free(fs->root);
 	ra_buf_drain(fs);
 	objfs_budget_release(&fs->mem);
+	aidx_destroy(fs);
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);

@@ -18,6 +18,8 @@
  *                the usage scan
  *   rename.c     rename, and the directory rename's copy and delete of a
  *                key tree
+ *   attrindex.c  the attribute index: segments written for what this
+ *                mount writes, read to answer listings without HEADs
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
@@ -83,12 +85,14 @@
 struct dent {
 	char *name;
 	bool is_dir;
-	bool have_attr;         /* fa/size/etag from a HEAD */
+	bool have_attr;         /* fa/size/etag from a HEAD or the index */
 	bool marker;            /* a directory with a marker object */
 	uint64_t size;
 	char etag[OBJFS_ETAG_MAX];
 	struct timespec mtime;  /* Last-Modified from the listing */
 	struct objfs_fattr fa;
+	int64_t ict;            /* ct of the index entry applied, or 0 */
+	char *link;             /* a symlink's target from the index, or NULL */
 };
 
 /* A directory listing; shared by readdir handles (refs, fs->lock). */
@@ -264,6 +268,16 @@ struct objfs_fs {
 		bool done;
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
+
+	/* the attribute index (attrindex.c) */
+	pthread_mutex_t aidx_mu;        /* leaf */
+	pthread_cond_t aidx_cv;         /* wakes the flusher (aidx_mu) */
+	struct aidx_dir *aidx;          /* pending entries (aidx_mu) */
+	uint64_t aidx_seq;              /* segments written (aidx_mu) */
+	bool aidx_stop;                 /* aidx_mu */
+	bool aidx_started;
+	pthread_t aidx_thread;
+	char writer[17];                /* this mount's id in segment names */
 };
 
 /* What the store says about one name. */
@@ -534,6 +548,32 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
 int sync_under(struct objfs_fs *fs, struct inode *top);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+
+/* ---- attrindex.c: the attribute index ---- */
+
+/* Draws the writer id, makes the locks / frees what is pending.  No lock
+ * (create, destroy). */
+int aidx_init(struct objfs_fs *fs);
+void aidx_destroy(struct objfs_fs *fs);
+/* Notes that object key (a file or symlink) now has ETag etag and the
+ * attributes fa in its metadata (its mtime too when mtime_stored; link:
+ * a symlink's target, else NULL): an entry of this mount's next segment
+ * of its directory.  Takes fs->aidx_mu (a leaf: any lock may be held). */
+void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
+	       const struct objfs_fattr *fa, bool mtime_stored,
+	       const char *link);
+/* Writes the pending entries of every directory (all), or of those whose
+ * entries waited long enough.  Takes fs->aidx_mu; store I/O without it;
+ * no lock held. */
+void aidx_flush(struct objfs_fs *fs, bool all);
+/* The flusher thread (arg: the fs) until fs->aidx_stop. */
+void *aidx_main(void *arg);
+/* Fills the entries of snapshot s (referenced by the caller) of the
+ * directory whose key is dir from the index; compacts it when it has many
+ * segments.  No lock held; takes fs->lock. */
+void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
+/* Deletes the index of the directory whose key is dir.  No lock held. */
+void aidx_drop(struct objfs_fs *fs, const char *dir);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

@@ -167,6 +167,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = sync_under(fs, src);
 		if (err == 0)
 			err = rename_tree(fs, skey, dkey);
+		/* the copies have a new Last-Modified: the old entries
+		 * describe nothing any more */
+		if (err == 0)
+			aidx_drop(fs, skey);
 	} else {
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);

@@ -346,7 +346,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	struct objfs_source src;
 	struct objfs_fattr fa;
 	char key[KEYBUF];
-	bool linked, fix_attrs = false;
+	bool linked, fix_attrs = false, streamed = false;
 	int err;
 
 	fs_assert_ns_held(fs);
@@ -381,6 +381,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 			 * copy once the upload is complete */
 			if (stream_finish(fs, in, &fa, &info) == 0) {
 				fix_attrs = !same;
+				streamed = true;
 				goto done;
 			}
 			objfs_obj_info_release(&info);
@@ -439,6 +440,8 @@ done:
 	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_debug(fs->log, SUB, "uploaded %s", key);
+	if (!fix_attrs)
+		aidx_note(fs, key, info.etag, &fa, !streamed, NULL);
 	if (fix_attrs) {
 		err = store_attrs(fs, in);
 		pthread_mutex_lock(&fs->lock);
@@ -639,12 +642,14 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct objfs_fattr fa;
-	char key[KEYBUF];
+	char key[KEYBUF], *link = NULL;
 	bool dir, root, in_store;
 	int err;
 
 	fs_assert_ns_held(fs);
 	pthread_mutex_lock(&fs->lock);
+	if (in->link != NULL)
+		link = strdup(in->link);
 	root = in == fs->root;
 	dir = S_ISDIR(in->mode);
 	in_store = in->in_store;
@@ -686,7 +691,11 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	}
 	in->attr_time = now_mono();
 	pthread_mutex_unlock(&fs->lock);
+	/* a symlink whose target is not known here gets no entry */
+	if (!dir && !root && (!S_ISLNK(fa.mode) || link != NULL))
+		aidx_note(fs, key, info.etag, &fa, true, link);
 out:
+	free(link);
 	objfs_meta_release(&meta);
 	objfs_obj_info_release(&info);
 	return err;
