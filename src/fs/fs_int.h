@@ -239,6 +239,8 @@ struct objfs_fs {
 	int64_t scan_delta;
 	int64_t scan_obj_delta;
 	bool scan_done;
+	time_t usage_time;              /* when the listing behind `used` ran
+					   (the usage document), 0: none yet */
 	double volrec_time;
 	pthread_cond_t scan_cv;
 	bool stopping;
@@ -418,8 +420,10 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 /* Re-reads the volume record when older than max_age seconds.  Takes
  * fs->volrec_mu and fs->lock (store I/O between). */
 void volrec_refresh(struct objfs_fs *fs, double max_age);
-/* The usage scan thread (arg: the fs): lists the volume at start and
- * every usage_refresh seconds until fs->stopping. */
+/* The usage thread (arg: the fs): reads the volume's usage document, or
+ * lists the volume when it is missing or stale, at start and every
+ * usage_refresh seconds until fs->stopping; then writes this mount's
+ * view back when it changed the usage. */
 void *scan_main(void *arg);
 
 /* ---- lookup.c: finding names in the store ---- */

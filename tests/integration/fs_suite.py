@@ -1190,6 +1190,48 @@ def t_attr_index_two_mounts(env):
               "%s: %o %s, wanted %o %d" % (n, seen[n][0], seen[n][1:3], mode, uid))
 
 
+def t_usage_shared(env):
+    """A mount starts from the volume's usage document instead of listing
+    the volume, and leaves its own view there for the next one."""
+    url = env.volume("usage")
+    env.tool(url, "capacity", str(64 << 20))
+    m = env.mount(url)
+    wfile(m["dir"] + "/a", os.urandom(3 << 20))
+    env.umount(m)
+    doc = (env.get(url, ".objfs/usage") or b"").decode()
+    check("bytes=%d" % (3 << 20) in doc and "objects=1" in doc, "usage document: %r" % doc)
+
+    def used(d):
+        sv = os.statvfs(d)
+        return (sv.f_blocks - sv.f_bfree) * sv.f_frsize
+    m = env.mount(url)
+    u = used(m["dir"])
+    check(3 << 20 <= u <= (3 << 20) + 65536, "used from the previous mount (%d)" % u)
+    env.umount(m)
+    # a fresh document is believed: no listing at start
+    now = int(time.time())
+    doc = "# objfs volume usage\nbytes=%d\nobjects=9\nscanned=%d\nwriter=test\n" % (
+        7 << 20, now)
+    env.tool(url, "put", ".objfs/usage", data=doc.encode())
+    m = env.mount(url)
+    deadline = time.time() + 10
+    while used(m["dir"]) < 7 << 20 and time.time() < deadline:
+        time.sleep(0.1)
+    u = used(m["dir"])
+    check(7 << 20 <= u <= (7 << 20) + 65536, "used from the document (%d)" % u)
+    env.umount(m)
+    # a stale one is not: the volume is listed again
+    doc = doc.replace("scanned=%d" % now, "scanned=1000")
+    env.tool(url, "put", ".objfs/usage", data=doc.encode())
+    m = env.mount(url)
+    deadline = time.time() + 10
+    while not (3 << 20 <= used(m["dir"]) <= 4 << 20) and time.time() < deadline:
+        time.sleep(0.1)
+    u = used(m["dir"])
+    check(3 << 20 <= u <= (3 << 20) + 65536, "used listed again (%d)" % u)
+    env.umount(m)
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -1210,6 +1252,7 @@ TESTS = [
     t_many_small_and_listing,
     t_attr_index,
     t_attr_index_two_mounts,
+    t_usage_shared,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):
