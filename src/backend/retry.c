@@ -205,6 +205,7 @@ static int run(struct objfs_store *s, const struct call *c)
 
 	for (attempt = 1;; attempt++) {
 		__atomic_add_fetch(&rc->tries[c->op], 1, __ATOMIC_RELAXED);
+		if (getenv("OBJFS_TRACE_REQ")) fprintf(stderr, "REQ %s %s\n", call_names[c->op], call_key(c));
 		err = call_once(s->inner, c);
 		if (err == 0 || !objfs_retry_retryable(err))
 			break;

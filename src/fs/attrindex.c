@@ -100,7 +100,7 @@ void aidx_destroy(struct objfs_fs *fs)
 }
 
 void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
-	       const struct objfs_fattr *fa, bool mtime_stored,
+	       const struct objfs_fattr *fa, unsigned mask,
 	       const char *link)
 {
 	struct objfs_attrseg_entry e;
@@ -116,14 +116,14 @@ void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 	e.name = (char *)(key + dl);
 	snprintf(e.etag, sizeof(e.etag), "%s", etag);
 	e.ct = ts_ns(&now);
-	e.have = OBJFS_ATTRSEG_MODE | OBJFS_ATTRSEG_UID | OBJFS_ATTRSEG_GID;
+	e.have = ((mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
+		 ((mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
+		 ((mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
+		 ((mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
 	e.mode = fa->mode;
 	e.uid = fa->uid;
 	e.gid = fa->gid;
-	if (mtime_stored) {
-		e.have |= OBJFS_ATTRSEG_MTIME;
-		e.mtime = ts_ns(&fa->mtime);
-	}
+	e.mtime = ts_ns(&fa->mtime);
 	e.link = (char *)link;
 	pthread_mutex_lock(&fs->aidx_mu);
 	for (d = fs->aidx; d != NULL; d = d->next) {
@@ -430,6 +430,10 @@ static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
 	}
 	free(d->link);
 	d->link = e->link != NULL ? strdup(e->link) : NULL;
+	d->meta_mask = ((e->have & OBJFS_ATTRSEG_MODE) ? OBJFS_FATTR_MODE : 0) |
+		       ((e->have & OBJFS_ATTRSEG_UID) ? OBJFS_FATTR_UID : 0) |
+		       ((e->have & OBJFS_ATTRSEG_GID) ? OBJFS_FATTR_GID : 0) |
+		       ((e->have & OBJFS_ATTRSEG_MTIME) ? OBJFS_FATTR_MTIME : 0);
 	d->ict = e->ct;
 	d->have_attr = true;
 	return true;
@@ -490,8 +494,10 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 		snprintf(e.etag, sizeof(e.etag), "%s", d->etag);
 		e.lm = ts_ns(&d->mtime);
 		e.ct = d->ict;
-		e.have = OBJFS_ATTRSEG_MODE | OBJFS_ATTRSEG_UID |
-			 OBJFS_ATTRSEG_GID | OBJFS_ATTRSEG_MTIME;
+		e.have = ((d->meta_mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
 		e.mode = d->fa.mode;
 		e.uid = d->fa.uid;
 		e.gid = d->fa.gid;

@@ -66,9 +66,38 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
 	return lo;
 }
 
+/* A private copy of s (same time), or NULL when out of memory. */
+static struct dirsnap *snap_clone(const struct dirsnap *s)
+{
+	struct dirsnap *c = calloc(1, sizeof(*c));
+	size_t i;
+
+	if (c == NULL)
+		return NULL;
+	*c = *s;
+	c->refs = 1;
+	c->e = malloc((s->n ? s->n : 1) * sizeof(*c->e));
+	if (c->e == NULL) {
+		free(c);
+		return NULL;
+	}
+	for (i = 0; i < s->n; i++) {
+		c->e[i] = s->e[i];
+		c->e[i].name = strdup(s->e[i].name);
+		c->e[i].link = s->e[i].link ? strdup(s->e[i].link) : NULL;
+		if (c->e[i].name == NULL ||
+		    (s->e[i].link != NULL && c->e[i].link == NULL)) {
+			c->n = i + 1;
+			snap_put_locked(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
 /* Keeps dir's listing current after a local change (fs->lock): the name
- * is added (add) or removed.  A listing that readdir handles share is
- * dropped instead, so their offsets stay valid. */
+ * is added (add) or removed.  A listing that readdir handles share stays
+ * theirs (their offsets index it): the directory gets a copy first. */
 void snap_note(struct inode *dir, const char *name, bool add,
 	       bool is_dir)
 {
@@ -79,8 +108,12 @@ void snap_note(struct inode *dir, const char *name, bool add,
 	if (s == NULL)
 		return;
 	if (s->refs > 1) {
+		struct dirsnap *c = snap_clone(s);
+
 		snap_drop(dir);
-		return;
+		if (c == NULL)
+			return;
+		dir->snap = s = c;
 	}
 	i = snap_find(s, name, &found);
 	if (add && !found) {
@@ -266,6 +299,7 @@ static void head_run(void *arg)
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 || (t->d->is_dir && err == ENOENT)) {
 		t->d->fa = p.fa;
+		t->d->meta_mask = p.meta_mask;
 		t->d->have_attr = true;
 		t->d->marker = p.marker;
 		if (!t->d->is_dir) {
@@ -405,6 +439,7 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 				p.size = d->size;
 				snprintf(p.etag, sizeof(p.etag), "%s", d->etag);
 				p.fa = d->fa;
+				p.meta_mask = d->meta_mask;
 				apply_probe(fs, in, &p);
 				if (in->link == NULL && d->link != NULL)
 					in->link = strdup(d->link);
@@ -432,6 +467,7 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 	if (d->link != NULL)
 		in->link = strdup(d->link);
 	if (d->have_attr) {
+		in->meta_mask = d->meta_mask;
 		in->uid = d->fa.uid;
 		in->gid = d->fa.gid;
 		in->mtime = d->fa.mtime;

@@ -194,7 +194,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *in = pin_ino(fs, ino);
 	struct stat st;
-	bool has_data, meta_change;
+	bool has_data, meta_change, open;
 	int err = 0;
 
 	if (in == NULL) {
@@ -237,6 +237,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
+	if (meta_change && !(to_set & FUSE_SET_ATTR_MTIME_NOW) &&
+	    (!(to_set & FUSE_SET_ATTR_MODE) ||
+	     (in->mode & 07777) == (attr->st_mode & 07777)) &&
+	    (!(to_set & FUSE_SET_ATTR_UID) || in->uid == attr->st_uid) &&
+	    (!(to_set & FUSE_SET_ATTR_GID) || in->gid == attr->st_gid) &&
+	    (!(to_set & FUSE_SET_ATTR_MTIME) ||
+	     (in->mtime.tv_sec == attr->st_mtim.tv_sec &&
+	      in->mtime.tv_nsec == attr->st_mtim.tv_nsec)))
+		meta_change = false;    /* what is stored already (chown to
+					   the owner, as tar and rsync do) */
 	if (to_set & FUSE_SET_ATTR_MODE)
 		in->mode = (in->mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -248,20 +258,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		in->mtime = attr->st_mtim;
 	in->ctime = now_real();
-	has_data = in->dirty || in->spool != NULL;
-	if (meta_change && has_data) {
-		in->dirty = true;
+	has_data = in->dirty;
+	if (meta_change && in->dirty)
 		state_note(fs, in);
-	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
+	open = in->nopen > 0;
 	pthread_mutex_unlock(&fs->lock);
-	if (in->dirty) {
-		/* without a handle no close will follow: save now */
-		if (fi == NULL)
+	if (has_data) {
+		/* the attributes go up with the data: now when no handle
+		 * is open (no close will follow), else at the close */
+		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
 	} else if (meta_change) {
+		/* a copy in place (the data stays; a spool follows the
+		 * new ETag) */
 		err = store_attrs(fs, in);
+		if (err == 0 && in->spool != NULL) {
+			pthread_mutex_lock(&fs->lock);
+			snprintf(in->spool->base_etag,
+				 sizeof(in->spool->base_etag), "%s", in->etag);
+			pthread_mutex_unlock(&fs->lock);
+		}
 	}
 out_unlock:
 	pthread_mutex_unlock(&in->mu);
@@ -404,7 +422,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = put_with_attrs(fs, key, &fa, link != NULL ? link : "",
 				     link != NULL ? strlen(link) : 0, &info);
 	if (err == 0 && !S_ISDIR(mode))
-		aidx_note(fs, key, info.etag, &fa, true, link);
+		aidx_note(fs, key, info.etag, &fa, FATTR_ALL, link);
 	if (err != 0) {
 		pthread_rwlock_unlock(&fs->ns);
 		goto out;
@@ -427,6 +445,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->mtime = fa.mtime;
 		in->ctime = fa.mtime;
 		in->in_store = true;
+		in->meta_mask = FATTR_ALL;
 		in->size = S_ISLNK(mode) ? strlen(link) : 0;
 		in->stored_size = in->size;
 		in->charged = in->size;

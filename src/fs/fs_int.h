@@ -92,6 +92,7 @@ struct dent {
 	struct timespec mtime;  /* Last-Modified from the listing */
 	struct objfs_fattr fa;
 	int64_t ict;            /* ct of the index entry applied, or 0 */
+	unsigned meta_mask;     /* OBJFS_FATTR_* its metadata holds (have_attr) */
 	char *link;             /* a symlink's target from the index, or NULL */
 };
 
@@ -146,6 +147,7 @@ struct inode {
 	struct timespec mtime;
 	struct timespec ctime;
 	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
+	unsigned meta_mask;              /* OBJFS_FATTR_* its metadata holds */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
 	bool in_store;                   /* the object (or marker) exists */
@@ -289,7 +291,12 @@ struct probe {
 	uint64_t size;
 	char etag[OBJFS_ETAG_MAX];
 	struct objfs_fattr fa;
+	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
 };
+
+/* Every attribute in the metadata (what objfs writes). */
+#define FATTR_ALL (OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID | \
+		   OBJFS_FATTR_MTIME)
 
 /* ---- debug-build checks ------------------------------------------------ */
 
@@ -559,12 +566,12 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
  * (create, destroy). */
 int aidx_init(struct objfs_fs *fs);
 void aidx_destroy(struct objfs_fs *fs);
-/* Notes that object key (a file or symlink) now has ETag etag and the
- * attributes fa in its metadata (its mtime too when mtime_stored; link:
- * a symlink's target, else NULL): an entry of this mount's next segment
- * of its directory.  Takes fs->aidx_mu (a leaf: any lock may be held). */
+/* Notes that object key (a file or symlink) now has ETag etag and, in its
+ * metadata, the fields mask (OBJFS_FATTR_*) of fa (link: a symlink's
+ * target, else NULL): an entry of this mount's next segment of its
+ * directory.  Takes fs->aidx_mu (a leaf: any lock may be held). */
 void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
-	       const struct objfs_fattr *fa, bool mtime_stored,
+	       const struct objfs_fattr *fa, unsigned mask,
 	       const char *link);
 /* Writes the pending entries of every directory (all), or of those whose
  * entries waited long enough.  Takes fs->aidx_mu; store I/O without it;

@@ -35,7 +35,7 @@ void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 	p->fa.uid = fs->o.uid;
 	p->fa.gid = fs->o.gid;
 	p->fa.mtime = info->mtime;
-	objfs_fattr_from_meta(&info->meta, &p->fa);
+	p->meta_mask = objfs_fattr_from_meta(&info->meta, &p->fa);
 	if (dir && !S_ISDIR(p->fa.mode))
 		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
 	if (!dir && S_ISDIR(p->fa.mode)) {
@@ -105,8 +105,32 @@ static void list_run(void *arg)
  * directory.  The HEAD of the object and the listing of "key/" run in
  * parallel, so a missing name costs one round trip.  want_dir skips the
  * object HEAD.  0, ENOENT or another errno. */
+static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
+			  struct probe *p);
+
+/* probe_key_both(), but a name known as a file (want_file) is asked for
+ * with its HEAD alone, and the listing only when it is gone (the
+ * revalidation of every open: one request instead of two). */
 static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
-		     struct probe *p)
+		     bool want_file, struct probe *p)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	int err;
+
+	if (!want_file)
+		return probe_key_both(fs, key, want_dir, p);
+	memset(p, 0, sizeof(*p));
+	err = objfs_store_head(fs->store, key, &info);
+	if (err == 0)
+		probe_from_info(fs, &info, false, p);
+	objfs_obj_info_release(&info);
+	if (err == ENOENT)
+		err = probe_key_both(fs, key, true, p);
+	return err;
+}
+
+static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
+			  struct probe *p)
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct list_task lt;
@@ -178,6 +202,7 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	in->mtime = p->fa.mtime;
 	in->size = p->size;
 	in->stored_size = p->size;
+	in->meta_mask = p->meta_mask;
 	snprintf(in->etag, sizeof(in->etag), "%s", p->etag);
 	if (!S_ISDIR(in->mode) && in->charged != p->size)
 		in->charged = p->size;  /* the scan counts other writers */
@@ -251,9 +276,9 @@ again:
 	if (err != 0)
 		return err;
 
-	err = probe_key(fs, key, want_dir, &p);
+	err = probe_key(fs, key, want_dir, false, &p);
 	if (err == ENOENT && want_dir)
-		err = probe_key(fs, key, false, &p);
+		err = probe_key(fs, key, false, false, &p);
 
 	pthread_mutex_lock(&fs->lock);
 	in = find_child(fs, parent, name);
@@ -316,7 +341,7 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
-	err = probe_key(fs, key, S_ISDIR(in->mode), &p);
+	err = probe_key(fs, key, S_ISDIR(in->mode), !S_ISDIR(in->mode), &p);
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 && same_type(p.fa.mode, in->mode))
 		apply_probe(fs, in, &p);

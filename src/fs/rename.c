@@ -187,6 +187,23 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			if (err == 0)
 				err = objfs_store_del(fs->store, skey);
 			if (err == 0) {
+				struct objfs_fattr fa;
+				unsigned mask;
+				char *link;
+
+				/* the copy keeps the metadata: its entry says
+				 * what the source's did */
+				pthread_mutex_lock(&fs->lock);
+				fa.mode = src->mode;
+				fa.uid = src->uid;
+				fa.gid = src->gid;
+				fa.mtime = src->mtime;
+				mask = src->meta_mask;
+				link = src->link != NULL ? strdup(src->link) : NULL;
+				pthread_mutex_unlock(&fs->lock);
+				if (!S_ISLNK(fa.mode) || link != NULL)
+					aidx_note(fs, dkey, info.etag, &fa, mask, link);
+				free(link);
 				pthread_mutex_lock(&fs->lock);
 				if (strcmp(src->cache_etag, src->etag) == 0)
 					snprintf(src->cache_etag,

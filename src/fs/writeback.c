@@ -347,6 +347,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	struct objfs_fattr fa;
 	char key[KEYBUF];
 	bool linked, fix_attrs = false, streamed = false;
+	unsigned mask;
 	int err;
 
 	fs_assert_ns_held(fs);
@@ -430,6 +431,8 @@ done:
 		fs->scan_obj_delta++;
 	}
 	in->in_store = true;
+	mask = streamed ? FATTR_ALL & ~OBJFS_FATTR_MTIME : FATTR_ALL;
+	in->meta_mask = mask;
 	in->stored_size = in->spool->size;
 	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
@@ -441,7 +444,7 @@ done:
 	pthread_mutex_unlock(&fs->lock);
 	objfs_debug(fs->log, SUB, "uploaded %s", key);
 	if (!fix_attrs)
-		aidx_note(fs, key, info.etag, &fa, !streamed, NULL);
+		aidx_note(fs, key, info.etag, &fa, mask, NULL);
 	if (fix_attrs) {
 		err = store_attrs(fs, in);
 		pthread_mutex_lock(&fs->lock);
@@ -682,6 +685,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_lock(&fs->lock);
 	if (!root)
 		in->in_store = true;
+	in->meta_mask = FATTR_ALL;
 	if (!dir && !root) {
 		/* same bytes, new ETag: the page cache stays valid */
 		if (strcmp(in->cache_etag, in->etag) == 0)
@@ -693,7 +697,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_unlock(&fs->lock);
 	/* a symlink whose target is not known here gets no entry */
 	if (!dir && !root && (!S_ISLNK(fa.mode) || link != NULL))
-		aidx_note(fs, key, info.etag, &fa, true, link);
+		aidx_note(fs, key, info.etag, &fa, FATTR_ALL, link);
 out:
 	free(link);
 	objfs_meta_release(&meta);
