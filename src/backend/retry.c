@@ -20,7 +20,8 @@
  * (sinks accept rewrites); puts and parts re-read their source (sources
  * may be read more than once).  The first retry of a call is logged at
  * warn with the op, key and error, later ones at debug; nothing secret is
- * known to this layer.
+ * known to this layer.  Every try is counted per op
+ * (objfs_store_requests()) and logged at debug.
  */
 #include "config.h"
 
@@ -205,7 +206,8 @@ static int run(struct objfs_store *s, const struct call *c)
 
 	for (attempt = 1;; attempt++) {
 		__atomic_add_fetch(&rc->tries[c->op], 1, __ATOMIC_RELAXED);
-		if (getenv("OBJFS_TRACE_REQ")) fprintf(stderr, "REQ %s %s\n", call_names[c->op], call_key(c));
+		objfs_debug(s->log, "retry", "request %s %s", call_names[c->op],
+			    call_key(c));
 		err = call_once(s->inner, c);
 		if (err == 0 || !objfs_retry_retryable(err))
 			break;
