@@ -314,9 +314,10 @@ void *aidx_main(void *arg)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&fs->aidx_cv, &fs->aidx_mu, &until);
-		if (fs->aidx == NULL || fs->aidx_stop)
+		if (fs->aidx_stop)
 			continue;
 		pthread_mutex_unlock(&fs->aidx_mu);
+		attrs_flush(fs, false);         /* deferred attributes too */
 		aidx_flush(fs, false);
 		pthread_mutex_lock(&fs->aidx_mu);
 	}

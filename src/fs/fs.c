@@ -270,16 +270,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		 * is open (no close will follow), else at the close */
 		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
+	} else if (meta_change && (S_ISREG(in->mode) || S_ISLNK(in->mode)) &&
+		   in->in_store && !fs->o.read_only) {
+		/* a copy in place, soon (attrs_defer()): the next change or
+		 * a rename joins it */
+		pthread_mutex_lock(&fs->lock);
+		attrs_defer(fs, in);
+		pthread_mutex_unlock(&fs->lock);
 	} else if (meta_change) {
-		/* a copy in place (the data stays; a spool follows the
-		 * new ETag) */
 		err = store_attrs(fs, in);
-		if (err == 0 && in->spool != NULL) {
-			pthread_mutex_lock(&fs->lock);
-			snprintf(in->spool->base_etag,
-				 sizeof(in->spool->base_etag), "%s", in->etag);
-			pthread_mutex_unlock(&fs->lock);
-		}
 	}
 out_unlock:
 	pthread_mutex_unlock(&in->mu);
@@ -580,6 +579,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fs->scan_obj_delta--;
 		}
 		charge_force(fs, in, 0);
+		attrs_done(fs, in);
 		par = detach(fs, in);
 		in->ctime = now_real();
 		snap_note(par, name, false, false);
@@ -950,9 +950,18 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	struct fhandle *fh = fh_of(req_fs(req), fi);
+	struct objfs_fs *fs = req_fs(req);
+	struct fhandle *fh = fh_of(fs, fi);
+	int err;
 
-	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&fh->in->mu);
+	err = inode_sync(fs, fh->in);
+	if (err == 0)
+		err = attrs_sync(fs, fh->in);
+	pthread_mutex_unlock(&fh->in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	reply_err(req, err);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1386,6 +1395,7 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 	if (err != 0)
 		keep_unsaved(fs);
 	pthread_rwlock_unlock(&fs->ns);
+	attrs_flush(fs, true);
 	aidx_flush(fs, true);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",

@@ -151,6 +151,10 @@ struct inode {
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
 	bool in_store;                   /* the object (or marker) exists */
+	bool attr_dirty;                 /* attributes set here, not yet in
+					    the store's copy (a clean file
+					    or symlink; pins the inode) */
+	double attr_since;               /* when attr_dirty was set */
 	uint64_t stored_size;
 	uint64_t charged;                /* bytes counted in fs->used */
 	struct dirsnap *snap;
@@ -249,6 +253,7 @@ struct objfs_fs {
 	pthread_t scan_thread;
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
+	unsigned n_attr_dirty;          /* fs->lock: inodes with attr_dirty */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
 					   look at other files' spools */
@@ -537,6 +542,20 @@ int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in);
  * place, or a marker).  0 or an errno.  fs->ns (read) held; takes
  * fs->lock. */
 int store_attrs(struct objfs_fs *fs, struct inode *in);
+/* Attributes of a clean file or symlink are stored late (attr_dirty), so
+ * that what follows a close (utime, chmod, rename: rsync, cp -p, tar)
+ * costs one copy, not one each: attrs_defer() marks in (pinned by the
+ * caller; fs->lock held); attrs_done() clears the mark after its
+ * attributes reached the store some other way (an upload, a rename's
+ * copy) or the object went (fs->lock held, in pinned by the caller);
+ * attrs_sync() stores them now when marked (fs->ns held, in->mu held;
+ * takes fs->lock); attrs_flush() stores those marked longer than
+ * ATTR_DELAY, or all (no lock held). */
+#define ATTR_DELAY 0.5
+void attrs_defer(struct objfs_fs *fs, struct inode *in);
+void attrs_done(struct objfs_fs *fs, struct inode *in);
+int attrs_sync(struct objfs_fs *fs, struct inode *in);
+void attrs_flush(struct objfs_fs *fs, bool all);
 /* Makes an open file's data local before its object goes away.  0 or an
  * errno.  fs->ns held; takes in->mu and fs->lock. */
 int keep_open_data(struct objfs_fs *fs, struct inode *in);

@@ -190,7 +190,7 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	fs_assert_locked(fs);
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
-	if (in->dirty || in->spool != NULL)
+	if (in->dirty || in->spool != NULL || in->attr_dirty)
 		return;
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
 		free(in->link);
@@ -234,7 +234,7 @@ again:
 	}
 	in = find_child(fs, parent, name);
 	if (in != NULL) {
-		fresh = in->dirty || in->spool != NULL ||
+		fresh = in->dirty || in->spool != NULL || in->attr_dirty ||
 			(!in->in_store && !S_ISDIR(in->mode)) ||
 			now - in->attr_time < fs->o.entry_ttl;
 		if (fresh)
