@@ -33,6 +33,7 @@ void snap_put_locked(struct dirsnap *s)
 		free(s->e[i].link);
 	}
 	free(s->e);
+	free(s->after);
 	free(s);
 }
 
@@ -76,6 +77,7 @@ static struct dirsnap *snap_clone(const struct dirsnap *s)
 		return NULL;
 	*c = *s;
 	c->refs = 1;
+	c->after = NULL;        /* only whole listings are dir->snap */
 	c->e = malloc((s->n ? s->n : 1) * sizeof(*c->e));
 	if (c->e == NULL) {
 		free(c);
@@ -188,10 +190,11 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 	return 0;
 }
 
-/* Lists dir into a new snapshot installed in dir->snap; *out gets a
- * reference of its own. */
+/* Lists dir into a new snapshot (a window after prev's when prev); a
+ * whole listing is installed in dir->snap; *out gets a reference of its
+ * own. */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
-	       struct dirsnap **out)
+	       const struct dirsnap *prev, struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
 	struct dirsnap *s;
@@ -205,15 +208,30 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	if (s == NULL)
 		return ENOMEM;
 	s->refs = 1;
+	if (prev != NULL) {
+		s->base = prev->base + prev->n;
+		rq.start_after = prev->after;
+	}
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		goto out;
 	rq.prefix = dkey;
+	if (fs->o.dir_window > 0 && fs->o.dir_window < 1000)
+		rq.max_keys = fs->o.dir_window;
 	do {
 		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
 
+		if (s->n >= fs->o.dir_window && token != NULL) {
+			/* a window is full: the next one starts after the
+			 * last key listed (a start, not a token: tokens may
+			 * not last) */
+			free(token);
+			token = NULL;
+			s->more = true;
+			break;
+		}
 		rq.continuation = token;
 		err = objfs_store_list(fs->store, &rq, &pg);
 		free(token);
@@ -233,6 +251,20 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 					    sizeof(name)))
 				err = snap_add(s, &cap, name, true, 0, NULL, NULL);
 		}
+		if (err == 0 && pg.next != NULL) {
+			/* the last key or prefix of the page */
+			const char *last = pg.n_entries > 0 ?
+				pg.entries[pg.n_entries - 1].key : NULL;
+
+			if (pg.n_prefixes > 0 &&
+			    (last == NULL ||
+			     strcmp(pg.prefixes[pg.n_prefixes - 1], last) > 0))
+				last = pg.prefixes[pg.n_prefixes - 1];
+			free(s->after);
+			s->after = last != NULL ? strdup(last) : NULL;
+			if (last != NULL && s->after == NULL)
+				err = ENOMEM;
+		}
 		token = pg.next;
 		pg.next = NULL;
 		objfs_list_page_release(&pg);
@@ -240,9 +272,14 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	if (err != 0)
 		goto out;
 
+	if (!s->more) {
+		free(s->after);
+		s->after = NULL;
+	}
 	pthread_mutex_lock(&fs->lock);
-	/* names created here and not yet uploaded */
-	for (c = dir->child; c != NULL && err == 0; c = c->sib_next) {
+	/* names created here and not yet uploaded (a whole listing only) */
+	for (c = prev == NULL && !s->more ? dir->child : NULL;
+	     c != NULL && err == 0; c = c->sib_next) {
 		if (c->linked && !c->in_store && !S_ISDIR(c->mode))
 			err = snap_add(s, &cap, c->name, false, c->size, NULL,
 				       &c->mtime);
@@ -260,9 +297,11 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		}
 		s->n = j;
 		s->time = now_mono();
-		snap_drop(dir);
-		dir->snap = s;
-		s->refs++;
+		if (prev == NULL && !s->more) {
+			snap_drop(dir);
+			dir->snap = s;
+			s->refs++;
+		}
 		*out = s;
 		s = NULL;
 	}

@@ -51,6 +51,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->cache_size = 1ULL << 30;
 	o->volrec_ttl = 30.0;
 	o->usage_refresh = 600.0;
+	o->dir_window = SNAP_WINDOW;
 }
 
 /* The FUSE boundary: store errors a file system call cannot mean
@@ -1112,13 +1113,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf = NULL;
 	size_t pos = 0;
 	uint64_t i;
+	bool windowed;
 	int err = 0;
 
 	if (dir == NULL) {
 		reply_err(req, ENOENT);
 		return;
 	}
-	if (off == 0 || dh->snap == NULL) {
+	s = dh->snap;
+	if (off == 0 || s == NULL || (off >= 2 && (uint64_t)off - 2 < s->base)) {
+		/* from the start (or back before this window) */
 		struct dirsnap *old = dh->snap;
 
 		s = NULL;
@@ -1130,7 +1134,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pthread_mutex_unlock(&fs->lock);
 		if (s == NULL)
-			err = snap_build(fs, dir, &s);
+			err = snap_build(fs, dir, NULL, &s);
 		if (err != 0)
 			goto out;
 		pthread_mutex_lock(&fs->lock);
@@ -1138,8 +1142,24 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		snap_put_locked(old);
 		pthread_mutex_unlock(&fs->lock);
 	}
-	s = dh->snap;
-	if (plus)
+	while (s->more && (uint64_t)off >= s->base + s->n + 2) {
+		/* a large directory: its next window */
+		struct dirsnap *next = NULL;
+
+		err = snap_build(fs, dir, s, &next);
+		if (err != 0)
+			goto out;
+		pthread_mutex_lock(&fs->lock);
+		dh->snap = next;
+		snap_put_locked(s);
+		pthread_mutex_unlock(&fs->lock);
+		s = next;
+	}
+	/* a window of a large directory gives names only: no attributes,
+	 * no inodes (the kernel looks up what it needs), so listing it
+	 * takes bounded memory */
+	windowed = s->more || s->base > 0;
+	if (plus && !windowed)
 		snap_fetch_attrs(fs, dir, s);
 	buf = malloc(size);
 	if (buf == NULL) {
@@ -1147,7 +1167,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	pthread_mutex_lock(&fs->lock);
-	for (i = (uint64_t)off; i < s->n + 2; i++) {
+	for (i = (uint64_t)off; i < s->base + s->n + 2; i++) {
 		const char *name;
 		struct fuse_entry_param e;
 		struct inode *in = NULL;
@@ -1159,11 +1179,17 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			name = i == 0 ? "." : "..";
 			e.attr.st_ino = i == 0 ? dir->ino : FUSE_ROOT_ID;
 			e.attr.st_mode = S_IFDIR;
+		} else if (i - 2 < s->base) {
+			continue;       /* not in this window (cannot happen) */
 		} else {
-			const struct dent *d = &s->e[i - 2];
+			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus) {
+			if (plus && windowed) {
+				/* ino 0: the kernel makes no dentry of it */
+				e.attr.st_ino = name_ino(name);
+				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;
+			} else if (plus) {
 				in = dent_inode(fs, dir, d, &created);
 				if (in == NULL) {
 					err = ENOMEM;
@@ -1451,6 +1477,8 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	fs->store = store;
 	fs->log = log;
 	fs->o = *opts;
+	if (fs->o.dir_window == 0)
+		fs->o.dir_window = SNAP_WINDOW;
 	if (fs->o.ra_chunk == 0)
 		fs->o.ra_chunk = 1ULL << 20;
 	if (fs->o.ra_chunks > RA_MAX)

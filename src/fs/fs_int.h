@@ -96,13 +96,21 @@ struct dent {
 	char *link;             /* a symlink's target from the index, or NULL */
 };
 
-/* A directory listing; shared by readdir handles (refs, fs->lock). */
+/* A directory listing; shared by readdir handles (refs, fs->lock).  A
+ * directory of more than o.dir_window (SNAP_WINDOW) names is listed in
+ * windows of about that many (bounded memory): e[0] is the name at offset base of the whole
+ * listing, and `after` the key the next window starts after (more).  Only
+ * a whole listing (base 0, !more) becomes dir->snap. */
+#define SNAP_WINDOW 20000
 struct dirsnap {
 	unsigned refs;
 	size_t n;
 	struct dent *e;
 	double time;
 	bool attrs_done;
+	uint64_t base;
+	bool more;
+	char *after;
 };
 
 /* A multipart upload fed while a file is written sequentially: every
@@ -477,10 +485,13 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
 /* Keeps dir's listing current after a local change: name added (add) or
  * removed.  fs->lock held. */
 void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
-/* Lists dir (pinned by the caller) into a new snapshot installed as
- * dir->snap; *out gets a reference of its own (snap_put_locked()).  0 or
- * an errno.  Takes fs->lock (store I/O without it). */
-int snap_build(struct objfs_fs *fs, struct inode *dir, struct dirsnap **out);
+/* Lists dir (pinned by the caller) into a new snapshot; *out gets a
+ * reference of its own (snap_put_locked()).  prev: NULL for the first
+ * window (a whole listing is installed as dir->snap), else the window
+ * this one follows.  0 or an errno.  Takes fs->lock (store I/O without
+ * it). */
+int snap_build(struct objfs_fs *fs, struct inode *dir,
+	       const struct dirsnap *prev, struct dirsnap **out);
 /* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
  * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,

@@ -261,7 +261,7 @@ again:
 
 		relisted = true;
 		pthread_mutex_unlock(&fs->lock);
-		err = snap_build(fs, parent, &s);
+		err = snap_build(fs, parent, NULL, &s);
 		pthread_mutex_lock(&fs->lock);
 		if (s != NULL)
 			snap_put_locked(s);
