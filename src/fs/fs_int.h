@@ -111,6 +111,7 @@ struct dirsnap {
 	uint64_t base;
 	bool more;
 	char *after;
+	size_t misses;          /* lookups it could not answer (stale) */
 };
 
 /* A multipart upload fed while a file is written sequentially: every

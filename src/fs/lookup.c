@@ -253,10 +253,13 @@ again:
 			goto out_locked;
 		}
 	} else if (!relisted && parent->snap != NULL &&
-		   parent->snap->n < SNAP_RELIST_MAX) {
-		/* a small directory listed before: one LIST answers this
-		 * lookup and the next ones for dir_ttl (a HEAD and a LIST
-		 * per name otherwise, when many files are created) */
+		   (parent->snap->n < SNAP_RELIST_MAX ||
+		    ++parent->snap->misses * 2 >= parent->snap->n / SNAP_RELIST_MAX)) {
+		/* a directory listed before: one LIST (a page per 1,000
+		 * names) answers this lookup and the next ones for dir_ttl;
+		 * a large one is listed again once the lookups it missed
+		 * since cost as much as that (a HEAD and a LIST each: many
+		 * files created, or looked up, in it) */
 		struct dirsnap *s = NULL;
 
 		relisted = true;
