@@ -15,8 +15,9 @@
 #   git      git clone (--no-local: packs, refs, a checkout) onto the volume
 #   cp-out   cp -r of the extracted tree back to local disk (cold mount)
 #   rm-rf    rm -rf of the three copies
-# Beside each time: the mount process's CPU seconds, its CPU seconds per
-# GiB moved, and objfs's store requests per file.
+# Beside each time: the mount process's CPU seconds per GiB moved, and
+# objfs's store requests per file the step handles (rm-rf: the three
+# copies; git: the clone's files, .git included).
 #
 # Smaller: TREE_FILES=200 sh bench/work.sh;  TOOLS="objfs s3fs" sh bench/work.sh
 set -eu
@@ -46,6 +47,10 @@ BYTES=$(du -sb "$SRC" | awk '{ print $1 }')
 tar cf "$W/src/tree.tar" -C "$W/src" tree
 git -C "$SRC" init -q && git -C "$SRC" add -A &&
 	git -C "$SRC" -c user.name=bench -c user.email=bench@objfs commit -qm tree
+# files each step writes, reads or removes (for requests per file)
+git clone -q --no-local "$SRC" "$W/src/clone"
+GITF=$(find "$W/src/clone" -type f | wc -l)
+rm -rf "$W/src/clone"
 
 RES=$W/results
 : >"$RES"
@@ -85,7 +90,11 @@ done
 
 echo
 echo "workloads on $SERVER ($EP): a tree of $TREE_FILES files, $((BYTES / 1024)) KiB"
-awk -v bytes="$BYTES" -v files="$TREE_FILES" '
+awk -v bytes="$BYTES" -v files="$TREE_FILES" -v gitf="$GITF" '
+BEGIN {
+	nf["tar"] = files; nf["rsync"] = files; nf["git"] = gitf
+	nf["cp-out"] = files; nf["rm-rf"] = 2 * files + gitf
+}
 {
 	if (!($1 in seen)) { seen[$1] = 1; tools[++nt] = $1 }
 	if (!(($2) in mseen)) { mseen[$2] = 1; ms[++nm] = $2 }
@@ -107,7 +116,7 @@ END {
 		for (k = 2; k <= nt; k++)
 			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
 		q = r["objfs", n]
-		if (q != "" && q != "-") printf " %9.2f", q / files; else printf " %9s", "-"
+		if (q != "" && q != "-") printf " %9.2f", q / nf[n]; else printf " %9s", "-"
 		for (k = 1; k <= nt; k++) printf " %14.1f", c[tools[k], n] / gib
 		printf "\n"
 	}
