@@ -480,6 +480,8 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 				p.fa = d->fa;
 				p.meta_mask = d->meta_mask;
 				apply_probe(fs, in, &p);
+				if (!d->is_dir && d->etag[0] != '\0')
+					in->lm = d->mtime;
 				if (in->link == NULL && d->link != NULL)
 					in->link = strdup(d->link);
 			}
@@ -505,6 +507,8 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 	snprintf(in->etag, sizeof(in->etag), "%s", d->etag);
 	if (d->link != NULL)
 		in->link = strdup(d->link);
+	if (!d->is_dir && d->etag[0] != '\0' && d->have_attr)
+		in->lm = d->mtime;
 	if (d->have_attr) {
 		in->meta_mask = d->meta_mask;
 		in->uid = d->fa.uid;

@@ -157,6 +157,10 @@ struct inode {
 	struct timespec ctime;
 	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
 	unsigned meta_mask;              /* OBJFS_FATTR_* its metadata holds */
+	struct timespec lm;              /* its Last-Modified as listed, when
+					    its attributes came with a listing
+					    (else 0): a fresh listing showing
+					    the same ETag and this renews them */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
 	bool in_store;                   /* the object (or marker) exists */

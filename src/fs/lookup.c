@@ -203,6 +203,8 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	in->size = p->size;
 	in->stored_size = p->size;
 	in->meta_mask = p->meta_mask;
+	in->lm.tv_sec = 0;      /* not known from a HEAD (dent_inode() sets it) */
+	in->lm.tv_nsec = 0;
 	snprintf(in->etag, sizeof(in->etag), "%s", p->etag);
 	if (!S_ISDIR(in->mode) && in->charged != p->size)
 		in->charged = p->size;  /* the scan counts other writers */
@@ -240,6 +242,27 @@ again:
 		if (fresh)
 			goto found;
 		want_dir = S_ISDIR(in->mode);
+		if (!want_dir && in->lm.tv_sec != 0 && parent->snap != NULL &&
+		    now - parent->snap->time < fs->o.dir_ttl) {
+			/* a fresh listing shows the version whose attributes
+			 * we hold (ETag and Last-Modified): still good */
+			bool seen;
+			size_t i = snap_find(parent->snap, name, &seen);
+			const struct dent *d = &parent->snap->e[i];
+
+			if (seen && !d->is_dir && strcmp(d->etag, in->etag) == 0 &&
+			    d->mtime.tv_sec == in->lm.tv_sec &&
+			    d->mtime.tv_nsec == in->lm.tv_nsec) {
+				in->attr_time = now;
+				goto found;
+			}
+		} else if (!want_dir && in->lm.tv_sec != 0 && !relisted &&
+			   parent->snap != NULL &&
+			   (parent->snap->n < SNAP_RELIST_MAX ||
+			    ++parent->snap->misses * 2 >=
+			    parent->snap->n / SNAP_RELIST_MAX)) {
+			goto relist;
+		}
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
@@ -260,8 +283,10 @@ again:
 		 * a large one is listed again once the lookups it missed
 		 * since cost as much as that (a HEAD and a LIST each: many
 		 * files created, or looked up, in it) */
-		struct dirsnap *s = NULL;
+		struct dirsnap *s;
 
+relist:
+		s = NULL;
 		relisted = true;
 		pthread_mutex_unlock(&fs->lock);
 		err = snap_build(fs, parent, NULL, &s);
