@@ -73,6 +73,7 @@ wait_count() {
 
 # do_mount TOOL PREFIX MNT: mounts in the background, sets PID
 do_mount() {
+	MTOOL=$1
 	mkdir -p "$3"
 	case "$1" in
 	objfs|objfs-unsigned)
@@ -116,8 +117,12 @@ do_umount() {
 	i=0
 	while kill -0 "$2" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 	kill -9 "$2" 2>/dev/null || true
-	REQ=$(grep -o 'store requests: total=[0-9]*' "$W/objfs-mount.log" 2>/dev/null |
-	      tail -n 1 | sed 's/.*=//')
+	REQ=-
+	case $MTOOL in
+	objfs*)
+		REQ=$(grep -o 'store requests: total=[0-9]*' "$W/objfs-mount.log" 2>/dev/null |
+		      tail -n 1 | sed 's/.*=//') ;;
+	esac
 	REQ=${REQ:--}
 }
 
