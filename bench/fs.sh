@@ -5,15 +5,26 @@
 # OBJFS_BENCH_S3_ENV=path/to/env).  Run by hand as root from a
 # build tree:  sh bench/fs.sh   (never part of make check).
 #
-# Measured per filesystem:
+# Every phase runs on a mount of its own (so each one's requests and CPU
+# time are its own), measured per filesystem:
 #   write    sequential write of SIZE_MB MiB, until the object is in the store
 #            (rclone uploads after close: we wait for the object)
 #   read     cold read of it on a fresh mount (page cache dropped)
 #   reread   the same read again (cached)
 #   create   FILES files of 4 KiB, until all are in the store
-#   ls -l    `ls -l` of a directory of LS_FILES objects on a fresh mount
+#   ls -l    `ls -l` of a directory of LS_FILES files on a fresh mount
+#   find -ls `find -ls` of it on a fresh mount
+#   du       `du -s` of it on a fresh mount
+#   rm       `rm` of the FILES files on a fresh mount
 #   VmHWM    peak resident memory of the mount process over all of the above
-# and, for the cold-read target, one curl GET of objfs's object (same server).
+# The LS_FILES files are written through an objfs mount (16 writers), so
+# they carry objfs's attributes as a volume in use does.
+#
+# Beside the times: objfs's requests (counted by its retry layer, logged at
+# unmount) per file or per GiB, the CPU seconds of each mount process per
+# phase, and the raw request floor of the server: FILES sequential PUTs,
+# HEADs and DELETEs of 4 KiB objects and their LIST (objfs-store-tool
+# floor), one curl PUT and one curl GET of SIZE_MB MiB.
 #
 # Smaller runs: SIZE_MB=256 FILES=200 LS_FILES=2000 sh bench/fs.sh
 # Choose tools: TOOLS="objfs s3fs" sh bench/fs.sh
@@ -25,118 +36,45 @@ set -eu
 SIZE_MB=${SIZE_MB:-1024}
 FILES=${FILES:-1000}
 LS_FILES=${LS_FILES:-10000}
-TOOLS=${TOOLS:-"objfs objfs-unsigned s3fs rclone"}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-SERVER=${OBJFS_BENCH_SERVER:-swift}
-B=${OBJFS_BUILDDIR:-$HERE}
-MOUNT=$B/objfs-mount
-TOOL=$B/tests/integration/objfs-store-tool
+TOOLS=${TOOLS:-"objfs s3fs rclone"}
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || { echo "bench/fs.sh: run as root" >&2; exit 1; }
-[ -x "$MOUNT" ] && [ -x "$TOOL" ] || { echo "bench/fs.sh: build first (make)" >&2; exit 1; }
-
-W=$(mktemp -d /tmp/objfs-bench-fs.XXXXXX)
-OWN_SERVER=0
-MNT_PIDS=""
-cleanup() {
-	for m in "$W"/mnt-*; do
-		[ -d "$m" ] || continue
-		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
-	done
-	for p in $MNT_PIDS; do kill "$p" 2>/dev/null || true; done
-	[ $OWN_SERVER -eq 1 ] && timeout 60 sh "$HERE/tests/s3server/$SERVER.sh" stop "$W/s3" >/dev/null 2>&1 || true
-	rm -rf "$W"
-}
-trap cleanup EXIT INT TERM
-
-if [ -n "${OBJFS_BENCH_S3_ENV:-}" ]; then
-	. "$OBJFS_BENCH_S3_ENV"
-else
-	mkdir -p "$W/s3"
-	timeout 120 sh "$HERE/tests/s3server/$SERVER.sh" start "$W/s3" >/dev/null
-	OWN_SERVER=1
-	. "$W/s3/env"
+# the raw floor of the server
+"$TOOL" "s3://$BUCKET/$RUN-floor" floor f "$FILES" 4096 >"$W/floor"
+if [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
+	dd if=/dev/zero of="$W/blob" bs=1M count="$SIZE_MB" status=none
+	t0=$(now)
+	curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" \
+		--aws-sigv4 "aws:amz:$AWS_REGION:s3" \
+		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -T "$W/blob" \
+		"$EP/$BUCKET/$RUN-floor/blob" >/dev/null
+	echo "cput $(elapsed "$t0" "$(now)")" >>"$W/floor"
+	rm -f "$W/blob"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	t0=$(now)
+	curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" \
+		--aws-sigv4 "aws:amz:$AWS_REGION:s3" \
+		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -o /dev/null \
+		"$EP/$BUCKET/$RUN-floor/blob"
+	echo "cget $(elapsed "$t0" "$(now)")" >>"$W/floor"
+	"$TOOL" "s3://$BUCKET/$RUN-floor" del blob
 fi
-EP=$OBJFS_TEST_S3_ENDPOINT
-BUCKET=$OBJFS_TEST_S3_BUCKET
-export AWS_ENDPOINT_URL="$EP" AWS_REGION="$OBJFS_TEST_S3_REGION"
-export AWS_ACCESS_KEY_ID="$OBJFS_TEST_S3_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$OBJFS_TEST_S3_SECRET_KEY"
-RUN=bench-$$
 
-now() { date +%s.%N; }
-elapsed() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
-
-# wait_key PREFIX KEY SIZE: until KEY under PREFIX has SIZE bytes (<= 600 s)
-wait_key() {
-	i=0
-	while [ $i -lt 6000 ]; do
-		s=$("$TOOL" "s3://$BUCKET/$1" head "$2" 2>/dev/null | awk '$1 == "size" { print $2 }')
-		[ "$s" = "$3" ] && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	echo "bench: $2 never reached $3 bytes" >&2
-	return 1
-}
-
-# wait_count PREFIX SUBPREFIX N: until N keys exist under it
-wait_count() {
-	i=0
-	while [ $i -lt 6000 ]; do
-		n=$("$TOOL" "s3://$BUCKET/$1" list "$2" 2>/dev/null | wc -l)
-		[ "$n" -ge "$3" ] && return 0
-		sleep 0.2
-		i=$((i + 1))
-	done
-	echo "bench: only $n of $3 keys" >&2
-	return 1
-}
-
-# do_mount TOOL PREFIX MNT: mounts in the background, sets PID
-do_mount() {
-	mkdir -p "$3"
-	case "$1" in
-	objfs|objfs-unsigned)
-		o="spool_dir=$W,log_level=warn"
-		[ "$1" = objfs ] || o="$o,unsigned_payload"
-		"$MOUNT" -f -o "$o" "s3://$BUCKET/$2" "$3" >>"$W/objfs.log" 2>&1 &
-		PID=$! ;;
-	s3fs)
-		"$TOOL" "s3://$BUCKET" put "$2/" </dev/null >/dev/null 2>&1 || true
-		AWSACCESSKEYID=$AWS_ACCESS_KEY_ID AWSSECRETACCESSKEY=$AWS_SECRET_ACCESS_KEY \
-		s3fs "$BUCKET:/$2" "$3" -f -o "url=$EP,use_path_request_style,endpoint=$AWS_REGION,sigv4" \
-			>>"$W/s3fs.log" 2>&1 &
-		PID=$! ;;
-	rclone)
-		env -u AWS_CA_BUNDLE RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other \
-		RCLONE_CONFIG_SW_ENDPOINT="$EP" RCLONE_CONFIG_SW_REGION="$AWS_REGION" \
-		RCLONE_CONFIG_SW_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
-		RCLONE_CONFIG_SW_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
-		RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true \
-		rclone --config /dev/null mount "sw:$BUCKET/$2" "$3" --vfs-cache-mode writes \
-			--cache-dir "$W/rclone-cache" >>"$W/rclone.log" 2>&1 &
-		PID=$! ;;
-	esac
-	MNT_PIDS="$MNT_PIDS $PID"
-	i=0
-	until mountpoint -q "$3"; do
-		sleep 0.1
-		i=$((i + 1))
-		[ $i -lt 300 ] || { echo "bench: $1 did not mount" >&2; return 1; }
-	done
-}
-
-# do_umount MNT PID: prints the process's VmHWM in KiB first
-hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-do_umount() {
-	fusermount3 -u "$1" 2>/dev/null || umount -l "$1"
-	i=0
-	while kill -0 "$2" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-	kill -9 "$2" 2>/dev/null || true
-}
-
-# shared listing directory, written straight to the store
-"$TOOL" "s3://$BUCKET/$RUN-ls" put-many "d/f" "$LS_FILES" 100
+# the listing directory, written through objfs by 16 writers
+do_mount objfs "$RUN-ls" "$W/mnt-setup"
+mkdir -p "$W/mnt-setup/d"
+/usr/bin/python3 - "$W/mnt-setup/d" "$LS_FILES" <<'EOF'
+import sys
+from concurrent.futures import ThreadPoolExecutor
+d, n = sys.argv[1], int(sys.argv[2])
+def one(i):
+    with open("%s/f%06d" % (d, i), "wb") as f:
+        f.write(b"y" * 100)
+with ThreadPoolExecutor(16) as ex:
+    list(ex.map(one, range(n)))
+EOF
+do_umount "$W/mnt-setup" "$PID"
 
 RES=$W/results
 : >"$RES"
@@ -146,22 +84,17 @@ for t in $TOOLS; do
 	M=$W/mnt-$t
 	peak=0
 	keep_peak() { h=$(hwm "$PID"); [ "$h" -gt "$peak" ] && peak=$h; true; }
+	# note NAME SECONDS: one figure with the mount's CPU and requests
+	note() { echo "$t $1 $2 $CPU $REQ" >>"$RES"; }
 
 	do_mount "$t" "$P" "$M"
 	t0=$(now)
 	dd if=/dev/zero of="$M/big" bs=1M count="$SIZE_MB" status=none
 	wait_key "$P" big $((SIZE_MB * 1048576))
-	wr=$(elapsed "$t0" "$(now)")
+	s=$(elapsed "$t0" "$(now)")
 	keep_peak
 	do_umount "$M" "$PID"
-	if [ "$t" = objfs ] && [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
-		t0=$(now)
-		curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" \
-			--aws-sigv4 "aws:amz:$AWS_REGION:s3" \
-			-H x-amz-content-sha256:UNSIGNED-PAYLOAD -o /dev/null \
-			"$EP/$BUCKET/$P/big"
-		echo "curl $(elapsed "$t0" "$(now)")" >"$W/curl"
-	fi
+	note write "$s"
 
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
@@ -169,11 +102,17 @@ for t in $TOOLS; do
 	t0=$(now)
 	cat "$M/big" >/dev/null
 	rd=$(elapsed "$t0" "$(now)")
+	c0=$(cpu "$PID")
 	t0=$(now)
 	cat "$M/big" >/dev/null
 	rr=$(elapsed "$t0" "$(now)")
 	keep_peak
+	do_umount "$M" "$PID"
+	note read "$rd"
+	CPU=$(echo "$CPU $c0" | awk '{ printf "%.2f", $1 - $2 }'); REQ=-
+	note reread "$rr"
 
+	do_mount "$t" "$P" "$M"
 	mkdir -p "$M/small"
 	t0=$(now)
 	/usr/bin/python3 -c '
@@ -185,41 +124,81 @@ for i in range(n):
         f.write(blob)
 ' "$M/small" "$FILES"
 	wait_count "$P" small/ "$FILES"
-	cr=$(elapsed "$t0" "$(now)")
+	s=$(elapsed "$t0" "$(now)")
 	keep_peak
 	do_umount "$M" "$PID"
+	note create "$s"
 
-	do_mount "$t" "$RUN-ls" "$M"
+	for op in ls find du; do
+		do_mount "$t" "$RUN-ls" "$M"
+		t0=$(now)
+		case $op in
+		ls) n=$(ls -l "$M/d" | wc -l) ;;
+		find) n=$(find "$M/d" -ls | wc -l) ;;
+		du) du -s "$M/d" >/dev/null; n=$((LS_FILES + 1)) ;;
+		esac
+		s=$(elapsed "$t0" "$(now)")
+		[ "$n" -gt "$LS_FILES" ] || echo "bench: $t $op listed only $n entries" >&2
+		keep_peak
+		do_umount "$M" "$PID"
+		note "$op" "$s"
+	done
+
+	do_mount "$t" "$P" "$M"
 	t0=$(now)
-	n=$(ls -l "$M/d" | wc -l)
-	ls=$(elapsed "$t0" "$(now)")
-	[ "$n" -gt "$LS_FILES" ] || echo "bench: $t listed only $n entries" >&2
+	rm -f "$M"/small/*
+	s=$(elapsed "$t0" "$(now)")
 	keep_peak
 	do_umount "$M" "$PID"
-	echo "$t $wr $rd $rr $cr $ls $((peak / 1024))" >>"$RES"
+	n=$("$TOOL" "s3://$BUCKET/$P" list small/ 2>/dev/null | grep -vc '/$' || true)
+	[ "$n" -eq 0 ] || echo "bench: $t left $n files after rm" >&2
+	note rm "$s"
+	echo "$t vmhwm $((peak / 1024)) - -" >>"$RES"
 done
 
 echo
-echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create $FILES x 4 KiB, ls -l of $LS_FILES"
-awk '
-{ tool[NR] = $1; for (i = 2; i <= 7; i++) v[$1, i] = $i; n = NR }
+echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create and rm $FILES x 4 KiB, ls -l/find -ls/du of $LS_FILES"
+awk -v size="$SIZE_MB" -v files="$FILES" -v lsf="$LS_FILES" -v floorf="$W/floor" '
+BEGIN {
+	while ((getline l < floorf) > 0) { split(l, a, " "); fl[a[1]] = a[2] }
+	# the raw floor of each figure: seconds of the same work in bare requests
+	floor["write"] = fl["cput"]; floor["read"] = fl["cget"]
+	floor["create"] = fl["put"]; floor["rm"] = fl["del"]
+	per["write"] = size / 1024; per["read"] = size / 1024
+	per["reread"] = size / 1024; per["create"] = files; per["rm"] = files
+	per["ls"] = lsf; per["find"] = lsf; per["du"] = lsf
+	unit["write"] = "GiB"; unit["read"] = "GiB"; unit["reread"] = "GiB"
+}
+{
+	if (!($1 in seen)) { seen[$1] = 1; tools[++nt] = $1 }
+	if (!(($2) in mseen)) { mseen[$2] = 1; ms[++nm] = $2 }
+	v[$1, $2] = $3; c[$1, $2] = $4; r[$1, $2] = $5
+}
 END {
-	split("write_s read_s reread_s create_s ls-l_s VmHWM_MiB", name, " ")
-	printf "%-11s", "metric"
-	for (k = 1; k <= n; k++) printf " %10s", tool[k]
-	for (k = 2; k <= n; k++) printf " %14s", tool[k] "/objfs"
+	printf "%-8s", "figure"
+	for (k = 1; k <= nt; k++) printf " %9s", tools[k]
+	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/objfs"
+	printf " %8s %11s %9s", "floor_s", "floor/objfs", "req/unit"
+	for (k = 1; k <= nt; k++) printf " %11s", "cpu_" tools[k]
 	printf "\n"
-	for (i = 2; i <= 7; i++) {
-		printf "%-11s", name[i - 1]
-		for (k = 1; k <= n; k++) printf " %10s", v[tool[k], i]
-		for (k = 2; k <= n; k++) {
-			b = v["objfs", i]
-			if (b > 0) printf " %14.2f", v[tool[k], i] / b
-			else printf " %14s", "-"
-		}
+	for (m = 1; m <= nm; m++) {
+		n = ms[m]
+		printf "%-8s", n
+		for (k = 1; k <= nt; k++) printf " %9s", v[tools[k], n]
+		b = v["objfs", n]
+		for (k = 2; k <= nt; k++)
+			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
+		if (floor[n] != "" && b > 0) printf " %8s %11.2f", floor[n], floor[n] / b
+		else printf " %8s %11s", "-", "-"
+		q = r["objfs", n]
+		if (q != "" && q != "-" && per[n] > 0)
+			printf " %9s", sprintf("%.2f/%s", q / per[n], unit[n] != "" ? unit[n] : "f")
+		else printf " %9s", "-"
+		for (k = 1; k <= nt; k++) printf " %11s", c[tools[k], n]
 		printf "\n"
 	}
-	printf "(ratios > 1: objfs is faster or smaller)\n"
+	printf "(times in s; tool/objfs and floor/objfs > 1: objfs is faster; req/unit: objfs requests per GiB or per file; cpu_*: CPU s of the mount process; vmhwm in MiB)\n"
+	printf "raw floor: %d PUTs %s s, %d HEADs %s s, LIST %s s, %d DELETEs %s s; curl PUT %s MiB %s s, GET %s s\n",
+		files, fl["put"], files, fl["head"], fl["list"], files, fl["del"], size, fl["cput"], fl["cget"]
 }' "$RES"
-[ -f "$W/curl" ] && awk '{ printf "one curl GET of the same %s MiB object: %s s\n", '"$SIZE_MB"', $2 }' "$W/curl"
 true

@@ -641,6 +641,14 @@ out:
 		fuse_session_destroy(se);
 	objfs_fs_destroy(fs);
 	objfs_resume_destroy(rs);
+	if (store != NULL) {
+		struct objfs_store_requests rq;
+		char rbuf[512];
+
+		if (objfs_store_requests(store, &rq) == 0 &&
+		    objfs_store_requests_format(&rq, rbuf, sizeof(rbuf)) == 0)
+			objfs_info(log, "mount", "store requests: %s", rbuf);
+	}
 	objfs_store_destroy(store);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);

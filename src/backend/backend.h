@@ -441,6 +441,26 @@ int objfs_hedge_store_create(struct objfs_store *inner,
  * objfs_hedge_store_create()). */
 void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won);
 
+/* The requests a stack sent: every try of every op the retry layer
+ * passed to the store below it (one op of the S3 leaf is one HTTP
+ * request, but for del_many of more than OBJFS_DELETE_BATCH keys and
+ * copies of objects over 5 GiB), indexed in this order:
+ *   get put head list copy del del_many mpu_create mpu_part mpu_complete
+ *   mpu_abort */
+#define OBJFS_STORE_REQ_OPS 11
+struct objfs_store_requests {
+	uint64_t n[OBJFS_STORE_REQ_OPS];
+	uint64_t total;
+};
+/* Reads the counters of the first retry layer at or under s: 0, or ENOENT
+ * (*out zeroed) when the stack has none (the local store). */
+int objfs_store_requests(struct objfs_store *s,
+			 struct objfs_store_requests *out);
+/* "total=N get=N put=N ..." (ops never called left out) into buf.  0 or
+ * ENOSPC. */
+int objfs_store_requests_format(const struct objfs_store_requests *r,
+				char *buf, size_t cap);
+
 /* Confines inner to keys under prefix ("" allowed; a non-empty prefix is
  * normalised to end in "/").  Keys given to this store are relative to the
  * prefix; listings return relative keys.  Takes ownership of inner, also on

@@ -1,8 +1,17 @@
 /*
  * capacity.c - the volume's capacity and usage.
  *
- * `used` is one listing of the volume (scan_main(): at start and every
- * usage_refresh seconds) plus local deltas; each inode carries what it is
+ * `used` is one listing of the volume plus local deltas.  The listing is
+ * shared by the mounts of the volume through the usage document
+ * (OBJFS_USAGE_KEY: bytes, objects, when): scan_main() reads it at start
+ * and every usage_refresh seconds, and lists the volume (then writes the
+ * document) only when it is missing or older than usage_refresh; so a
+ * volume is listed about once per usage_refresh whatever the number of
+ * mounts, and a mount starts without listing it.  A mount that changed
+ * the usage writes its own view back when it stops (the figures, with the
+ * time of the listing they started from), so the next mount starts from
+ * them; changes of mounts that run at once show at the next listing.  Each
+ * inode carries what it is
  * charged (in->charged, counted in fs->used).  Every size change is
  * charged before it is made (charge(): ENOSPC past the capacity of the
  * volume record), so nothing past the capacity is ever uploaded; shrinks
@@ -17,12 +26,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "volume/docstore.h"
 #include "volume/volrec.h"
 
 /* ---- capacity (fs->lock) ---------------------------------------------- */
@@ -166,6 +177,68 @@ static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
 	return err;
 }
 
+/* The usage document: 0 with its figures when it is younger than
+ * max_age seconds (*age: how old), else ENOENT or an errno. */
+static int usage_load(struct objfs_fs *fs, double max_age, uint64_t *bytes,
+		      uint64_t *count, double *age)
+{
+	struct objfs_kv kv = OBJFS_KV_INIT;
+	const char *b, *c, *t;
+	char *end;
+	int err;
+
+	err = objfs_doc_load(fs->store, OBJFS_USAGE_KEY, &kv);
+	if (err == 0) {
+		b = objfs_kv_get(&kv, "bytes");
+		c = objfs_kv_get(&kv, "objects");
+		t = objfs_kv_get(&kv, "scanned");
+		err = b == NULL || c == NULL || t == NULL ? EINVAL : 0;
+	}
+	if (err == 0) {
+		*bytes = strtoull(b, &end, 10);
+		err = *end != '\0' ? EINVAL : 0;
+	}
+	if (err == 0) {
+		*count = strtoull(c, &end, 10);
+		err = *end != '\0' ? EINVAL : 0;
+	}
+	if (err == 0) {
+		*age = (double)time(NULL) - strtod(t, &end);
+		err = *end != '\0' ? EINVAL :
+		      *age > max_age || *age < -max_age ? ENOENT : 0;
+	}
+	objfs_kv_release(&kv);
+	return err;
+}
+
+static void usage_save(struct objfs_fs *fs, uint64_t bytes, uint64_t count,
+		       time_t scanned)
+{
+	struct objfs_kv kv = OBJFS_KV_INIT;
+	char b[32], c[32], t[32];
+	int err;
+
+	if (fs->o.read_only)
+		return;
+	snprintf(b, sizeof(b), "%" PRIu64, bytes);
+	snprintf(c, sizeof(c), "%" PRIu64, count);
+	snprintf(t, sizeof(t), "%lld", (long long)scanned);
+	err = objfs_kv_set(&kv, "bytes", b);
+	if (err == 0)
+		err = objfs_kv_set(&kv, "objects", c);
+	if (err == 0)
+		err = objfs_kv_set(&kv, "scanned", t);
+	if (err == 0)
+		err = objfs_kv_set(&kv, "writer", fs->writer);
+	if (err == 0)
+		err = objfs_doc_save(fs->store, OBJFS_USAGE_KEY, &kv,
+				     "objfs volume usage");
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "writing the usage document: %s",
+			   objfs_strerror(err));
+	objfs_kv_release(&kv);
+}
+
 void *scan_main(void *arg)
 {
 	struct objfs_fs *fs = arg;
@@ -173,6 +246,8 @@ void *scan_main(void *arg)
 	pthread_mutex_lock(&fs->lock);
 	while (!fs->stopping) {
 		uint64_t bytes, count;
+		double age = 0, wait;
+		bool listed = false;
 		int64_t pending = 0;
 		unsigned i;
 		struct inode *in;
@@ -190,13 +265,22 @@ void *scan_main(void *arg)
 		fs->scan_delta = pending;
 		fs->scan_obj_delta = 0;
 		pthread_mutex_unlock(&fs->lock);
-		err = scan_usage(fs, &bytes, &count);
+		err = usage_load(fs, fs->o.usage_refresh, &bytes, &count, &age);
+		if (err != 0) {
+			age = 0;
+			listed = true;
+			err = scan_usage(fs, &bytes, &count);
+			if (err == 0)
+				usage_save(fs, bytes, count, time(NULL));
+		}
 		pthread_mutex_lock(&fs->lock);
 		if (err == 0) {
+			fs->usage_time = time(NULL) - (time_t)age;
 			fs->used = (int64_t)bytes + fs->scan_delta;
 			fs->objects = (int64_t)count + fs->scan_obj_delta;
 			objfs_debug(fs->log, SUB, "usage: %" PRIu64 " bytes in %"
-				    PRIu64 " objects", bytes, count);
+				    PRIu64 " objects (%s)", bytes, count,
+				    listed ? "listed" : "the usage document");
 		} else if (err != ECANCELED) {
 			objfs_warn(fs->log, SUB, "usage scan: %s",
 				   objfs_strerror(err));
@@ -206,11 +290,26 @@ void *scan_main(void *arg)
 			fs->scan_done = true;
 			pthread_cond_broadcast(&fs->scan_cv);
 		}
+		/* next when the document gets stale (another mount may have
+		 * listed meanwhile) */
+		wait = err == 0 ? fs->o.usage_refresh - age : 10;
+		if (wait < 1)
+			wait = 1;
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)(err == 0 ? fs->o.usage_refresh : 10);
+		until.tv_sec += (time_t)wait;
 		while (!fs->stopping &&
 		       pthread_cond_timedwait(&fs->scan_cv, &fs->lock, &until) == 0)
 			;
+	}
+	/* this mount's view for the next one (everything is uploaded) */
+	if (fs->usage_time != 0 && (fs->scan_delta != 0 || fs->scan_obj_delta != 0)) {
+		uint64_t b = fs->used > 0 ? (uint64_t)fs->used : 0;
+		uint64_t c = fs->objects > 0 ? (uint64_t)fs->objects : 0;
+		time_t t = fs->usage_time;
+
+		pthread_mutex_unlock(&fs->lock);
+		usage_save(fs, b, c, t);
+		return NULL;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return NULL;

@@ -9,8 +9,8 @@
  * (snap_note()) while only the directory holds its snapshot, and drops it
  * when handles share it.  A snapshot is freed with its last reference;
  * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
- * entry attributes with HEADs on the pool, HEAD_BATCH at a time, once per
- * snapshot.
+ * entry attributes from the attribute index (attrindex.c), then the rest
+ * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot.
  */
 #include "config.h"
 
@@ -28,9 +28,12 @@ void snap_put_locked(struct dirsnap *s)
 	assert(s == NULL || s->refs > 0);
 	if (s == NULL || --s->refs > 0)
 		return;
-	for (i = 0; i < s->n; i++)
+	for (i = 0; i < s->n; i++) {
 		free(s->e[i].name);
+		free(s->e[i].link);
+	}
 	free(s->e);
+	free(s->after);
 	free(s);
 }
 
@@ -64,9 +67,39 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found)
 	return lo;
 }
 
+/* A private copy of s (same time), or NULL when out of memory. */
+static struct dirsnap *snap_clone(const struct dirsnap *s)
+{
+	struct dirsnap *c = calloc(1, sizeof(*c));
+	size_t i;
+
+	if (c == NULL)
+		return NULL;
+	*c = *s;
+	c->refs = 1;
+	c->after = NULL;        /* only whole listings are dir->snap */
+	c->e = malloc((s->n ? s->n : 1) * sizeof(*c->e));
+	if (c->e == NULL) {
+		free(c);
+		return NULL;
+	}
+	for (i = 0; i < s->n; i++) {
+		c->e[i] = s->e[i];
+		c->e[i].name = strdup(s->e[i].name);
+		c->e[i].link = s->e[i].link ? strdup(s->e[i].link) : NULL;
+		if (c->e[i].name == NULL ||
+		    (s->e[i].link != NULL && c->e[i].link == NULL)) {
+			c->n = i + 1;
+			snap_put_locked(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
 /* Keeps dir's listing current after a local change (fs->lock): the name
- * is added (add) or removed.  A listing that readdir handles share is
- * dropped instead, so their offsets stay valid. */
+ * is added (add) or removed.  A listing that readdir handles share stays
+ * theirs (their offsets index it): the directory gets a copy first. */
 void snap_note(struct inode *dir, const char *name, bool add,
 	       bool is_dir)
 {
@@ -77,8 +110,12 @@ void snap_note(struct inode *dir, const char *name, bool add,
 	if (s == NULL)
 		return;
 	if (s->refs > 1) {
+		struct dirsnap *c = snap_clone(s);
+
 		snap_drop(dir);
-		return;
+		if (c == NULL)
+			return;
+		dir->snap = s = c;
 	}
 	i = snap_find(s, name, &found);
 	if (add && !found) {
@@ -101,8 +138,12 @@ void snap_note(struct inode *dir, const char *name, bool add,
 	} else if (add) {
 		s->e[i].is_dir = is_dir;
 		s->e[i].have_attr = false;
+		s->e[i].ict = 0;
+		free(s->e[i].link);
+		s->e[i].link = NULL;
 	} else if (found) {
 		free(s->e[i].name);
+		free(s->e[i].link);
 		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
 		s->n--;
 	}
@@ -149,10 +190,11 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 	return 0;
 }
 
-/* Lists dir into a new snapshot installed in dir->snap; *out gets a
- * reference of its own. */
+/* Lists dir into a new snapshot (a window after prev's when prev); a
+ * whole listing is installed in dir->snap; *out gets a reference of its
+ * own. */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
-	       struct dirsnap **out)
+	       const struct dirsnap *prev, struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
 	struct dirsnap *s;
@@ -166,15 +208,30 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	if (s == NULL)
 		return ENOMEM;
 	s->refs = 1;
+	if (prev != NULL) {
+		s->base = prev->base + prev->n;
+		rq.start_after = prev->after;
+	}
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		goto out;
 	rq.prefix = dkey;
+	if (fs->o.dir_window > 0 && fs->o.dir_window < 1000)
+		rq.max_keys = fs->o.dir_window;
 	do {
 		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
 
+		if (s->n >= fs->o.dir_window && token != NULL) {
+			/* a window is full: the next one starts after the
+			 * last key listed (a start, not a token: tokens may
+			 * not last) */
+			free(token);
+			token = NULL;
+			s->more = true;
+			break;
+		}
 		rq.continuation = token;
 		err = objfs_store_list(fs->store, &rq, &pg);
 		free(token);
@@ -194,6 +251,20 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 					    sizeof(name)))
 				err = snap_add(s, &cap, name, true, 0, NULL, NULL);
 		}
+		if (err == 0 && pg.next != NULL) {
+			/* the last key or prefix of the page */
+			const char *last = pg.n_entries > 0 ?
+				pg.entries[pg.n_entries - 1].key : NULL;
+
+			if (pg.n_prefixes > 0 &&
+			    (last == NULL ||
+			     strcmp(pg.prefixes[pg.n_prefixes - 1], last) > 0))
+				last = pg.prefixes[pg.n_prefixes - 1];
+			free(s->after);
+			s->after = last != NULL ? strdup(last) : NULL;
+			if (last != NULL && s->after == NULL)
+				err = ENOMEM;
+		}
 		token = pg.next;
 		pg.next = NULL;
 		objfs_list_page_release(&pg);
@@ -201,9 +272,14 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	if (err != 0)
 		goto out;
 
+	if (!s->more) {
+		free(s->after);
+		s->after = NULL;
+	}
 	pthread_mutex_lock(&fs->lock);
-	/* names created here and not yet uploaded */
-	for (c = dir->child; c != NULL && err == 0; c = c->sib_next) {
+	/* names created here and not yet uploaded (a whole listing only) */
+	for (c = prev == NULL && !s->more ? dir->child : NULL;
+	     c != NULL && err == 0; c = c->sib_next) {
 		if (c->linked && !c->in_store && !S_ISDIR(c->mode))
 			err = snap_add(s, &cap, c->name, false, c->size, NULL,
 				       &c->mtime);
@@ -214,15 +290,18 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		for (i = 0, j = 0; i < s->n; i++) {
 			if (j > 0 && strcmp(s->e[j - 1].name, s->e[i].name) == 0) {
 				free(s->e[i].name);
+				free(s->e[i].link);
 				continue;
 			}
 			s->e[j++] = s->e[i];
 		}
 		s->n = j;
 		s->time = now_mono();
-		snap_drop(dir);
-		dir->snap = s;
-		s->refs++;
+		if (prev == NULL && !s->more) {
+			snap_drop(dir);
+			dir->snap = s;
+			s->refs++;
+		}
 		*out = s;
 		s = NULL;
 	}
@@ -259,6 +338,7 @@ static void head_run(void *arg)
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 || (t->d->is_dir && err == ENOENT)) {
 		t->d->fa = p.fa;
+		t->d->meta_mask = p.meta_mask;
 		t->d->have_attr = true;
 		t->d->marker = p.marker;
 		if (!t->d->is_dir) {
@@ -297,6 +377,8 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		return;
+	/* what the attribute index says needs no HEAD */
+	aidx_fill(fs, dkey, s);
 	objfs_group_init(&g);
 	for (i = 0, queued = 0; i < s->n; i++) {
 		struct dent *d = &s->e[i];
@@ -396,7 +478,12 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 				p.size = d->size;
 				snprintf(p.etag, sizeof(p.etag), "%s", d->etag);
 				p.fa = d->fa;
+				p.meta_mask = d->meta_mask;
 				apply_probe(fs, in, &p);
+				if (!d->is_dir && d->etag[0] != '\0')
+					in->lm = d->mtime;
+				if (in->link == NULL && d->link != NULL)
+					in->link = strdup(d->link);
 			}
 			return in;
 		}
@@ -418,7 +505,12 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 	in->charged = in->size;
 	in->in_store = d->is_dir ? d->marker : true;
 	snprintf(in->etag, sizeof(in->etag), "%s", d->etag);
+	if (d->link != NULL)
+		in->link = strdup(d->link);
+	if (!d->is_dir && d->etag[0] != '\0' && d->have_attr)
+		in->lm = d->mtime;
 	if (d->have_attr) {
+		in->meta_mask = d->meta_mask;
 		in->uid = d->fa.uid;
 		in->gid = d->fa.gid;
 		in->mtime = d->fa.mtime;

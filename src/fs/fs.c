@@ -51,6 +51,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->cache_size = 1ULL << 30;
 	o->volrec_ttl = 30.0;
 	o->usage_refresh = 600.0;
+	o->dir_window = SNAP_WINDOW;
 }
 
 /* The FUSE boundary: store errors a file system call cannot mean
@@ -194,7 +195,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *in = pin_ino(fs, ino);
 	struct stat st;
-	bool has_data, meta_change;
+	bool has_data, meta_change, open;
 	int err = 0;
 
 	if (in == NULL) {
@@ -237,6 +238,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
+	if (meta_change && !(to_set & FUSE_SET_ATTR_MTIME_NOW) &&
+	    (!(to_set & FUSE_SET_ATTR_MODE) ||
+	     (in->mode & 07777) == (attr->st_mode & 07777)) &&
+	    (!(to_set & FUSE_SET_ATTR_UID) || in->uid == attr->st_uid) &&
+	    (!(to_set & FUSE_SET_ATTR_GID) || in->gid == attr->st_gid) &&
+	    (!(to_set & FUSE_SET_ATTR_MTIME) ||
+	     (in->mtime.tv_sec == attr->st_mtim.tv_sec &&
+	      in->mtime.tv_nsec == attr->st_mtim.tv_nsec)))
+		meta_change = false;    /* what is stored already (chown to
+					   the owner, as tar and rsync do) */
 	if (to_set & FUSE_SET_ATTR_MODE)
 		in->mode = (in->mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -248,20 +259,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		in->mtime = attr->st_mtim;
 	in->ctime = now_real();
-	has_data = in->dirty || in->spool != NULL;
-	if (meta_change && has_data) {
-		in->dirty = true;
+	has_data = in->dirty;
+	if (meta_change && in->dirty) {
 		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
 			in->times_set = true;
 		state_note(fs, in);
 	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
+	open = in->nopen > 0;
 	pthread_mutex_unlock(&fs->lock);
-	if (in->dirty) {
-		/* without a handle no close will follow: save now */
-		if (fi == NULL)
+	if (has_data) {
+		/* the attributes go up with the data: now when no handle
+		 * is open (no close will follow), else at the close */
+		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
+	} else if (meta_change && (S_ISREG(in->mode) || S_ISLNK(in->mode)) &&
+		   in->in_store && !fs->o.read_only) {
+		/* a copy in place, soon (attrs_defer()): the next change or
+		 * a rename joins it */
+		pthread_mutex_lock(&fs->lock);
+		attrs_defer(fs, in);
+		pthread_mutex_unlock(&fs->lock);
 	} else if (meta_change) {
 		err = store_attrs(fs, in);
 	}
@@ -450,6 +469,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err == 0)
 		err = put_with_attrs(fs, key, &fa, link != NULL ? link : "",
 				     link != NULL ? strlen(link) : 0, &info);
+	if (err == 0 && !S_ISDIR(mode))
+		aidx_note(fs, key, info.etag, &fa, FATTR_ALL, link);
 	if (err != 0) {
 		pthread_rwlock_unlock(&fs->ns);
 		goto out;
@@ -472,6 +493,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->mtime = fa.mtime;
 		in->ctime = fa.mtime;
 		in->in_store = true;
+		in->meta_mask = FATTR_ALL;
 		in->size = S_ISLNK(mode) ? strlen(link) : 0;
 		in->stored_size = in->size;
 		in->charged = in->size;
@@ -535,13 +557,14 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	reply_err(req, EPERM);
 }
 
-/* Keeps an implied directory alive when its last entry goes away, by
- * writing its marker (ns held). */
+/* Keeps an implied directory alive when an entry goes away, by writing
+ * its marker once (ns held): cheaper than asking the store, at every
+ * unlink, whether the entry was the last one. */
 void keep_dir(struct objfs_fs *fs, struct inode *dir)
 {
 	struct objfs_fattr fa;
 	char dkey[KEYBUF];
-	bool need, used = true;
+	bool need;
 	int err;
 
 	fs_assert_ns_held(fs);
@@ -554,8 +577,6 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	fa.mtime = dir->mtime;
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
-		return;
-	if (prefix_used(fs, dkey, false, &used) != 0 || used)
 		return;
 	if (put_with_attrs(fs, dkey, &fa, "", 0, NULL) == 0) {
 		pthread_mutex_lock(&fs->lock);
@@ -610,6 +631,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fs->scan_obj_delta--;
 		}
 		charge_force(fs, in, 0);
+		attrs_done(fs, in);
 		par = detach(fs, in);
 		in->ctime = now_real();
 		snap_note(par, name, false, false);
@@ -672,6 +694,8 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = ENOTEMPTY;
 	if (err == 0)
 		err = objfs_store_del(fs->store, dkey);
+	if (err == 0)
+		aidx_drop(fs, dkey);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {
@@ -1003,9 +1027,18 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	struct fhandle *fh = fh_of(req_fs(req), fi);
+	struct objfs_fs *fs = req_fs(req);
+	struct fhandle *fh = fh_of(fs, fi);
+	int err;
 
-	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&fh->in->mu);
+	err = inode_sync(fs, fh->in);
+	if (err == 0)
+		err = attrs_sync(fs, fh->in);
+	pthread_mutex_unlock(&fh->in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	reply_err(req, err);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1156,13 +1189,16 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf = NULL;
 	size_t pos = 0;
 	uint64_t i;
+	bool windowed;
 	int err = 0;
 
 	if (dir == NULL) {
 		reply_err(req, ENOENT);
 		return;
 	}
-	if (off == 0 || dh->snap == NULL) {
+	s = dh->snap;
+	if (off == 0 || s == NULL || (off >= 2 && (uint64_t)off - 2 < s->base)) {
+		/* from the start (or back before this window) */
 		struct dirsnap *old = dh->snap;
 
 		s = NULL;
@@ -1174,7 +1210,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pthread_mutex_unlock(&fs->lock);
 		if (s == NULL)
-			err = snap_build(fs, dir, &s);
+			err = snap_build(fs, dir, NULL, &s);
 		if (err != 0)
 			goto out;
 		pthread_mutex_lock(&fs->lock);
@@ -1182,8 +1218,24 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		snap_put_locked(old);
 		pthread_mutex_unlock(&fs->lock);
 	}
-	s = dh->snap;
-	if (plus)
+	while (s->more && (uint64_t)off >= s->base + s->n + 2) {
+		/* a large directory: its next window */
+		struct dirsnap *next = NULL;
+
+		err = snap_build(fs, dir, s, &next);
+		if (err != 0)
+			goto out;
+		pthread_mutex_lock(&fs->lock);
+		dh->snap = next;
+		snap_put_locked(s);
+		pthread_mutex_unlock(&fs->lock);
+		s = next;
+	}
+	/* a window of a large directory gives names only: no attributes,
+	 * no inodes (the kernel looks up what it needs), so listing it
+	 * takes bounded memory */
+	windowed = s->more || s->base > 0;
+	if (plus && !windowed)
 		snap_fetch_attrs(fs, dir, s);
 	buf = malloc(size);
 	if (buf == NULL) {
@@ -1191,7 +1243,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	pthread_mutex_lock(&fs->lock);
-	for (i = (uint64_t)off; i < s->n + 2; i++) {
+	for (i = (uint64_t)off; i < s->base + s->n + 2; i++) {
 		const char *name;
 		struct fuse_entry_param e;
 		struct inode *in = NULL;
@@ -1203,11 +1255,17 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			name = i == 0 ? "." : "..";
 			e.attr.st_ino = i == 0 ? dir->ino : FUSE_ROOT_ID;
 			e.attr.st_mode = S_IFDIR;
+		} else if (i - 2 < s->base) {
+			continue;       /* not in this window (cannot happen) */
 		} else {
-			const struct dent *d = &s->e[i - 2];
+			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus) {
+			if (plus && windowed) {
+				/* ino 0: the kernel makes no dentry of it */
+				e.attr.st_ino = name_ino(name);
+				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;
+			} else if (plus) {
 				in = dent_inode(fs, dir, d, &created);
 				if (in == NULL) {
 					err = ENOMEM;
@@ -1441,6 +1499,8 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 	if (err != 0)
 		keep_unsaved(fs);
 	pthread_rwlock_unlock(&fs->ns);
+	attrs_flush(fs, true);
+	aidx_flush(fs, true);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",
 			    objfs_strerror(err));
@@ -1495,6 +1555,8 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	fs->store = store;
 	fs->log = log;
 	fs->o = *opts;
+	if (fs->o.dir_window == 0)
+		fs->o.dir_window = SNAP_WINDOW;
 	if (fs->o.ra_chunk == 0)
 		fs->o.ra_chunk = 1ULL << 20;
 	if (fs->o.ra_chunks > RA_MAX)
@@ -1512,6 +1574,9 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
 	pthread_cond_init(&fs->scan_cv, NULL);
+	err = aidx_init(fs);
+	if (err != 0)
+		goto err_aidx;
 	objfs_budget_init(&fs->mem, fs->o.mem_limit);
 	fs->next_ino = FUSE_ROOT_ID + 1;
 	fs->root = calloc(1, sizeof(*fs->root));
@@ -1552,6 +1617,8 @@ err_root:
 err_sync:
 	free(fs->root);
 	objfs_budget_release(&fs->mem);
+	aidx_destroy(fs);
+err_aidx:
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
@@ -1580,6 +1647,10 @@ int objfs_fs_start(struct objfs_fs *fs)
 		return err;
 	}
 	fs->scan_started = true;
+	err = pthread_create(&fs->aidx_thread, NULL, aidx_main, fs);
+	if (err != 0)
+		return err;     /* the scan and pool stop at destroy */
+	fs->aidx_started = true;
 	return 0;
 }
 
@@ -1597,6 +1668,13 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 	if (fs->scan_started)
 		pthread_join(fs->scan_thread, NULL);
+	pthread_mutex_lock(&fs->aidx_mu);
+	fs->aidx_stop = true;
+	pthread_cond_broadcast(&fs->aidx_cv);
+	pthread_mutex_unlock(&fs->aidx_mu);
+	if (fs->aidx_started)
+		pthread_join(fs->aidx_thread, NULL);
+	aidx_flush(fs, true);
 	objfs_pool_destroy(fs->pool);
 	while (fs->handles != NULL)
 		fh_free(fs->handles);   /* the kernel never released them */
@@ -1616,6 +1694,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	free(fs->root);
 	ra_buf_drain(fs);
 	objfs_budget_release(&fs->mem);
+	aidx_destroy(fs);
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);

@@ -55,6 +55,9 @@ struct objfs_fs_opts {
 	uint64_t cache_size;        /* its bound in bytes: 1 GiB */
 	double volrec_ttl;          /* re-read the volume record after: 30 s */
 	double usage_refresh;       /* re-list the volume for `used` after: 600 s */
+	unsigned dir_window;        /* names a listing holds at once: 20000
+				       (larger directories are listed in
+				       windows, with names only) */
 	const char *crash_at;       /* test only, "read:NAME", "write:NAME",
 				       "rename:NAME" or "unlink:NAME": the
 				       process kills itself

@@ -18,6 +18,8 @@
  *                the usage scan
  *   rename.c     rename, and the directory rename's copy and delete of a
  *                key tree
+ *   attrindex.c  the attribute index: segments written for what this
+ *                mount writes, read to answer listings without HEADs
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
@@ -83,21 +85,33 @@
 struct dent {
 	char *name;
 	bool is_dir;
-	bool have_attr;         /* fa/size/etag from a HEAD */
+	bool have_attr;         /* fa/size/etag from a HEAD or the index */
 	bool marker;            /* a directory with a marker object */
 	uint64_t size;
 	char etag[OBJFS_ETAG_MAX];
 	struct timespec mtime;  /* Last-Modified from the listing */
 	struct objfs_fattr fa;
+	int64_t ict;            /* ct of the index entry applied, or 0 */
+	unsigned meta_mask;     /* OBJFS_FATTR_* its metadata holds (have_attr) */
+	char *link;             /* a symlink's target from the index, or NULL */
 };
 
-/* A directory listing; shared by readdir handles (refs, fs->lock). */
+/* A directory listing; shared by readdir handles (refs, fs->lock).  A
+ * directory of more than o.dir_window (SNAP_WINDOW) names is listed in
+ * windows of about that many (bounded memory): e[0] is the name at offset base of the whole
+ * listing, and `after` the key the next window starts after (more).  Only
+ * a whole listing (base 0, !more) becomes dir->snap. */
+#define SNAP_WINDOW 20000
 struct dirsnap {
 	unsigned refs;
 	size_t n;
 	struct dent *e;
 	double time;
 	bool attrs_done;
+	uint64_t base;
+	bool more;
+	char *after;
+	size_t misses;          /* lookups it could not answer (stale) */
 };
 
 /* A multipart upload fed while a file is written sequentially: every
@@ -142,9 +156,18 @@ struct inode {
 	struct timespec mtime;
 	struct timespec ctime;
 	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
+	unsigned meta_mask;              /* OBJFS_FATTR_* its metadata holds */
+	struct timespec lm;              /* its Last-Modified as listed, when
+					    its attributes came with a listing
+					    (else 0): a fresh listing showing
+					    the same ETag and this renews them */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
 	bool in_store;                   /* the object (or marker) exists */
+	bool attr_dirty;                 /* attributes set here, not yet in
+					    the store's copy (a clean file
+					    or symlink; pins the inode) */
+	double attr_since;               /* when attr_dirty was set */
 	uint64_t stored_size;
 	uint64_t charged;                /* bytes counted in fs->used */
 	struct dirsnap *snap;
@@ -239,6 +262,8 @@ struct objfs_fs {
 	int64_t scan_delta;
 	int64_t scan_obj_delta;
 	bool scan_done;
+	time_t usage_time;              /* when the listing behind `used` ran
+					   (the usage document), 0: none yet */
 	double volrec_time;
 	pthread_cond_t scan_cv;
 	bool stopping;
@@ -246,6 +271,7 @@ struct objfs_fs {
 	bool scan_started;
 	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
 	bool volrec_busy;               /* fs->lock: one on the pool */
+	unsigned n_attr_dirty;          /* fs->lock: inodes with attr_dirty */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
 					   look at other files' spools */
@@ -272,6 +298,16 @@ struct objfs_fs {
 		uint64_t hid;           /* the handle it opened, or 0 */
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
+
+	/* the attribute index (attrindex.c) */
+	pthread_mutex_t aidx_mu;        /* leaf */
+	pthread_cond_t aidx_cv;         /* wakes the flusher (aidx_mu) */
+	struct aidx_dir *aidx;          /* pending entries (aidx_mu) */
+	uint64_t aidx_seq;              /* segments written (aidx_mu) */
+	bool aidx_stop;                 /* aidx_mu */
+	bool aidx_started;
+	pthread_t aidx_thread;
+	char writer[17];                /* this mount's id in segment names */
 };
 
 /* What the store says about one name. */
@@ -281,7 +317,12 @@ struct probe {
 	uint64_t size;
 	char etag[OBJFS_ETAG_MAX];
 	struct objfs_fattr fa;
+	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
 };
+
+/* Every attribute in the metadata (what objfs writes). */
+#define FATTR_ALL (OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID | \
+		   OBJFS_FATTR_MTIME)
 
 /* ---- debug-build checks ------------------------------------------------ */
 
@@ -414,9 +455,10 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 void volrec_refresh(struct objfs_fs *fs, double max_age);
 /* The same for volrec_ttl on the pool, one at a time, returning at once
  * (statfs never waits for the store).  Takes fs->lock. */
-void volrec_refresh_async(struct objfs_fs *fs);
-/* The usage scan thread (arg: the fs): lists the volume at start and
- * every usage_refresh seconds until fs->stopping. */
+/* The usage thread (arg: the fs): reads the volume's usage document, or
+ * lists the volume when it is missing or stale, at start and every
+ * usage_refresh seconds until fs->stopping; then writes this mount's
+ * view back when it changed the usage. */
 void *scan_main(void *arg);
 
 /* ---- lookup.c: finding names in the store ---- */
@@ -458,10 +500,13 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
 /* Keeps dir's listing current after a local change: name added (add) or
  * removed.  fs->lock held. */
 void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
-/* Lists dir (pinned by the caller) into a new snapshot installed as
- * dir->snap; *out gets a reference of its own (snap_put_locked()).  0 or
- * an errno.  Takes fs->lock (store I/O without it). */
-int snap_build(struct objfs_fs *fs, struct inode *dir, struct dirsnap **out);
+/* Lists dir (pinned by the caller) into a new snapshot; *out gets a
+ * reference of its own (snap_put_locked()).  prev: NULL for the first
+ * window (a whole listing is installed as dir->snap), else the window
+ * this one follows.  0 or an errno.  Takes fs->lock (store I/O without
+ * it). */
+int snap_build(struct objfs_fs *fs, struct inode *dir,
+	       const struct dirsnap *prev, struct dirsnap **out);
 /* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
  * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
@@ -533,6 +578,20 @@ int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in);
  * place, or a marker).  0 or an errno.  fs->ns (read) held; takes
  * fs->lock. */
 int store_attrs(struct objfs_fs *fs, struct inode *in);
+/* Attributes of a clean file or symlink are stored late (attr_dirty), so
+ * that what follows a close (utime, chmod, rename: rsync, cp -p, tar)
+ * costs one copy, not one each: attrs_defer() marks in (pinned by the
+ * caller; fs->lock held); attrs_done() clears the mark after its
+ * attributes reached the store some other way (an upload, a rename's
+ * copy) or the object went (fs->lock held, in pinned by the caller);
+ * attrs_sync() stores them now when marked (fs->ns held, in->mu held;
+ * takes fs->lock); attrs_flush() stores those marked longer than
+ * ATTR_DELAY, or all (no lock held). */
+#define ATTR_DELAY 0.5
+void attrs_defer(struct objfs_fs *fs, struct inode *in);
+void attrs_done(struct objfs_fs *fs, struct inode *in);
+int attrs_sync(struct objfs_fs *fs, struct inode *in);
+void attrs_flush(struct objfs_fs *fs, bool all);
 /* Makes an open file's data local before its object goes away.  0 or an
  * errno.  fs->ns held; takes in->mu and fs->lock. */
 int keep_open_data(struct objfs_fs *fs, struct inode *in);
@@ -555,6 +614,32 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
 int sync_under(struct objfs_fs *fs, struct inode *top);
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+
+/* ---- attrindex.c: the attribute index ---- */
+
+/* Draws the writer id, makes the locks / frees what is pending.  No lock
+ * (create, destroy). */
+int aidx_init(struct objfs_fs *fs);
+void aidx_destroy(struct objfs_fs *fs);
+/* Notes that object key (a file or symlink) now has ETag etag and, in its
+ * metadata, the fields mask (OBJFS_FATTR_*) of fa (link: a symlink's
+ * target, else NULL): an entry of this mount's next segment of its
+ * directory.  Takes fs->aidx_mu (a leaf: any lock may be held). */
+void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
+	       const struct objfs_fattr *fa, unsigned mask,
+	       const char *link);
+/* Writes the pending entries of every directory (all), or of those whose
+ * entries waited long enough.  Takes fs->aidx_mu; store I/O without it;
+ * no lock held. */
+void aidx_flush(struct objfs_fs *fs, bool all);
+/* The flusher thread (arg: the fs) until fs->aidx_stop. */
+void *aidx_main(void *arg);
+/* Fills the entries of snapshot s (referenced by the caller) of the
+ * directory whose key is dir from the index; compacts it when it has many
+ * segments.  No lock held; takes fs->lock. */
+void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
+/* Deletes the index of the directory whose key is dir.  No lock held. */
+void aidx_drop(struct objfs_fs *fs, const char *dir);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

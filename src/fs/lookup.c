@@ -35,7 +35,7 @@ void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 	p->fa.uid = fs->o.uid;
 	p->fa.gid = fs->o.gid;
 	p->fa.mtime = info->mtime;
-	objfs_fattr_from_meta(&info->meta, &p->fa);
+	p->meta_mask = objfs_fattr_from_meta(&info->meta, &p->fa);
 	if (dir && !S_ISDIR(p->fa.mode))
 		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
 	if (!dir && S_ISDIR(p->fa.mode)) {
@@ -105,8 +105,32 @@ static void list_run(void *arg)
  * directory.  The HEAD of the object and the listing of "key/" run in
  * parallel, so a missing name costs one round trip.  want_dir skips the
  * object HEAD.  0, ENOENT or another errno. */
+static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
+			  struct probe *p);
+
+/* probe_key_both(), but a name known as a file (want_file) is asked for
+ * with its HEAD alone, and the listing only when it is gone (the
+ * revalidation of every open: one request instead of two). */
 static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
-		     struct probe *p)
+		     bool want_file, struct probe *p)
+{
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	int err;
+
+	if (!want_file)
+		return probe_key_both(fs, key, want_dir, p);
+	memset(p, 0, sizeof(*p));
+	err = objfs_store_head(fs->store, key, &info);
+	if (err == 0)
+		probe_from_info(fs, &info, false, p);
+	objfs_obj_info_release(&info);
+	if (err == ENOENT)
+		err = probe_key_both(fs, key, true, p);
+	return err;
+}
+
+static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
+			  struct probe *p)
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct list_task lt;
@@ -166,7 +190,7 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	fs_assert_locked(fs);
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
-	if (in->dirty || in->spool != NULL)
+	if (in->dirty || in->spool != NULL || in->attr_dirty)
 		return;
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
 		free(in->link);
@@ -178,6 +202,9 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	in->mtime = p->fa.mtime;
 	in->size = p->size;
 	in->stored_size = p->size;
+	in->meta_mask = p->meta_mask;
+	in->lm.tv_sec = 0;      /* not known from a HEAD (dent_inode() sets it) */
+	in->lm.tv_nsec = 0;
 	snprintf(in->etag, sizeof(in->etag), "%s", p->etag);
 	if (!S_ISDIR(in->mode) && in->charged != p->size)
 		in->charged = p->size;  /* the scan counts other writers */
@@ -209,12 +236,33 @@ again:
 	}
 	in = find_child(fs, parent, name);
 	if (in != NULL) {
-		fresh = in->dirty || in->spool != NULL ||
+		fresh = in->dirty || in->spool != NULL || in->attr_dirty ||
 			(!in->in_store && !S_ISDIR(in->mode)) ||
 			now - in->attr_time < fs->o.entry_ttl;
 		if (fresh)
 			goto found;
 		want_dir = S_ISDIR(in->mode);
+		if (!want_dir && in->lm.tv_sec != 0 && parent->snap != NULL &&
+		    now - parent->snap->time < fs->o.dir_ttl) {
+			/* a fresh listing shows the version whose attributes
+			 * we hold (ETag and Last-Modified): still good */
+			bool seen;
+			size_t i = snap_find(parent->snap, name, &seen);
+			const struct dent *d = &parent->snap->e[i];
+
+			if (seen && !d->is_dir && strcmp(d->etag, in->etag) == 0 &&
+			    d->mtime.tv_sec == in->lm.tv_sec &&
+			    d->mtime.tv_nsec == in->lm.tv_nsec) {
+				in->attr_time = now;
+				goto found;
+			}
+		} else if (!want_dir && in->lm.tv_sec != 0 && !relisted &&
+			   parent->snap != NULL &&
+			   (parent->snap->n < SNAP_RELIST_MAX ||
+			    ++parent->snap->misses * 2 >=
+			    parent->snap->n / SNAP_RELIST_MAX)) {
+			goto relist;
+		}
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
@@ -228,15 +276,20 @@ again:
 			goto out_locked;
 		}
 	} else if (!relisted && parent->snap != NULL &&
-		   parent->snap->n < SNAP_RELIST_MAX) {
-		/* a small directory listed before: one LIST answers this
-		 * lookup and the next ones for dir_ttl (a HEAD and a LIST
-		 * per name otherwise, when many files are created) */
-		struct dirsnap *s = NULL;
+		   (parent->snap->n < SNAP_RELIST_MAX ||
+		    ++parent->snap->misses * 2 >= parent->snap->n / SNAP_RELIST_MAX)) {
+		/* a directory listed before: one LIST (a page per 1,000
+		 * names) answers this lookup and the next ones for dir_ttl;
+		 * a large one is listed again once the lookups it missed
+		 * since cost as much as that (a HEAD and a LIST each: many
+		 * files created, or looked up, in it) */
+		struct dirsnap *s;
 
+relist:
+		s = NULL;
 		relisted = true;
 		pthread_mutex_unlock(&fs->lock);
-		err = snap_build(fs, parent, &s);
+		err = snap_build(fs, parent, NULL, &s);
 		pthread_mutex_lock(&fs->lock);
 		if (s != NULL)
 			snap_put_locked(s);
@@ -251,9 +304,9 @@ again:
 	if (err != 0)
 		return err;
 
-	err = probe_key(fs, key, want_dir, &p);
+	err = probe_key(fs, key, want_dir, false, &p);
 	if (err == ENOENT && want_dir)
-		err = probe_key(fs, key, false, &p);
+		err = probe_key(fs, key, false, false, &p);
 
 	pthread_mutex_lock(&fs->lock);
 	in = find_child(fs, parent, name);
@@ -316,7 +369,7 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
-	err = probe_key(fs, key, S_ISDIR(in->mode), &p);
+	err = probe_key(fs, key, S_ISDIR(in->mode), !S_ISDIR(in->mode), &p);
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 && same_type(p.fa.mode, in->mode))
 		apply_probe(fs, in, &p);

@@ -167,6 +167,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = sync_under(fs, src);
 		if (err == 0)
 			err = rename_tree(fs, skey, dkey);
+		/* the copies have a new Last-Modified: the old entries
+		 * describe nothing any more */
+		if (err == 0)
+			aidx_drop(fs, skey);
 	} else {
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
@@ -175,14 +179,53 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
 			struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+			struct objfs_meta meta = OBJFS_META_INIT;
+			bool with_attrs;
 
 			err = inode_sync(fs, src);
+			pthread_mutex_lock(&fs->lock);
+			with_attrs = src->attr_dirty;
+			if (with_attrs) {
+				/* the copy carries the attributes set late */
+				struct objfs_fattr fa = { src->mode, src->uid,
+							  src->gid, src->mtime };
+
+				if (err == 0)
+					err = objfs_fattr_to_meta(&fa, &meta);
+				co.directive = OBJFS_META_REPLACE;
+				co.meta = &meta;
+			}
+			pthread_mutex_unlock(&fs->lock);
 			if (err == 0)
 				err = objfs_store_copy(fs->store, skey, dkey, &co,
 						       &info);
+			objfs_meta_release(&meta);
+			if (err == 0 && with_attrs) {
+				pthread_mutex_lock(&fs->lock);
+				attrs_done(fs, src);
+				src->meta_mask = FATTR_ALL;
+				pthread_mutex_unlock(&fs->lock);
+			}
 			if (err == 0)
 				err = objfs_store_del(fs->store, skey);
 			if (err == 0) {
+				struct objfs_fattr fa;
+				unsigned mask;
+				char *link;
+
+				/* the copy keeps the metadata: its entry says
+				 * what the source's did */
+				pthread_mutex_lock(&fs->lock);
+				fa.mode = src->mode;
+				fa.uid = src->uid;
+				fa.gid = src->gid;
+				fa.mtime = src->mtime;
+				mask = src->meta_mask;
+				link = src->link != NULL ? strdup(src->link) : NULL;
+				pthread_mutex_unlock(&fs->lock);
+				if (!S_ISLNK(fa.mode) || link != NULL)
+					aidx_note(fs, dkey, info.etag, &fa, mask, link);
+				free(link);
 				pthread_mutex_lock(&fs->lock);
 				if (strcmp(src->cache_etag, src->etag) == 0)
 					snprintf(src->cache_etag,

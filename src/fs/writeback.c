@@ -412,7 +412,8 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	struct objfs_source src;
 	struct objfs_fattr fa;
 	char key[KEYBUF];
-	bool linked, fix_attrs = false;
+	bool linked, fix_attrs = false, streamed = false;
+	unsigned mask;
 	int err;
 
 	fs_assert_ns_held(fs);
@@ -447,6 +448,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 			 * copy once the upload is complete */
 			if (stream_finish(fs, in, &fa, &info) == 0) {
 				fix_attrs = !same;
+				streamed = true;
 				goto done;
 			}
 			objfs_obj_info_release(&info);
@@ -495,17 +497,23 @@ done:
 		fs->scan_obj_delta++;
 	}
 	in->in_store = true;
+	mask = streamed ? FATTR_ALL & ~OBJFS_FATTR_MTIME : FATTR_ALL;
+	in->meta_mask = mask;
 	in->stored_size = in->spool->size;
 	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
 	in->attr_time = now_mono();
 	in->dirty = false;
 	in->times_set = false;
+	if (!fix_attrs)
+		attrs_done(fs, in);     /* the upload carried them */
 	if (objfs_spool_rebase(in->spool, in->spool->size, info.etag) != 0)
 		objfs_warn(fs->log, SUB, "spool journal of %s", key);
 	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_debug(fs->log, SUB, "uploaded %s", key);
+	if (!fix_attrs)
+		aidx_note(fs, key, info.etag, &fa, mask, NULL);
 	if (fix_attrs) {
 		err = store_attrs(fs, in);
 		pthread_mutex_lock(&fs->lock);
@@ -706,12 +714,14 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct objfs_fattr fa;
-	char key[KEYBUF];
+	char key[KEYBUF], *link = NULL;
 	bool dir, root, in_store;
 	int err;
 
 	fs_assert_ns_held(fs);
 	pthread_mutex_lock(&fs->lock);
+	if (in->link != NULL)
+		link = strdup(in->link);
 	root = in == fs->root;
 	dir = S_ISDIR(in->mode);
 	in_store = in->in_store;
@@ -744,6 +754,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_lock(&fs->lock);
 	if (!root)
 		in->in_store = true;
+	in->meta_mask = FATTR_ALL;
 	if (!dir && !root) {
 		/* same bytes, new ETag: the page cache stays valid */
 		if (strcmp(in->cache_etag, in->etag) == 0)
@@ -753,10 +764,103 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	}
 	in->attr_time = now_mono();
 	pthread_mutex_unlock(&fs->lock);
+	/* a symlink whose target is not known here gets no entry */
+	if (!dir && !root && (!S_ISLNK(fa.mode) || link != NULL))
+		aidx_note(fs, key, info.etag, &fa, FATTR_ALL, link);
 out:
+	free(link);
 	objfs_meta_release(&meta);
 	objfs_obj_info_release(&info);
 	return err;
+}
+
+void attrs_defer(struct objfs_fs *fs, struct inode *in)
+{
+	fs_assert_locked(fs);
+	if (in->attr_dirty)
+		return;
+	in->attr_dirty = true;
+	in->attr_since = now_mono();
+	in->refs++;
+	fs->n_attr_dirty++;
+}
+
+void attrs_done(struct objfs_fs *fs, struct inode *in)
+{
+	fs_assert_locked(fs);
+	if (!in->attr_dirty)
+		return;
+	assert(in->refs > 1 && fs->n_attr_dirty > 0);
+	in->attr_dirty = false;
+	in->refs--;             /* the caller's pin keeps it */
+	fs->n_attr_dirty--;
+}
+
+int attrs_sync(struct objfs_fs *fs, struct inode *in)
+{
+	bool need;
+	int err;
+
+	fs_assert_ns_held(fs);
+	fs_assert_held(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	need = in->attr_dirty;
+	if (need && (in->dirty || !in->linked)) {
+		/* the upload carries them / nothing left to store */
+		attrs_done(fs, in);
+		need = false;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!need)
+		return 0;
+	err = store_attrs(fs, in);
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0) {
+		if (in->spool != NULL)
+			snprintf(in->spool->base_etag,
+				 sizeof(in->spool->base_etag), "%s", in->etag);
+		attrs_done(fs, in);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return err;
+}
+
+void attrs_flush(struct objfs_fs *fs, bool all)
+{
+	struct inode **list = NULL, *in;
+	double now = now_mono();
+	size_t n = 0, cap, i;
+	unsigned h;
+
+	pthread_mutex_lock(&fs->lock);
+	cap = fs->n_attr_dirty;
+	if (cap > 0)
+		list = calloc(cap, sizeof(*list));
+	for (h = 0; list != NULL && h < HASH_SIZE && n < cap; h++) {
+		for (in = fs->ino_tab[h]; in != NULL && n < cap; in = in->ino_next) {
+			if (in->attr_dirty &&
+			    (all || now - in->attr_since >= ATTR_DELAY)) {
+				in->refs++;
+				list[n++] = in;
+			}
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		int err;
+
+		pthread_rwlock_rdlock(&fs->ns);
+		pthread_mutex_lock(&list[i]->mu);
+		err = attrs_sync(fs, list[i]);
+		pthread_mutex_unlock(&list[i]->mu);
+		pthread_rwlock_unlock(&fs->ns);
+		if (err != 0)
+			objfs_error(fs->log, SUB, "storing the attributes of "
+				    "inode %" PRIu64 ": %s", (uint64_t)list[i]->ino,
+				    objfs_strerror(err));
+		unpin(fs, list[i]);
+	}
+	free(list);
 }
 
 /* Makes an open file's data local before its object goes away, so open

@@ -16,6 +16,15 @@
  *   PREFIX/.objfs/volume              the volume record (volrec.h)
  *   PREFIX/.objfs/root                attributes of the volume's root
  *                                     directory (fs.c)
+ *   PREFIX/.objfs/usage               the volume's usage as the last
+ *                                     listing of it counted (bytes=,
+ *                                     objects=, scanned= seconds since the
+ *                                     epoch, writer=): shared by the
+ *                                     mounts (fs/capacity.c)
+ *   PREFIX/.objfs/attrs/H(D)/W-SEQ    the attribute index: segments
+ *                                     describing the files of the
+ *                                     directory whose key is D
+ *                                     (attrseg.h, fs/attrindex.c)
  *   .objfs-snapshots/NAME/...         a snapshot: a copy of a volume's
  *                                     objects (CSI controller)
  *   .objfs-snapshots/NAME/.objfs/snapshot   the snapshot record (catalog.h)
@@ -45,6 +54,10 @@
 /* Keys relative to a volume's prefix. */
 #define OBJFS_VOLREC_KEY OBJFS_META_DIR "/volume"
 #define OBJFS_ROOT_ATTR_KEY OBJFS_META_DIR "/root"
+/* The usage document (key=value text, fs/capacity.c). */
+#define OBJFS_USAGE_KEY OBJFS_META_DIR "/usage"
+/* The attribute index: OBJFS_ATTR_INDEX_PREFIX H(dir key) "/" segment. */
+#define OBJFS_ATTR_INDEX_PREFIX OBJFS_META_DIR "/attrs/"
 
 /* Snapshots: SNAPSHOTS/NAME/ holds the copy, the record is relative to it. */
 #define OBJFS_SNAPSHOTS_PREFIX ".objfs-snapshots"

@@ -23,6 +23,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import tempfile
 import time
 import traceback
@@ -989,6 +990,207 @@ def t_unsaved_kept(env):
         proxy.close()
 
 
+def listing_attrs(d):
+    """What `ls -l` shows of directory d: one readdir (readdirplus) and an
+    lstat per name, as ls does."""
+    out = {}
+    for e in os.scandir(d):
+        st = e.stat(follow_symlinks=False)
+        out[e.name] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns,
+                       os.readlink(e.path) if stat.S_ISLNK(st.st_mode) else None)
+    return out
+
+
+def stat_attrs(d, names):
+    """The same by name on a mount that never listed d (a HEAD each)."""
+    out = {}
+    for n in names:
+        st = os.lstat(d + "/" + n)
+        out[n] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns,
+                  os.readlink(d + "/" + n) if stat.S_ISLNK(st.st_mode) else None)
+    return out
+
+
+def store_requests(env, m):
+    """The requests an unmounted mount logged (S3 stores), as a dict."""
+    for line in reversed(open(m["log"]).read().splitlines()):
+        i = line.find("store requests: ")
+        if i >= 0:
+            return dict(kv.split("=") for kv in line[i + 16:].rstrip('"}').split())
+    return None
+
+
+def check_index_used(env, m, unindexed):
+    """On S3 stores, a listing cost no HEAD but for the root's attributes,
+    the directory's lookup (2), a subdirectory's marker and the names the
+    index has no entry for (`unindexed`).  The mount keeps attributes 60 s
+    (attr_ttl), so the lstat after the readdir never asks the store, however
+    slow the machine."""
+    r = store_requests(env, m)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        check(int(r.get("head", 0)) <= 4 + unindexed,
+              "listing answered by the index: %s" % r)
+
+
+def t_attr_index(env):
+    url = env.volume("aidx")
+    m = env.mount(url)
+    d = m["dir"] + "/d"
+    os.mkdir(d)
+    for i in range(30):
+        wfile("%s/f%02d" % (d, i), b"x" * i)
+    os.chmod(d + "/f01", 0o600)
+    os.chown(d + "/f02", 1234, 5678)
+    ns = 1234567890 * 10**9 + 123456789
+    os.utime(d + "/f03", ns=(ns, ns))
+    os.symlink("f01", d + "/l1")
+    os.symlink("/abs/elsewhere", d + "/l2")
+    os.rename(d + "/f04", d + "/g04")
+    os.mkdir(d + "/sub")
+    wfile(d + "/big", os.urandom(3 << 20))
+    env.umount(m)
+    check(len(env.keys(url, ".objfs/attrs/")) >= 1, "index segments written")
+    # a fresh mount's ls -l equals stat by name on another fresh one
+    b = env.mount(url, ["log_level=info", "attr_ttl=60", "entry_ttl=60"])
+    seen = listing_attrs(b["dir"] + "/d")
+    env.umount(b)
+    check_index_used(env, b, 1)         # g04: renamed
+    c = env.mount(url)
+    byname = stat_attrs(c["dir"] + "/d", seen.keys())
+    env.umount(c)
+    check(sorted(seen) == sorted(["f%02d" % i for i in range(30) if i != 4] +
+                                 ["g04", "l1", "l2", "sub", "big"]), "names: %s" % sorted(seen))
+    for n in seen:
+        if n != "sub":
+            check(seen[n] == byname[n], "%s: listing %s, stat %s" % (n, seen[n], byname[n]))
+    check(stat.S_IMODE(seen["f01"][0]) == 0o600, "chmod in the listing")
+    check(seen["f02"][1:3] == (1234, 5678), "chown in the listing")
+    check(seen["f03"][4] == ns, "utime in the listing")
+    check(seen["l2"][5] == "/abs/elsewhere", "symlink target")
+    # rewritten by another tool (same bytes: the same ETag; a new
+    # Last-Modified, whole seconds on some stores): the entry is not used
+    time.sleep(1.1)
+    env.tool(url, "put", "d/f01", "mode=%d" % (stat.S_IFREG | 0o604), "uid=7", "gid=8",
+             data=b"x" * 1)
+    env.tool(url, "put", "d/f05", data=b"other bytes")
+    e = env.mount(url)
+    seen = listing_attrs(e["dir"] + "/d")
+    env.umount(e)
+    check(stat.S_IMODE(seen["f01"][0]) == 0o604 and seen["f01"][1:3] == (7, 8),
+          "metadata rewritten by another tool: %o %s" % (seen["f01"][0], seen["f01"][1:3]))
+    check(seen["f05"][3] == len(b"other bytes"), "rewritten object's size")
+    check(stat.S_IMODE(seen["f05"][0]) == 0o644 and seen["f05"][1] == os.getuid(),
+          "an object without metadata has the defaults")
+    # many segments (a mount each) are merged by the next reader
+    for r in range(9):
+        m = env.mount(url)
+        wfile(m["dir"] + "/d/r%d" % r, b"r")
+        os.chmod(m["dir"] + "/d/r%d" % r, 0o640)
+        env.umount(m)
+    before = len(env.keys(url, ".objfs/attrs/"))
+    check(before >= 9, "a segment per mount (%d)" % before)
+    f = env.mount(url)
+    seen = listing_attrs(f["dir"] + "/d")
+    env.umount(f)
+    after = len(env.keys(url, ".objfs/attrs/"))
+    check(after < before, "segments compacted (%d -> %d)" % (before, after))
+    g = env.mount(url, ["log_level=info", "attr_ttl=60", "entry_ttl=60"])
+    again = listing_attrs(g["dir"] + "/d")
+    env.umount(g)
+    check(again == seen, "the compacted index says the same")
+    check_index_used(env, g, 3)         # g04, and f01, f05 from another tool
+    check(all(stat.S_IMODE(again["r%d" % r][0]) == 0o640 for r in range(9)), "merged entries")
+    # rmdir drops its index
+    h = env.mount(url)
+    for n in os.listdir(h["dir"] + "/d"):
+        p = h["dir"] + "/d/" + n
+        os.rmdir(p) if n == "sub" else os.unlink(p)
+    os.rmdir(h["dir"] + "/d")
+    env.umount(h)
+    check(env.keys(url, ".objfs/attrs/") == [], "index of a removed directory deleted")
+
+
+def t_attr_index_two_mounts(env):
+    """Two mounts change attributes in one directory at once: a fresh mount
+    lists every change, from the index."""
+    url = env.volume("aidx2")
+    a = env.mount(url)
+    b = env.mount(url)
+    os.mkdir(a["dir"] + "/d")
+    for i in range(40):
+        wfile("%s/d/f%02d" % (a["dir"], i), b"f")
+    env.umount(a)
+    a = env.mount(url)
+    want = {}
+
+    def work(m, lo, hi, mode, uid):
+        for i in range(lo, hi):
+            p = "%s/d/f%02d" % (m["dir"], i)
+            os.chmod(p, mode)
+            os.chown(p, uid, uid + 1)
+    ta = threading.Thread(target=work, args=(a, 0, 20, 0o600, 100))
+    tb = threading.Thread(target=work, args=(b, 20, 40, 0o640, 200))
+    ta.start()
+    tb.start()
+    ta.join()
+    tb.join()
+    for i in range(40):
+        want["f%02d" % i] = (0o600, 100) if i < 20 else (0o640, 200)
+    env.umount(a)
+    env.umount(b)
+    c = env.mount(url, ["log_level=info", "attr_ttl=60", "entry_ttl=60"])
+    seen = listing_attrs(c["dir"] + "/d")
+    env.umount(c)
+    check_index_used(env, c, 0)
+    for n, (mode, uid) in want.items():
+        check(stat.S_IMODE(seen[n][0]) == mode and seen[n][1:3] == (uid, uid + 1),
+              "%s: %o %s, wanted %o %d" % (n, seen[n][0], seen[n][1:3], mode, uid))
+
+
+def t_usage_shared(env):
+    """A mount starts from the volume's usage document instead of listing
+    the volume, and leaves its own view there for the next one."""
+    url = env.volume("usage")
+    env.tool(url, "capacity", str(64 << 20))
+    m = env.mount(url)
+    wfile(m["dir"] + "/a", os.urandom(3 << 20))
+    env.umount(m)
+    doc = (env.get(url, ".objfs/usage") or b"").decode()
+    check("bytes=%d" % (3 << 20) in doc and "objects=1" in doc, "usage document: %r" % doc)
+
+    def used(d):
+        sv = os.statvfs(d)
+        return (sv.f_blocks - sv.f_bfree) * sv.f_frsize
+    def settled(d, lo, hi):
+        """used once the usage thread has read the document or listed
+        (0 until then)"""
+        deadline = time.time() + 20
+        while not (lo <= used(d) <= hi) and time.time() < deadline:
+            time.sleep(0.1)
+        return used(d)
+    m = env.mount(url)
+    u = settled(m["dir"], 3 << 20, (3 << 20) + 65536)
+    check(3 << 20 <= u <= (3 << 20) + 65536, "used from the previous mount (%d)" % u)
+    env.umount(m)
+    # a fresh document is believed: no listing at start
+    now = int(time.time())
+    doc = "# objfs volume usage\nbytes=%d\nobjects=9\nscanned=%d\nwriter=test\n" % (
+        7 << 20, now)
+    env.tool(url, "put", ".objfs/usage", data=doc.encode())
+    m = env.mount(url)
+    u = settled(m["dir"], 7 << 20, (7 << 20) + 65536)
+    check(7 << 20 <= u <= (7 << 20) + 65536, "used from the document (%d)" % u)
+    env.umount(m)
+    # a stale one is not: the volume is listed again
+    doc = doc.replace("scanned=%d" % now, "scanned=1000")
+    env.tool(url, "put", ".objfs/usage", data=doc.encode())
+    m = env.mount(url)
+    u = settled(m["dir"], 3 << 20, (3 << 20) + 65536)
+    check(3 << 20 <= u <= (3 << 20) + 65536, "used listed again (%d)" % u)
+    env.umount(m)
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -1007,6 +1209,9 @@ TESTS = [
     t_crash,
     t_fuse_log,
     t_many_small_and_listing,
+    t_attr_index,
+    t_attr_index_two_mounts,
+    t_usage_shared,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):

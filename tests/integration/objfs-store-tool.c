@@ -11,6 +11,11 @@
  *   objfs-store-tool URL capacity BYTES   writes the volume record
  *   objfs-store-tool URL put-many PREFIX N SIZE   N objects PREFIXnnnnnn of
  *                                         SIZE bytes (16 threads)
+ *   objfs-store-tool URL floor PREFIX N SIZE      the raw request floor of
+ *                                         bench/: N sequential PUTs of SIZE
+ *                                         bytes, N HEADs, the LIST of them,
+ *                                         N DELETEs; prints "put S", "head
+ *                                         S", "list S", "del S" (seconds)
  *
  * URL as for objfs-mount; S3 settings from AWS_ENDPOINT_URL, AWS_REGION,
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (path-style addressing).
@@ -20,9 +25,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -80,7 +87,7 @@ out:
 	return err;
 }
 
-static int cmd_list(struct objfs_store *s, const char *prefix)
+static int cmd_list(struct objfs_store *s, const char *prefix, bool print)
 {
 	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 1000 };
 	char *token = NULL;
@@ -96,7 +103,7 @@ static int cmd_list(struct objfs_store *s, const char *prefix)
 		token = NULL;
 		if (err != 0)
 			break;
-		for (i = 0; i < pg.n_entries; i++)
+		for (i = 0; print && i < pg.n_entries; i++)
 			printf("%s\n", pg.entries[i].key);
 		token = pg.next;
 		pg.next = NULL;
@@ -164,6 +171,66 @@ static int cmd_put_many(struct objfs_store *s, const char *prefix, unsigned n,
 	return m.err;
 }
 
+static double secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One op of the floor on key i. */
+static int floor_op(struct objfs_store *s, int op, const char *key,
+		    const char *data, size_t size)
+{
+	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_source src;
+	int err;
+
+	switch (op) {
+	case 0:
+		objfs_source_mem(&src, data, size);
+		return objfs_store_put(s, key, &src, &po, NULL);
+	case 1:
+		err = objfs_store_head(s, key, &info);
+		objfs_obj_info_release(&info);
+		return err;
+	default:
+		return objfs_store_del(s, key);
+	}
+}
+
+static int cmd_floor(struct objfs_store *s, const char *prefix, unsigned n,
+		     size_t size)
+{
+	static const char *const names[] = { "put", "head", "del" };
+	char *data = calloc(1, size ? size : 1);
+	char key[1100];
+	double t0;
+	unsigned i;
+	int op, err = 0;
+
+	if (data == NULL)
+		return ENOMEM;
+	for (op = 0; op < 3 && err == 0; op++) {
+		if (op == 2) {
+			/* the listing of what the PUTs made, before the DELETEs */
+			t0 = secs();
+			err = cmd_list(s, prefix, false);
+			printf("list %.3f\n", secs() - t0);
+		}
+		t0 = secs();
+		for (i = 0; i < n && err == 0; i++) {
+			snprintf(key, sizeof(key), "%s%06u", prefix, i);
+			err = floor_op(s, op, key, data, size);
+		}
+		printf("%s %.3f\n", names[op], secs() - t0);
+	}
+	free(data);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	struct objfs_store_config cfg;
@@ -207,10 +274,13 @@ int main(int argc, char **argv)
 				       info.meta.items[i].value);
 		}
 	} else if (strcmp(argv[2], "list") == 0) {
-		err = cmd_list(s, argc > 3 ? argv[3] : "");
+		err = cmd_list(s, argc > 3 ? argv[3] : "", true);
 	} else if (strcmp(argv[2], "put-many") == 0 && argc == 6) {
 		err = cmd_put_many(s, argv[3], (unsigned)strtoul(argv[4], NULL, 10),
 				   (size_t)strtoull(argv[5], NULL, 10));
+	} else if (strcmp(argv[2], "floor") == 0 && argc == 6) {
+		err = cmd_floor(s, argv[3], (unsigned)strtoul(argv[4], NULL, 10),
+				(size_t)strtoull(argv[5], NULL, 10));
 	} else if (strcmp(argv[2], "del") == 0 && argc == 4) {
 		err = objfs_store_del(s, argv[3]);
 	} else if (strcmp(argv[2], "capacity") == 0 && argc == 4) {

@@ -36,6 +36,12 @@ void fe_setup(struct fs_env *e, void (*tune)(struct objfs_fs_opts *o))
 		tune(&o);
 	assert_int_equal(objfs_fs_create(e->store, &o, NULL, &e->fs), 0);
 	assert_int_equal(objfs_fs_start(e->fs), 0);
+	/* the usage thread's first listing (and its usage document) is
+	 * done before a test counts requests */
+	pthread_mutex_lock(&e->fs->lock);
+	while (!e->fs->scan_done)
+		pthread_cond_wait(&e->fs->scan_cv, &e->fs->lock);
+	pthread_mutex_unlock(&e->fs->lock);
 }
 
 void fe_teardown(struct fs_env *e)

@@ -1,8 +1,9 @@
 /*
  * Unit tests of lookup (src/fs/lookup.c) without FUSE, over the fault
  * layer and a local store: files, directory markers, implied directories,
- * missing and reserved names, names and keys too long, store errors, and
- * revalidation of names that vanish or change type in the store.
+ * missing and reserved names, names and keys too long, store errors,
+ * revalidation of names that vanish or change type in the store, and
+ * large directories listed in windows.
  */
 #include "config.h"
 
@@ -171,12 +172,92 @@ static void test_revalidate(void **state)
 	unpin(fs, a);
 }
 
+static void tune_window(struct objfs_fs_opts *o)
+{
+	o->dir_window = 100;
+}
+
+static int setup_window(void **state)
+{
+	return fe_setup_state(state, tune_window);
+}
+
+/* A directory larger than dir_window is listed in windows that follow
+ * one another (bounded memory), none of which becomes the directory's
+ * listing; a small one is listed whole and kept. */
+static void test_windows(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct dirsnap *s = NULL, *next = NULL;
+	struct inode *d = NULL;
+	char key[64], seen[251];
+	size_t i, total = 0, windows = 0;
+
+	for (i = 0; i < 250; i++) {
+		snprintf(key, sizeof(key), "big/n%03zu", i);
+		tu_put(e->store, key, "x", 1, NULL);
+	}
+	tu_put(e->store, "big/sub/x", "x", 1, NULL);
+	memset(seen, 0, sizeof(seen));
+	assert_int_equal(do_lookup(fs, fs->root, "big", true, &d), 0);
+	assert_int_equal(snap_build(fs, d, NULL, &s), 0);
+	for (;;) {
+		windows++;
+		assert_true(s->base == total);
+		assert_true(s->n <= 100);
+		for (i = 0; i < s->n; i++) {
+			unsigned k;
+
+			if (strcmp(s->e[i].name, "sub") == 0) {
+				assert_true(s->e[i].is_dir);
+				k = 250;
+			} else {
+				assert_int_equal(sscanf(s->e[i].name, "n%u", &k), 1);
+				assert_true(k < 250);
+			}
+			assert_int_equal(seen[k], 0);
+			seen[k] = 1;
+			if (i > 0)
+				assert_true(strcmp(s->e[i - 1].name, s->e[i].name) < 0);
+		}
+		total += s->n;
+		pthread_mutex_lock(&fs->lock);
+		assert_null(d->snap);   /* no window is the listing */
+		pthread_mutex_unlock(&fs->lock);
+		if (!s->more)
+			break;
+		assert_int_equal(snap_build(fs, d, s, &next), 0);
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(s);
+		pthread_mutex_unlock(&fs->lock);
+		s = next;
+	}
+	assert_true(total == 251);
+	assert_true(windows == 3);
+	for (i = 0; i < 251; i++)
+		assert_int_equal(seen[i], 1);
+	pthread_mutex_lock(&fs->lock);
+	snap_put_locked(s);
+	pthread_mutex_unlock(&fs->lock);
+	/* the root (two names) is listed whole and kept */
+	assert_int_equal(snap_build(fs, fs->root, NULL, &s), 0);
+	pthread_mutex_lock(&fs->lock);
+	assert_false(s->more);
+	assert_ptr_equal(fs->root->snap, s);
+	snap_put_locked(s);
+	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, d);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
 	const struct CMUnitTest tests[] = {
 		T(test_file), T(test_dirs), T(test_missing),
 		T(test_key_too_long), T(test_store_errors), T(test_revalidate),
+		cmocka_unit_test_setup_teardown(test_windows, setup_window,
+						fe_teardown_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

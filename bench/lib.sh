@@ -1,0 +1,128 @@
+# bench/lib.sh - what the filesystem benchmarks share (sourced by fs.sh and
+# work.sh; never run alone): the S3 server (started here with
+# tests/s3server/$OBJFS_BENCH_SERVER.sh: swift, the default, or rgw; or the
+# one OBJFS_BENCH_S3_ENV=path/to/env describes), the work directory $W and
+# its cleanup, and mounting, unmounting and measuring objfs, s3fs and
+# rclone.  Callers set nothing before sourcing it but the environment.
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+SERVER=${OBJFS_BENCH_SERVER:-swift}
+B=${OBJFS_BUILDDIR:-$HERE}
+MOUNT=$B/objfs-mount
+TOOL=$B/tests/integration/objfs-store-tool
+TCK=$(getconf CLK_TCK)
+
+[ "$(id -u)" -eq 0 ] || { echo "bench: run as root" >&2; exit 1; }
+[ -x "$MOUNT" ] && [ -x "$TOOL" ] || { echo "bench: build first (make)" >&2; exit 1; }
+
+W=$(mktemp -d /tmp/objfs-bench-fs.XXXXXX)
+OWN_SERVER=0
+MNT_PIDS=""
+cleanup() {
+	for m in "$W"/mnt-*; do
+		[ -d "$m" ] || continue
+		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
+	done
+	for p in $MNT_PIDS; do kill "$p" 2>/dev/null || true; done
+	[ $OWN_SERVER -eq 1 ] && timeout 60 sh "$HERE/tests/s3server/$SERVER.sh" stop "$W/s3" >/dev/null 2>&1 || true
+	rm -rf "$W"
+}
+trap cleanup EXIT INT TERM
+
+if [ -n "${OBJFS_BENCH_S3_ENV:-}" ]; then
+	. "$OBJFS_BENCH_S3_ENV"
+else
+	mkdir -p "$W/s3"
+	timeout 120 sh "$HERE/tests/s3server/$SERVER.sh" start "$W/s3" >/dev/null
+	OWN_SERVER=1
+	. "$W/s3/env"
+fi
+EP=$OBJFS_TEST_S3_ENDPOINT
+BUCKET=$OBJFS_TEST_S3_BUCKET
+export AWS_ENDPOINT_URL="$EP" AWS_REGION="$OBJFS_TEST_S3_REGION"
+export AWS_ACCESS_KEY_ID="$OBJFS_TEST_S3_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$OBJFS_TEST_S3_SECRET_KEY"
+RUN=bench-$$
+
+now() { date +%s.%N; }
+elapsed() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
+
+# wait_key PREFIX KEY SIZE: until KEY under PREFIX has SIZE bytes (<= 600 s)
+wait_key() {
+	i=0
+	while [ $i -lt 6000 ]; do
+		s=$("$TOOL" "s3://$BUCKET/$1" head "$2" 2>/dev/null | awk '$1 == "size" { print $2 }')
+		[ "$s" = "$3" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "bench: $2 never reached $3 bytes" >&2
+	return 1
+}
+
+# wait_count PREFIX SUBPREFIX N: until N keys exist under it
+wait_count() {
+	i=0
+	while [ $i -lt 6000 ]; do
+		n=$("$TOOL" "s3://$BUCKET/$1" list "$2" 2>/dev/null | wc -l)
+		[ "$n" -ge "$3" ] && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	echo "bench: only $n of $3 keys" >&2
+	return 1
+}
+
+# do_mount TOOL PREFIX MNT: mounts in the background, sets PID
+do_mount() {
+	MTOOL=$1
+	mkdir -p "$3"
+	case "$1" in
+	objfs|objfs-unsigned)
+		o="spool_dir=$W,log_level=info"
+		[ "$1" = objfs ] || o="$o,unsigned_payload"
+		: >"$W/objfs-mount.log"
+		"$MOUNT" -f -o "$o" "s3://$BUCKET/$2" "$3" >>"$W/objfs-mount.log" 2>&1 &
+		PID=$! ;;
+	s3fs)
+		"$TOOL" "s3://$BUCKET" put "$2/" </dev/null >/dev/null 2>&1 || true
+		AWSACCESSKEYID=$AWS_ACCESS_KEY_ID AWSSECRETACCESSKEY=$AWS_SECRET_ACCESS_KEY \
+		s3fs "$BUCKET:/$2" "$3" -f -o "url=$EP,use_path_request_style,endpoint=$AWS_REGION,sigv4" \
+			>>"$W/s3fs.log" 2>&1 &
+		PID=$! ;;
+	rclone)
+		env -u AWS_CA_BUNDLE RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other \
+		RCLONE_CONFIG_SW_ENDPOINT="$EP" RCLONE_CONFIG_SW_REGION="$AWS_REGION" \
+		RCLONE_CONFIG_SW_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
+		RCLONE_CONFIG_SW_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
+		RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true \
+		rclone --config /dev/null mount "sw:$BUCKET/$2" "$3" --vfs-cache-mode writes \
+			--cache-dir "$W/rclone-cache" >>"$W/rclone.log" 2>&1 &
+		PID=$! ;;
+	esac
+	MNT_PIDS="$MNT_PIDS $PID"
+	i=0
+	until mountpoint -q "$3"; do
+		sleep 0.1
+		i=$((i + 1))
+		[ $i -lt 300 ] || { echo "bench: $1 did not mount" >&2; return 1; }
+	done
+}
+
+# do_umount MNT PID: unmounts, waits for the process; sets CPU (its user +
+# system seconds, read just before) and REQ (objfs: the requests it logged)
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+do_umount() {
+	CPU=$(cpu "$2")
+	fusermount3 -u "$1" 2>/dev/null || umount -l "$1"
+	i=0
+	while kill -0 "$2" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$2" 2>/dev/null || true
+	REQ=-
+	case $MTOOL in
+	objfs*)
+		REQ=$(grep -o 'store requests: total=[0-9]*' "$W/objfs-mount.log" 2>/dev/null |
+		      tail -n 1 | sed 's/.*=//') ;;
+	esac
+	REQ=${REQ:--}
+}
+

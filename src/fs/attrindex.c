@@ -1,0 +1,596 @@
+/*
+ * attrindex.c - the attribute index: listings answer `ls -l` without a
+ * HEAD per name (the format and the rules are in volume/attrseg.h).
+ *
+ * Writing: every object this mount writes with its attributes (an upload,
+ * a chmod/chown/utime, a symlink) is noted (aidx_note()) as a pending
+ * entry of its directory, in memory.  The flusher thread (aidx_main())
+ * writes a directory's pending entries as one new segment once the first
+ * waited AIDX_DELAY seconds or AIDX_BATCH entries wait, and
+ * objfs_fs_sync_all() writes them all.  Before writing, one listing of
+ * the range of names the entries cover gives each object's Last-Modified
+ * (a PUT's answer does not carry it); an entry whose object is gone or
+ * has another ETag by then is dropped.  A crash before the flush loses
+ * only hints: those names cost a HEAD later.
+ *
+ * Reading: snap_fetch_attrs() calls aidx_fill() before its HEADs: the
+ * directory's segments are listed and fetched in parallel, and each entry
+ * whose ETag and Last-Modified match the listing fills that name (the
+ * latest ct wins).  A directory with AIDX_COMPACT segments or more is
+ * compacted by the reader: one segment with the entries in use (and the
+ * recent ones the listing does not show yet) is written, then the ones it
+ * merged are deleted; segments are immutable, so nothing another writer
+ * adds meanwhile is lost.  rmdir and a directory rename delete the
+ * directory's index (aidx_drop()).
+ *
+ * Locks: fs->aidx_mu (a leaf) guards the pending entries and the
+ * sequence; no lock is held across store I/O; entries of a snapshot are
+ * filled under fs->lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errors.h"
+#include "common/io.h"
+#include "common/log.h"
+#include "fs/fs_int.h"
+#include "volume/attrseg.h"
+
+#define AIDX_DELAY 1.0          /* seconds an entry waits for company */
+#define AIDX_BATCH 1000         /* entries that are written at once */
+#define AIDX_COMPACT 8          /* segments a reader merges into one */
+#define AIDX_RECENT 120         /* seconds an entry no listing shows yet
+				   survives a compaction */
+
+/* The pending entries of one directory (fs->aidx_mu). */
+struct aidx_dir {
+	struct aidx_dir *next;
+	double first;                   /* when the oldest entry came */
+	struct objfs_attrseg seg;       /* seg.dir: the directory key */
+};
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static struct timespec ns_ts(int64_t ns)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ns / 1000000000);
+	ts.tv_nsec = (long)(ns % 1000000000);
+	if (ts.tv_nsec < 0) {
+		ts.tv_sec--;
+		ts.tv_nsec += 1000000000;
+	}
+	return ts;
+}
+
+int aidx_init(struct objfs_fs *fs)
+{
+	uint64_t w;
+	int err;
+
+	err = objfs_random_bytes(&w, sizeof(w));
+	if (err != 0)
+		return err;
+	snprintf(fs->writer, sizeof(fs->writer), "%016" PRIx64, w);
+	pthread_mutex_init(&fs->aidx_mu, NULL);
+	pthread_cond_init(&fs->aidx_cv, NULL);
+	return 0;
+}
+
+void aidx_destroy(struct objfs_fs *fs)
+{
+	while (fs->aidx != NULL) {
+		struct aidx_dir *d = fs->aidx;
+
+		fs->aidx = d->next;
+		objfs_attrseg_release(&d->seg);
+		free(d);
+	}
+	pthread_cond_destroy(&fs->aidx_cv);
+	pthread_mutex_destroy(&fs->aidx_mu);
+}
+
+void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
+	       const struct objfs_fattr *fa, unsigned mask,
+	       const char *link)
+{
+	struct objfs_attrseg_entry e;
+	const char *slash = strrchr(key, '/');
+	size_t dl = slash != NULL ? (size_t)(slash - key) + 1 : 0;
+	struct aidx_dir *d;
+	struct timespec now = now_real();
+
+	if (etag == NULL || etag[0] == '\0' || strlen(etag) >= sizeof(e.etag) ||
+	    key[dl] == '\0')
+		return;
+	memset(&e, 0, sizeof(e));
+	e.name = (char *)(key + dl);
+	snprintf(e.etag, sizeof(e.etag), "%s", etag);
+	e.ct = ts_ns(&now);
+	e.have = ((mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
+		 ((mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
+		 ((mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
+		 ((mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
+	e.mode = fa->mode;
+	e.uid = fa->uid;
+	e.gid = fa->gid;
+	e.mtime = ts_ns(&fa->mtime);
+	e.link = (char *)link;
+	pthread_mutex_lock(&fs->aidx_mu);
+	for (d = fs->aidx; d != NULL; d = d->next) {
+		if (strlen(d->seg.dir) == dl && memcmp(d->seg.dir, key, dl) == 0)
+			break;
+	}
+	if (d == NULL) {
+		d = calloc(1, sizeof(*d));
+		if (d != NULL && (d->seg.dir = strndup(key, dl)) == NULL) {
+			free(d);
+			d = NULL;
+		}
+		if (d != NULL) {
+			d->first = now_mono();
+			d->next = fs->aidx;
+			fs->aidx = d;
+		}
+	}
+	if (d != NULL && objfs_attrseg_add(&d->seg, &e) == 0 &&
+	    d->seg.n >= AIDX_BATCH)
+		pthread_cond_broadcast(&fs->aidx_cv);
+	pthread_mutex_unlock(&fs->aidx_mu);
+}
+
+/* ---- writing a segment ------------------------------------------------ */
+
+/* The key of this mount's next segment of directory dir into buf. */
+static void next_seg_key(struct objfs_fs *fs, const char *dir, char *buf,
+			 size_t cap)
+{
+	char pfx[128];
+	uint64_t seq;
+
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	pthread_mutex_lock(&fs->aidx_mu);
+	seq = ++fs->aidx_seq;
+	pthread_mutex_unlock(&fs->aidx_mu);
+	snprintf(buf, cap, "%s%s-%08" PRIx64, pfx, fs->writer, seq);
+}
+
+static int put_seg(struct objfs_fs *fs, const struct objfs_attrseg *seg)
+{
+	struct objfs_put_opts po = { NULL, "text/plain", false };
+	struct objfs_source src;
+	char key[KEYBUF], *text = NULL;
+	size_t len;
+	int err;
+
+	err = objfs_attrseg_format(seg, &text, &len);
+	if (err != 0)
+		return err;
+	next_seg_key(fs, seg->dir, key, sizeof(key));
+	objfs_source_mem(&src, text, len);
+	err = objfs_store_put(fs->store, key, &src, &po, NULL);
+	free(text);
+	return err;
+}
+
+/* Sets the lm of every entry of seg (sorted) whose object the listing
+ * shows with the same ETag; ok[i] says which.  One LIST per page of the
+ * range the names cover (a new one where the next name lies past it). */
+static int resolve_lm(struct objfs_fs *fs, struct objfs_attrseg *seg,
+		      bool *ok)
+{
+	const char *dir = seg->dir;
+	size_t i = 0;
+	int err = 0;
+
+	while (i < seg->n && err == 0) {
+		struct objfs_list_req rq = { dir, "/", NULL, NULL, 1000 };
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		char sa[KEYBUF], name[OBJFS_NAME_MAX + 1];
+		const char *last = NULL;
+		size_t k;
+
+		/* start just before the first name not yet seen */
+		if (objfs_key_join(dir, seg->e[i].name, false, sa, sizeof(sa)) != 0) {
+			i++;
+			continue;
+		}
+		sa[strlen(sa) - 1] = '\0';
+		rq.start_after = sa[0] != '\0' ? sa : NULL;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		if (err != 0)
+			break;
+		for (k = 0; k < pg.n_entries && i < seg->n; k++) {
+			const struct objfs_list_entry *le = &pg.entries[k];
+			int c;
+
+			if (!objfs_key_child(dir, le->key, false, name, sizeof(name)))
+				continue;
+			while (i < seg->n && (c = strcmp(seg->e[i].name, name)) <= 0) {
+				if (c == 0 && strcmp(seg->e[i].etag, le->etag) == 0) {
+					seg->e[i].lm = ts_ns(&le->mtime);
+					ok[i] = true;
+				}
+				i++;
+			}
+		}
+		if (pg.n_entries > 0)
+			last = pg.entries[pg.n_entries - 1].key;
+		if (pg.n_prefixes > 0 &&
+		    (last == NULL || strcmp(pg.prefixes[pg.n_prefixes - 1], last) > 0))
+			last = pg.prefixes[pg.n_prefixes - 1];
+		if (pg.next == NULL || last == NULL) {
+			i = seg->n;     /* the rest is not in the store */
+		} else {
+			/* names up to the page's end that it did not show */
+			while (i < seg->n) {
+				char full[KEYBUF];
+
+				if (objfs_key_join(dir, seg->e[i].name, false, full,
+						   sizeof(full)) == 0 &&
+				    strcmp(full, last) > 0)
+					break;
+				i++;
+			}
+		}
+		objfs_list_page_release(&pg);
+	}
+	return err;
+}
+
+/* Writes the pending entries of one directory (taken off the list). */
+static void flush_dir(struct objfs_fs *fs, struct aidx_dir *d)
+{
+	struct objfs_attrseg out = OBJFS_ATTRSEG_INIT;
+	bool *ok;
+	size_t i;
+	int err;
+
+	objfs_attrseg_sort(&d->seg);
+	ok = calloc(d->seg.n ? d->seg.n : 1, sizeof(*ok));
+	err = ok == NULL ? ENOMEM : resolve_lm(fs, &d->seg, ok);
+	if (err == 0 && (out.dir = strdup(d->seg.dir)) == NULL)
+		err = ENOMEM;
+	for (i = 0; i < d->seg.n && err == 0; i++) {
+		if (ok[i])
+			err = objfs_attrseg_add(&out, &d->seg.e[i]);
+	}
+	if (err == 0 && out.n > 0)
+		err = put_seg(fs, &out);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "attribute index of \"%s\": %s (its "
+			   "files cost a HEAD when listed)", d->seg.dir,
+			   objfs_strerror(err));
+	free(ok);
+	objfs_attrseg_release(&out);
+	objfs_attrseg_release(&d->seg);
+	free(d);
+}
+
+void aidx_flush(struct objfs_fs *fs, bool all)
+{
+	double now = now_mono();
+
+	for (;;) {
+		struct aidx_dir **pp, *d = NULL;
+
+		pthread_mutex_lock(&fs->aidx_mu);
+		for (pp = &fs->aidx; *pp != NULL; pp = &(*pp)->next) {
+			if (all || (*pp)->seg.n >= AIDX_BATCH ||
+			    now - (*pp)->first >= AIDX_DELAY) {
+				d = *pp;
+				*pp = d->next;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&fs->aidx_mu);
+		if (d == NULL)
+			return;
+		flush_dir(fs, d);
+	}
+}
+
+void *aidx_main(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	while (!fs->aidx_stop) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 250000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&fs->aidx_cv, &fs->aidx_mu, &until);
+		if (fs->aidx_stop)
+			continue;
+		pthread_mutex_unlock(&fs->aidx_mu);
+		attrs_flush(fs, false);         /* deferred attributes too */
+		aidx_flush(fs, false);
+		pthread_mutex_lock(&fs->aidx_mu);
+	}
+	pthread_mutex_unlock(&fs->aidx_mu);
+	return NULL;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+/* Every key under prefix (all pages) into *keys (n of them, owned). */
+static int list_all(struct objfs_fs *fs, const char *prefix, char ***keys,
+		    size_t *n)
+{
+	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 1000 };
+	char *token = NULL;
+	size_t cap = 0;
+	int err;
+
+	*keys = NULL;
+	*n = 0;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		for (i = 0; err == 0 && i < pg.n_entries; i++) {
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				char **nk = realloc(*keys, nc * sizeof(*nk));
+
+				if (nk == NULL) {
+					err = ENOMEM;
+					break;
+				}
+				*keys = nk;
+				cap = nc;
+			}
+			(*keys)[*n] = pg.entries[i].key;
+			pg.entries[i].key = NULL;
+			(*n)++;
+		}
+		if (err == 0) {
+			token = pg.next;
+			pg.next = NULL;
+		}
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	free(token);
+	return err;
+}
+
+static void free_keys(char **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+/* What the segment readers of one directory share. */
+struct fill {
+	struct objfs_fs *fs;
+	const char *dir;
+	struct dirsnap *s;
+	int64_t recent;                 /* entries made after this, ns... */
+	struct objfs_attrseg keep;      /* ...that match no listed name yet
+					   (fs->lock) */
+	bool compact;
+};
+
+struct seg_task {
+	struct fill *f;
+	const char *key;
+	int err;
+};
+
+/* Applies entry e to the snapshot when it matches (fs->lock). */
+static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
+			const struct objfs_attrseg_entry *e)
+{
+	struct dent *d;
+	bool found;
+	size_t i = snap_find(s, e->name, &found);
+	mode_t mode;
+
+	if (!found)
+		return false;
+	d = &s->e[i];
+	if (d->is_dir || strcmp(d->etag, e->etag) != 0 ||
+	    ts_ns(&d->mtime) != e->lm)
+		return false;
+	if (d->ict >= e->ct)
+		return true;    /* a later entry was applied already */
+	mode = (e->have & OBJFS_ATTRSEG_MODE) ? e->mode :
+	       default_mode(fs, S_IFREG);
+	if (!S_ISREG(mode) && !S_ISLNK(mode))
+		return false;   /* a directory object: the HEAD decides */
+	d->fa.mode = mode;
+	d->fa.uid = (e->have & OBJFS_ATTRSEG_UID) ? e->uid : fs->o.uid;
+	d->fa.gid = (e->have & OBJFS_ATTRSEG_GID) ? e->gid : fs->o.gid;
+	if (e->have & OBJFS_ATTRSEG_MTIME) {
+		d->fa.mtime = ns_ts(e->mtime);
+	} else {
+		/* as a HEAD gives it: Last-Modified, whole seconds */
+		d->fa.mtime = d->mtime;
+		d->fa.mtime.tv_nsec = 0;
+	}
+	free(d->link);
+	d->link = e->link != NULL ? strdup(e->link) : NULL;
+	d->meta_mask = ((e->have & OBJFS_ATTRSEG_MODE) ? OBJFS_FATTR_MODE : 0) |
+		       ((e->have & OBJFS_ATTRSEG_UID) ? OBJFS_FATTR_UID : 0) |
+		       ((e->have & OBJFS_ATTRSEG_GID) ? OBJFS_FATTR_GID : 0) |
+		       ((e->have & OBJFS_ATTRSEG_MTIME) ? OBJFS_FATTR_MTIME : 0);
+	d->ict = e->ct;
+	d->have_attr = true;
+	return true;
+}
+
+static void seg_run(void *arg)
+{
+	struct seg_task *t = arg;
+	struct fill *f = t->f;
+	struct objfs_fs *fs = f->fs;
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(OBJFS_ATTRSEG_MAX);
+	struct objfs_get_opts go = OBJFS_GET_ALL;
+	struct objfs_attrseg seg = OBJFS_ATTRSEG_INIT;
+	struct objfs_sink sink;
+	size_t i;
+
+	objfs_sink_membuf(&sink, &mb);
+	t->err = objfs_store_get(fs->store, t->key, &go, &sink, NULL);
+	if (t->err == ERANGE)
+		t->err = 0;     /* empty */
+	if (t->err == 0)
+		t->err = objfs_attrseg_parse(mb.data != NULL ? mb.data : "",
+					     mb.len, &seg);
+	if (t->err == 0 && strcmp(seg.dir, f->dir) != 0)
+		t->err = EPROTO;        /* another directory's (a collision) */
+	if (t->err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		for (i = 0; i < seg.n; i++) {
+			if (!apply_entry(fs, f->s, &seg.e[i]) && f->compact &&
+			    seg.e[i].ct > f->recent)
+				objfs_attrseg_add(&f->keep, &seg.e[i]);
+		}
+		pthread_mutex_unlock(&fs->lock);
+	}
+	objfs_attrseg_release(&seg);
+	objfs_membuf_release(&mb);
+}
+
+/* Writes one segment with every entry in use (and the recent ones kept),
+ * then deletes the segments it merged.  */
+static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
+		    struct seg_task *tasks, size_t n)
+{
+	struct objfs_attrseg *out = &f->keep;
+	const char **del = NULL;
+	size_t i, nd = 0;
+	int err = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < f->s->n && err == 0; i++) {
+		const struct dent *d = &f->s->e[i];
+		struct objfs_attrseg_entry e;
+
+		if (d->ict == 0)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.name = d->name;
+		snprintf(e.etag, sizeof(e.etag), "%s", d->etag);
+		e.lm = ts_ns(&d->mtime);
+		e.ct = d->ict;
+		e.have = ((d->meta_mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
+			 ((d->meta_mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
+		e.mode = d->fa.mode;
+		e.uid = d->fa.uid;
+		e.gid = d->fa.gid;
+		e.mtime = ts_ns(&d->fa.mtime);
+		e.link = d->link;
+		err = objfs_attrseg_add(out, &e);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && (out->dir = strdup(f->dir)) == NULL)
+		err = ENOMEM;
+	if (err == 0 && out->n > 0)
+		err = put_seg(fs, out);
+	if (err == 0)
+		del = calloc(n, sizeof(*del));
+	for (i = 0; del != NULL && i < n; i++) {
+		/* a segment that could not be read is left alone */
+		if (tasks[i].err == 0 || tasks[i].err == ENOENT)
+			del[nd++] = keys[i];
+	}
+	if (del != NULL && nd > 0)
+		err = objfs_store_del_many(fs->store, del, nd, NULL);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "compacting the attribute index of "
+			   "\"%s\": %s", f->dir, objfs_strerror(err));
+	else
+		objfs_debug(fs->log, SUB, "attribute index of \"%s\": %zu "
+			    "segments merged into one", f->dir, nd);
+	free(del);
+}
+
+void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
+{
+	struct fill f;
+	struct seg_task *tasks = NULL;
+	struct objfs_group g;
+	char pfx[128], **keys = NULL;
+	struct timespec now = now_real();
+	size_t n = 0, i;
+	int err;
+
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	err = list_all(fs, pfx, &keys, &n);
+	if (err != 0 || n == 0)
+		goto out;
+	tasks = calloc(n, sizeof(*tasks));
+	if (tasks == NULL)
+		goto out;
+	memset(&f, 0, sizeof(f));
+	f.fs = fs;
+	f.dir = dir;
+	f.s = s;
+	f.recent = ts_ns(&now) - (int64_t)AIDX_RECENT * 1000000000;
+	f.compact = n >= AIDX_COMPACT && !fs->o.read_only;
+	objfs_group_init(&g);
+	for (i = 0; i < n; i++) {
+		tasks[i].f = &f;
+		tasks[i].key = keys[i];
+		if (fs->pool == NULL ||
+		    objfs_pool_submit(fs->pool, &g, seg_run, &tasks[i]) != 0)
+			seg_run(&tasks[i]);
+	}
+	objfs_group_wait(&g);
+	for (i = 0; i < n; i++) {
+		if (tasks[i].err != 0 && tasks[i].err != ENOENT)
+			objfs_debug(fs->log, SUB, "attribute index segment %s: "
+				    "%s (ignored)", keys[i],
+				    objfs_strerror(tasks[i].err));
+	}
+	if (f.compact)
+		compact(fs, &f, keys, tasks, n);
+	objfs_attrseg_release(&f.keep);
+out:
+	if (err != 0)
+		objfs_debug(fs->log, SUB, "listing the attribute index of "
+			    "\"%s\": %s", dir, objfs_strerror(err));
+	free(tasks);
+	free_keys(keys, n);
+}
+
+void aidx_drop(struct objfs_fs *fs, const char *dir)
+{
+	char pfx[128], **keys = NULL;
+	size_t n = 0;
+	int err;
+
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	err = list_all(fs, pfx, &keys, &n);
+	if (err == 0 && n > 0)
+		err = objfs_store_del_many(fs->store, (const char *const *)keys,
+					   n, NULL);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "deleting the attribute index of "
+			   "\"%s\": %s", dir, objfs_strerror(err));
+	free_keys(keys, n);
+}
