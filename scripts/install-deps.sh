@@ -14,12 +14,14 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
 # radosgw: the second one, a one-node Ceph RGW (tests/s3server/rgw.sh).
 # s3fs/rclone: peers measured by bench/.  psmisc: fuser for mount tests.
 # golang + sprig + yaml sources: render the Helm chart with the template
-# engine Helm uses (tests/helm), offline.
+# engine Helm uses (tests/helm), offline.  prometheus: the real server
+# that scrapes objfs-csi and objfs-mount in tests/integration/metrics.py
+# (and its promtool checks every exposition).
 TEST="libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf
   swift swift-proxy swift-object swift-container swift-account python3-swift
   memcached python3-memcache ceph-mon ceph-osd radosgw ceph-common
   curl s3fs rclone psmisc util-linux procps
-  attr file
+  attr file prometheus
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev"
 
