@@ -19,7 +19,9 @@
 # Choose tools: TOOLS="objfs s3fs" sh bench/fs.sh
 # objfs-unsigned is objfs with -o unsigned_payload: what objfs does by
 # default over https (the server here speaks plain http, where objfs hashes
-# every payload into the signature, as s3fs does).
+# every payload into the signature, as s3fs does).  objfs-nometrics is objfs
+# with -o metrics=off (nothing counted): the cost of the metrics is the
+# difference, e.g. TOOLS="objfs objfs-nometrics objfs objfs-nometrics".
 set -eu
 
 SIZE_MB=${SIZE_MB:-1024}
@@ -96,9 +98,10 @@ wait_count() {
 do_mount() {
 	mkdir -p "$3"
 	case "$1" in
-	objfs|objfs-unsigned)
+	objfs|objfs-unsigned|objfs-nometrics)
 		o="spool_dir=$W,log_level=warn"
-		[ "$1" = objfs ] || o="$o,unsigned_payload"
+		[ "$1" = objfs-unsigned ] && o="$o,unsigned_payload"
+		[ "$1" = objfs-nometrics ] && o="$o,metrics=off"
 		"$MOUNT" -f -o "$o" "s3://$BUCKET/$2" "$3" >>"$W/objfs.log" 2>&1 &
 		PID=$! ;;
 	s3fs)
@@ -141,7 +144,7 @@ do_umount() {
 RES=$W/results
 : >"$RES"
 for t in $TOOLS; do
-	command -v "$t" >/dev/null 2>&1 || [ "${t%-unsigned}" = objfs ] || { echo "bench: $t not installed, skipped" >&2; continue; }
+	command -v "$t" >/dev/null 2>&1 || [ "${t%-*}" = objfs ] || { echo "bench: $t not installed, skipped" >&2; continue; }
 	P=$RUN-$t
 	M=$W/mnt-$t
 	peak=0
