@@ -13,6 +13,8 @@
 #   create   FILES files of 4 KiB, until all are in the store
 #   ls -l    `ls -l` of a directory of LS_FILES objects on a fresh mount
 #   VmHWM    peak resident memory of the mount process over all of the above
+#   cpu      CPU time (user + system) of the mount processes over all of the
+#            above: less sensitive than the times to a busy machine
 # and, for the cold-read target, one curl GET of objfs's object (same server).
 #
 # Smaller runs: SIZE_MB=256 FILES=200 LS_FILES=2000 sh bench/fs.sh
@@ -129,9 +131,13 @@ do_mount() {
 	done
 }
 
-# do_umount MNT PID: prints the process's VmHWM in KiB first
+# do_umount MNT PID: unmounts and waits for the process; CPU adds its
+# CPU time in clock ticks first
 hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+CPU=0
+ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 do_umount() {
+	CPU=$((CPU + $(ticks "$2")))
 	fusermount3 -u "$1" 2>/dev/null || umount -l "$1"
 	i=0
 	while kill -0 "$2" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
@@ -148,6 +154,7 @@ for t in $TOOLS; do
 	P=$RUN-$t
 	M=$W/mnt-$t
 	peak=0
+	CPU=0
 	keep_peak() { h=$(hwm "$PID"); [ "$h" -gt "$peak" ] && peak=$h; true; }
 
 	do_mount "$t" "$P" "$M"
@@ -199,20 +206,21 @@ for i in range(n):
 	[ "$n" -gt "$LS_FILES" ] || echo "bench: $t listed only $n entries" >&2
 	keep_peak
 	do_umount "$M" "$PID"
-	echo "$t $wr $rd $rr $cr $ls $((peak / 1024))" >>"$RES"
+	cpu=$(echo "$CPU $(getconf CLK_TCK)" | awk '{ printf "%.2f", $1 / $2 }')
+	echo "$t $wr $rd $rr $cr $ls $((peak / 1024)) $cpu" >>"$RES"
 done
 
 echo
 echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create $FILES x 4 KiB, ls -l of $LS_FILES"
 awk '
-{ tool[NR] = $1; for (i = 2; i <= 7; i++) v[$1, i] = $i; n = NR }
+{ tool[NR] = $1; for (i = 2; i <= 8; i++) v[$1, i] = $i; n = NR }
 END {
-	split("write_s read_s reread_s create_s ls-l_s VmHWM_MiB", name, " ")
+	split("write_s read_s reread_s create_s ls-l_s VmHWM_MiB cpu_s", name, " ")
 	printf "%-11s", "metric"
 	for (k = 1; k <= n; k++) printf " %10s", tool[k]
 	for (k = 2; k <= n; k++) printf " %14s", tool[k] "/objfs"
 	printf "\n"
-	for (i = 2; i <= 7; i++) {
+	for (i = 2; i <= 8; i++) {
 		printf "%-11s", name[i - 1]
 		for (k = 1; k <= n; k++) printf " %10s", v[tool[k], i]
 		for (k = 2; k <= n; k++) {

@@ -163,8 +163,18 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 		err = ENOMEM;
 	for (v = n->vols; err == 0 && k < cnt && v != NULL; v = v->next) {
 		err = target_init(n, v, &t[k]);
+		if (err != 0 && err != ENOMEM) {
+			/* no socket path for it: the others still count */
+			objfs_warn(n->log, "node", "metrics of volume %s: %s",
+				   v->rec.volume_id, objfs_strerror(err));
+			target_release(&t[k]);
+			err = 0;
+			continue;
+		}
 		k++;
 	}
+	if (err != 0 && k < cnt)
+		k++;            /* release the one that failed too */
 	pthread_mutex_unlock(&n->lock);
 	if (err == 0) {
 		src[0].text = own;
