@@ -637,6 +637,11 @@ int main(int argc, char *argv[])
 	else
 		ret = fuse_session_loop_mt(se, lc);
 	ended = true;
+	/* a termination signal from now on (a supervisor ending a mount
+	 * whose connection is gone) asks for the stop already under way:
+	 * once libfuse's handlers are removed it would kill the process
+	 * mid-cleanup (status 143), so it stays pending */
+	pthread_sigmask(SIG_BLOCK, &term, NULL);
 	if (objfs_resume_handing_over(rs)) {
 		/* a successor takes the mount as it is: no upload, no
 		 * unmount, no libfuse destroy (it would upload): the state
@@ -656,6 +661,8 @@ int main(int argc, char *argv[])
 		ret = 1;
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
+	objfs_metrics_server_stop(msrv);
+	msrv = NULL;
 out_unmount:
 	if (rs != NULL && !ended) {
 		/* a resumable server that fails leaves the state as a crash

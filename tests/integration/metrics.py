@@ -225,8 +225,11 @@ def main():
             q = 'objfs_fs_written_bytes_total{job="mount"}'
             v = prom.wait(q, lambda v: v == written, "bytes written counted")
             print("  written: %d bytes" % v)
+            # every byte once (a page the kernel drops under memory
+            # pressure before it is copied out may be read twice)
             v = prom.wait('objfs_fs_read_bytes_total{job="mount"}',
-                          lambda v: v == len(payload), "bytes read counted")
+                          lambda v: len(payload) <= v <= len(payload) * 1.1,
+                          "bytes read counted")
             print("  read: %d bytes" % v)
             prom.wait('objfs_fuse_requests_total{job="mount",op="create"}',
                       lambda v: v >= 21, "creates counted")
@@ -252,7 +255,12 @@ def main():
                       lambda v: v > 0, "store latency histogram")
             prom.wait('process_resident_memory_bytes{job="mount"}',
                       lambda v: v > MiB, "RSS")
-            prom.wait('objfs_fs_inodes{job="mount"}', lambda v: v >= 1, "inodes")
+            # an open file pins its inode (entry_ttl=0: the kernel forgets
+            # the others at once)
+            with open(os.path.join(mnt, "big"), "rb"):
+                prom.wait('objfs_fs_inodes{job="mount"}', lambda v: v >= 1, "inodes")
+                prom.wait('objfs_fs_open_handles{job="mount"}', lambda v: v >= 1,
+                          "open handles")
 
         def induced_failure():
             # freeze the S3 server: requests stall, are tried again, and
