@@ -145,7 +145,7 @@ def main():
     kubelet = os.path.join(work, "kubelet")
     mnt = os.path.join(work, "mnt")
     os.makedirs(mnt)
-    driver = prom = mount = None
+    driver = prom = mount = mount_log = None
     swift_up = False
     frozen = []
     try:
@@ -395,6 +395,14 @@ def main():
             except subprocess.TimeoutExpired:
                 mount.kill()
                 mount.wait()
+            mount_log.close()
+            with open(os.path.join(work, "mount.log"), "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+
+            def stopped_clean():
+                csilib.check_sanitizer_log(text)
+                assert mount.returncode == 0, "objfs-mount exited %d" % mount.returncode
+            r.run("the standalone mount stops clean, no sanitizer report", stopped_clean)
         if driver is not None:
             try:
                 driver.stop(signal.SIGTERM, timeout=30)
