@@ -76,9 +76,11 @@ do_mount() {
 	MTOOL=$1
 	mkdir -p "$3"
 	case "$1" in
-	objfs|objfs-unsigned)
+	objfs|objfs-unsigned|objfs-nometrics)
 		o="spool_dir=$W,log_level=info"
-		[ "$1" = objfs ] || o="$o,unsigned_payload"
+		[ "$1" = objfs-unsigned ] && o="$o,unsigned_payload"
+		# what the metrics cost: TOOLS="objfs objfs-nometrics"
+		[ "$1" = objfs-nometrics ] && o="$o,metrics=off"
 		: >"$W/objfs-mount.log"
 		"$MOUNT" -f -o "$o" "s3://$BUCKET/$2" "$3" >>"$W/objfs-mount.log" 2>&1 &
 		PID=$! ;;

@@ -17,11 +17,14 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
 # engine Helm uses (tests/helm), offline.  clang-14, libclang-rt-14-dev
 # (libFuzzer and the sanitizer runtimes), llvm-14 (llvm-symbolizer for
 # readable stacks): the fuzz targets CI runs (scripts/fuzz.sh).
+# prometheus: the real server
+# that scrapes objfs-csi and objfs-mount in tests/integration/metrics.py
+# (and its promtool checks every exposition).
 TEST="libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf
   swift swift-proxy swift-object swift-container swift-account python3-swift
   memcached python3-memcache ceph-mon ceph-osd radosgw ceph-common
   curl s3fs rclone psmisc util-linux procps
-  attr file
+  attr file prometheus
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev
   clang-14 libclang-rt-14-dev llvm-14"

@@ -22,6 +22,8 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "csi/driver.h"
 #include "csi/mounter.h"
 #include "csi/server.h"
@@ -43,6 +45,7 @@ struct options {
 	const char *credentials_file;
 	const char *mount_program;
 	const char *mount_runner;
+	const char *metrics_address;
 	unsigned mount_memory_mib;
 	unsigned threads;
 	int dry_run;
@@ -85,6 +88,11 @@ static const char usage_text[] =
 "  --mount-program PATH    objfs-mount to run (default: beside objfs-csi)\n"
 "  --mount-memory-mib N    memory bound of each mount process (default 64)\n"
 "  --threads N             calls served at once (default 16)\n"
+"  --metrics-address [ADDR:]PORT  serve Prometheus metrics on\n"
+"                          http://ADDR:PORT/metrics (ADDR 127.0.0.1 unless\n"
+"                          given; 0.0.0.0 for every interface): CSI calls,\n"
+"                          the store and, on a node, every mount's metrics\n"
+"                          under its volume's labels (default: none)\n"
 "  --advertise-get-snapshot  list GET_SNAPSHOT in ControllerGetCapabilities\n"
 "                          (GetSnapshot is served either way; off by default\n"
 "                          because csi-sanity and older sidecars reject it)\n"
@@ -111,7 +119,7 @@ enum {
 	OPT_KUBELET_DIR, OPT_STORE, OPT_S3_ENDPOINT, OPT_S3_REGION,
 	OPT_S3_ADDRESSING, OPT_S3_CA_FILE, OPT_CREDENTIALS_FILE,
 	OPT_MOUNT_PROGRAM, OPT_MOUNT_MEMORY, OPT_THREADS, OPT_DRY_RUN,
-	OPT_GET_SNAPSHOT,
+	OPT_GET_SNAPSHOT, OPT_METRICS_ADDRESS,
 	OPT_HELP, OPT_VERSION,
 };
 
@@ -132,6 +140,7 @@ static const struct option long_options[] = {
 	{ "mount-memory-mib", required_argument, NULL, OPT_MOUNT_MEMORY },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "metrics-address", required_argument, NULL, OPT_METRICS_ADDRESS },
 	{ "advertise-get-snapshot", no_argument, NULL, OPT_GET_SNAPSHOT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -228,6 +237,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_DRY_RUN: o->dry_run = 1; break;
 		case OPT_GET_SNAPSHOT: o->advertise_get_snapshot = 1; break;
+		case OPT_METRICS_ADDRESS: {
+			char host[256], port[8];
+
+			if (objfs_metrics_addr_parse(optarg, host, sizeof(host), port,
+						     sizeof(port)) != 0)
+				return usage_error("--metrics-address wants [ADDR:]PORT, not \"%s\"",
+						   optarg);
+			o->metrics_address = optarg;
+			break;
+		}
 		case OPT_HELP:
 			fputs(usage_text, stdout);
 			return -1;
@@ -328,11 +347,12 @@ out:
 }
 
 static int open_default_store(struct options *o, struct objfs_log *log,
-			      struct objfs_store **store)
+			      struct objfs_metrics *reg, struct objfs_store **store)
 {
 	struct objfs_store_config sc;
 
 	memset(&sc, 0, sizeof(sc));
+	sc.metrics = reg;
 	sc.url = o->store_url;
 	sc.s3.endpoint = o->s3_endpoint;
 	sc.s3.region = o->s3_region;
@@ -355,6 +375,8 @@ int main(int argc, char **argv)
 	struct objfs_store *store = NULL;
 	struct objfs_csi *csi = NULL;
 	struct objfs_grpc_server *srv = NULL;
+	struct objfs_metrics *reg = NULL;
+	struct objfs_metrics_server *msrv = NULL;
 	char errbuf[512];
 	sigset_t sigs;
 	int sig = 0;
@@ -383,7 +405,17 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	err = open_default_store(&o, log, &store);
+	if (o.metrics_address != NULL) {
+		err = objfs_metrics_create(&reg);
+		if (err == 0)
+			err = objfs_metrics_add_process(reg);
+		if (err != 0) {
+			objfs_error(log, "csi", "metrics: %s", objfs_strerror(err));
+			rc = 1;
+			goto out;
+		}
+	}
+	err = open_default_store(&o, log, reg, &store);
 	if (err != 0) {
 		objfs_error(log, "csi", "cannot open the default store %s: %s",
 			    o.store_url, objfs_strerror(err));
@@ -425,6 +457,8 @@ int main(int argc, char **argv)
 	cc.store.s3.secret_key = o.creds.secret_key;
 	cc.store.s3.session_token = o.creds.session_token;
 	cc.store_open = objfs_store_stack_create;
+	cc.metrics = reg;
+	cc.store.metrics = reg;
 	err = objfs_csi_create(&cc, store, log, &csi);
 	store = NULL;
 	if (err != 0) {
@@ -440,11 +474,26 @@ int main(int argc, char **argv)
 	sc.n_methods = csi->n_methods;
 	sc.ctx = csi;
 	sc.log = log;
+	sc.observe = reg != NULL ? objfs_csi_observe_call : NULL;
+	sc.observe_arg = csi;
 	err = objfs_grpc_server_start(&sc, &srv, errbuf, sizeof(errbuf));
 	if (err != 0) {
 		objfs_error(log, "csi", "%s", errbuf);
 		rc = 1;
 		goto out;
+	}
+	if (reg != NULL) {
+		struct objfs_metrics_server_config mc = {
+			.tcp = o.metrics_address, .render = objfs_csi_metrics_render,
+			.arg = csi, .log = log,
+		};
+
+		err = objfs_metrics_server_start(&mc, &msrv);
+		if (err != 0) {
+			rc = 1;
+			goto out;
+		}
+		objfs_info(log, "csi", "metrics on http://%s/metrics", o.metrics_address);
 	}
 	objfs_info(log, "csi", "objfs-csi %s started: driver %s, mode %s, node %s, store %s",
 		   PACKAGE_VERSION, OBJFS_CSI_DRIVER_NAME, o.mode,
@@ -459,8 +508,11 @@ int main(int argc, char **argv)
 	objfs_info(log, "csi", "stopped");
 out:
 	objfs_grpc_server_stop(srv, 0);
+	/* renders through the driver */
+	objfs_metrics_server_stop(msrv);
 	objfs_csi_destroy(csi);
 	objfs_store_destroy(store);
+	objfs_metrics_destroy(reg);
 	objfs_creds_release(&o.creds);
 	objfs_log_destroy(log);
 	return rc;

@@ -33,6 +33,8 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "common/mountopts.h"
 #include "fs/fs.h"
 #include "fs/fuselog.h"
@@ -132,8 +134,14 @@ static void usage(const char *prog)
 "                         keeper (this pid) holds the FUSE connection and\n"
 "                         starts a successor; SIGUSR2 hands the mount to\n"
 "                         the binary now at the same path\n"
-"  state_dir=DIR          what a successor needs (default:\n"
-"                         SPOOL_DIR/objfs-state.PID, PID the keeper's)\n"
+"  state_dir=DIR          what a successor needs, and the metrics socket\n"
+"                         (default: SPOOL_DIR/objfs-state.PID, PID the\n"
+"                         keeper's, or this process's without resume)\n"
+"  metrics=unix|off|[ADDR:]PORT  Prometheus metrics: on the unix socket\n"
+"                         STATE_DIR/metrics.sock (unix, the default), also\n"
+"                         on TCP ADDR:PORT (ADDR 127.0.0.1 unless given;\n"
+"                         0.0.0.0 for every interface), or not at all\n"
+"                         (off: nothing is counted)\n"
 "\n"
 "BYTES accept the suffixes K, M, G (powers of 1024).  Other -o options are\n"
 "passed to FUSE (e.g. allow_other, default_permissions is always on).\n"
@@ -178,6 +186,8 @@ struct settings {
 	int ready_fd;
 	enum objfs_log_level level;
 	struct objfs_creds creds;
+	bool metrics;                   /* off: nothing counted */
+	const char *metrics_tcp;        /* [ADDR:]PORT, or NULL */
 };
 
 static int build_settings(struct cli *c, struct settings *s)
@@ -234,6 +244,20 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
 	s->user_resend = HAS(USER_RESEND);
 	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
+	s->metrics = true;
+	if (HAS(METRICS) && strcmp(mo->metrics, "off") == 0) {
+		s->metrics = false;
+	} else if (HAS(METRICS) && strcmp(mo->metrics, "unix") != 0) {
+		char host[256], port[8];
+
+		if (objfs_metrics_addr_parse(mo->metrics, host, sizeof(host), port,
+					     sizeof(port)) != 0) {
+			fprintf(stderr, "objfs-mount: -o metrics=%s: not unix, off or "
+				"[ADDR:]PORT\n", mo->metrics);
+			return EINVAL;
+		}
+		s->metrics_tcp = mo->metrics;
+	}
 	if (HAS(MAX_CONNECTIONS))
 		s->sc.s3.max_connections = (unsigned)mo->max_connections;
 	/* Ride through store outages up to retry_timeout (backend.h). */
@@ -335,6 +359,53 @@ static void unmount_inherited(struct objfs_log *log, const char *mnt)
 		objfs_error(log, "mount", "unmounting %s failed", mnt);
 }
 
+static int render_metrics(void *arg, struct objfs_buf *out)
+{
+	return objfs_metrics_render(arg, out);
+}
+
+/* Serves reg on STATE_DIR/metrics.sock (and TCP when asked).  Without a
+ * resumable mount's state directory, one is made for this process
+ * (*made says so: removed at exit).  A failure is logged, not fatal: the
+ * mount serves files either way. */
+static struct objfs_metrics_server *serve_metrics(struct objfs_log *log,
+						  const struct settings *s,
+						  struct objfs_metrics *reg,
+						  const char *resume_dir,
+						  char *dir, size_t dirlen,
+						  bool *made)
+{
+	struct objfs_metrics_server_config mc = {
+		.tcp = s->metrics_tcp, .render = render_metrics, .arg = reg,
+		.log = log,
+	};
+	struct objfs_metrics_server *srv = NULL;
+	char sock[4200];
+
+	*made = false;
+	if (resume_dir != NULL)
+		snprintf(dir, dirlen, "%s", resume_dir);
+	else if (s->state_dir != NULL)
+		snprintf(dir, dirlen, "%s", s->state_dir);
+	else
+		snprintf(dir, dirlen, "%s/objfs-state.%d",
+			 s->fo.spool_dir != NULL ? s->fo.spool_dir : "/var/tmp",
+			 (int)getpid());
+	if (mkdir(dir, 0700) == 0)
+		*made = resume_dir == NULL;
+	else if (errno != EEXIST)
+		objfs_warn(log, "mount", "metrics: creating %s: %s", dir,
+			   objfs_strerror(errno));
+	snprintf(sock, sizeof(sock), "%s/metrics.sock", dir);
+	mc.unix_path = sock;
+	if (objfs_metrics_server_start(&mc, &srv) != 0)
+		return NULL;
+	objfs_info(log, "mount", "metrics on %s%s%s", sock,
+		   s->metrics_tcp != NULL ? " and " : "",
+		   s->metrics_tcp != NULL ? s->metrics_tcp : "");
+	return srv;
+}
+
 /* Frees what parsing the command line allocated. */
 static void cli_release(struct cli *c)
 {
@@ -367,8 +438,11 @@ int main(int argc, char *argv[])
 	struct objfs_fs *fs = NULL;
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
-	char state_dir[4096];
+	struct objfs_metrics *reg = NULL;
+	struct objfs_metrics_server *msrv = NULL;
+	char state_dir[4096], metrics_dir[4096];
 	bool successor = false, by_signal = false, ended = false, serving = false;
+	bool metrics_dir_made = false;
 	struct settings s;
 	struct cli c;
 	int ret = 1, err, mounted = 0, log_fd = -1;
@@ -449,6 +523,16 @@ int main(int argc, char *argv[])
 		ret = objfs_keeper_run(&kc);
 		goto out;
 	}
+	if (s.metrics) {
+		err = objfs_metrics_create(&reg);
+		if (err == 0)
+			err = objfs_metrics_add_process(reg);
+		if (err != 0) {
+			objfs_error(log, "mount", "metrics: %s", objfs_strerror(err));
+			goto out;
+		}
+		s.sc.metrics = reg;
+	}
 	err = objfs_store_stack_create(&s.sc, log, &store);
 	/* the store copied what it needs */
 	objfs_creds_release(&s.creds);
@@ -469,6 +553,8 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	err = objfs_fs_create(store, &s.fo, log, &fs);
+	if (err == 0 && reg != NULL)
+		err = objfs_fs_metrics_attach(fs, reg);
 	if (err != 0) {
 		objfs_error(log, "mount", "starting the filesystem: %s",
 			    objfs_strerror(err));
@@ -501,7 +587,8 @@ int main(int argc, char *argv[])
 	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=objfs,subtype=objfs") != 0 ||
 	    (s.fo.read_only && fuse_opt_add_arg(&args, "-oro") != 0))
 		goto out;
-	se = fuse_session_new(&args, objfs_fs_ops(), objfs_fs_ops_size(), fs);
+	se = fuse_session_new(&args, reg != NULL ? objfs_fs_metered_ops() :
+			      objfs_fs_ops(), objfs_fs_ops_size(), fs);
 	if (se == NULL)
 		goto out;
 	objfs_fs_set_session(fs, se);
@@ -556,6 +643,11 @@ int main(int argc, char *argv[])
 		objfs_error(log, "mount", "starting workers: %s", objfs_strerror(err));
 		goto out_unmount;
 	}
+	/* a thread: after fuse_daemonize's fork */
+	if (reg != NULL)
+		msrv = serve_metrics(log, &s, reg, rs != NULL ? state_dir : NULL,
+				     metrics_dir, sizeof(metrics_dir),
+				     &metrics_dir_made);
 	if (rs != NULL) {
 		err = objfs_resume_serving(rs, se);
 		if (err != 0) {
@@ -616,6 +708,8 @@ int main(int argc, char *argv[])
 		objfs_resume_slots_drop(rs);
 	objfs_fs_state_stop(fs, err == 0);
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
+	objfs_metrics_server_stop(msrv);
+	msrv = NULL;
 out_unmount:
 	if (rs != NULL && !ended && (successor || serving)) {
 		/* a resumable server that fails leaves the state as a crash
@@ -633,6 +727,10 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out:
+	/* its collector reads fs */
+	objfs_metrics_server_stop(msrv);
+	if (metrics_dir_made)
+		rmdir(metrics_dir);
 	if (s.ready_fd >= 0)
 		close(s.ready_fd);
 	if (lc != NULL)
@@ -650,6 +748,7 @@ out:
 			objfs_info(log, "mount", "store requests: %s", rbuf);
 	}
 	objfs_store_destroy(store);
+	objfs_metrics_destroy(reg);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);
 	if (log_fd >= 0)

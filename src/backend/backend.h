@@ -10,6 +10,7 @@
  *            local  (a directory that behaves like a bucket, src/backend/local.c)
  *   layers:  retry  (capped exponential backoff with jitter, retry.c)
  *            hedge  (races a second GET against a slow one, hedge.c)
+ *            meter  (counts and times every request, meter.c)
  *            fault  (injects errors, delays and short reads, fault.c)
  *            prefix (confines every key to a prefix, prefix.c)
  *
@@ -43,6 +44,7 @@
 #include <time.h>
 
 struct objfs_log;
+struct objfs_metrics;
 struct objfs_store;
 
 #define OBJFS_KEY_MAX 1024
@@ -398,6 +400,9 @@ struct objfs_s3_config {
 				       HEAD's answer, sending a body); the
 				       retry layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */
+	struct objfs_metrics *metrics;  /* HTTP status, timeouts and connection
+					   reuse are counted here; NULL: not
+					   counted.  Borrowed. */
 };
 int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 			  struct objfs_log *log, struct objfs_store **out);
@@ -414,6 +419,8 @@ struct objfs_retry_config {
 	unsigned base_delay_ms;     /* 0: 100 */
 	unsigned max_delay_ms;      /* cap of one sleep, 0: 2000 */
 	unsigned max_total_ms;      /* give up after this long, 0: 60000 */
+	struct objfs_metrics *metrics;  /* retries and give-ups are counted
+					   here; NULL: not counted.  Borrowed. */
 };
 /* Wraps inner (taking ownership, also on failure). */
 int objfs_retry_store_create(struct objfs_store *inner,
@@ -468,6 +475,13 @@ int objfs_store_requests_format(const struct objfs_store_requests *r,
 int objfs_prefix_store_create(struct objfs_store *inner, const char *prefix,
 			      struct objfs_store **out);
 
+/* The meter layer (meter.c): counts and times every request into reg's
+ * objfs_store_* families (reg NULL: counts nothing).  Takes ownership of
+ * inner, also on failure; reg must outlive the store. */
+int objfs_meter_store_create(struct objfs_store *inner,
+			     struct objfs_metrics *reg,
+			     struct objfs_store **out);
+
 /* The fault layer: see fault.h for its rules.  Takes ownership of inner. */
 struct objfs_fault;
 int objfs_fault_store_create(struct objfs_store *inner,
@@ -477,9 +491,11 @@ int objfs_fault_store_create(struct objfs_store *inner,
 
 /* Where a volume or bucket lives:
  *   s3://BUCKET[/PREFIX]   the S3 leaf (endpoint etc. from cfg->s3), under
- *                          a retry layer, under a hedge layer (when
- *                          cfg->hedge.ceiling_ms), under a prefix layer;
- *   file:///DIR[/PREFIX]   the local leaf.  Its root is the nearest ancestor
+ *                          a meter layer (with cfg->metrics), a retry
+ *                          layer, a hedge layer (when cfg->hedge.ceiling_ms)
+ *                          and a prefix layer;
+ *   file:///DIR[/PREFIX]   the local leaf (under a meter layer with
+ *                          cfg->metrics).  Its root is the nearest ancestor
  *                          of the path (or the path itself) that holds a
  *                          local store (a ".objfs-store" marker file); the
  *                          rest is the prefix.  When no ancestor holds one,
@@ -490,6 +506,10 @@ struct objfs_store_config {
 	struct objfs_s3_config s3;        /* bucket is taken from url */
 	struct objfs_retry_config retry;
 	struct objfs_hedge_config hedge;  /* s3 only */
+	struct objfs_metrics *metrics;    /* NULL: no meter layer, nothing
+					     counted; else also given to the
+					     retry layer and the S3 leaf.
+					     Borrowed. */
 };
 
 /* Splits url into scheme ("s3"/"file"), bucket-or-dir and prefix (may be
@@ -505,7 +525,7 @@ int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
 int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 			  size_t len, bool *path_style);
 
-/* Builds prefix -> [hedge ->] retry -> leaf for cfg; an s3 url without an endpoint
+/* Builds prefix -> [hedge ->] retry -> [meter ->] leaf for cfg; an s3 url without an endpoint
  * gets AWS's (objfs_s3_aws_endpoint).  0 or an errno; *out is owned by
  * the caller (objfs_store_destroy). */
 int objfs_store_stack_create(const struct objfs_store_config *cfg,

@@ -22,7 +22,9 @@
  * first retry of a call is logged at
  * warn with the op, key and error, later ones at debug; nothing secret is
  * known to this layer.  Every try is counted per op
- * (objfs_store_requests()) and logged at debug.
+ * (objfs_store_requests()) and logged at debug.  With cfg->metrics, every retry and every give-up
+ * is counted by op (objfs_store_retries_total,
+ * objfs_store_retries_exhausted_total).
  */
 #include "config.h"
 
@@ -38,6 +40,7 @@
 #include "backend/retry.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 struct retry_ctx {
 	struct objfs_retry_config cfg;          /* resolved */
@@ -45,6 +48,7 @@ struct retry_ctx {
 	pthread_mutex_t mu;
 	uint64_t rng;                           /* protected by mu */
 	uint64_t tries[OBJFS_STORE_REQ_OPS];    /* per op (atomic) */
+	struct objfs_metric *retries, *giveups; /* NULL: not counted */
 };
 
 bool objfs_retry_retryable(int err)
@@ -131,6 +135,24 @@ enum call_op {
 static const char *const call_names[OBJFS_STORE_REQ_OPS] = {
 	"get", "put", "head", "list", "copy", "del", "del_many",
 	"mpu_create", "mpu_part", "mpu_complete", "mpu_abort",
+};
+
+static const struct objfs_metric_def def_retries = {
+	.name = "objfs_store_retries_total",
+	.help = "Store requests tried again after a transient failure, by operation.",
+	.type = OBJFS_METRIC_COUNTER,
+	.labels = { { "op", call_names, sizeof(call_names) / sizeof(call_names[0]) } },
+	.n_labels = 1,
+	.sparse = true,
+};
+
+static const struct objfs_metric_def def_giveups = {
+	.name = "objfs_store_retries_exhausted_total",
+	.help = "Store operations that failed after every try the retry budget allowed, by operation.",
+	.type = OBJFS_METRIC_COUNTER,
+	.labels = { { "op", call_names, sizeof(call_names) / sizeof(call_names[0]) } },
+	.n_labels = 1,
+	.sparse = true,
 };
 
 struct call {
@@ -225,6 +247,7 @@ static int run(struct objfs_store *s, const struct call *c)
 				    "%s", call_names[c->op], call_key(c),
 				    attempt, (unsigned long long)elapsed,
 				    objfs_strerror(err));
+			objfs_metric_add(rc->giveups, c->op, 1);
 			break;
 		}
 		delay = objfs_retry_delay_ms(cfg, attempt, next_random(rc));
@@ -237,6 +260,7 @@ static int run(struct objfs_store *s, const struct call *c)
 			   "retry", "%s %s failed: %s; try %u in %u ms",
 			   call_names[c->op], call_key(c),
 			   objfs_strerror(err), attempt + 1, delay);
+		objfs_metric_add(rc->retries, c->op, 1);
 		h->sleep_ms(h->arg, delay);
 		if (c->op == C_LIST)
 			objfs_list_page_release(c->page);   /* defensive */
@@ -452,6 +476,10 @@ int objfs_retry_store_create(struct objfs_store *inner,
 		goto fail_alloc;
 	}
 	err = objfs_random_bytes(&rc->rng, sizeof(rc->rng));
+	if (err == 0 && cfg != NULL)
+		err = objfs_metrics_register(cfg->metrics, &def_retries, &rc->retries);
+	if (err == 0 && cfg != NULL)
+		err = objfs_metrics_register(cfg->metrics, &def_giveups, &rc->giveups);
 	if (err != 0)
 		goto fail_alloc;
 	if (rc->rng == 0)

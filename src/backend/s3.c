@@ -1017,6 +1017,9 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 		rc = ENOMEM;
 		goto fail;
 	}
+	rc = s3_meter_init(&c->meter, cfg->metrics);
+	if (rc != 0)
+		goto fail;
 	rc = pthread_mutex_init(&c->mu, NULL);
 	if (rc != 0)
 		goto fail;

@@ -31,6 +31,16 @@
 /* Stall timeout multiplier for requests that do server-side work. */
 #define S3_SLOW_FACTOR 4
 
+struct objfs_metric;
+struct objfs_metrics;
+
+/* The leaf's counters (s3_meter.c); all NULL without a registry. */
+struct s3_meter {
+	struct objfs_metric *http;       /* by method and status */
+	struct objfs_metric *transport;  /* no answer, by kind */
+	struct objfs_metric *conns;      /* reused or new connection */
+};
+
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
 	char *url_host;          /* host[:port] in URLs (bucket. prefixed when
@@ -56,6 +66,7 @@ struct s3_ctx {
 	CURL **free_handles;     /* protected by mu */
 	unsigned n_free;         /* protected by mu */
 	unsigned n_total;        /* protected by mu */
+	struct s3_meter meter;
 };
 
 struct s3_req {
@@ -114,6 +125,12 @@ int s3_req_meta(struct s3_req *r, const struct objfs_meta *meta,
 void s3_req_param(struct s3_req *r, const char *name, const char *value);
 
 void s3_req_release(struct s3_req *r);
+
+/* Registers the leaf's families into reg (NULL: none).  0 or an errno. */
+int s3_meter_init(struct s3_meter *m, struct objfs_metrics *reg);
+/* Counts one performed request (h its handle, cc curl's result). */
+void s3_meter_note(const struct s3_meter *m, const struct s3_req *r,
+		   CURL *h, CURLcode cc);
 
 /* Runs r.  0 for a 2xx response (r->body holds the document when
  * want_body), else an errno; r->err holds the S3 error code if any. */

@@ -699,6 +699,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
 		r->status = st;
 	}
+	s3_meter_note(&c->meter, r, h, cc);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	if (cc != CURLE_OK && objfs_cancel_fired(r->cancel)) {
 		broken = true;

@@ -1,8 +1,12 @@
 /*
  * stack.c - store URLs and the one function that assembles a store stack.
  *
- *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> s3(BUCKET)
- *   file:///DIR[/PREFIX]   prefix(PREFIX) -> local(ROOT)
+ *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> [meter ->] s3(BUCKET)
+ *   file:///DIR[/PREFIX]   prefix(PREFIX) -> [meter ->] local(ROOT)
+ *
+ * The meter layer (and the counters of retry and s3) is there when
+ * cfg->metrics names a registry: right above the leaf, so it sees each
+ * try.
  *
  * objfs_store_url_parse() is pure string work: for s3 it splits bucket and
  * prefix; for file it returns the whole normalised absolute path as the
@@ -242,12 +246,27 @@ int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 	return 0;
 }
 
+/* Puts the meter layer over *leaf when cfg asks for it (on failure *leaf
+ * is gone: the layer took it). */
+static int meter(const struct objfs_store_config *cfg, struct objfs_store **leaf)
+{
+	struct objfs_store *m;
+	int rc;
+
+	if (cfg->metrics == NULL)
+		return 0;
+	rc = objfs_meter_store_create(*leaf, cfg->metrics, &m);
+	*leaf = rc == 0 ? m : NULL;
+	return rc;
+}
+
 int objfs_store_stack_create(const struct objfs_store_config *cfg,
 			     struct objfs_log *log, struct objfs_store **out)
 {
 	char *scheme = NULL, *bucket = NULL, *prefix = NULL;
 	char *root = NULL, *lprefix = NULL;
 	struct objfs_store *leaf = NULL, *mid = NULL;
+	struct objfs_retry_config retry;
 	int rc;
 
 	*out = NULL;
@@ -261,6 +280,7 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		char aws[128];
 
 		s3.bucket = bucket;
+		s3.metrics = cfg->metrics;
 		if (s3.endpoint == NULL || s3.endpoint[0] == '\0') {
 			rc = objfs_s3_aws_endpoint(s3.region, bucket, aws, sizeof(aws),
 						   &s3.path_style);
@@ -273,8 +293,14 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		rc = objfs_s3_store_create(&s3, log, &leaf);
 		if (rc != 0)
 			goto out;
-		/* retry, hedge and prefix take ownership, also on failure */
-		rc = objfs_retry_store_create(leaf, &cfg->retry, &mid);
+		/* meter, retry, hedge and prefix take ownership, also on
+		 * failure */
+		rc = meter(cfg, &leaf);
+		if (rc != 0)
+			goto out;
+		retry = cfg->retry;
+		retry.metrics = cfg->metrics;
+		rc = objfs_retry_store_create(leaf, &retry, &mid);
 		if (rc == 0 && cfg->hedge.ceiling_ms > 0)
 			rc = objfs_hedge_store_create(mid, &cfg->hedge, log, &mid);
 		if (rc != 0)
@@ -288,6 +314,8 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		if (rc != 0)
 			goto out;
 		rc = objfs_local_store_create(root, log, &leaf);
+		if (rc == 0)
+			rc = meter(cfg, &leaf);
 		if (rc != 0)
 			goto out;
 		rc = objfs_prefix_store_create(leaf, lprefix, out);

@@ -77,6 +77,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(USAGE_REFRESH, usage_refresh, K_SECONDS),
 	OWN(LOG_LEVEL, log_level, K_LEVEL),
 	OWN(LOG_FILE, log_file, K_STR),
+	OWN(METRICS, metrics, K_STR),
 	OWN(RESUME, resume, K_FLAG),
 	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false, true },
 	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false, true },

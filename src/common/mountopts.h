@@ -68,6 +68,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_USAGE_REFRESH,
 	OBJFS_MOPT_LOG_LEVEL,
 	OBJFS_MOPT_LOG_FILE,
+	OBJFS_MOPT_METRICS,
 	OBJFS_MOPT_RESUME,
 	OBJFS_MOPT_STATE_DIR,
 	OBJFS_MOPT_CRASH_AT,
@@ -109,6 +110,7 @@ struct objfs_mount_opts {
 	const char *cache_dir;
 	enum objfs_log_level log_level;
 	const char *log_file;           /* detached: log here, not syslog */
+	const char *metrics;            /* off, unix or [ADDR:]PORT */
 	bool resume;                    /* a keeper holds the FUSE fd */
 	const char *state_dir;          /* what a successor reads */
 	const char *crash_at;           /* test only: abort() in a request */

@@ -252,6 +252,14 @@ static int context_record(struct objfs_csi *csi, const struct objfs_id *id,
 	}
 	if (err == 0 && p != NULL && p->mount_options != NULL)
 		err = objfs_kv_set(kv, OBJFS_CSI_CTX_MOUNT_OPTIONS, p->mount_options);
+	/* the CO's names: labels of the node's metrics */
+	if (err == 0 && p != NULL && p->pv_name != NULL)
+		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PV_NAME, p->pv_name);
+	if (err == 0 && p != NULL && p->pvc_name != NULL)
+		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PVC_NAME, p->pvc_name);
+	if (err == 0 && p != NULL && p->pvc_namespace != NULL)
+		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PVC_NAMESPACE,
+				   p->pvc_namespace);
 	return err;
 }
 

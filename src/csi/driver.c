@@ -170,6 +170,8 @@ int objfs_csi_create(const struct objfs_csi_config *cfg,
 	csi->log = log;
 	csi->store = store;
 	err = build_table(csi);
+	if (err == 0)
+		err = objfs_csi_metrics_create(csi);
 	if (err != 0)
 		goto fail;
 	/* -- controller state: create here when the mode serves it -- */
@@ -199,6 +201,7 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 	objfs_csi_node_destroy(csi->node);
 	/* -- controller state: destroy here -- */
 	objfs_csi_controller_destroy(csi->controller);
+	objfs_csi_metrics_destroy(csi);
 	free_methods(csi->methods, csi->n_methods);
 	objfs_store_destroy(csi->store);
 	free(csi);

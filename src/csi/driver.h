@@ -14,13 +14,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend/backend.h"
 #include "csi/rpc.h"
 
+struct objfs_buf;
 struct objfs_log;
+struct objfs_metrics;
 struct objfs_csi_controller;   /* controller.c: controller-side state */
 struct objfs_csi_node;         /* node.c: node-side state */
+struct objfs_csi_metrics;      /* metrics.c: the CSI call histogram */
 struct objfs_csi_mounter;      /* mounter.h: what the node asks of the OS */
 
 #define OBJFS_CSI_DRIVER_NAME "objfs.csi.io"
@@ -60,6 +64,11 @@ struct objfs_csi_config {
 	 * can live only in the default store, and the node probes none. */
 	int (*store_open)(const struct objfs_store_config *cfg,
 			  struct objfs_log *log, struct objfs_store **out);
+	/* Where the driver counts (CSI calls, the node's mounts); NULL:
+	 * nothing counted.  Borrowed: it outlives the driver, and is not
+	 * rendered after objfs_csi_destroy (the driver's families name its
+	 * methods). */
+	struct objfs_metrics *metrics;
 };
 
 struct objfs_csi {
@@ -70,6 +79,8 @@ struct objfs_csi {
 	size_t n_methods;
 	struct objfs_csi_controller *controller;  /* owned; NULL unless served */
 	struct objfs_csi_node *node;              /* owned; NULL unless served */
+	struct objfs_csi_metrics *m;              /* owned; NULL without
+						     cfg.metrics (metrics.c) */
 };
 
 /* Creates a driver.  store (may be NULL: Probe then reports not ready) is
@@ -82,6 +93,21 @@ void objfs_csi_destroy(struct objfs_csi *csi);
 /* True when the driver answers path (a handler exists and the mode serves
  * its service). */
 bool objfs_csi_serves(const struct objfs_csi *csi, const char *path);
+
+/* ---- metrics (metrics.c) ------------------------------------------------ */
+
+/* Registers the call histogram into cfg.metrics (nothing without it).
+ * 0 or an errno; objfs_csi_destroy frees it. */
+int objfs_csi_metrics_create(struct objfs_csi *csi);
+void objfs_csi_metrics_destroy(struct objfs_csi *csi);
+/* The transport's hook (server.h): one call of method ended with code
+ * after ns nanoseconds.  ctx is the driver. */
+void objfs_csi_observe_call(void *ctx, const char *method,
+			    enum objfs_rpc_code code, uint64_t ns);
+/* Appends the exposition of cfg.metrics to out and, on a node, every
+ * staged mount's under its volume's labels.  ctx is the driver.  0 or an
+ * errno. */
+int objfs_csi_metrics_render(void *ctx, struct objfs_buf *out);
 
 /* ---- handlers (ctx is the struct objfs_csi) ----------------------------- */
 /* Controller handlers are declared in controller.h, node handlers in

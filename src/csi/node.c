@@ -55,6 +55,7 @@
 #include "csi/claims.h"
 #include "csi/node.h"
 #include "csi/node_int.h"
+#include "csi/params.h"
 #include "csi/pb.h"
 #include "csi/records.h"
 #include "csi/roots.h"
@@ -580,7 +581,13 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	if (err != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "mount options are too long");
 
-	if (objfs_pb_set_str(&rec->source, source) != 0 ||
+	if (objfs_pb_set_str(&rec->pv_name, objfs_csi_k8s_name(ctx, r->n_volume_context,
+						     OBJFS_CSI_PV_NAME)) != 0 ||
+	    objfs_pb_set_str(&rec->pvc_name, objfs_csi_k8s_name(ctx, r->n_volume_context,
+						      OBJFS_CSI_PVC_NAME)) != 0 ||
+	    objfs_pb_set_str(&rec->pvc_namespace, objfs_csi_k8s_name(ctx, r->n_volume_context,
+							   OBJFS_CSI_PVC_NAMESPACE)) != 0 ||
+	    objfs_pb_set_str(&rec->source, source) != 0 ||
 	    objfs_pb_set_str(&rec->endpoint, s3 ? endpoint : "") != 0 ||
 	    objfs_pb_set_str(&rec->region, s3 ? region : "") != 0 ||
 	    objfs_pb_set_str(&rec->addressing, s3 ? addressing : "") != 0 ||
@@ -591,6 +598,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 }
 
 /* ---- NodeStageVolume ---------------------------------------------------- */
+
 
 static enum objfs_rpc_code read_secrets(const Csi__V1__NodeStageVolumeRequest *r,
 					struct objfs_creds *c, struct objfs_rpc_status *st)
@@ -1233,12 +1241,15 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 			continue;
 		if (vol_snapshot(n, ids[i], &rec, &creds) == 0 && node_needs_repair(n, &rec)) {
 			node_vol_set_condition(n, ids[i], true, "the mount is broken; repairing it");
+			node_vol_set_repairing(n, ids[i], true);
 			err = node_repair(n, &rec, &creds, msg, sizeof(msg));
 			/* Recorded even when a bind failed: the process may
 			 * be new. */
 			cerr = vol_commit(n, &rec);
 			if (err == 0)
 				err = cerr;
+			node_vol_set_repairing(n, ids[i], false);
+			node_metrics_repaired(n, err == 0);
 			if (err == 0) {
 				repaired++;
 				node_vol_set_condition(n, ids[i], false, "mounted");
@@ -1355,6 +1366,9 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 			goto fail_vols;
 		}
 	}
+	err = node_metrics_attach(n, csi->cfg.metrics);
+	if (err != 0)
+		goto fail_vols;
 	if (n->m.watchdog_ms != 0) {
 		err = pthread_create(&n->watchdog, NULL, node_watchdog_main, n);
 		if (err != 0)

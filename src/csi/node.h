@@ -24,6 +24,7 @@
 #include "csi/mounter.h"
 #include "csi/rpc.h"
 
+struct objfs_buf;
 struct objfs_csi_node;
 
 /* Creates the node state for csi (borrowed: csi->cfg, csi->log; it must
@@ -35,6 +36,11 @@ struct objfs_csi_node;
 int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter *mounter,
 			  struct objfs_csi_node **out);
 void objfs_csi_node_destroy(struct objfs_csi_node *node);
+
+/* Merges own (the plugin's exposition) with every staged mount's, each
+ * under its volume's labels, into out (node_metrics.c).  0 or an errno. */
+int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
+				 struct objfs_buf *out);
 
 /* One watchdog pass: every staged volume whose mount process is gone or
  * whose mounts are missing is repaired (volumes with a call in flight are

@@ -36,11 +36,15 @@
 #define COND_MAX 512
 #define DETACH_TRIES 8
 
+struct objfs_metric;
+struct objfs_metrics;
+
 struct vol {
 	struct vol *next;
 	struct objfs_node_rec rec;      /* mirrors the record on disk */
 	struct objfs_creds creds;       /* stage secrets; empty: the plugin's */
 	bool abnormal;                  /* set by a failed repair */
+	bool repairing;                 /* the watchdog is repairing it */
 	char cond[COND_MAX];
 	unsigned failed_repairs;        /* in a row; the watchdog backs off */
 	long long next_repair_ms;       /* CLOCK_MONOTONIC; 0: at once */
@@ -67,6 +71,8 @@ struct objfs_csi_node {
 	bool stopping;
 	bool watchdog_running;
 	pthread_t watchdog;
+	struct objfs_metric *m_mounts;          /* node_metrics.c; NULL: */
+	struct objfs_metric *m_repairs;         /* nothing counted */
 };
 
 static inline struct objfs_csi_node *node_of(void *ctx)
@@ -134,7 +140,18 @@ enum objfs_rpc_code node_confine(struct objfs_csi_node *n, const char *field,
 				 const char *path, char *out, size_t cap,
 				 enum objfs_rpc_code code, struct objfs_rpc_status *st);
 
+/* ---- node_metrics.c ---------------------------------------------------- */
+
+/* Registers the node's families and its collector into reg (NULL: none).
+ * 0 or an errno. */
+int node_metrics_attach(struct objfs_csi_node *n, struct objfs_metrics *reg);
+/* Counts a repair by the watchdog.  No lock needed. */
+void node_metrics_repaired(struct objfs_csi_node *n, bool ok);
+
 /* ---- watchdog.c --------------------------------------------------------- */
+
+/* Marks id as being repaired (or not). */
+void node_vol_set_repairing(struct objfs_csi_node *n, const char *id, bool on);
 
 /* Sets the condition a volume reports besides its live checks; a normal
  * one also resets the repair back-off. */

@@ -10,6 +10,7 @@
 
 #include "csi/params.h"
 #include "csi/pb.h"
+#include "csi/roots.h"
 #include "csi/volid.h"
 #include "volume/kvtext.h"
 
@@ -18,6 +19,21 @@ const char *objfs_csi_map_get(void *const *entries, size_t n, const char *key)
 	const char *v = objfs_pb_map_get(entries, n, key);
 
 	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+const char *objfs_csi_k8s_name(void *const *entries, size_t n, const char *key)
+{
+	const char *v = objfs_csi_map_get(entries, n, key);
+	size_t i;
+
+	if (v == NULL || strlen(v) > OBJFS_CSI_K8S_NAME_MAX)
+		return NULL;
+	for (i = 0; v[i] != '\0'; i++)
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+		      (v[i] >= '0' && v[i] <= '9') || v[i] == '-' || v[i] == '.' ||
+		      v[i] == '_'))
+			return NULL;
+	return v;
 }
 
 static const char *const known_params[] = {
@@ -58,6 +74,9 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 	p->addressing = objfs_csi_map_get(entries, n, "addressingStyle");
 	p->on_delete = objfs_csi_map_get(entries, n, "onDelete");
 	p->archive_prefix = objfs_csi_map_get(entries, n, "archivePrefix");
+	p->pv_name = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PV_NAME);
+	p->pvc_name = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PVC_NAME);
+	p->pvc_namespace = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PVC_NAMESPACE);
 	p->mount_options = objfs_csi_map_get(entries, n, "mountOptions");
 	if (p->bucket != NULL && objfs_id_bucket_valid(p->bucket) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,

@@ -41,6 +41,11 @@ struct objfs_csi_params {
 	const char *on_delete;
 	const char *archive_prefix;
 	const char *mount_options;
+	/* the CO's names of the volume (roots.h), when it passed them and
+	 * they are plain names; not part of the digest */
+	const char *pv_name;
+	const char *pvc_name;
+	const char *pvc_namespace;
 	enum objfs_csi_on_delete policy;
 };
 
@@ -59,5 +64,9 @@ const char *objfs_csi_on_delete_name(enum objfs_csi_on_delete policy);
 /* The value of key in a request's string map (parameters or secrets), or
  * NULL when absent or empty; owned by the request. */
 const char *objfs_csi_map_get(void *const *entries, size_t n, const char *key);
+/* The value of key in such a map when it is a plain Kubernetes name (at
+ * most OBJFS_CSI_K8S_NAME_MAX of [A-Za-z0-9._-]), else NULL: the CO's
+ * names of a volume are metric labels, not worth failing a call for. */
+const char *objfs_csi_k8s_name(void *const *entries, size_t n, const char *key);
 
 #endif

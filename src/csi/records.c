@@ -47,6 +47,9 @@ void objfs_node_rec_release(struct objfs_node_rec *r)
 	free(r->options);
 	free(r->fingerprint);
 	free(r->group);
+	free(r->pv_name);
+	free(r->pvc_name);
+	free(r->pvc_namespace);
 	free(r->unit);
 	for (i = 0; i < r->n_pubs; i++)
 		free_pub(&r->pubs[i]);
@@ -118,6 +121,9 @@ int objfs_node_rec_copy(struct objfs_node_rec *dst, const struct objfs_node_rec 
 	err |= dup_str(&dst->options, src->options);
 	err |= dup_str(&dst->fingerprint, src->fingerprint);
 	err |= dup_str(&dst->group, src->group);
+	err |= dup_str(&dst->pv_name, src->pv_name);
+	err |= dup_str(&dst->pvc_name, src->pvc_name);
+	err |= dup_str(&dst->pvc_namespace, src->pvc_namespace);
 	err |= dup_str(&dst->unit, src->unit);
 	dst->pid = src->pid;
 	dst->start = src->start;
@@ -203,6 +209,12 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 	buf_kv(&b, "group", r->group);
 	if (r->unit != NULL && r->unit[0] != '\0')
 		buf_kv(&b, "unit", r->unit);
+	if (r->pv_name != NULL && r->pv_name[0] != '\0')
+		buf_kv(&b, "pv_name", r->pv_name);
+	if (r->pvc_name != NULL && r->pvc_name[0] != '\0')
+		buf_kv(&b, "pvc_name", r->pvc_name);
+	if (r->pvc_namespace != NULL && r->pvc_namespace[0] != '\0')
+		buf_kv(&b, "pvc_namespace", r->pvc_namespace);
 	snprintf(num, sizeof(num), "%ld", (long)r->pid);
 	buf_kv(&b, "pid", num);
 	snprintf(num, sizeof(num), "%llu", r->start);
@@ -325,6 +337,9 @@ static int parse_line(struct objfs_node_rec *r, const char *line, size_t n)
 		{ "fingerprint", offsetof(struct objfs_node_rec, fingerprint) },
 		{ "group", offsetof(struct objfs_node_rec, group) },
 		{ "unit", offsetof(struct objfs_node_rec, unit) },
+		{ "pv_name", offsetof(struct objfs_node_rec, pv_name) },
+		{ "pvc_name", offsetof(struct objfs_node_rec, pvc_name) },
+		{ "pvc_namespace", offsetof(struct objfs_node_rec, pvc_namespace) },
 	};
 	const char *eq = memchr(line, '=', n);
 	size_t klen, vlen, i;

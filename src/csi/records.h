@@ -62,6 +62,12 @@ struct objfs_node_rec {
 	char *fingerprint;
 	char *group;
 	char *unit;
+	/* what the CO said of the volume (volume_context csi.storage.k8s.io/
+	 * pv/name, pvc/name, pvc/namespace; "" or NULL when it did not):
+	 * labels of the mount's metrics */
+	char *pv_name;
+	char *pvc_name;
+	char *pvc_namespace;
 	pid_t pid;
 	unsigned long long start;
 	bool secrets;

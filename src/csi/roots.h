@@ -39,6 +39,14 @@ struct objfs_store;
 #define OBJFS_CSI_CTX_REGION OBJFS_VOLREC_CTX "region"
 #define OBJFS_CSI_CTX_ADDRESSING OBJFS_VOLREC_CTX "addressingStyle"
 #define OBJFS_CSI_CTX_MOUNT_OPTIONS OBJFS_VOLREC_CTX "mountOptions"
+/* What the external-provisioner adds to CreateVolume's parameters with
+ * --extra-create-metadata; the controller keeps them in the volume context
+ * (ctx.KEY), the node labels the mount's metrics with them. */
+#define OBJFS_CSI_PV_NAME "csi.storage.k8s.io/pv/name"
+#define OBJFS_CSI_PVC_NAME "csi.storage.k8s.io/pvc/name"
+#define OBJFS_CSI_PVC_NAMESPACE "csi.storage.k8s.io/pvc/namespace"
+/* The longest of those names (a Kubernetes name is at most 253). */
+#define OBJFS_CSI_K8S_NAME_MAX 253
 
 /* Where a bucket lives (not secret). */
 struct objfs_csi_conn {

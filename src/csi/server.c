@@ -63,6 +63,9 @@ struct objfs_grpc_server {
 	size_t n_methods;
 	void *ctx;
 	struct objfs_log *log;
+	void (*observe)(void *arg, const char *method, enum objfs_rpc_code code,
+			uint64_t ns);
+	void *observe_arg;
 	char *sock_path;
 	char *lock_path;
 	int lock_fd;
@@ -215,6 +218,9 @@ static void handle_call(struct worker *w, grpc_call *call,
 		cancelled = 1;
 	grpc_slice_unref(status_slice);
 
+	if (srv->observe != NULL)
+		srv->observe(srv->observe_arg, method, st.code,
+			     (uint64_t)(elapsed_ms(&t0) * 1e6));
 	if (st.code == OBJFS_RPC_OK)
 		objfs_debug(srv->log, "csi", "%s OK in %.1f ms", method, elapsed_ms(&t0));
 	else
@@ -352,6 +358,8 @@ int objfs_grpc_server_start(const struct objfs_grpc_server_config *cfg,
 	srv->lock_fd = -1;
 	srv->methods = cfg->methods;
 	srv->n_methods = cfg->n_methods;
+	srv->observe = cfg->observe;
+	srv->observe_arg = cfg->observe_arg;
 	srv->ctx = cfg->ctx;
 	srv->log = cfg->log;
 	srv->n_workers = cfg->threads != 0 ? cfg->threads : DEFAULT_THREADS;

@@ -11,6 +11,7 @@
 #define OBJFS_CSI_SERVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "csi/rpc.h"
 
@@ -24,6 +25,11 @@ struct objfs_grpc_server_config {
 	size_t n_methods;
 	void *ctx;                            /* handed to every handler */
 	struct objfs_log *log;                /* not owned; may be NULL */
+	/* called when a call ended (its status sent): method path, code,
+	 * nanoseconds since it arrived; NULL: none.  Thread-safe. */
+	void (*observe)(void *arg, const char *method, enum objfs_rpc_code code,
+			uint64_t ns);
+	void *observe_arg;
 };
 
 /* Parses a CSI endpoint into an absolute socket path (malloc'ed, caller

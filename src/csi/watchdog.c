@@ -48,6 +48,17 @@ void node_vol_set_condition(struct objfs_csi_node *n, const char *id,
 	pthread_mutex_unlock(&n->lock);
 }
 
+void node_vol_set_repairing(struct objfs_csi_node *n, const char *id, bool on)
+{
+	struct vol *v;
+
+	pthread_mutex_lock(&n->lock);
+	v = node_find_vol(n, id);
+	if (v != NULL)
+		v->repairing = on;
+	pthread_mutex_unlock(&n->lock);
+}
+
 void node_vol_repair_failed(struct objfs_csi_node *n, const char *id)
 {
 	struct vol *v;

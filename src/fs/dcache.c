@@ -36,6 +36,7 @@ struct objfs_dcache {
 	uint64_t used;                  /* mu */
 	size_t count;                   /* mu */
 	uint64_t seq;                   /* mu: temp names */
+	uint64_t hits, misses, evictions;       /* mu */
 	struct dc_entry *tab[DC_BUCKETS];
 	struct dc_entry *head, *tail;
 };
@@ -180,22 +181,30 @@ bool objfs_dcache_get(struct objfs_dcache *c, const char *key,
 		lru_unlink(c, e);
 		lru_front(c, e);
 	}
+	if (e == NULL)
+		c->misses++;
 	pthread_mutex_unlock(&c->mu);
 	if (e == NULL)
 		return false;
 	dc_path(c, id, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = pread(fd, have, (size_t)hl, 0);
-	if (n == hl && memcmp(have, want, (size_t)hl) == 0) {
-		n = pread(fd, buf, cap, hl);
-		if (n >= 0) {
-			*got = (size_t)n;
-			hit = true;
+	if (fd >= 0) {
+		n = pread(fd, have, (size_t)hl, 0);
+		if (n == hl && memcmp(have, want, (size_t)hl) == 0) {
+			n = pread(fd, buf, cap, hl);
+			if (n >= 0) {
+				*got = (size_t)n;
+				hit = true;
+			}
 		}
+		close(fd);
 	}
-	close(fd);
+	pthread_mutex_lock(&c->mu);
+	if (hit)
+		c->hits++;
+	else
+		c->misses++;
+	pthread_mutex_unlock(&c->mu);
 	return hit;
 }
 
@@ -248,8 +257,20 @@ void objfs_dcache_put(struct objfs_dcache *c, const char *key,
 	lru_front(c, e);
 	c->used += len;
 	c->count++;
-	while (c->used > c->limit && c->tail != NULL && c->tail != e)
+	while (c->used > c->limit && c->tail != NULL && c->tail != e) {
 		dc_drop(c, c->tail);
+		c->evictions++;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void objfs_dcache_stats(struct objfs_dcache *c, struct objfs_dcache_stats *out)
+{
+	pthread_mutex_lock(&c->mu);
+	out->hits = c->hits;
+	out->misses = c->misses;
+	out->evictions = c->evictions;
+	out->bytes = c->used;
 	pthread_mutex_unlock(&c->mu);
 }
 

@@ -32,6 +32,12 @@ bool objfs_dcache_get(struct objfs_dcache *c, const char *key,
 void objfs_dcache_put(struct objfs_dcache *c, const char *key,
 		      const char *etag, uint64_t off, const void *buf,
 		      size_t len);
+/* What the cache did since it was made (metrics). */
+struct objfs_dcache_stats {
+	uint64_t hits, misses, evictions;
+	uint64_t bytes;                 /* cached now */
+};
+void objfs_dcache_stats(struct objfs_dcache *c, struct objfs_dcache_stats *out);
 /* Bytes and entries currently cached. */
 uint64_t objfs_dcache_used(struct objfs_dcache *c);
 size_t objfs_dcache_count(struct objfs_dcache *c);

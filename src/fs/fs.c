@@ -72,6 +72,7 @@ static int fs_errno(int err)
 
 void reply_err(fuse_req_t req, int err)
 {
+	fs_metrics_note_err(fs_errno(err));
 	fuse_reply_err(req, fs_errno(err));
 }
 
@@ -832,6 +833,8 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	} else {
 		fi->keep_cache = 1;
 	}
+	if (err == 0)
+		fs_metrics_open(fs, fi->keep_cache);
 	if (err == 0 && (fi->flags & O_TRUNC)) {
 		err = spool_ensure(fs, in);
 		if (err == 0)
@@ -1129,6 +1132,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_err(req, err);
 	else
 		fuse_reply_buf(req, buf, got);
+	if (err == 0)
+		fs_metrics_read(fs, FS_READ_LOCAL, got);
 	free(buf);
 }
 
@@ -1702,6 +1707,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
 	state_stop(fs, false);
+	fs_metrics_free(fs);
 	free(fs->st_dir);
 	free(fs->spool_dir);
 	free(fs);

@@ -28,6 +28,7 @@ struct fuse_lowlevel_ops;
 struct fuse_session;
 struct objfs_fs;
 struct objfs_log;
+struct objfs_metrics;
 struct objfs_store;
 
 /* Options; objfs_fs_opts_default() fills the defaults noted here. */
@@ -82,6 +83,14 @@ void objfs_fs_destroy(struct objfs_fs *fs);
 /* The low-level operations; pass fs as userdata to fuse_session_new(). */
 const struct fuse_lowlevel_ops *objfs_fs_ops(void);
 size_t objfs_fs_ops_size(void);
+/* Metrics (fsmetrics.c): counts FUSE requests, bytes, caches, spools and
+ * capacity into reg (borrowed; it must outlive fs, and its exposition must
+ * stop before objfs_fs_destroy: its collector reads fs).  Call before
+ * the session starts, then give fuse_session_new() objfs_fs_metered_ops()
+ * (same size), which times every request.  0, EINVAL (already attached)
+ * or ENOMEM. */
+int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg);
+const struct fuse_lowlevel_ops *objfs_fs_metered_ops(void);
 /* Lets the fs send invalidations through se (not owned). */
 void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
 /* Makes the mount resumable (issue 12): what a successor needs is kept in

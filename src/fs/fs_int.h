@@ -20,6 +20,7 @@
  *                key tree
  *   attrindex.c  the attribute index: segments written for what this
  *                mount writes, read to answer listings without HEADs
+ *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
@@ -290,6 +291,7 @@ struct objfs_fs {
 	uint64_t next_hid;              /* hid_mu */
 	unsigned n_streams;             /* fs->lock: uploads streaming */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
+	struct fs_metrics *metrics;     /* NULL: nothing counted (fsmetrics.c) */
 	struct intent {                 /* the last ones, loaded or run */
 		uint64_t unique;
 		int err;
@@ -455,6 +457,7 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 void volrec_refresh(struct objfs_fs *fs, double max_age);
 /* The same for volrec_ttl on the pool, one at a time, returning at once
  * (statfs never waits for the store).  Takes fs->lock. */
+void volrec_refresh_async(struct objfs_fs *fs);
 /* The usage thread (arg: the fs): reads the volume's usage document, or
  * lists the volume when it is missing or stale, at start and every
  * usage_refresh seconds until fs->stopping; then writes this mount's
@@ -699,6 +702,20 @@ void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
 /* Test only (-o crash_at=OP:NAME): kills the process with SIGKILL when op
  * runs on a file named name, once per state directory.  No lock. */
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
+
+/* ---- fsmetrics.c: hooks, each a no-op while fs->metrics is NULL ---- */
+
+enum fs_read_source { FS_READ_READAHEAD, FS_READ_STORE, FS_READ_LOCAL };
+/* reply_err(): the errno this thread's request is answered with. */
+void fs_metrics_note_err(int err);
+/* A read answered with n bytes from src.  No lock needed. */
+void fs_metrics_read(struct objfs_fs *fs, enum fs_read_source src, size_t n);
+/* An open kept (or invalidated) the kernel's page cache.  No lock needed. */
+void fs_metrics_open(struct objfs_fs *fs, bool kept);
+/* A streamed part was started.  No lock needed. */
+void fs_metrics_streamed_part(struct objfs_fs *fs);
+/* Frees fs->metrics (destroy). */
+void fs_metrics_free(struct objfs_fs *fs);
 
 /* ---- fs.c: the FUSE edge ---- */
 

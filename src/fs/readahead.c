@@ -279,6 +279,7 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 	struct ra_chunk *whole;
 	size_t done = 0;
 	char *buf = NULL;
+	bool store;
 	unsigned i;
 	int err;
 
@@ -291,6 +292,7 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 		return err == ENOENT ? EIO : err;
 	if (off >= fsize || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
+		fs_metrics_read(fs, FS_READ_READAHEAD, 0);
 		return 0;
 	}
 	end = off + size < fsize ? off + size : fsize;
@@ -327,6 +329,7 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 		bv.buf[0].mem = whole->buf + (off - whole->off);
 		fuse_reply_data(req, &bv, FUSE_BUF_NO_SPLICE);
 		pthread_mutex_unlock(&fh->mu);
+		fs_metrics_read(fs, FS_READ_READAHEAD, (size_t)(end - off));
 		return 0;
 	}
 	buf = malloc((size_t)(end - off));
@@ -337,7 +340,8 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 	done = ra_copy(fh, off, end, buf);
 	pthread_mutex_unlock(&fh->mu);
 
-	if (off + done < end) {
+	store = off + done < end;
+	if (store) {
 		struct objfs_fixedbuf fb = { buf + done, (size_t)(end - off - done), 0 };
 		struct objfs_get_opts go = { off + done, end - off - done, NULL };
 		struct objfs_sink sink;
@@ -348,8 +352,10 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 			err = 0;        /* shrank meanwhile */
 		done += fb.got;
 	}
-	if (err == 0)
+	if (err == 0) {
 		fuse_reply_buf(req, buf, done);
+		fs_metrics_read(fs, store ? FS_READ_STORE : FS_READ_READAHEAD, done);
+	}
 	free(buf);
 	return err;
 }

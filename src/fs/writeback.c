@@ -351,6 +351,7 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 		pthread_mutex_lock(&st->mu);
 		st->inflight++;
 		pthread_mutex_unlock(&st->mu);
+		fs_metrics_streamed_part(fs);
 		if (objfs_pool_submit(fs->pool, NULL, part_run, t) != 0)
 			part_run(t);
 	}

@@ -10,6 +10,7 @@ the exit status is 1 if there was any.
     check_manifests.py examples EXAMPLES.json    the examples/ manifests
     check_manifests.py values VALUES.yaml        every value in values.yaml commented
     check_manifests.py dockerfile DOCKERFILE     Dockerfile shape
+    check_manifests.py dashboard DASHBOARD.json  the Grafana dashboard's queries
 
 Environment: OBJFS_CSI (path of a built objfs-csi; when set, the objfs-csi
 arguments of every rendered container are run through `objfs-csi --dry-run`),
@@ -136,6 +137,7 @@ CASES = {
         "hostnetwork": False,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "extra": set(),
+        "metrics": {"controller": 9811, "node": 9812},
     },
     "full": {
         "namespace": "objfs-system", "fullname": "objfs-full",
@@ -145,7 +147,11 @@ CASES = {
         "hostnetwork": True,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}},
         "extra": {("Secret", "objfs-keys"), ("ConfigMap", "objfs-full-ca"),
-                  ("StorageClass", "objfs-rwx"), ("VolumeSnapshotClass", "objfs-snap")},
+                  ("StorageClass", "objfs-rwx"), ("VolumeSnapshotClass", "objfs-snap"),
+                  ("ServiceMonitor", "objfs-full-controller"),
+                  ("ServiceMonitor", "objfs-full-node"), ("PodMonitor", "objfs-full"),
+                  ("ConfigMap", "objfs-full-dashboard")},
+        "metrics": {"controller": 19811, "node": 19812},
     },
     "existing": {
         "namespace": "storage", "fullname": "rel-objfs", "kubelet": "/var/lib/kubelet",
@@ -154,6 +160,7 @@ CASES = {
         "hostnetwork": False,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "extra": {("StorageClass", "objfs"), ("VolumeSnapshotClass", "objfs")},
+        "metrics": None,
     },
 }
 
@@ -175,6 +182,8 @@ def expected_objects(case):
         objs |= {("ClusterRole", fn + "-" + s), ("ClusterRoleBinding", fn + "-" + s)}
     if not case["hostsystemd"]:
         objs.add(("DaemonSet", fn + "-holder"))
+    if case["metrics"]:
+        objs |= {("Service", fn + "-controller-metrics"), ("Service", fn + "-node-metrics")}
     return objs | case["extra"]
 
 
@@ -634,6 +643,94 @@ def check_chart(case_name, docs):
                 os.path.join(os.environ.get("WORKDIR", "/tmp"), case_name + "-node"))
 
     check_secrets(case_name, case, objs)
+    check_metrics(case_name, case, objs)
+
+
+def check_metrics(case_name, case, objs):
+    """objfs-csi serves /metrics on the port its container names
+    "metrics", the Services select those pods and name that port, the
+    monitors select the Services (or pods), the dashboard parses."""
+    fn = case["fullname"]
+    pods = {"controller": objs.get(("Deployment", fn + "-controller")),
+            "node": objs.get(("DaemonSet", fn + "-node"))}
+    for comp, wl in pods.items():
+        if wl is None:
+            continue
+        where = "%s: %s metrics" % (case_name, comp)
+        tmpl = wl["spec"]["template"]
+        plugin = {c["name"]: c for c in tmpl["spec"]["containers"]}["objfs-csi"]
+        addr = plugin_arg(plugin, "--metrics-address")
+        ports = {p["name"]: p["containerPort"] for p in plugin.get("ports", [])}
+        if not case["metrics"]:
+            if addr is not None or "metrics" in ports:
+                fail("%s: metrics are off but served" % where)
+            continue
+        port = case["metrics"][comp]
+        if addr != "0.0.0.0:%d" % port or ports.get("metrics") != port:
+            fail("%s: --metrics-address %r / port %r, want 0.0.0.0:%d" %
+                 (where, addr, ports.get("metrics"), port))
+        if list(ports.values()).count(port) != 1:
+            fail("%s: port %d used twice in the container" % (where, port))
+        svc = objs.get(("Service", "%s-%s-metrics" % (fn, comp)))
+        if svc is None:
+            continue
+        sel = svc["spec"]["selector"]
+        if any(tmpl["metadata"]["labels"].get(k) != v for k, v in sel.items()):
+            fail("%s: Service selector %r does not select the pods" % (where, sel))
+        sp = svc["spec"]["ports"]
+        if len(sp) != 1 or sp[0]["name"] != "metrics" or sp[0]["targetPort"] != "metrics":
+            fail("%s: Service ports %r" % (where, sp))
+        sm = objs.get(("ServiceMonitor", "%s-%s" % (fn, comp)))
+        if sm is not None:
+            ml = sm["spec"]["selector"]["matchLabels"]
+            if any(svc["metadata"]["labels"].get(k) != v for k, v in ml.items()):
+                fail("%s: ServiceMonitor does not select the Service" % where)
+            if sm["spec"]["endpoints"][0]["port"] != "metrics":
+                fail("%s: ServiceMonitor port" % where)
+    pm = objs.get(("PodMonitor", fn))
+    if pm is not None:
+        exprs = {e["key"]: e["values"] for e in pm["spec"]["selector"]["matchExpressions"]}
+        for comp, wl in pods.items():
+            labels = wl["spec"]["template"]["metadata"]["labels"]
+            if any(labels.get(k) not in v for k, v in exprs.items()):
+                fail("%s: PodMonitor does not select the %s pods" % (case_name, comp))
+    cm = objs.get(("ConfigMap", fn + "-dashboard"))
+    if cm is not None:
+        try:
+            dash = json.loads(cm["data"]["objfs.json"])
+            if not dash.get("panels"):
+                fail("%s: the dashboard has no panels" % case_name)
+        except (KeyError, ValueError) as e:
+            fail("%s: the dashboard ConfigMap: %s" % (case_name, e))
+
+
+def check_dashboard(path):
+    """Every query of the Grafana dashboard is PromQL that promtool
+    accepts (when promtool is installed), over metrics docs/metrics.md
+    documents."""
+    dash = json.load(open(path))
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    if len(exprs) < 10:
+        fail("dashboard: only %d queries" % len(exprs))
+    doc = open(os.path.join(os.path.dirname(path), "..", "..", "..", "docs",
+                            "metrics.md")).read()
+    for e in exprs:
+        for name in re.findall(r"\b(objfs_[a-z0-9_]+|process_[a-z_]+)", e):
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            if "`%s`" % base not in doc and "`%s`" % name not in doc:
+                fail("dashboard: %s is not in docs/metrics.md" % name)
+    promtool = next((p for p in ("/usr/bin/promtool", "/usr/local/bin/promtool")
+                     if os.access(p, os.X_OK)), None)
+    if promtool is None:
+        return
+    rules = "groups:\n- name: dashboard\n  rules:\n" + "".join(
+        "  - record: q%d\n    expr: %s\n" % (i, json.dumps(
+            e.replace("$namespace", ".*").replace("$pvc", ".*")))
+        for i, e in enumerate(exprs))
+    p = subprocess.run([promtool, "check", "rules", "/dev/stdin"], input=rules.encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        fail("dashboard: promtool rejects a query: %s" % p.stdout.decode()[-2000:])
 
 
 def check_holder(case_name, case, objs, fn, plugin, env, pvols):
@@ -938,6 +1035,8 @@ def main():
         check_values(path)
     elif what == "dockerfile":
         check_dockerfile(path)
+    elif what == "dashboard":
+        check_dashboard(path)
     else:
         print("unknown check %s" % what, file=sys.stderr)
         return 2

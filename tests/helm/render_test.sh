@@ -114,6 +114,7 @@ refuse 'needs s3.credentials.accessKeyID' 's3: {credentials: {create: true}}'
 refuse 'storageClass.create needs' 'storageClass: {create: true}'
 refuse 'kubeletDir must be an absolute path' 'kubeletDir: var/lib/kubelet'
 refuse 'mountMemoryMiB must be at least' 'node: {mountMemoryMiB: 1}'
+refuse 'metrics.nodePort must differ' 'metrics: {nodePort: 9809}'
 
 if "$render" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
    ! grep -q 'incompatible with Kubernetes' "$tmp/kv.err"; then
@@ -148,6 +149,7 @@ else
 	fail "examples do not parse: $(cat "$tmp/ex.err")"
 fi
 $check dockerfile "$srcdir/Dockerfile" || fail "Dockerfile"
+$check dashboard "$chart/dashboards/objfs.json" || fail "the Grafana dashboard"
 # One set of names: every class the examples use is one the install commands
 # of README.md and docs/kubernetes.md create, and those commands include what
 # the node pods need (the Pod Security label, the image repository).
@@ -171,5 +173,5 @@ for f in .git build '**/.deps' '**/*.o' gen Makefile; do
 	grep -qxF "$f" "$srcdir/.dockerignore" || fail ".dockerignore lacks $f"
 done
 
-[ $failed -eq 0 ] && echo "PASS: chart renders (3 value sets), 8 bad value sets refused, examples, Dockerfile"
+[ $failed -eq 0 ] && echo "PASS: chart renders (3 value sets), 9 bad value sets refused, examples, Dockerfile"
 exit $failed

@@ -611,6 +611,7 @@ static void test_create_invalid(void **state)
 	struct env *e = *state;
 	struct create_args a = { .name = "" };
 	Csi__V1__CreateVolumeRequest rq = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CreateVolumeResponse *r;
 	struct objfs_rpc_status st;
 	const ProtobufCMessageDescriptor *pd =
 		&csi__v1__create_volume_request__parameters_entry__descriptor;
@@ -649,7 +650,22 @@ static void test_create_invalid(void **state)
 	assert_non_null(strstr(st.msg, "bucket"));
 	a.params.n = 0;
 	kvs_add(&a.params, pd, "csi.storage.k8s.io/pvc/name", "claim");
-	assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_OK);
+	kvs_add(&a.params, pd, "csi.storage.k8s.io/pvc/namespace", "team-a");
+	kvs_add(&a.params, pd, "csi.storage.k8s.io/pv/name", "pvc-1234");
+	assert_int_equal(create(e, &a, &r, &st), OBJFS_RPC_OK);
+	/* the CO's names stay in the volume context (the node's metrics
+	 * labels), and come back with the volume */
+	assert_string_equal(ctx_get(r->volume, "csi.storage.k8s.io/pvc/name"), "claim");
+	assert_string_equal(ctx_get(r->volume, "csi.storage.k8s.io/pvc/namespace"), "team-a");
+	assert_string_equal(ctx_get(r->volume, "csi.storage.k8s.io/pv/name"), "pvc-1234");
+	pbfree(r);
+	/* a name that is not a plain Kubernetes name is dropped, not fatal */
+	a.name = "pvc-odd-names";
+	a.params.n = 0;
+	kvs_add(&a.params, pd, "csi.storage.k8s.io/pvc/name", "a\"b");
+	assert_int_equal(create(e, &a, &r, &st), OBJFS_RPC_OK);
+	assert_null(ctx_get(r->volume, "csi.storage.k8s.io/pvc/name"));
+	pbfree(r);
 	/* Nothing of the refused requests reached the store. */
 	assert_int_equal(count_keys(e->local, "pvc-block/"), 0);
 	assert_int_equal(count_keys(e->local, "escape/"), 0);

@@ -1338,6 +1338,9 @@ static void test_records_roundtrip(void **state)
 	r.fingerprint = strdup("mode=5;ctx=00ff");
 	r.group = strdup("5");
 	r.unit = strdup("objfs-mount-0123456789abcdef.service");
+	r.pv_name = strdup("pvc-1234");
+	r.pvc_name = strdup("data");
+	r.pvc_namespace = strdup("team-a");
 	r.pid = 4242;
 	r.start = 123456789012ULL;
 	r.secrets = true;
@@ -1354,6 +1357,9 @@ static void test_records_roundtrip(void **state)
 	assert_string_equal(back.fingerprint, r.fingerprint);
 	assert_string_equal(back.group, "5");
 	assert_string_equal(back.unit, "objfs-mount-0123456789abcdef.service");
+	assert_string_equal(back.pv_name, "pvc-1234");
+	assert_string_equal(back.pvc_name, "data");
+	assert_string_equal(back.pvc_namespace, "team-a");
 	assert_int_equal(back.pid, 4242);
 	assert_true(back.start == 123456789012ULL);
 	assert_true(back.secrets);

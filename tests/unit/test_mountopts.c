@@ -100,6 +100,7 @@ static void test_round_trip(void **state)
 	o.cache_dir = "/var/cache/objfs";
 	o.log_level = OBJFS_LOG_WARN;
 	o.log_file = "/var/log/objfs-vol.log";
+	o.metrics = "127.0.0.1:9100";
 	o.ready_fd = 3;
 	o.credentials_file = "/run/c";
 	o.resume = true;
@@ -117,6 +118,7 @@ static void test_round_trip(void **state)
 	assert_non_null(strstr(buf, "umask=0027,"));
 	assert_non_null(strstr(buf, "log_level=warn,"));
 	assert_non_null(strstr(buf, "log_file=/var/log/objfs-vol.log,"));
+	assert_non_null(strstr(buf, "metrics=127.0.0.1:9100,"));
 
 	assert_int_equal(objfs_mount_opts_parse(buf, 0, &p, err, sizeof(err)), 0);
 	assert_true(p.set == o.set);
@@ -125,6 +127,7 @@ static void test_round_trip(void **state)
 	assert_false(p.path_style);
 	assert_string_equal(p.ca_file, o.ca_file);
 	assert_true(p.resume);
+	assert_string_equal(p.metrics, o.metrics);
 	assert_string_equal(p.state_dir, o.state_dir);
 	assert_string_equal(p.crash_at, o.crash_at);
 	assert_true(p.user_resend && p.hedge_after == 0.25);

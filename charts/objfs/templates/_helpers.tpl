@@ -142,10 +142,36 @@ type: OnDelete
 {{- if lt (int .Values.node.mountMemoryMiB) 16 -}}
 {{- fail "node.mountMemoryMiB must be at least 16" -}}
 {{- end -}}
+{{- if .Values.metrics.enabled -}}
+{{- $np := int .Values.metrics.nodePort -}}
+{{- if or (eq $np (int .Values.node.healthPort)) (eq $np (int .Values.node.registrar.healthPort)) -}}
+{{- fail "metrics.nodePort must differ from node.healthPort and node.registrar.healthPort" -}}
+{{- end -}}
+{{- if eq (int .Values.metrics.controllerPort) (int .Values.controller.healthPort) -}}
+{{- fail "metrics.controllerPort must differ from controller.healthPort" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* objfs-csi arguments shared by both roles: log level and default store.
      One "- flag" and one "- value" item each, as getopt_long accepts. */}}
+{{/* objfs-csi's metrics flag for a pod: call with (dict "root" . "port" N). */}}
+{{- define "objfs.metricsArgs" -}}
+{{- if .root.Values.metrics.enabled }}
+- --metrics-address
+- {{ printf "0.0.0.0:%d" (int .port) | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The container port of /metrics: (dict "root" . "port" N). */}}
+{{- define "objfs.metricsPort" -}}
+{{- if .root.Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ int .port }}
+  protocol: TCP
+{{- end }}
+{{- end -}}
+
 {{- define "objfs.commonArgs" -}}
 - --endpoint
 - unix://{{ include "objfs.socketPath" . }}

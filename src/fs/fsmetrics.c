@@ -1,0 +1,439 @@
+/*
+ * fsmetrics.c - what the filesystem counts (common/metrics.h), kept apart
+ * from the operations it counts.
+ *
+ * FUSE operations are timed by a second ops table (objfs_fs_metered_ops)
+ * whose every slot calls the real one between a start and an end: a
+ * request is counted by op, timed, and, when reply_err() answered it on
+ * this thread (every objfs operation replies on the thread it runs on),
+ * counted again by errno.  The errno travels in a thread-local, set by
+ * fs_metrics_note_err() and read at the end of the same request.  A mount
+ * without metrics uses the plain table: no cost at all.
+ *
+ * The rest are a few counters fed by one-line hooks (reads by source and
+ * bytes, page-cache keeps and invalidations at open, streamed parts), and
+ * gauges a collector reads at scrape time from the state the filesystem
+ * keeps anyway (inodes, handles, dirty files and bytes, spools, parts in
+ * flight, read-ahead memory, capacity and usage, the on-disk cache).
+ * Label values come from the tables below only: never a name or a key.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/metrics.h"
+#include "fs/fs_int.h"
+
+enum {
+	OP_LOOKUP, OP_FORGET, OP_FORGET_MULTI, OP_GETATTR, OP_SETATTR,
+	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
+	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
+	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
+	OP_STATFS, OP_CREATE, OP_COUNT
+};
+
+static const char *const op_names[OP_COUNT] = {
+	"lookup", "forget", "forget_multi", "getattr", "setattr", "readlink",
+	"mknod", "mkdir", "unlink", "rmdir", "symlink", "rename", "link",
+	"open", "read", "write", "flush", "release", "fsync", "opendir",
+	"readdir", "readdirplus", "releasedir", "statfs", "create",
+};
+
+/* fs.c's fs_errno() set, then everything else. */
+static const int errnos[] = {
+	ENOENT, EACCES, EPERM, EIO, ENOSPC, EEXIST, ENOTEMPTY, ENOTDIR,
+	EISDIR, EINVAL, ENAMETOOLONG, EROFS, ENOMEM, EFBIG, EXDEV, ENOSYS,
+	ENOTSUP, EDQUOT, EINTR,
+};
+#define N_ERRNOS (sizeof(errnos) / sizeof(errnos[0]))
+static const char *const errno_names[N_ERRNOS + 1] = {
+	"ENOENT", "EACCES", "EPERM", "EIO", "ENOSPC", "EEXIST", "ENOTEMPTY",
+	"ENOTDIR", "EISDIR", "EINVAL", "ENAMETOOLONG", "EROFS", "ENOMEM",
+	"EFBIG", "EXDEV", "ENOSYS", "ENOTSUP", "EDQUOT", "EINTR", "other",
+};
+
+static const char *const read_sources[] = { "readahead", "store", "local" };
+static const char *const open_results[] = { "kept", "invalidated" };
+
+#define OPS_LABEL { { "op", op_names, OP_COUNT } }
+
+static const struct objfs_metric_def defs[] = {
+#define D_REQUESTS 0
+	{ .name = "objfs_fuse_requests_total",
+	  .help = "FUSE requests served, by operation.",
+	  .type = OBJFS_METRIC_COUNTER, .labels = OPS_LABEL, .n_labels = 1,
+	  .sparse = true },
+#define D_ERRORS 1
+	{ .name = "objfs_fuse_request_errors_total",
+	  .help = "FUSE requests answered with an error, by operation and errno.",
+	  .type = OBJFS_METRIC_COUNTER,
+	  .labels = { { "op", op_names, OP_COUNT },
+		      { "errno", errno_names, N_ERRNOS + 1 } },
+	  .n_labels = 2, .sparse = true },
+#define D_DURATION 2
+	{ .name = "objfs_fuse_request_duration_seconds",
+	  .help = "Time from a FUSE request's arrival to its answer, by operation.",
+	  .type = OBJFS_METRIC_HISTOGRAM, .labels = OPS_LABEL, .n_labels = 1,
+	  .bounds = objfs_metric_latency_bounds,
+	  .n_bounds = OBJFS_METRIC_LATENCY_N, .scale = 1e9, .sparse = true },
+#define D_READ_BYTES 3
+	{ .name = "objfs_fs_read_bytes_total",
+	  .help = "Bytes applications read from the mount.",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_WRITTEN_BYTES 4
+	{ .name = "objfs_fs_written_bytes_total",
+	  .help = "Bytes applications wrote to the mount (accepted writes).",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_READS 5
+	{ .name = "objfs_fs_reads_total",
+	  .help = "Reads by where their bytes came from: readahead (chunks already fetched), store (a GET while the application waited), local (unsaved data in a spool).",
+	  .type = OBJFS_METRIC_COUNTER,
+	  .labels = { { "source", read_sources, 3 } }, .n_labels = 1 },
+#define D_OPEN_CACHE 6
+	{ .name = "objfs_fs_open_page_cache_total",
+	  .help = "Opens by what happened to the kernel's page cache of the file: kept (unchanged in the store) or invalidated (changed).",
+	  .type = OBJFS_METRIC_COUNTER,
+	  .labels = { { "result", open_results, 2 } }, .n_labels = 1 },
+#define D_STREAMED 7
+	{ .name = "objfs_fs_streamed_parts_total",
+	  .help = "Multipart upload parts sent while files were still being written.",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_INODES 8
+	{ .name = "objfs_fs_inodes",
+	  .help = "Inodes the filesystem knows (names the kernel holds, open or unsaved files).",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_HANDLES 9
+	{ .name = "objfs_fs_open_handles",
+	  .help = "Open file and directory handles.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_DIRTY_FILES 10
+	{ .name = "objfs_fs_dirty_files",
+	  .help = "Files with data not yet in the store.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_DIRTY_BYTES 11
+	{ .name = "objfs_fs_dirty_bytes",
+	  .help = "Size of the files with data not yet in the store.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_SPOOL 12
+	{ .name = "objfs_fs_spool_bytes",
+	  .help = "Disk the spools take (unsaved data and files being read back).",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_PARTS_INFLIGHT 13
+	{ .name = "objfs_fs_upload_parts_in_flight",
+	  .help = "Streamed multipart parts being uploaded.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_RA_MEM 14
+	{ .name = "objfs_fs_readahead_memory_bytes",
+	  .help = "Memory read-ahead buffers hold (bounded by mem_limit).",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_CAPACITY 15
+	{ .name = "objfs_fs_capacity_bytes",
+	  .help = "The volume's capacity (0: unlimited).",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_USED 16
+	{ .name = "objfs_fs_used_bytes",
+	  .help = "Bytes the volume's objects take, as this mount knows it.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_OBJECTS 17
+	{ .name = "objfs_fs_objects",
+	  .help = "Objects in the volume, as this mount knows it.",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_DC_HITS 18
+	{ .name = "objfs_fs_disk_cache_hits_total",
+	  .help = "Chunks read from the on-disk cache (cache_dir).",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_DC_MISSES 19
+	{ .name = "objfs_fs_disk_cache_misses_total",
+	  .help = "Chunks looked for in the on-disk cache and not found.",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_DC_EVICTIONS 20
+	{ .name = "objfs_fs_disk_cache_evictions_total",
+	  .help = "Chunks evicted from the on-disk cache to stay within cache_size.",
+	  .type = OBJFS_METRIC_COUNTER },
+#define D_DC_BYTES 21
+	{ .name = "objfs_fs_disk_cache_bytes",
+	  .help = "Bytes the on-disk cache holds.",
+	  .type = OBJFS_METRIC_GAUGE },
+};
+#define N_DEFS (sizeof(defs) / sizeof(defs[0]))
+
+struct fs_metrics {
+	struct objfs_metric *m[N_DEFS];
+};
+
+/* The errno reply_err() gave the request running on this thread. */
+static __thread int reply_errno;
+
+void fs_metrics_note_err(int err)
+{
+	reply_errno = err;
+}
+
+void fs_metrics_read(struct objfs_fs *fs, enum fs_read_source src, size_t n)
+{
+	if (fs->metrics == NULL)
+		return;
+	objfs_metric_add(fs->metrics->m[D_READS], src, 1);
+	objfs_metric_add(fs->metrics->m[D_READ_BYTES], 0, n);
+}
+
+void fs_metrics_open(struct objfs_fs *fs, bool kept)
+{
+	if (fs->metrics != NULL)
+		objfs_metric_add(fs->metrics->m[D_OPEN_CACHE], kept ? 0 : 1, 1);
+}
+
+void fs_metrics_streamed_part(struct objfs_fs *fs)
+{
+	if (fs->metrics != NULL)
+		objfs_metric_add(fs->metrics->m[D_STREAMED], 0, 1);
+}
+
+/* ---- the metered ops table ----------------------------------------------- */
+
+static uint64_t op_begin(void)
+{
+	reply_errno = 0;
+	return objfs_metrics_now_ns();
+}
+
+static void op_end(struct objfs_fs *fs, unsigned op, uint64_t t0)
+{
+	struct fs_metrics *m = fs->metrics;
+	size_t idx[2], e;
+
+	if (m == NULL)
+		return;
+	objfs_metric_observe(m->m[D_DURATION], op, objfs_metrics_now_ns() - t0);
+	objfs_metric_add(m->m[D_REQUESTS], op, 1);
+	if (reply_errno != 0) {
+		for (e = 0; e < N_ERRNOS && errnos[e] != reply_errno; e++)
+			;
+		idx[0] = op;
+		idx[1] = e;
+		objfs_metric_add(m->m[D_ERRORS],
+				 objfs_metric_index(m->m[D_ERRORS], idx), 1);
+	}
+}
+
+/* A slot that times the real one; the request is gone once it replied,
+ * so fs is taken before. */
+#define METERED(slot, OP, params, args)                                   \
+	static void m_##slot params                                        \
+	{                                                                   \
+		struct objfs_fs *fs = fuse_req_userdata(req);               \
+		uint64_t t0 = op_begin();                                   \
+									    \
+		objfs_fs_ops()->slot args;                                  \
+		op_end(fs, OP, t0);                                         \
+	}
+
+METERED(lookup, OP_LOOKUP, (fuse_req_t req, fuse_ino_t parent, const char *name),
+	(req, parent, name))
+METERED(forget, OP_FORGET, (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup),
+	(req, ino, nlookup))
+METERED(forget_multi, OP_FORGET_MULTI,
+	(fuse_req_t req, size_t count, struct fuse_forget_data *forgets),
+	(req, count, forgets))
+METERED(getattr, OP_GETATTR, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+	(req, ino, fi))
+METERED(setattr, OP_SETATTR,
+	(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+	 struct fuse_file_info *fi),
+	(req, ino, attr, to_set, fi))
+METERED(readlink, OP_READLINK, (fuse_req_t req, fuse_ino_t ino), (req, ino))
+METERED(mknod, OP_MKNOD,
+	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
+	(req, parent, name, mode, rdev))
+METERED(mkdir, OP_MKDIR,
+	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
+	(req, parent, name, mode))
+METERED(unlink, OP_UNLINK, (fuse_req_t req, fuse_ino_t parent, const char *name),
+	(req, parent, name))
+METERED(rmdir, OP_RMDIR, (fuse_req_t req, fuse_ino_t parent, const char *name),
+	(req, parent, name))
+METERED(symlink, OP_SYMLINK,
+	(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name),
+	(req, link, parent, name))
+METERED(rename, OP_RENAME,
+	(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	 const char *newname, unsigned int flags),
+	(req, parent, name, newparent, newname, flags))
+METERED(link, OP_LINK,
+	(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname),
+	(req, ino, newparent, newname))
+METERED(open, OP_OPEN, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+	(req, ino, fi))
+METERED(read, OP_READ,
+	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+	(req, ino, size, off, fi))
+METERED(flush, OP_FLUSH, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+	(req, ino, fi))
+METERED(release, OP_RELEASE, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+	(req, ino, fi))
+METERED(fsync, OP_FSYNC,
+	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+	(req, ino, datasync, fi))
+METERED(opendir, OP_OPENDIR, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
+	(req, ino, fi))
+METERED(readdir, OP_READDIR,
+	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+	(req, ino, size, off, fi))
+METERED(readdirplus, OP_READDIRPLUS,
+	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
+	(req, ino, size, off, fi))
+METERED(releasedir, OP_RELEASEDIR,
+	(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
+METERED(statfs, OP_STATFS, (fuse_req_t req, fuse_ino_t ino), (req, ino))
+METERED(create, OP_CREATE,
+	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	 struct fuse_file_info *fi),
+	(req, parent, name, mode, fi))
+#undef METERED
+
+/* Writes also count their bytes: an accepted write took all of them. */
+static void m_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		    size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct objfs_fs *fs = fuse_req_userdata(req);
+	uint64_t t0 = op_begin();
+
+	objfs_fs_ops()->write(req, ino, buf, size, off, fi);
+	if (reply_errno == 0 && fs->metrics != NULL)
+		objfs_metric_add(fs->metrics->m[D_WRITTEN_BYTES], 0, size);
+	op_end(fs, OP_WRITE, t0);
+}
+
+static void m_init(void *userdata, struct fuse_conn_info *conn)
+{
+	objfs_fs_ops()->init(userdata, conn);
+}
+
+static void m_destroy(void *userdata)
+{
+	objfs_fs_ops()->destroy(userdata);
+}
+
+static const struct fuse_lowlevel_ops metered_ops = {
+	.init = m_init,
+	.destroy = m_destroy,
+	.lookup = m_lookup,
+	.forget = m_forget,
+	.forget_multi = m_forget_multi,
+	.getattr = m_getattr,
+	.setattr = m_setattr,
+	.readlink = m_readlink,
+	.mknod = m_mknod,
+	.mkdir = m_mkdir,
+	.unlink = m_unlink,
+	.rmdir = m_rmdir,
+	.symlink = m_symlink,
+	.rename = m_rename,
+	.link = m_link,
+	.open = m_open,
+	.read = m_read,
+	.write = m_write,
+	.flush = m_flush,
+	.release = m_release,
+	.fsync = m_fsync,
+	.opendir = m_opendir,
+	.readdir = m_readdir,
+	.readdirplus = m_readdirplus,
+	.releasedir = m_releasedir,
+	.statfs = m_statfs,
+	.create = m_create,
+};
+
+const struct fuse_lowlevel_ops *objfs_fs_metered_ops(void)
+{
+	return &metered_ops;
+}
+
+/* ---- gauges at scrape time ------------------------------------------------ */
+
+static void collect(void *arg)
+{
+	struct objfs_fs *fs = arg;
+	struct fs_metrics *m = fs->metrics;
+	int64_t dirty = 0, dirty_bytes = 0, handles = 0, parts = 0;
+	const struct fhandle *fh;
+	const struct dhandle *dh;
+	size_t b;
+
+	pthread_mutex_lock(&fs->lock);
+	for (b = 0; b < HASH_SIZE; b++) {
+		const struct inode *in;
+
+		for (in = fs->ino_tab[b]; in != NULL; in = in->ino_next) {
+			if (in->dirty) {
+				dirty++;
+				dirty_bytes += (int64_t)in->size;
+			}
+			if (in->stream != NULL) {
+				pthread_mutex_lock(&in->stream->mu);
+				parts += in->stream->inflight;
+				pthread_mutex_unlock(&in->stream->mu);
+			}
+		}
+	}
+	for (fh = fs->handles; fh != NULL; fh = fh->next)
+		handles++;
+	for (dh = fs->dirhandles; dh != NULL; dh = dh->next)
+		handles++;
+	objfs_metric_set(m->m[D_INODES], 0, (int64_t)fs->n_inodes);
+	objfs_metric_set(m->m[D_SPOOL], 0, (int64_t)fs->spool_used);
+	objfs_metric_set(m->m[D_CAPACITY], 0, (int64_t)fs->capacity);
+	objfs_metric_set(m->m[D_USED], 0, fs->used);
+	objfs_metric_set(m->m[D_OBJECTS], 0, fs->objects);
+	pthread_mutex_unlock(&fs->lock);
+	objfs_metric_set(m->m[D_DIRTY_FILES], 0, dirty);
+	objfs_metric_set(m->m[D_DIRTY_BYTES], 0, dirty_bytes);
+	objfs_metric_set(m->m[D_HANDLES], 0, handles);
+	objfs_metric_set(m->m[D_PARTS_INFLIGHT], 0, parts);
+	pthread_mutex_lock(&fs->mem.mu);
+	objfs_metric_set(m->m[D_RA_MEM], 0, (int64_t)fs->mem.used);
+	pthread_mutex_unlock(&fs->mem.mu);
+	if (fs->dcache != NULL) {
+		struct objfs_dcache_stats st;
+
+		objfs_dcache_stats(fs->dcache, &st);
+		objfs_metric_set(m->m[D_DC_HITS], 0, (int64_t)st.hits);
+		objfs_metric_set(m->m[D_DC_MISSES], 0, (int64_t)st.misses);
+		objfs_metric_set(m->m[D_DC_EVICTIONS], 0, (int64_t)st.evictions);
+		objfs_metric_set(m->m[D_DC_BYTES], 0, (int64_t)st.bytes);
+	}
+}
+
+int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
+{
+	struct fs_metrics *m;
+	size_t i;
+	int err = 0;
+
+	if (reg == NULL || fs->metrics != NULL)
+		return EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return ENOMEM;
+	for (i = 0; i < N_DEFS && err == 0; i++) {
+		/* the on-disk cache's only when there is one */
+		if (fs->dcache == NULL && i >= D_DC_HITS && i <= D_DC_BYTES)
+			continue;
+		err = objfs_metrics_register(reg, &defs[i], &m->m[i]);
+	}
+	if (err == 0)
+		err = objfs_metrics_add_collector(reg, collect, fs);
+	if (err != 0) {
+		free(m);
+		return err;
+	}
+	fs->metrics = m;
+	return 0;
+}
+
+void fs_metrics_free(struct objfs_fs *fs)
+{
+	free(fs->metrics);
+	fs->metrics = NULL;
+}
