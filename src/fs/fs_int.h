@@ -455,6 +455,7 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
 void volrec_refresh(struct objfs_fs *fs, double max_age);
 /* The same for volrec_ttl on the pool, one at a time, returning at once
  * (statfs never waits for the store).  Takes fs->lock. */
+void volrec_refresh_async(struct objfs_fs *fs);
 /* The usage thread (arg: the fs): reads the volume's usage document, or
  * lists the volume when it is missing or stale, at start and every
  * usage_refresh seconds until fs->stopping; then writes this mount's
