@@ -423,19 +423,31 @@ static int to_kv(const struct objfs_snaprec *r, struct objfs_kv *kv)
 	return err;
 }
 
+/* BASE/.objfs-snapshots/NAME/SUFFIX for the snapshot path BASE/NAME, or
+ * .objfs-snapshots/NAME/SUFFIX for a path of one segment (every snapshot
+ * made before snapshots moved under the base prefix: its id is unchanged,
+ * so it is found where it was written). */
+static int snapshot_key(const char *path, const char *suffix, char *buf, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	if (slash == NULL)
+		n = snprintf(buf, cap, "%s/%s/%s", OBJFS_SNAPSHOTS_PREFIX, path, suffix);
+	else
+		n = snprintf(buf, cap, "%.*s/%s/%s/%s", (int)(slash - path), path,
+			     OBJFS_SNAPSHOTS_PREFIX, slash + 1, suffix);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
 int objfs_snapshot_prefix(const char *path, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s/", OBJFS_SNAPSHOTS_PREFIX, path);
-
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+	return snapshot_key(path, "", buf, cap);
 }
 
 int objfs_snaprec_key(const char *path, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s/%s", OBJFS_SNAPSHOTS_PREFIX, path,
-			 OBJFS_SNAPREC_KEY);
-
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+	return snapshot_key(path, OBJFS_SNAPREC_KEY, buf, cap);
 }
 
 int objfs_snaprec_load(struct objfs_store *s, const char *path,

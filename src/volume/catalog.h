@@ -22,8 +22,8 @@
  * entry is removed only while it names the id being removed; an entry
  * without id= is ignored by walks.
  *
- * The snapshot record lives at .objfs-snapshots/NAME/.objfs/snapshot in
- * the snapshot's own store; struct objfs_snaprec is its typed view.
+ * The snapshot record lives at BASE/.objfs-snapshots/NAME/.objfs/snapshot
+ * (layout.h) in the snapshot's own store; struct objfs_snaprec is its typed view.
  *
  * Every function returns 0 or a positive errno; store errors pass through.
  */
@@ -124,8 +124,10 @@ int objfs_snaprec_entry(const struct objfs_snaprec *r, struct objfs_kv *out);
  * into *out (empty).  Missing or malformed numbers read as 0.  0 or
  * ENOMEM. */
 int objfs_snaprec_from_kv(const struct objfs_kv *kv, struct objfs_snaprec *out);
-/* Where the snapshot named path keeps its copy: ".objfs-snapshots/PATH/"
- * into buf.  0 or ENAMETOOLONG. */
+/* Where the snapshot path (BASE/NAME, or NAME: a snapshot id's path,
+ * csi/volid.h) keeps its copy: "BASE/.objfs-snapshots/NAME/", or
+ * ".objfs-snapshots/NAME/" without BASE (layout.h), into buf.  0 or
+ * ENAMETOOLONG. */
 int objfs_snapshot_prefix(const char *path, char *buf, size_t cap);
 /* The key of the record of snapshot path.  0 or ENAMETOOLONG. */
 int objfs_snaprec_key(const char *path, char *buf, size_t cap);

@@ -40,6 +40,9 @@ struct objfs_store;
 #define OBJFS_VOLREC_CSI_SOURCE "csi.source"
 #define OBJFS_VOLREC_CSI_ON_DELETE "csi.onDelete"
 #define OBJFS_VOLREC_CSI_ARCHIVE "csi.archivePrefix"
+/* Where onDelete=archive moves the volume (BASE/ARCHIVE/NAME, layout.h);
+ * a record without it (older) archives to ARCHIVE/PREFIX. */
+#define OBJFS_VOLREC_CSI_ARCHIVE_TO "csi.archiveTo"
 #define OBJFS_VOLREC_CSI_STATE "csi.state"
 #define OBJFS_VOLREC_STATE_RETAINED "retained"
 #define OBJFS_VOLREC_CTX "ctx."

@@ -234,6 +234,12 @@ static void test_snapshot_record(void **state)
 	assert_string_equal(key, OBJFS_SNAPSHOTS_PREFIX "/snap-1/");
 	assert_int_equal(objfs_snaprec_key("snap-1", key, sizeof(key)), 0);
 	assert_string_equal(key, OBJFS_SNAPSHOTS_PREFIX "/snap-1/" OBJFS_SNAPREC_KEY);
+	/* Under the source volume's base prefix. */
+	assert_int_equal(objfs_snapshot_prefix("a/b/snap-1", key, sizeof(key)), 0);
+	assert_string_equal(key, "a/b/" OBJFS_SNAPSHOTS_PREFIX "/snap-1/");
+	assert_int_equal(objfs_snaprec_key("a/snap-1", key, sizeof(key)), 0);
+	assert_string_equal(key, "a/" OBJFS_SNAPSHOTS_PREFIX "/snap-1/" OBJFS_SNAPREC_KEY);
+	assert_int_equal(objfs_snaprec_key("snap-1", key, sizeof(key)), 0);
 	assert_int_equal(objfs_snaprec_load(e->s, "snap-1", &w), ENOENT);
 
 	assert_int_equal(objfs_snaprec_set(&r.source_volume_id, "vol-1"), 0);
