@@ -93,6 +93,10 @@ static void usage(const char *prog)
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
 "  umask=OCTAL            for objects without metadata (default: 022)\n"
+"  fsgroup=N              new files and directories belong to group N and\n"
+"                         are group-writable: their group permission bits\n"
+"                         are the owner's (Kubernetes fsGroup; objfs-csi\n"
+"                         sets it from the pod's volume_mount_group)\n"
 "  attr_ttl=SECONDS       attribute cache lifetime (default: 1)\n"
 "  entry_ttl=SECONDS      name cache lifetime (default: 1)\n"
 "  negative_ttl=SECONDS   missing-name cache lifetime (default: 1)\n"
@@ -192,6 +196,10 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.gid = (gid_t)mo->gid;
 	if (HAS(UMASK))
 		s->fo.umask = (mode_t)mo->umask;
+	if (HAS(FSGROUP)) {
+		s->fo.fsgroup_set = true;
+		s->fo.fsgroup = (gid_t)mo->fsgroup;
+	}
 	if (HAS(ATTR_TTL))
 		s->fo.attr_ttl = mo->attr_ttl;
 	if (HAS(ENTRY_TTL))

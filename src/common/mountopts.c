@@ -46,6 +46,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(UID, uid, K_NUM),
 	OWN(GID, gid, K_NUM),
 	OWN(UMASK, umask, K_OCTAL),
+	OWN(FSGROUP, fsgroup, K_NUM),
 	OWN(MEM_LIMIT, mem_limit, K_BYTES),
 	OWN(SPOOL_DIR, spool_dir, K_STR),
 	OWN(ENDPOINT, endpoint, K_STR),

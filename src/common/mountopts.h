@@ -37,6 +37,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_UID,
 	OBJFS_MOPT_GID,
 	OBJFS_MOPT_UMASK,
+	OBJFS_MOPT_FSGROUP,
 	OBJFS_MOPT_MEM_LIMIT,
 	OBJFS_MOPT_SPOOL_DIR,
 	OBJFS_MOPT_ENDPOINT,
@@ -98,6 +99,7 @@ struct objfs_mount_opts {
 	uint64_t uid;
 	uint64_t gid;
 	unsigned umask;                 /* at most 0777 */
+	uint64_t fsgroup;               /* new files' group (group-writable) */
 	double attr_ttl, entry_ttl, negative_ttl, dir_ttl;   /* seconds */
 	double volrec_ttl, usage_refresh;                    /* seconds */
 	uint64_t mem_limit, readahead, part_size, spool_limit, cache_size;

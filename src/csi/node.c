@@ -490,11 +490,14 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_RO);
 	}
 	if (!empty(m->volume_mount_group)) {
-		/* the pod's group owns the files, group-writable */
+		/* the pod's group owns the files, group-writable: objects
+		 * without attributes (gid, umask) and new ones (fsgroup) */
 		mo.gid = strtoull(m->volume_mount_group, NULL, 10);
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_GID);
 		mo.umask = 02;
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_UMASK);
+		mo.fsgroup = mo.gid;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_FSGROUP);
 	}
 	if (cfg->mount_memory_mib != 0) {
 		/* objfs-mount's mem_limit bounds its read-ahead buffers: half

@@ -366,6 +366,18 @@ static int put_with_attrs(struct objfs_fs *fs, const char *key,
 	return err;
 }
 
+/* The group and mode of a new file or directory made by ctx: with an
+ * fsgroup (Kubernetes's fsGroup), that group, group bits as the owner's
+ * (what a setgid directory and umask 002 give); else the caller's. */
+static gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
+		       mode_t *mode)
+{
+	if (!fs->o.fsgroup_set || S_ISLNK(*mode))
+		return ctx->gid;
+	*mode |= (*mode & 0700) >> 3;
+	return fs->o.fsgroup;
+}
+
 /* Creates an object-backed name (mkdir, symlink) and replies the entry. */
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, const char *link)
@@ -387,9 +399,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	fa.gid = new_group(fs, ctx, &mode);
 	fa.mode = mode;
 	fa.uid = ctx->uid;
-	fa.gid = ctx->gid;
 	fa.mtime = now_real();
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fs->lock);
@@ -840,6 +852,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_spool *sp = NULL;
 	struct fhandle *fh = NULL;
 	uint64_t spool_id = 0;
+	gid_t gid;
 	int err;
 
 	dir = pin_ino(fs, parent);
@@ -880,7 +893,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err != 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
-	in = inode_new(fs, dir, name, S_IFREG | (mode & 07777));
+	mode = S_IFREG | (mode & 07777);
+	gid = new_group(fs, ctx, &mode);
+	in = inode_new(fs, dir, name, mode);
 	fh = in != NULL ? fh_new(fs, in) : NULL;
 	if (in == NULL || fh == NULL) {
 		err = ENOMEM;
@@ -890,7 +905,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	in->uid = ctx->uid;
-	in->gid = ctx->gid;
+	in->gid = gid;
 	in->mtime = now_real();
 	in->ctime = in->mtime;
 	in->attr_time = now_mono();

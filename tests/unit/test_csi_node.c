@@ -815,6 +815,7 @@ static void test_lifecycle(void **state)
 	assert_non_null(strstr(x->fake.last_options, "allow_other"));
 	assert_non_null(strstr(x->fake.last_options, "gid=1000"));
 	assert_non_null(strstr(x->fake.last_options, "umask=0002"));
+	assert_non_null(strstr(x->fake.last_options, "fsgroup=1000"));
 	assert_non_null(strstr(x->fake.last_options, "mem_limit=32M"));
 	assert_non_null(strstr(x->fake.last_options, "endpoint=http://127.0.0.1:9"));
 	assert_non_null(strstr(x->fake.last_options, "addressing=path"));
