@@ -889,6 +889,12 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	if (err == 0)
 		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_VOLUME, idtext,
 					rq->name, &ixkv);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "the name %.128s was taken concurrently by another call; retry",
+				      rq->name);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", idtext);
 		goto out;
@@ -931,7 +937,16 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 		code = objfs_ctl_oom(st);
 		goto out;
 	}
-	err = objfs_volrec_store_at(root.store, id.path, &rec);
+	/* Created, never replaced: a concurrent create (another controller)
+	 * that wrote it first wins; the retry answers from its record. */
+	err = objfs_volrec_create_at(root.store, id.path, &rec);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "volume %s was created concurrently by another call; retry",
+				      idtext);
+		indexed = false;   /* the index is the other call's now */
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", idtext);
 		goto out;

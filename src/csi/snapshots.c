@@ -189,6 +189,12 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 	if (err == 0)
 		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_SNAPSHOT, sidtext,
 					rq->name, &extra);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "the name %.128s was taken concurrently by another call; retry",
+				      rq->name);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", sidtext);
 		goto out;
@@ -216,6 +222,12 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 		goto out;
 	}
 	err = objfs_snaprec_store(root.store, sid.path, &rec);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "snapshot %s was cut concurrently by another call; retry",
+				      sidtext);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", sidtext);
 		goto out;

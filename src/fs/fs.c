@@ -347,12 +347,14 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 }
 
 /* Puts a zero-byte object (a marker or a symlink body) with attributes. */
+/* Creates key (EEXIST when the store has it: a conditional PUT where the
+ * store has one, backend/s3.c) with the attributes fa. */
 static int put_with_attrs(struct objfs_fs *fs, const char *key,
 			  const struct objfs_fattr *fa, const void *body,
 			  size_t len, struct objfs_obj_info *info)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
-	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_put_opts po = { NULL, NULL, true };
 	struct objfs_source src;
 	int err;
 
@@ -519,7 +521,8 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 		return;
 	if (prefix_used(fs, dkey, false, &used) != 0 || used)
 		return;
-	if (put_with_attrs(fs, dkey, &fa, "", 0, NULL) == 0) {
+	err = put_with_attrs(fs, dkey, &fa, "", 0, NULL);
+	if (err == 0 || err == EEXIST) {   /* another client's marker will do */
 		pthread_mutex_lock(&fs->lock);
 		dir->in_store = true;
 		pthread_mutex_unlock(&fs->lock);

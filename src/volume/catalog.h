@@ -60,7 +60,9 @@ void objfs_catalog_hash(const char *s, size_t len, char *out, size_t hexlen);
 int objfs_catalog_load(struct objfs_store *idx, enum objfs_catalog_kind kind,
 		       const char *id, struct objfs_kv *out);
 /* Writes the name entry, then the id entry, of a new id named name, with
- * id=, name= and the fields of extra (may be NULL). */
+ * id=, name= and the fields of extra (may be NULL).  The name entry is
+ * created, not replaced: EEXIST when it names another id (a concurrent
+ * add won). */
 int objfs_catalog_add(struct objfs_store *idx, enum objfs_catalog_kind kind,
 		      const char *id, const char *name,
 		      const struct objfs_kv *extra);
@@ -135,7 +137,8 @@ int objfs_snaprec_key(const char *path, char *buf, size_t cap);
  * the caller).  0, ENOENT or an errno. */
 int objfs_snaprec_load(struct objfs_store *s, const char *path,
 		       struct objfs_snaprec *out);
-/* Writes the record of snapshot path.  0 or an errno. */
+/* Writes the record of a new snapshot path: 0, EEXIST when one exists
+ * (a snapshot is immutable), or an errno. */
 int objfs_snaprec_store(struct objfs_store *s, const char *path,
 			const struct objfs_snaprec *rec);
 

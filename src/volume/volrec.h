@@ -95,6 +95,9 @@ int objfs_volrec_load_at(struct objfs_store *s, const char *prefix,
 			 struct objfs_volrec *out);
 int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
 			  const struct objfs_volrec *v);
+/* Writes a new record: EEXIST when one exists (docstore.h). */
+int objfs_volrec_create_at(struct objfs_store *s, const char *prefix,
+			   const struct objfs_volrec *v);
 /* The key of the record of the volume at prefix into buf.  0 or
  * ENAMETOOLONG. */
 int objfs_volrec_key(const char *prefix, char *buf, size_t cap);

@@ -340,9 +340,17 @@ def t_dirs(env):
     os.unlink(d + "/imp/only.txt")
     check(os.path.isdir(d + "/imp"), "implied dir kept")
     os.mkdir(d + "/persist")
+    # mkdir creates its marker without replacing one: another client's
+    # directory, made after this mount last looked, is EEXIST and keeps
+    # its attributes (If-None-Match: *; a HEAD first on Swift)
+    check(not os.path.exists(d + "/other"), "no such name yet")
+    env.tool(url, "put", "other/", "mode=16877", "uid=4242", data=b"")
+    expect_errno(lambda: os.mkdir(d + "/other"), (errno.EEXIST,), "mkdir over another client's directory")
+    h = env.head(url, "other/")
+    check(h is not None and h["meta"].get("uid") == "4242", "the other marker kept: %r" % h)
     env.umount(m)
     m = env.mount(url)
-    check(sorted(os.listdir(m["dir"])) == ["imp", "persist"], "dirs after remount: %s" % os.listdir(m["dir"]))
+    check(sorted(os.listdir(m["dir"])) == ["imp", "other", "persist"], "dirs after remount: %s" % os.listdir(m["dir"]))
     env.umount(m)
 
 

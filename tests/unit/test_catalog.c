@@ -108,7 +108,14 @@ static void test_entries(void **state)
 	objfs_kv_release(&kv);
 	assert_int_equal(objfs_catalog_set_capacity(e->s, "id-x", 1), ENOENT);
 
+	/* a name entry is created, never replaced: another id's add is
+	 * EEXIST (a concurrent controller lost), the same id's is a retry */
+	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-c",
+					   "pvc-a", NULL), EEXIST);
+	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-a",
+					   "pvc-a", NULL), 0);
 	/* the name now names id-c: removing id-a keeps it */
+	assert_int_equal(objfs_store_del(e->s, key), 0);
 	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-c",
 					   "pvc-a", NULL), 0);
 	assert_int_equal(objfs_catalog_remove(e->s, OBJFS_CATALOG_VOLUME, "id-a",
