@@ -34,10 +34,13 @@
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
 	char *url_host;          /* host[:port] in URLs (bucket. prefixed when
-				    virtual-hosted) */
+				    virtual-hosted); replaced (under mu) when
+				    an AWS endpoint follows the bucket's
+				    region */
 	char *base_path;         /* "/bucket" (path style) or "" */
 	char *bucket;
-	char *region;
+	char *region;            /* replaced under mu (the bucket's region,
+				    when the server names another) */
 	char *ca_file;
 	char *access_key;        /* secret-ish: never logged */
 	char *secret_key;        /* secret: wiped at destroy */
@@ -101,6 +104,7 @@ struct s3_req {
 	bool have_total;
 	int hdr_err;
 	struct objfs_s3_error err;
+	char bucket_region[64];                  /* x-amz-bucket-region */
 };
 
 /* Adds a header (copied).  0, EINVAL (CR/LF in a value, bad name), E2BIG

@@ -8,8 +8,10 @@
 #                          signed S3 request succeeds; create the test
 #                          bucket; write WORKDIR/env (shell assignments:
 #                          OBJFS_TEST_S3_ENDPOINT, _REGION, _BUCKET,
-#                          _ACCESS_KEY, _SECRET_KEY, and _NETRC, a netrc
-#                          file for curl --aws-sigv4).
+#                          _ACCESS_KEY, _SECRET_KEY, _NETRC, a netrc
+#                          file for curl --aws-sigv4, and _VHOST_ENDPOINT,
+#                          http://s3.localhost:PORT, where RGW answers
+#                          virtual-hosted requests: rgw_dns_name).
 #   rgw.sh stop WORKDIR    stop everything start started (pid files, each
 #                          daemon in its own process group); safe to call
 #                          twice.
@@ -181,6 +183,9 @@ $STORE_CONF
 
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$RGWPORT tcp_nodelay=1
+# Virtual-hosted addressing: BUCKET.s3.localhost (curl resolves every
+# name under localhost to the loopback itself, no DNS or /etc/hosts).
+rgw dns name = s3.localhost
 rgw data = $W/rgw
 rgw thread pool size = 64
 # Per-request logs cost 10-20%.
@@ -242,5 +247,6 @@ daemon rgw radosgw -c "$C" -n client.rgw.a -f
 create_bucket rgw.sh "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET" $WAIT
 
 write_env "$W" "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET"
+echo "OBJFS_TEST_S3_VHOST_ENDPOINT=http://s3.localhost:$RGWPORT" >> "$W/env"
 trap - EXIT
 echo "rgw.sh: RGW ($STORE) ready at http://127.0.0.1:$RGWPORT (bucket $BUCKET)"

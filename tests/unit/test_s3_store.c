@@ -781,6 +781,64 @@ static void test_missing_key_403(void **state)
 	canned_stop(cs);
 }
 
+/* A bucket in another region than configured: AWS answers 301 (a HEAD,
+ * x-amz-bucket-region only) or 400 AuthorizationHeaderMalformed naming
+ * the region; the leaf signs for that region from then on and sends the
+ * request again, instead of failing. */
+static void test_region_redirect(void **state)
+{
+	static const char *const r[] = {
+		RESP("301 Moved Permanently", "x-amz-bucket-region: eu-west-1\r\n"),
+		RESP("200 OK", "ETag: \"e\"\r\nContent-Length: 0\r\n"),
+		RESP("200 OK", "ETag: \"e\"\r\nContent-Length: 0\r\n"),
+		RESP("400 Bad Request", "")
+		"<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
+		"'eu-west-1' is wrong; expecting 'ap-south-1'</Message>"
+		"<Region>ap-south-1</Region></Error>",
+		RESP("200 OK", "") "hello",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts o = OBJFS_GET_ALL;
+	struct objfs_sink sink;
+	char host[128];
+
+	(void)state;
+	canned_set(cs, r, 5);
+	assert_int_equal(objfs_store_head(s, "k", NULL), 0);
+	assert_non_null(strstr(cs->req, "/eu-west-1/s3/aws4_request"));
+	/* Remembered. */
+	assert_int_equal(objfs_store_head(s, "k", NULL), 0);
+	assert_non_null(strstr(cs->req, "/eu-west-1/s3/aws4_request"));
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "k", &o, &sink, NULL), 0);
+	assert_int_equal(mb.len, 5);
+	assert_memory_equal(mb.data, "hello", 5);
+	assert_non_null(strstr(cs->req, "/ap-south-1/s3/aws4_request"));
+	objfs_membuf_release(&mb);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+
+	/* On AWS's endpoints the host follows the region too. */
+	assert_int_equal(objfs_s3_region_host("b.s3.us-east-1.amazonaws.com", "eu-west-1",
+					      host, sizeof(host)), 0);
+	assert_string_equal(host, "b.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3.amazonaws.com", "eu-west-1",
+					      host, sizeof(host)), 0);
+	assert_string_equal(host, "s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("my.dotted.bkt.s3-us-west-2.amazonaws.com",
+					      "eu-west-1", host, sizeof(host)), 0);
+	assert_string_equal(host, "my.dotted.bkt.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3-logs.s3.us-east-1.amazonaws.com",
+					      "eu-west-1", host, sizeof(host)), 0);
+	assert_string_equal(host, "s3-logs.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3.example.com", "eu-west-1",
+					      host, sizeof(host)), ENOENT);
+	assert_int_equal(objfs_s3_region_host("s3.us-east-1.amazonaws.com", "EU/../x",
+					      host, sizeof(host)), ENOENT);
+}
+
 /* ---- TLS: a self-signed 127.0.0.1 server -------------------------------- */
 
 struct tls_srv {
@@ -948,6 +1006,13 @@ static struct objfs_store *live_store(const char *secret, unsigned maxconn)
 	cfg.secret_key = secret != NULL ? secret :
 		getenv("OBJFS_TEST_S3_SECRET_KEY");
 	cfg.path_style = true;
+	if (getenv("OBJFS_TEST_S3_ADDRESSING") != NULL &&
+	    strcmp(getenv("OBJFS_TEST_S3_ADDRESSING"), "virtual") == 0) {
+		/* BUCKET.s3.localhost: RGW's rgw_dns_name (store_s3.sh) */
+		cfg.endpoint = getenv("OBJFS_TEST_S3_VHOST_ENDPOINT");
+		cfg.path_style = false;
+		assert_non_null(cfg.endpoint);
+	}
 	cfg.max_connections = maxconn;
 	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
 	return s;
@@ -1227,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_rgw_delete_many_scoped),
 		cmocka_unit_test(test_delete_many_denied),
 		cmocka_unit_test(test_missing_key_403),
+		cmocka_unit_test(test_region_redirect),
 		cmocka_unit_test(test_rgw_complete_etag),
 		cmocka_unit_test(test_rgw_complete_aborted),
 		cmocka_unit_test(test_rgw_copy),
