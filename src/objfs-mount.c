@@ -36,6 +36,7 @@
 #include "common/mountopts.h"
 #include "fs/fs.h"
 #include "fs/fuselog.h"
+#include "fs/spool.h"
 #include "mount/keeper.h"
 #include "mount/resume.h"
 
@@ -112,6 +113,10 @@ static void usage(const char *prog)
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
 "                         (default: 32)\n"
 "  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
+"  unsaved_keep=SECONDS   how long the data of files that could never be\n"
+"                         saved is kept in spool_dir (objfs-unsaved-*, each\n"
+"                         with a .txt note) before a mount deletes it\n"
+"                         (default: 604800, 7 days; 0: never)\n"
 "  spool_limit=BYTES      disk the waiting data may take (default: 2G);\n"
 "                         past it, sequential writers drop the parts\n"
 "                         already sent and other files are uploaded\n"
@@ -329,6 +334,30 @@ static void unmount_inherited(struct objfs_log *log, const char *mnt)
 		objfs_error(log, "mount", "unmounting %s failed", mnt);
 }
 
+/* The data of files that could never be saved is kept in the spool
+ * directory (fs/spool.h), for unsaved_keep (7 days by default): older
+ * kept files, of this or any earlier mount using the directory, go now. */
+#define UNSAVED_KEEP_DEFAULT (7 * 24 * 3600.0)
+static void expire_unsaved(const struct settings *s,
+			   const struct objfs_mount_opts *mo, struct objfs_log *log)
+{
+	const char *dir = s->fo.spool_dir != NULL ? s->fo.spool_dir : "/var/tmp";
+	double keep = objfs_mount_opts_has(mo, OBJFS_MOPT_UNSAVED_KEEP) ?
+		mo->unsaved_keep : UNSAVED_KEEP_DEFAULT;
+	unsigned n = 0;
+	int err;
+
+	if (keep <= 0)
+		return;
+	err = objfs_spool_expire(dir, keep, &n);
+	if (n > 0)
+		objfs_warn(log, "mount", "deleted %u kept unsaved file(s) older "
+			   "than %.0f s from %s (unsaved_keep)", n, keep, dir);
+	if (err != 0)
+		objfs_warn(log, "mount", "expiring kept unsaved files in %s: %s",
+			   dir, objfs_strerror(err));
+}
+
 /* Frees what parsing the command line allocated. */
 static void cli_release(struct cli *c)
 {
@@ -447,6 +476,7 @@ int main(int argc, char *argv[])
 			    objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
+	expire_unsaved(&s, &c.mo, log);
 	err = objfs_fs_create(store, &s.fo, log, &fs);
 	if (err != 0) {
 		objfs_error(log, "mount", "starting the filesystem: %s",

@@ -71,6 +71,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(UPLOAD_PARALLEL, upload_parallel, K_NUM),
 	OWN(THREADS, threads, K_NUM),
 	OWN(SPOOL_LIMIT, spool_limit, K_BYTES),
+	OWN(UNSAVED_KEEP, unsaved_keep, K_SECONDS),
 	OWN(CACHE_DIR, cache_dir, K_STR),
 	OWN(CACHE_SIZE, cache_size, K_BYTES),
 	OWN(VOLREC_TTL, volrec_ttl, K_SECONDS),

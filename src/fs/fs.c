@@ -1298,7 +1298,7 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
  * dropped silently when the mount stops (in->mu held). */
 static void spool_keep(struct objfs_fs *fs, struct inode *in)
 {
-	char key[KEYBUF], prefix[64];
+	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
 	const char *path = NULL;
 	uint64_t size, have;
 	bool again;
@@ -1310,7 +1310,7 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
 		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
 	pthread_mutex_unlock(&fs->lock);
-	snprintf(prefix, sizeof(prefix), "objfs-unsaved-%ld-%" PRIu64,
+	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
 		 (long)getpid(), (uint64_t)in->ino);
 	again = in->spool->kept != NULL;
 	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
@@ -1325,20 +1325,26 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	size = in->spool->size;
 	have = objfs_rangeset_bytes(&in->spool->present);
 	if (have >= size)
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s", key, size, path);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s", key, size, path);
 	else if (in->stream != NULL && in->stream->punched > 0)
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s, less its first %" PRIu64
-			    " bytes (zeros there): they were in the parts of "
-			    "an upload that did not complete", key, size, path,
-			    in->stream->punched);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s, less its first %" PRIu64
+			 " bytes (zeros there): they were in the parts of "
+			 "an upload that did not complete", key, size, path,
+			 in->stream->punched);
 	else
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s; %" PRIu64 " bytes of it are "
-			    "zeros there, unchanged from the stored object "
-			    "(ETag %s)", key, size, path, size - have,
-			    in->spool->base_etag);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			 "zeros there, unchanged from the stored object "
+			 "(ETag %s)", key, size, path, size - have,
+			 in->spool->base_etag);
+	objfs_error(fs->log, SUB, "%s", msg);
+	/* what the file is, beside it, for whoever recovers it */
+	err = objfs_spool_note(path, msg);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
+			   objfs_strerror(err));
 }
 
 /* After a failed sync_under() of the root (ns held for writing): the

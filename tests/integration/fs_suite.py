@@ -1037,6 +1037,22 @@ def t_unsaved_kept(env):
         proxy.fail(False)
         check(env.get(url, "new") is None, "nothing half-written in the store")
         check(env.get(url, "old") == b"o" * 100000, "the stored object untouched")
+        # Each kept file has a note beside it saying what it holds.
+        for path, msg in kept.values():
+            note = open(path + ".txt").read()
+            check(note == msg + "\n", "the note says what the log said: %r / %r" % (note, msg))
+        # Kept files have a bounded life (unsaved_keep, 7 days by default):
+        # a mount using the directory deletes those kept longer, and says so.
+        spool = os.path.dirname(kept["new"][0])
+        old = time.time() - 8 * 86400
+        for name in os.listdir(spool):
+            os.utime(os.path.join(spool, name), (old, old))
+        m = env.mount(url, ["spool_dir=" + spool])
+        left = [n for n in os.listdir(spool) if n.startswith("objfs-unsaved-")]
+        check(left == [], "kept files older than unsaved_keep deleted: %s" % left)
+        env.umount(m)
+        check("deleted 2 kept unsaved file(s)" in open(m["log"]).read(),
+              "the mount says it deleted them")
     finally:
         proxy.close()
 
