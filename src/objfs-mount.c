@@ -80,8 +80,17 @@ static void usage(const char *prog)
 "                         over https (plain http always does, unless\n"
 "                         unsigned_payload)\n"
 "  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
-"                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
-"                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
+"                         session_token=, or role_arn= and\n"
+"                         web_identity_token_file=, or\n"
+"                         container_credentials_full_uri= (without it:\n"
+"                         $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY,\n"
+"                         $AWS_SESSION_TOKEN; $AWS_ROLE_ARN and\n"
+"                         $AWS_WEB_IDENTITY_TOKEN_FILE, exchanged with STS\n"
+"                         AssumeRoleWithWebIdentity; or\n"
+"                         $AWS_CONTAINER_CREDENTIALS_FULL_URI with\n"
+"                         $AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE)\n"
+"  creds_refresh=SECONDS  renew temporary keys this long before they\n"
+"                         expire (default: 300)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
 "  retry_timeout=SECONDS  how long a request is retried while the store is\n"
 "                         down or failing (refused or reset connections,\n"
@@ -307,10 +316,14 @@ static int build_settings(struct cli *c, struct settings *s)
 		if (err != 0)
 			return err;
 	}
+	if (HAS(CREDS_REFRESH))
+		s->sc.s3.creds_refresh_s = mo->creds_refresh;
 #undef HAS
 	s->sc.s3.access_key = s->creds.access_key;
 	s->sc.s3.secret_key = s->creds.secret_key;
 	s->sc.s3.session_token = s->creds.session_token;
+	s->sc.s3.keyless = &s->creds;   /* without keys: a role or a container
+					   endpoint, renewed (credprov.h) */
 	return 0;
 }
 

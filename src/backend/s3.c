@@ -18,9 +18,10 @@
  *     request, no lock) -> FREE.  A request waits on cv while all handles
  *     are busy.
  *   - No retries here: the retry layer above decides from the errno.
- *   - Credentials are copied at create, used only to sign, wiped with
- *     OPENSSL_cleanse at destroy and never logged (logs carry method, key,
- *     status and S3 error code only).
+ *   - Credentials come from the store's provider (credprov.h: static keys,
+ *     or temporary ones fetched and renewed before they expire); each
+ *     request signs with a copy, wiped after; never logged (logs carry
+ *     method, key, status and S3 error code only).
  *   - AWS (and Ceph RGW) answer a HEAD or GET of a missing key with 403
  *     when the keys may not list it (keys scoped to a prefix): a 403 is
  *     checked with a listing of the key (denied_or_absent()).
@@ -59,6 +60,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/credprov.h"
 #include "backend/s3_int.h"
 #include "backend/s3_errors.h"
 #include "backend/s3_internal.h"
@@ -907,14 +909,6 @@ static int s3_mpu_abort(struct objfs_store *s, const char *key,
 	return rc;
 }
 
-static void wipe_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
-
 static void s3_ctx_free(struct s3_ctx *c)
 {
 	unsigned i;
@@ -930,9 +924,7 @@ static void s3_ctx_free(struct s3_ctx *c)
 	free(c->bucket);
 	free(c->region);
 	free(c->ca_file);
-	wipe_free(c->access_key);
-	wipe_free(c->secret_key);
-	wipe_free(c->session_token);
+	objfs_credprov_destroy(c->creds);
 	free(c);
 }
 
@@ -1057,13 +1049,29 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	c->region = dup_or_null(cfg->region ? cfg->region : "us-east-1",
 				&fail);
 	c->ca_file = dup_or_null(cfg->ca_file, &fail);
-	c->access_key = dup_or_null(cfg->access_key, &fail);
-	c->secret_key = dup_or_null(cfg->secret_key, &fail);
-	c->session_token = dup_or_null(cfg->session_token, &fail);
 	if (fail || c->scheme == NULL || c->url_host == NULL ||
 	    c->base_path == NULL) {
 		rc = ENOMEM;
 		goto fail;
+	}
+	{
+		/* static keys, else the keyless sources, else anonymous */
+		struct objfs_creds st = OBJFS_CREDS_INIT;
+		struct objfs_credprov_config pc = { 0 };
+
+		st.access_key = (char *)cfg->access_key;
+		st.secret_key = (char *)cfg->secret_key;
+		st.session_token = (char *)cfg->session_token;
+		pc.creds = cfg->access_key != NULL ? &st : cfg->keyless;
+		pc.region = c->region;
+		pc.ca_file = cfg->ca_file;
+		pc.insecure_skip_verify = cfg->insecure_skip_verify;
+		pc.refresh_s = cfg->creds_refresh_s;
+		if (pc.creds != NULL) {
+			rc = objfs_credprov_create(&pc, log, &c->creds);
+			if (rc != 0)
+				goto fail;
+		}
 	}
 	c->insecure = cfg->insecure_skip_verify;
 	c->unsigned_payload = cfg->unsigned_payload ||
@@ -1092,10 +1100,11 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	s->inner = NULL;
 	s->ctx = c;
 	s->log = log;
-	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s, %s payloads)",
+	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s, %s payloads, %s)",
 		   c->scheme, c->url_host, c->base_path, c->region,
 		   cfg->path_style ? "path style" : "virtual hosted",
-		   c->unsigned_payload ? "unsigned" : "hashed");
+		   c->unsigned_payload ? "unsigned" : "hashed",
+		   c->creds != NULL ? objfs_credprov_kind(c->creds) : "anonymous");
 	*out = s;
 	return 0;
 fail:

@@ -42,9 +42,8 @@ struct s3_ctx {
 	char *region;            /* replaced under mu (the bucket's region,
 				    when the server names another) */
 	char *ca_file;
-	char *access_key;        /* secret-ish: never logged */
-	char *secret_key;        /* secret: wiped at destroy */
-	char *session_token;     /* secret: wiped at destroy */
+	struct objfs_credprov *creds;   /* the keys (NULL: anonymous); each
+					   request signs with a copy */
 	bool insecure;
 	bool unsigned_payload;
 	long connect_timeout_ms;

@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/credprov.h"
 #include "backend/s3_int.h"
 #include "backend/s3_errors.h"
 #include "backend/s3_internal.h"
@@ -635,6 +636,7 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 	char *query = NULL, *url = NULL, *auth = NULL;
 	char amz_date[17], hash[65];
 	char host[320], region[64];
+	struct objfs_creds keys = OBJFS_CREDS_INIT;
 	const char *payload;
 	size_t n = 0, i;
 	CURL *h = NULL;
@@ -692,9 +694,14 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 	all[n++].value = amz_date;
 	all[n].name = "x-amz-content-sha256";
 	all[n++].value = payload;
-	if (c->session_token != NULL) {
+	if (c->creds != NULL) {
+		rc = objfs_credprov_get(c->creds, &keys);
+		if (rc != 0)
+			goto out;
+	}
+	if (keys.session_token != NULL) {
 		all[n].name = "x-amz-security-token";
-		all[n++].value = c->session_token;
+		all[n++].value = keys.session_token;
 	}
 	for (i = 0; i < r->n_hdrs; i++)
 		all[n++] = r->hdrs[i];
@@ -702,7 +709,7 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		rc = slist_add(&hl, all[i].name, all[i].value);
 	if (rc != 0)
 		goto out;
-	if (c->access_key != NULL) {
+	if (keys.access_key != NULL) {
 		sreq.method = r->method;
 		sreq.path = raw_path;
 		sreq.params = r->params;
@@ -710,8 +717,8 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		sreq.headers = all;
 		sreq.n_headers = n;
 		sreq.payload_hash = payload;
-		skey.access_key = c->access_key;
-		skey.secret_key = c->secret_key;
+		skey.access_key = keys.access_key;
+		skey.secret_key = keys.secret_key;
 		skey.region = region;
 		skey.service = "s3";
 		rc = objfs_sigv4_authorization(&sreq, &skey, amz_date, auth,
@@ -854,6 +861,7 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 	objfs_debug(s->log, "s3", "%s %s: HTTP %ld %s", r->method,
 		    r->key ? r->key : "/", r->status, r->err.code);
 out:
+	objfs_creds_release(&keys);
 	if (h != NULL)
 		pool_put(c, h, broken);
 	curl_slist_free_all(hl);

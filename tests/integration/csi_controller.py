@@ -32,16 +32,6 @@ TOOL = os.path.join(csilib.BUILDDIR, "tests", "integration", "objfs-store-tool")
 GIB = 1 << 30
 
 
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if "=" in line and not line.startswith("#"):
-                k, v = line.split("=", 1)
-                env[k] = v.strip("'\"")
-    return env
-
 
 class Store:
     """Direct access to the bucket with objfs-store-tool."""
@@ -95,7 +85,7 @@ def main():
         subprocess.run(["sh", SERVER_SH, "start", sw], check=True, timeout=120,
                        stdout=subprocess.DEVNULL)
         started = True
-        s3 = read_env(os.path.join(sw, "env"))
+        s3 = csilib.read_env(os.path.join(sw, "env"))
         store = Store(s3)
         endpoint = s3["OBJFS_TEST_S3_ENDPOINT"]
         region = s3["OBJFS_TEST_S3_REGION"]

@@ -42,15 +42,6 @@ def skip_if_absent():
         raise SystemExit("objfs-mount is not built at %s" % csilib.MOUNT_BIN)
 
 
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.strip().split("=", 1)
-                env[k] = v
-    return env
-
 
 def mounts_under(prefix):
     """Mount points under prefix, deepest first."""
@@ -186,7 +177,7 @@ def main():
         subprocess.run(["sh", SWIFT, "start", swift_dir], check=True, timeout=120,
                        stdout=subprocess.DEVNULL)
         swift_up = True
-        s3 = read_env(os.path.join(swift_dir, "env"))
+        s3 = csilib.read_env(os.path.join(swift_dir, "env"))
         creds = os.path.join(work, "plugin-creds")
         with open(creds, "w") as f:
             f.write("access_key_id=%s\nsecret_access_key=%s\n" %

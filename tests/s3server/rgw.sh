@@ -186,6 +186,10 @@ rgw frontends = beast endpoint=127.0.0.1:$RGWPORT tcp_nodelay=1
 # Virtual-hosted addressing: BUCKET.s3.localhost (curl resolves every
 # name under localhost to the loopback itself, no DNS or /etc/hosts).
 rgw dns name = s3.localhost
+# STS (AssumeRoleWithWebIdentity; the test user may create OIDC providers
+# and roles, and manage keys through the admin API: caps below).  The key encrypts session tokens: 16 bytes.
+rgw sts key = objfstestststkey
+rgw s3 auth use sts = true
 rgw data = $W/rgw
 rgw thread pool size = 64
 # Per-request logs cost 10-20%.
@@ -239,6 +243,11 @@ if ! timeout 60 radosgw-admin -c "$C" user create --uid=objfs \
 	--display-name=objfs --access-key="$ACCESS" --secret-key="$SECRET" \
 	>"$W/log/user-create.out" 2>&1; then
 	log "radosgw-admin user create failed:"; tail -n 20 "$W/log/user-create.out" >&2
+	exit 1
+fi
+if ! timeout 60 radosgw-admin -c "$C" caps add --uid=objfs \
+	--caps="roles=*;oidc-provider=*;users=*" >"$W/log/caps-add.out" 2>&1; then
+	log "radosgw-admin caps add failed:"; tail -n 20 "$W/log/caps-add.out" >&2
 	exit 1
 fi
 daemon rgw radosgw -c "$C" -n client.rgw.a -f
