@@ -106,7 +106,7 @@ def main():
     started = False
     try:
         subprocess.run(["sh", RGW_SH, "start", w], check=True, timeout=120,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, OBJFS_RGW_STS="1"))
         started = True
         s3 = csilib.read_env(os.path.join(w, "env"))
         ep, bucket = s3["OBJFS_TEST_S3_ENDPOINT"], s3["OBJFS_TEST_S3_BUCKET"]

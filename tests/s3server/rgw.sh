@@ -30,6 +30,9 @@
 #       OBJFS_RGW_STORE_MB under WORKDIR and takes about 8 s more to start)
 #   OBJFS_RGW_STORE_MB    the store's size in MiB (default 3072; memstore
 #       only takes what is written, but PUTs hang, not fail, when full)
+#   OBJFS_RGW_STS=1       enable STS (rgw_sts_key, rgw_s3_auth_use_sts); the
+#       user may always create OIDC providers and roles and manage keys
+#       through the admin API (caps)
 #
 # Debian packages: ceph-mon ceph-osd radosgw ceph-common.
 set -eu
@@ -129,6 +132,15 @@ bluestore block wal create = false
 bluestore cache size = 134217728"
 fi
 
+# STS only when asked: with rgw_s3_auth_use_sts, a request signed with a
+# wrong secret key answers AccessDenied instead of SignatureDoesNotMatch.
+STS_CONF=
+if [ "${OBJFS_RGW_STS:-0}" = 1 ]; then
+	# AssumeRoleWithWebIdentity; the key encrypts session tokens (16 bytes)
+	STS_CONF="rgw sts key = objfstestststkey
+rgw s3 auth use sts = true"
+fi
+
 cat > "$C" <<EOF
 [global]
 fsid = $FSID
@@ -186,10 +198,7 @@ rgw frontends = beast endpoint=127.0.0.1:$RGWPORT tcp_nodelay=1
 # Virtual-hosted addressing: BUCKET.s3.localhost (curl resolves every
 # name under localhost to the loopback itself, no DNS or /etc/hosts).
 rgw dns name = s3.localhost
-# STS (AssumeRoleWithWebIdentity; the test user may create OIDC providers
-# and roles, and manage keys through the admin API: caps below).  The key encrypts session tokens: 16 bytes.
-rgw sts key = objfstestststkey
-rgw s3 auth use sts = true
+$STS_CONF
 rgw data = $W/rgw
 rgw thread pool size = 64
 # Per-request logs cost 10-20%.
