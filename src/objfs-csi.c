@@ -361,6 +361,7 @@ static int open_default_store(struct options *o, struct objfs_log *log,
 	sc.s3.access_key = o->creds.access_key;
 	sc.s3.secret_key = o->creds.secret_key;
 	sc.s3.session_token = o->creds.session_token;
+	sc.s3.keyless = &o->creds;
 	return objfs_store_stack_create(&sc, log, store);
 }
 
@@ -456,6 +457,7 @@ int main(int argc, char **argv)
 	cc.store.s3.access_key = o.creds.access_key;
 	cc.store.s3.secret_key = o.creds.secret_key;
 	cc.store.s3.session_token = o.creds.session_token;
+	cc.store.s3.keyless = &o.creds;     /* a role or container endpoint */
 	cc.store_open = objfs_store_stack_create;
 	cc.metrics = reg;
 	cc.store.metrics = reg;

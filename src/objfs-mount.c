@@ -38,6 +38,7 @@
 #include "common/mountopts.h"
 #include "fs/fs.h"
 #include "fs/fuselog.h"
+#include "fs/spool.h"
 #include "mount/keeper.h"
 #include "mount/resume.h"
 
@@ -81,8 +82,17 @@ static void usage(const char *prog)
 "                         over https (plain http always does, unless\n"
 "                         unsigned_payload)\n"
 "  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
-"                         session_token= (without it: $AWS_ACCESS_KEY_ID,\n"
-"                         $AWS_SECRET_ACCESS_KEY, $AWS_SESSION_TOKEN)\n"
+"                         session_token=, or role_arn= and\n"
+"                         web_identity_token_file=, or\n"
+"                         container_credentials_full_uri= (without it:\n"
+"                         $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY,\n"
+"                         $AWS_SESSION_TOKEN; $AWS_ROLE_ARN and\n"
+"                         $AWS_WEB_IDENTITY_TOKEN_FILE, exchanged with STS\n"
+"                         AssumeRoleWithWebIdentity; or\n"
+"                         $AWS_CONTAINER_CREDENTIALS_FULL_URI with\n"
+"                         $AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE)\n"
+"  creds_refresh=SECONDS  renew temporary keys this long before they\n"
+"                         expire (default: 300)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
 "  retry_timeout=SECONDS  how long a request is retried while the store is\n"
 "                         down or failing (refused or reset connections,\n"
@@ -98,6 +108,10 @@ static void usage(const char *prog)
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
 "  umask=OCTAL            for objects without metadata (default: 022)\n"
+"  fsgroup=N              new files and directories belong to group N and\n"
+"                         are group-writable: their group permission bits\n"
+"                         are the owner's (Kubernetes fsGroup; objfs-csi\n"
+"                         sets it from the pod's volume_mount_group)\n"
 "  attr_ttl=SECONDS       attribute cache lifetime (default: 1)\n"
 "  entry_ttl=SECONDS      name cache lifetime (default: 1)\n"
 "  negative_ttl=SECONDS   missing-name cache lifetime (default: 1)\n"
@@ -113,6 +127,10 @@ static void usage(const char *prog)
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
 "                         (default: 32)\n"
 "  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
+"  unsaved_keep=SECONDS   how long the data of files that could never be\n"
+"                         saved is kept in spool_dir (objfs-unsaved-*, each\n"
+"                         with a .txt note) before a mount deletes it\n"
+"                         (default: 604800, 7 days; 0: never)\n"
 "  spool_limit=BYTES      disk the waiting data may take (default: 2G);\n"
 "                         past it, sequential writers drop the parts\n"
 "                         already sent and other files are uploaded\n"
@@ -206,6 +224,10 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.gid = (gid_t)mo->gid;
 	if (HAS(UMASK))
 		s->fo.umask = (mode_t)mo->umask;
+	if (HAS(FSGROUP)) {
+		s->fo.fsgroup_set = true;
+		s->fo.fsgroup = (gid_t)mo->fsgroup;
+	}
 	if (HAS(ATTR_TTL))
 		s->fo.attr_ttl = mo->attr_ttl;
 	if (HAS(ENTRY_TTL))
@@ -332,10 +354,14 @@ static int build_settings(struct cli *c, struct settings *s)
 		if (err != 0)
 			return err;
 	}
+	if (HAS(CREDS_REFRESH))
+		s->sc.s3.creds_refresh_s = mo->creds_refresh;
 #undef HAS
 	s->sc.s3.access_key = s->creds.access_key;
 	s->sc.s3.secret_key = s->creds.secret_key;
 	s->sc.s3.session_token = s->creds.session_token;
+	s->sc.s3.keyless = &s->creds;   /* without keys: a role or a container
+					   endpoint, renewed (credprov.h) */
 	return 0;
 }
 
@@ -404,6 +430,30 @@ static struct objfs_metrics_server *serve_metrics(struct objfs_log *log,
 		   s->metrics_tcp != NULL ? " and " : "",
 		   s->metrics_tcp != NULL ? s->metrics_tcp : "");
 	return srv;
+}
+
+/* The data of files that could never be saved is kept in the spool
+ * directory (fs/spool.h), for unsaved_keep (7 days by default): older
+ * kept files, of this or any earlier mount using the directory, go now. */
+#define UNSAVED_KEEP_DEFAULT (7 * 24 * 3600.0)
+static void expire_unsaved(const struct settings *s,
+			   const struct objfs_mount_opts *mo, struct objfs_log *log)
+{
+	const char *dir = s->fo.spool_dir != NULL ? s->fo.spool_dir : "/var/tmp";
+	double keep = objfs_mount_opts_has(mo, OBJFS_MOPT_UNSAVED_KEEP) ?
+		mo->unsaved_keep : UNSAVED_KEEP_DEFAULT;
+	unsigned n = 0;
+	int err;
+
+	if (keep <= 0)
+		return;
+	err = objfs_spool_expire(dir, keep, &n);
+	if (n > 0)
+		objfs_warn(log, "mount", "deleted %u kept unsaved file(s) older "
+			   "than %.0f s from %s (unsaved_keep)", n, keep, dir);
+	if (err != 0)
+		objfs_warn(log, "mount", "expiring kept unsaved files in %s: %s",
+			   dir, objfs_strerror(err));
 }
 
 /* Frees what parsing the command line allocated. */
@@ -552,6 +602,7 @@ int main(int argc, char *argv[])
 			    objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
+	expire_unsaved(&s, &c.mo, log);
 	err = objfs_fs_create(store, &s.fo, log, &fs);
 	if (err == 0 && reg != NULL)
 		err = objfs_fs_metrics_attach(fs, reg);

@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <time.h>
 
+struct objfs_creds;
 struct objfs_log;
 struct objfs_metrics;
 struct objfs_store;
@@ -384,6 +385,13 @@ struct objfs_s3_config {
 	const char *access_key;     /* copied; never logged */
 	const char *secret_key;     /* copied; never logged */
 	const char *session_token;  /* copied; never logged; may be NULL */
+	const struct objfs_creds *keyless; /* without access_key: keys fetched
+				       and renewed (role + web identity token
+				       file, container endpoint:
+				       backend/credprov.h); copied; may be
+				       NULL (anonymous) */
+	double creds_refresh_s;     /* renew temporary keys this long before
+				       they expire; 0: 300 */
 	bool unsigned_payload;      /* UNSIGNED-PAYLOAD instead of the hash */
 	bool signed_payload;        /* hash payloads even over https, where
 				       TLS already protects them and the

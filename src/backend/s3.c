@@ -18,15 +18,21 @@
  *     request, no lock) -> FREE.  A request waits on cv while all handles
  *     are busy.
  *   - No retries here: the retry layer above decides from the errno.
- *   - Credentials are copied at create, used only to sign, wiped with
- *     OPENSSL_cleanse at destroy and never logged (logs carry method, key,
- *     status and S3 error code only).
+ *   - Credentials come from the store's provider (credprov.h: static keys,
+ *     or temporary ones fetched and renewed before they expire); each
+ *     request signs with a copy, wiped after; never logged (logs carry
+ *     method, key, status and S3 error code only).
+ *   - AWS (and Ceph RGW) answer a HEAD or GET of a missing key with 403
+ *     when the keys may not list it (keys scoped to a prefix): a 403 is
+ *     checked with a listing of the key (denied_or_absent()).
  *   - Swift quirks handled here: DeleteObjects needs Content-MD5 (always
  *     sent); a continuation token Swift did not issue gives a 500 (mapped to
  *     EINVAL when the token is not even base64, which no server issues);
  *     PUT with If-None-Match is 501 (then, once per store, replaced by a
  *     HEAD before the PUT: best effort, as backend.h allows).
- *   - Ceph RGW 16 (Pacific) quirks handled here: CompleteMultipartUpload
+ *   - Ceph RGW 16 (Pacific) quirks handled here: DeleteObjects is refused
+ *     (403) to keys scoped to a prefix that may DELETE each key (then,
+ *     once per store, one DELETE per key); CompleteMultipartUpload
  *     answers an empty <ETag/> (the ETag is computed from the parts'); the
  *     ETags of CopyObject and UploadPartCopy results come without quotes
  *     (added, s3_xml.c); CopyObject reads its condition from
@@ -54,6 +60,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/credprov.h"
 #include "backend/s3_int.h"
 #include "backend/s3_errors.h"
 #include "backend/s3_internal.h"
@@ -64,6 +71,37 @@
 #include "common/log.h"
 
 /* ---- ops ------------------------------------------------------------------ */
+
+static int s3_list(struct objfs_store *s, const struct objfs_list_req *lr,
+		   struct objfs_list_page *page);
+
+/* After a HEAD or GET of key answered 403 (rc EACCES).  AWS answers 403,
+ * not 404, for a key that does not exist when the keys lack s3:ListBucket
+ * for it, and a policy that scopes ListBucket to a prefix (the
+ * s3:prefix condition, as keys scoped to objfs's base prefix have) grants
+ * none to a GET; Ceph RGW does the same.  A listing of the key tells:
+ * when it succeeds without the key, the key is absent (ENOENT); else the
+ * refusal stands. */
+static int denied_or_absent(struct objfs_store *s, const char *key, int rc,
+			    const struct s3_req *r)
+{
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_list_req lr;
+
+	/* An HTTP 403 that is not a failed signature or unknown key (HEAD
+	 * has no body to say). */
+	if (rc != EACCES || r->status != 403 ||
+	    (r->err.code[0] != '\0' && strcmp(r->err.code, "AccessDenied") != 0))
+		return rc;
+	memset(&lr, 0, sizeof(lr));
+	lr.prefix = key;
+	lr.max_keys = 1;
+	if (s3_list(s, &lr, &page) == 0 &&
+	    (page.n_entries == 0 || strcmp(page.entries[0].key, key) != 0))
+		rc = ENOENT;
+	objfs_list_page_release(&page);
+	return rc;
+}
 
 static int s3_head(struct objfs_store *s, const char *key,
 		   struct objfs_obj_info *info)
@@ -78,6 +116,7 @@ static int s3_head(struct objfs_store *s, const char *key,
 	rc = s3_perform(s, &r);
 	if (rc == 0)
 		s3_take_info(&r, info, r.have_length ? r.content_length : 0);
+	rc = denied_or_absent(s, key, rc, &r);
 	s3_req_release(&r);
 	return rc;
 }
@@ -165,6 +204,7 @@ again:
 			  r.sink_off);
 	}
 out:
+	rc = denied_or_absent(s, key, rc, &r);
 	s3_req_release(&r);
 	return rc;
 }
@@ -545,32 +585,42 @@ static int content_md5(const char *data, size_t len, char out[32])
 	return 0;
 }
 
+/* Deletes keys[0..n) one by one: the first error, *failed counted. */
+static int del_each(struct objfs_store *s, const char *const *keys, size_t n,
+		    size_t *failed)
+{
+	int first = 0, rc;
+	size_t i;
+
+	*failed = 0;
+	for (i = 0; i < n; i++) {
+		rc = s3_del(s, keys[i]);
+		if (rc != 0) {
+			(*failed)++;
+			if (first == 0)
+				first = rc;
+		}
+	}
+	return first;
+}
+
 static int del_batch(struct objfs_store *s, const char *const *keys, size_t n,
 		     size_t *failed)
 {
+	struct s3_ctx *c = s->ctx;
 	struct objfs_source src;
 	struct s3_req r;
 	char *doc = NULL;
 	char md5[32], hash[65];
-	size_t len = 0, i;
+	size_t len = 0;
 	int rc;
 
 	*failed = 0;
+	if (__atomic_load_n(&c->no_multi_delete, __ATOMIC_RELAXED) != 0)
+		return del_each(s, keys, n, failed);
 	rc = objfs_s3_xml_build_delete(keys, n, &doc, &len);
-	if (rc == EILSEQ) {
-		/* A key XML cannot carry: one by one. */
-		int first = 0;
-
-		for (i = 0; i < n; i++) {
-			rc = s3_del(s, keys[i]);
-			if (rc != 0) {
-				(*failed)++;
-				if (first == 0)
-					first = rc;
-			}
-		}
-		return first;
-	}
+	if (rc == EILSEQ)   /* a key XML cannot carry */
+		return del_each(s, keys, n, failed);
 	if (rc != 0) {
 		*failed = n;
 		return rc;
@@ -599,10 +649,25 @@ static int del_batch(struct objfs_store *s, const char *const *keys, size_t n,
 		else if (rc == EREMOTEIO)
 			rc = objfs_s3_errno_http(500, r.err.code);
 	}
-	if (rc != 0 && *failed == 0)
-		*failed = n;
 	s3_req_release(&r);
 	free(doc);
+	if (rc == EACCES && *failed == 0) {
+		/* Ceph RGW 16 checks s3:DeleteObject of a DeleteObjects against
+		 * the bucket, not each key (AWS: each key), so keys scoped to
+		 * a prefix by a bucket policy are refused the whole batch.
+		 * When a DELETE of the first key is allowed, the server is
+		 * such: this store deletes one by one from now on. */
+		if (s3_del(s, keys[0]) != 0) {
+			*failed = n;
+			return rc;
+		}
+		if (__atomic_exchange_n(&c->no_multi_delete, 1, __ATOMIC_RELAXED) == 0)
+			objfs_info(s->log, "s3", "server refuses DeleteObjects "
+				   "where DELETE is allowed; deleting one by one");
+		rc = del_each(s, keys + 1, n - 1, failed);
+	}
+	if (rc != 0 && *failed == 0)
+		*failed = n;
 	return rc;
 }
 
@@ -845,14 +910,6 @@ static int s3_mpu_abort(struct objfs_store *s, const char *key,
 	return rc;
 }
 
-static void wipe_free(char *s)
-{
-	if (s != NULL) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-}
-
 static void s3_ctx_free(struct s3_ctx *c)
 {
 	unsigned i;
@@ -868,9 +925,7 @@ static void s3_ctx_free(struct s3_ctx *c)
 	free(c->bucket);
 	free(c->region);
 	free(c->ca_file);
-	wipe_free(c->access_key);
-	wipe_free(c->secret_key);
-	wipe_free(c->session_token);
+	objfs_credprov_destroy(c->creds);
 	free(c);
 }
 
@@ -995,13 +1050,29 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	c->region = dup_or_null(cfg->region ? cfg->region : "us-east-1",
 				&fail);
 	c->ca_file = dup_or_null(cfg->ca_file, &fail);
-	c->access_key = dup_or_null(cfg->access_key, &fail);
-	c->secret_key = dup_or_null(cfg->secret_key, &fail);
-	c->session_token = dup_or_null(cfg->session_token, &fail);
 	if (fail || c->scheme == NULL || c->url_host == NULL ||
 	    c->base_path == NULL) {
 		rc = ENOMEM;
 		goto fail;
+	}
+	{
+		/* static keys, else the keyless sources, else anonymous */
+		struct objfs_creds st = OBJFS_CREDS_INIT;
+		struct objfs_credprov_config pc = { 0 };
+
+		st.access_key = (char *)cfg->access_key;
+		st.secret_key = (char *)cfg->secret_key;
+		st.session_token = (char *)cfg->session_token;
+		pc.creds = cfg->access_key != NULL ? &st : cfg->keyless;
+		pc.region = c->region;
+		pc.ca_file = cfg->ca_file;
+		pc.insecure_skip_verify = cfg->insecure_skip_verify;
+		pc.refresh_s = cfg->creds_refresh_s;
+		if (pc.creds != NULL) {
+			rc = objfs_credprov_create(&pc, log, &c->creds);
+			if (rc != 0)
+				goto fail;
+		}
 	}
 	c->insecure = cfg->insecure_skip_verify;
 	c->unsigned_payload = cfg->unsigned_payload ||
@@ -1033,10 +1104,11 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	s->inner = NULL;
 	s->ctx = c;
 	s->log = log;
-	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s, %s payloads)",
+	objfs_info(log, "s3", "s3 store %s://%s%s (region %s, %s, %s payloads, %s)",
 		   c->scheme, c->url_host, c->base_path, c->region,
 		   cfg->path_style ? "path style" : "virtual hosted",
-		   c->unsigned_payload ? "unsigned" : "hashed");
+		   c->unsigned_payload ? "unsigned" : "hashed",
+		   c->creds != NULL ? objfs_credprov_kind(c->creds) : "anonymous");
 	*out = s;
 	return 0;
 fail:

@@ -44,14 +44,16 @@ struct s3_meter {
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
 	char *url_host;          /* host[:port] in URLs (bucket. prefixed when
-				    virtual-hosted) */
+				    virtual-hosted); replaced (under mu) when
+				    an AWS endpoint follows the bucket's
+				    region */
 	char *base_path;         /* "/bucket" (path style) or "" */
 	char *bucket;
-	char *region;
+	char *region;            /* replaced under mu (the bucket's region,
+				    when the server names another) */
 	char *ca_file;
-	char *access_key;        /* secret-ish: never logged */
-	char *secret_key;        /* secret: wiped at destroy */
-	char *session_token;     /* secret: wiped at destroy */
+	struct objfs_credprov *creds;   /* the keys (NULL: anonymous); each
+					   request signs with a copy */
 	bool insecure;
 	bool unsigned_payload;
 	long connect_timeout_ms;
@@ -60,6 +62,9 @@ struct s3_ctx {
 	unsigned max_conn;
 	int no_cond_put;         /* the server refused If-None-Match on PUT
 				    (Swift: 501); atomic */
+	int no_multi_delete;     /* DeleteObjects refused where DELETE is
+				    allowed (RGW 16, keys scoped to a
+				    prefix); atomic */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -110,6 +115,7 @@ struct s3_req {
 	bool have_total;
 	int hdr_err;
 	struct objfs_s3_error err;
+	char bucket_region[64];                  /* x-amz-bucket-region */
 };
 
 /* Adds a header (copied).  0, EINVAL (CR/LF in a value, bad name), E2BIG

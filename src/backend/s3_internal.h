@@ -17,4 +17,10 @@ int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
 			    const struct objfs_copy_opts *opts,
 			    uint64_t part_size, struct objfs_obj_info *info);
 
+/* The AWS endpoint host [BUCKET.]s3[.-]...amazonaws.com moved to region:
+ * [BUCKET.]s3.REGION.amazonaws.com into out.  0, ENOENT (not an AWS
+ * host, or a bad region) or ENAMETOOLONG. */
+int objfs_s3_region_host(const char *host, const char *region, char *out,
+			 size_t cap);
+
 #endif

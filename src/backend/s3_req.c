@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 
 #include "backend/backend.h"
+#include "backend/credprov.h"
 #include "backend/s3_int.h"
 #include "backend/s3_errors.h"
 #include "backend/s3_internal.h"
@@ -324,7 +325,12 @@ size_t s3_on_header(char *line, size_t size, size_t nmemb, void *arg)
 		}
 		return len;
 	}
-	if (hdr_is(line, len, "ETag", &v, &vl)) {
+	if (hdr_is(line, len, "x-amz-bucket-region", &v, &vl)) {
+		if (vl < sizeof(r->bucket_region)) {
+			memcpy(r->bucket_region, v, vl);
+			r->bucket_region[vl] = '\0';
+		}
+	} else if (hdr_is(line, len, "ETag", &v, &vl)) {
 		if (vl < OBJFS_ETAG_MAX) {
 			memcpy(r->cap.etag, v, vl);
 			r->cap.etag[vl] = '\0';
@@ -497,9 +503,133 @@ static int build_path(const struct s3_ctx *c, const char *key, char *raw,
 	return k < 0 || (size_t)k >= cap ? E2BIG : 0;
 }
 
+/* A region name: a host label of [a-z0-9-]. */
+static bool region_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '-'))
+			return false;
+	return i > 0 && i <= 63;
+}
+
+/* The start of label number back (1: the last) of host[0..len), or NULL. */
+static const char *label_back(const char *host, size_t len, int back)
+{
+	const char *p = host + len;
+
+	while (back-- > 0) {
+		while (p > host && p[-1] != '.')
+			p--;
+		if (back > 0) {
+			if (p == host)
+				return NULL;
+			len = (size_t)(p - 1 - host);
+			p = host + len;
+		}
+	}
+	return p;
+}
+
+int objfs_s3_region_host(const char *host, const char *region, char *out,
+			 size_t cap)
+{
+	const char *aws = ".amazonaws.com", *s3, *l2;
+	size_t hl = strlen(host), al = strlen(aws), len;
+	int n;
+
+	if (hl <= al || strcmp(host + hl - al, aws) != 0 || !region_ok(region))
+		return ENOENT;
+	/* Before .amazonaws.com: "s3", "s3-REGION" or "s3.REGION", after
+	 * the bucket's labels (which may hold "s3" themselves). */
+	len = hl - al;
+	s3 = label_back(host, len, 1);
+	l2 = label_back(host, len, 2);
+	if (l2 != NULL && strncmp(l2, "s3.", 3) == 0)
+		s3 = l2;        /* s3.REGION */
+	else if (s3 == NULL || (strncmp(s3, "s3.", 3) != 0 && strncmp(s3, "s3-", 3) != 0))
+		return ENOENT;  /* not s3 nor s3-REGION */
+	n = snprintf(out, cap, "%.*ss3.%s%s", (int)(s3 - host), host, region, aws);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
+/* After a failed request: whether the server says the bucket lives in
+ * another region than the one signed for, and which (into out).  AWS
+ * answers a request sent to the wrong region with 301 PermanentRedirect
+ * (a HEAD: no body) or 400 AuthorizationHeaderMalformed, naming the
+ * bucket's region in x-amz-bucket-region and (400) in <Region>; a bucket
+ * just made answers 307 TemporaryRedirect the same way. */
+static bool moved_region(const struct s3_req *r, const char *cur, char *out,
+			 size_t cap)
+{
+	const char *reg = r->bucket_region[0] != '\0' ? r->bucket_region :
+		r->err.region;
+
+	if (r->status != 301 && r->status != 307 &&
+	    !(r->status == 400 && (r->bucket_region[0] != '\0' ||
+				   strcmp(r->err.code, "AuthorizationHeaderMalformed") == 0)))
+		return false;
+	if (!region_ok(reg) || strcmp(reg, cur) == 0 || strlen(reg) >= cap)
+		return false;
+	snprintf(out, cap, "%s", reg);
+	return true;
+}
+
+/* Makes the store sign for region (and, on an AWS endpoint, send to the
+ * region's endpoint) from now on. */
+static void follow_region(struct objfs_store *s, const char *region)
+{
+	struct s3_ctx *c = s->ctx;
+	char host[320];
+	char *nr = strdup(region), *nh = NULL;
+
+	if (nr == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (objfs_s3_region_host(c->url_host, region, host, sizeof(host)) == 0)
+		nh = strdup(host);
+	free(c->region);
+	c->region = nr;
+	if (nh != NULL) {
+		free(c->url_host);
+		c->url_host = nh;
+	}
+	pthread_mutex_unlock(&c->mu);
+	objfs_info(s->log, "s3", "bucket %s is in region %s: following it%s%s "
+		   "(give region=%s to save the redirect)", c->bucket, region,
+		   nh != NULL ? " to " : "", nh != NULL ? host : "", region);
+}
+
+static int perform_once(struct objfs_store *s, struct s3_req *r);
+
 /* Runs r.  0 for a 2xx response (r->body holds the document when
- * want_body), else an errno; r->err holds the S3 error code if any. */
+ * want_body), else an errno; r->err holds the S3 error code if any.  A
+ * request the server redirects to the bucket's region is sent again
+ * there, once. */
 int s3_perform(struct objfs_store *s, struct s3_req *r)
+{
+	struct s3_ctx *c = s->ctx;
+	char cur[64], moved[64];
+	int rc = perform_once(s, r);
+
+	if (rc == 0 || (r->status != 301 && r->status != 307 && r->status != 400))
+		return rc;
+	pthread_mutex_lock(&c->mu);
+	snprintf(cur, sizeof(cur), "%s", c->region);
+	pthread_mutex_unlock(&c->mu);
+	if (!moved_region(r, cur, moved, sizeof(moved)))
+		return rc;
+	follow_region(s, moved);
+	r->src_off = 0;         /* the body is sent again from its start */
+	r->sink_off = 0;
+	r->bucket_region[0] = '\0';
+	memset(&r->err, 0, sizeof(r->err));
+	return perform_once(s, r);
+}
+
+static int perform_once(struct objfs_store *s, struct s3_req *r)
 {
 	struct s3_ctx *c = s->ctx;
 	struct objfs_sigv4_header all[S3_MAX_EXTRA_HEADERS + 4];
@@ -510,6 +640,8 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	char enc_path[3 * (OBJFS_KEY_MAX + 512) + 1];
 	char *query = NULL, *url = NULL, *auth = NULL;
 	char amz_date[17], hash[65];
+	char host[320], region[64];
+	struct objfs_creds keys = OBJFS_CREDS_INIT;
 	const char *payload;
 	size_t n = 0, i;
 	CURL *h = NULL;
@@ -517,6 +649,10 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	bool broken = false;
 	int rc, k;
 
+	pthread_mutex_lock(&c->mu);
+	snprintf(host, sizeof(host), "%s", c->url_host);
+	snprintf(region, sizeof(region), "%s", c->region);
+	pthread_mutex_unlock(&c->mu);
 	objfs_buf_release(&r->body);
 	r->body = (struct objfs_buf)OBJFS_BUF_INIT(r->want_body ? OBJFS_S3_XML_MAX_DOC
 							  : S3_ERRBODY_MAX, EFBIG);
@@ -537,7 +673,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	if (rc != 0)
 		goto out;
 	k = snprintf(url, S3_URL_MAX + sizeof(enc_path) + 256, "%s://%s%s%s%s",
-		     c->scheme, c->url_host, enc_path, query[0] ? "?" : "",
+		     c->scheme, host, enc_path, query[0] ? "?" : "",
 		     query);
 	if (k < 0 || (size_t)k >= S3_URL_MAX + sizeof(enc_path) + 256) {
 		rc = E2BIG;
@@ -558,14 +694,19 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	}
 	objfs_sigv4_amz_date(time(NULL), amz_date);
 	all[n].name = "Host";
-	all[n++].value = c->url_host;
+	all[n++].value = host;
 	all[n].name = "x-amz-date";
 	all[n++].value = amz_date;
 	all[n].name = "x-amz-content-sha256";
 	all[n++].value = payload;
-	if (c->session_token != NULL) {
+	if (c->creds != NULL) {
+		rc = objfs_credprov_get(c->creds, &keys);
+		if (rc != 0)
+			goto out;
+	}
+	if (keys.session_token != NULL) {
 		all[n].name = "x-amz-security-token";
-		all[n++].value = c->session_token;
+		all[n++].value = keys.session_token;
 	}
 	for (i = 0; i < r->n_hdrs; i++)
 		all[n++] = r->hdrs[i];
@@ -573,7 +714,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 		rc = slist_add(&hl, all[i].name, all[i].value);
 	if (rc != 0)
 		goto out;
-	if (c->access_key != NULL) {
+	if (keys.access_key != NULL) {
 		sreq.method = r->method;
 		sreq.path = raw_path;
 		sreq.params = r->params;
@@ -581,9 +722,9 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 		sreq.headers = all;
 		sreq.n_headers = n;
 		sreq.payload_hash = payload;
-		skey.access_key = c->access_key;
-		skey.secret_key = c->secret_key;
-		skey.region = c->region;
+		skey.access_key = keys.access_key;
+		skey.secret_key = keys.secret_key;
+		skey.region = region;
 		skey.service = "s3";
 		rc = objfs_sigv4_authorization(&sreq, &skey, amz_date, auth,
 					       OBJFS_SIGV4_AUTH_MAX);
@@ -735,6 +876,7 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	objfs_debug(s->log, "s3", "%s %s: HTTP %ld %s", r->method,
 		    r->key ? r->key : "/", r->status, r->err.code);
 out:
+	objfs_creds_release(&keys);
 	if (h != NULL)
 		pool_put(c, h, broken);
 	curl_slist_free_all(hl);

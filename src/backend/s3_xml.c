@@ -112,6 +112,9 @@ static void XMLCALL xp_end(void *data, const XML_Char *name)
 				copy_trunc(x->errout->message,
 					   sizeof(x->errout->message),
 					   x->text);
+			else if (strcmp(x->names[1], "Region") == 0)
+				copy_trunc(x->errout->region,
+					   sizeof(x->errout->region), x->text);
 		}
 	} else if (x->on_end != NULL) {
 		x->on_end(x, x->arg);

@@ -29,6 +29,8 @@
 struct objfs_s3_error {
 	char code[64];
 	char message[256];
+	char region[64];        /* <Region>: where the bucket is (AWS's
+				   AuthorizationHeaderMalformed) */
 };
 
 /* Parses an <Error> document.  0 (err filled) or EPROTO. */

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,20 +40,46 @@ static int replace(char **field, const char *value)
 	return 0;
 }
 
+/* Every field: its offset, its names in files and secrets, its variable. */
+static const struct field {
+	size_t off;
+	const char *names[3];
+	const char *env;
+} fields[] = {
+	{ offsetof(struct objfs_creds, access_key),
+	  { "access_key_id", "aws_access_key_id", "accessKeyID" }, "AWS_ACCESS_KEY_ID" },
+	{ offsetof(struct objfs_creds, secret_key),
+	  { "secret_access_key", "aws_secret_access_key", "secretAccessKey" },
+	  "AWS_SECRET_ACCESS_KEY" },
+	{ offsetof(struct objfs_creds, session_token),
+	  { "session_token", "aws_session_token", "sessionToken" }, "AWS_SESSION_TOKEN" },
+	{ offsetof(struct objfs_creds, role_arn),
+	  { "role_arn", "roleArn", NULL }, "AWS_ROLE_ARN" },
+	{ offsetof(struct objfs_creds, web_identity_token_file),
+	  { "web_identity_token_file", "webIdentityTokenFile", NULL },
+	  "AWS_WEB_IDENTITY_TOKEN_FILE" },
+	{ offsetof(struct objfs_creds, role_session_name),
+	  { "role_session_name", "roleSessionName", NULL }, "AWS_ROLE_SESSION_NAME" },
+	{ offsetof(struct objfs_creds, sts_endpoint),
+	  { "sts_endpoint", "stsEndpoint", NULL }, "AWS_ENDPOINT_URL_STS" },
+	{ offsetof(struct objfs_creds, container_uri),
+	  { "container_credentials_full_uri", "containerCredentialsURI", NULL },
+	  "AWS_CONTAINER_CREDENTIALS_FULL_URI" },
+	{ offsetof(struct objfs_creds, container_token_file),
+	  { "container_authorization_token_file", "containerAuthorizationTokenFile", NULL },
+	  "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE" },
+};
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+#define FIELD(c, i) ((char **)((char *)(c) + fields[i].off))
+
 int objfs_creds_set(struct objfs_creds *c, const char *name, const char *value)
 {
-	if (strcasecmp(name, "access_key_id") == 0 ||
-	    strcasecmp(name, "aws_access_key_id") == 0 ||
-	    strcasecmp(name, "accessKeyID") == 0)
-		return replace(&c->access_key, value);
-	if (strcasecmp(name, "secret_access_key") == 0 ||
-	    strcasecmp(name, "aws_secret_access_key") == 0 ||
-	    strcasecmp(name, "secretAccessKey") == 0)
-		return replace(&c->secret_key, value);
-	if (strcasecmp(name, "session_token") == 0 ||
-	    strcasecmp(name, "aws_session_token") == 0 ||
-	    strcasecmp(name, "sessionToken") == 0)
-		return replace(&c->session_token, value);
+	size_t i, k;
+
+	for (i = 0; i < N_FIELDS; i++)
+		for (k = 0; k < 3 && fields[i].names[k] != NULL; k++)
+			if (strcasecmp(name, fields[i].names[k]) == 0)
+				return replace(FIELD(c, i), value);
 	return EINVAL;
 }
 
@@ -119,24 +146,15 @@ int objfs_creds_load_file(const char *path, struct objfs_creds *c, int *line)
 
 int objfs_creds_load_env(struct objfs_creds *c)
 {
-	static const struct {
-		const char *env;
-		const char *name;
-	} vars[] = {
-		{ "AWS_ACCESS_KEY_ID", "access_key_id" },
-		{ "AWS_SECRET_ACCESS_KEY", "secret_access_key" },
-		{ "AWS_SESSION_TOKEN", "session_token" },
-	};
-	char **fields[] = { &c->access_key, &c->secret_key, &c->session_token };
 	size_t i;
 	int err;
 
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i].env);
+	for (i = 0; i < N_FIELDS; i++) {
+		const char *v = getenv(fields[i].env);
 
-		if (*fields[i] != NULL || v == NULL || *v == '\0')
+		if (*FIELD(c, i) != NULL || v == NULL || *v == '\0')
 			continue;
-		err = objfs_creds_set(c, vars[i].name, v);
+		err = replace(FIELD(c, i), v);
 		if (err != 0)
 			return err;
 	}
@@ -145,9 +163,30 @@ int objfs_creds_load_env(struct objfs_creds *c)
 
 void objfs_creds_release(struct objfs_creds *c)
 {
-	wipe_free(&c->access_key);
-	wipe_free(&c->secret_key);
-	wipe_free(&c->session_token);
+	size_t i;
+
+	for (i = 0; i < N_FIELDS; i++)
+		wipe_free(FIELD(c, i));
+}
+
+int objfs_creds_any(const struct objfs_creds *c)
+{
+	return c != NULL && (c->access_key != NULL || c->role_arn != NULL ||
+			     c->container_uri != NULL);
+}
+
+int objfs_creds_copy(const struct objfs_creds *from, struct objfs_creds *to)
+{
+	size_t i;
+	int err = 0;
+
+	objfs_creds_release(to);
+	for (i = 0; i < N_FIELDS && err == 0; i++)
+		if (*FIELD(from, i) != NULL)
+			err = replace(FIELD(to, i), *FIELD(from, i));
+	if (err != 0)
+		objfs_creds_release(to);
+	return err;
 }
 
 static bool value_ok(const char *v)
@@ -160,30 +199,28 @@ static bool value_ok(const char *v)
 
 int objfs_creds_format(const struct objfs_creds *c, char **out, size_t *len)
 {
-	static const char *const keys[3] = {
-		"access_key_id", "secret_access_key", "session_token"
-	};
-	const char *vals[3] = { c->access_key, c->secret_key, c->session_token };
 	size_t i, cap = 1, off = 0;
 	char *text;
 
 	*out = NULL;
 	*len = 0;
-	for (i = 0; i < 3; i++) {
-		if (vals[i] == NULL)
+	for (i = 0; i < N_FIELDS; i++) {
+		const char *v = *FIELD(c, i);
+
+		if (v == NULL)
 			continue;
-		if (!value_ok(vals[i]))
+		if (!value_ok(v))
 			return EINVAL;
-		cap += strlen(keys[i]) + strlen(vals[i]) + 2;
+		cap += strlen(fields[i].names[0]) + strlen(v) + 2;
 	}
 	text = malloc(cap);
 	if (text == NULL)
 		return ENOMEM;
 	text[0] = '\0';
-	for (i = 0; i < 3; i++) {
-		if (vals[i] != NULL)
+	for (i = 0; i < N_FIELDS; i++) {
+		if (*FIELD(c, i) != NULL)
 			off += (size_t)snprintf(text + off, cap - off, "%s=%s\n",
-						keys[i], vals[i]);
+						fields[i].names[0], *FIELD(c, i));
 	}
 	*out = text;
 	*len = off;

@@ -38,6 +38,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_UID,
 	OBJFS_MOPT_GID,
 	OBJFS_MOPT_UMASK,
+	OBJFS_MOPT_FSGROUP,
 	OBJFS_MOPT_MEM_LIMIT,
 	OBJFS_MOPT_SPOOL_DIR,
 	OBJFS_MOPT_ENDPOINT,
@@ -62,6 +63,8 @@ enum objfs_mopt {
 	OBJFS_MOPT_UPLOAD_PARALLEL,
 	OBJFS_MOPT_THREADS,
 	OBJFS_MOPT_SPOOL_LIMIT,
+	OBJFS_MOPT_UNSAVED_KEEP,
+	OBJFS_MOPT_CREDS_REFRESH,
 	OBJFS_MOPT_CACHE_DIR,
 	OBJFS_MOPT_CACHE_SIZE,
 	OBJFS_MOPT_VOLREC_TTL,
@@ -102,11 +105,14 @@ struct objfs_mount_opts {
 	uint64_t uid;
 	uint64_t gid;
 	unsigned umask;                 /* at most 0777 */
+	uint64_t fsgroup;               /* new files' group (group-writable) */
 	double attr_ttl, entry_ttl, negative_ttl, dir_ttl;   /* seconds */
 	double volrec_ttl, usage_refresh;                    /* seconds */
 	uint64_t mem_limit, readahead, part_size, spool_limit, cache_size;
 	uint64_t readahead_chunks, upload_parallel, threads;
 	const char *spool_dir;
+	double unsaved_keep;            /* seconds kept spools are kept */
+	double creds_refresh;           /* renew keys this long before expiry */
 	const char *cache_dir;
 	enum objfs_log_level log_level;
 	const char *log_file;           /* detached: log here, not syslog */

@@ -355,6 +355,29 @@ void objfs_ctl_vol_prefix(const struct objfs_id *id, char *buf, size_t cap)
 	snprintf(buf, cap, "%s/", id->path);
 }
 
+size_t objfs_ctl_base_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? (size_t)(slash - path) : 0;
+}
+
+/* Where onDelete=archive moves the volume at path, archive being its
+ * archivePrefix (or the default): BASE/ARCHIVE/NAME under the volume's
+ * base prefix (layout.h), without a trailing '/'.  0 or ENAMETOOLONG. */
+static int archive_dest(const char *path, const char *archive, char *buf, size_t cap)
+{
+	size_t base = objfs_ctl_base_len(path);
+	int n;
+
+	if (base == 0)
+		n = snprintf(buf, cap, "%s/%s", archive, path);
+	else
+		n = snprintf(buf, cap, "%.*s/%s/%s", (int)base, path, archive,
+			     path + base + 1);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
 static bool volrec_retained(const struct objfs_volrec *rec)
 {
 	const char *state = objfs_volrec_get_param(rec, OBJFS_VOLREC_CSI_STATE);
@@ -874,6 +897,12 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	if (err == 0)
 		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_VOLUME, idtext,
 					rq->name, &ixkv);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "the name %.128s was taken concurrently by another call; retry",
+				      rq->name);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", idtext);
 		goto out;
@@ -901,10 +930,14 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	if (err == 0)
 		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE,
 					     objfs_csi_on_delete_name(p.policy));
-	if (err == 0 && p.policy == OBJFS_CSI_ON_DELETE_ARCHIVE)
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE,
-					     p.archive_prefix != NULL ? p.archive_prefix :
-					     OBJFS_ARCHIVE_DEFAULT);
+	if (err == 0 && p.policy == OBJFS_CSI_ON_DELETE_ARCHIVE) {
+		v = p.archive_prefix != NULL ? p.archive_prefix : OBJFS_ARCHIVE_DEFAULT;
+		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE, v);
+		if (err == 0)
+			err = archive_dest(id.path, v, dst, sizeof(dst));
+		if (err == 0)
+			err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE_TO, dst);
+	}
 	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
 		err = objfs_volrec_set_param(&rec, ctxkv.items[i].key,
 					     ctxkv.items[i].value);
@@ -912,7 +945,16 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 		code = objfs_ctl_oom(st);
 		goto out;
 	}
-	err = objfs_volrec_store_at(root.store, id.path, &rec);
+	/* Created, never replaced: a concurrent create (another controller)
+	 * that wrote it first wins; the retry answers from its record. */
+	err = objfs_volrec_create_at(root.store, id.path, &rec);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "volume %s was created concurrently by another call; retry",
+				      idtext);
+		indexed = false;   /* the index is the other call's now */
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", idtext);
 		goto out;
@@ -1018,8 +1060,16 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 	} else {
 		if (policy != NULL && strcmp(policy, "archive") == 0) {
 			archive = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE);
-			snprintf(dst, sizeof(dst), "%s/%s/",
-				 archive != NULL ? archive : OBJFS_ARCHIVE_DEFAULT, id.path);
+			if (archive == NULL)
+				archive = OBJFS_ARCHIVE_DEFAULT;
+			/* Under the base prefix; a record without archiveTo
+			 * (made before) archives where it always did.  The
+			 * place is computed, never read from the record. */
+			if (objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE_TO) != NULL)
+				archive_dest(id.path, archive, dst, sizeof(dst) - 1);
+			else
+				snprintf(dst, sizeof(dst) - 1, "%s/%s", archive, id.path);
+			strcat(dst, "/");
 			/* The record too, so the archive says what it was. */
 			err = objfs_ctl_tree_copy(csi->controller, root.store, prefix, dst,
 						  NULL, NULL);

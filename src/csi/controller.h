@@ -23,7 +23,8 @@
  *   basePrefix       segments under which volumes are made (default: none)
  *   endpoint, region, addressingStyle (path|virtual)   with `bucket` only
  *   onDelete         delete (default) | retain | archive
- *   archivePrefix    where archive moves a volume (default .objfs-archive)
+ *   archivePrefix    where archive moves a volume, under basePrefix
+ *                    (default .objfs-archive)
  *   mountOptions     objfs-mount options, passed to the node as is
  *
  * Volume id (see volid.h; at most 128 bytes):
@@ -31,8 +32,11 @@
  *   objfs1:vol:s3:BUCKET:PREFIX     in BUCKET
  * PREFIX is basePrefix/NAME where NAME is the CO's name when it is a
  * readable segment that fits, else its safe characters cut short plus 16
- * hex digits of its SHA-256.  Snapshot ids: objfs1:snap:def:NAME and
- * objfs1:snap:s3:BUCKET:NAME, data under .objfs-snapshots/NAME/.
+ * hex digits of its SHA-256.  Snapshot ids: objfs1:snap:def:BASE/NAME and
+ * objfs1:snap:s3:BUCKET:BASE/NAME, data under BASE/.objfs-snapshots/NAME/
+ * where BASE is the source volume's basePrefix: everything the controller
+ * writes in a bucket stays under basePrefix, so keys scoped to it suffice
+ * (ids of one segment, made before, name .objfs-snapshots/NAME/).
  *
  * volume_context (never secrets; identical in every answer for one id):
  *   source           objfs-mount SOURCE: s3://BUCKET/PREFIX or
@@ -45,10 +49,13 @@
  *   PREFIX/.objfs/volume              the volume record (volrec format):
  *                                     capacity_bytes, created, name,
  *                                     csi.* (id, params hash, source,
- *                                     onDelete, archivePrefix, state),
+ *                                     onDelete, archivePrefix, archiveTo,
+ *                                     state),
  *                                     ctx.* (the volume_context)
- *   .objfs-snapshots/NAME/...         the snapshot's copy of the objects
- *   .objfs-snapshots/NAME/.objfs/snapshot   the snapshot record
+ *   BASE/.objfs-snapshots/NAME/...    the snapshot's copy of the objects
+ *   BASE/.objfs-snapshots/NAME/.objfs/snapshot   the snapshot record
+ *   BASE/ARCHIVE/NAME/...             a volume deleted with
+ *                                     onDelete=archive
  *   in the default store, the index the list calls walk and the id-only
  *   calls use to find a bucket's endpoint again:
  *   .objfs-csi/volumes/H(id), .objfs-csi/volume-names/H(name),

@@ -113,6 +113,10 @@ extern const char *const objfs_ctl_vol_skip[];
 
 /* The prefix of a volume ("PATH/") into buf. */
 void objfs_ctl_vol_prefix(const struct objfs_id *id, char *buf, size_t cap);
+/* The length of the base prefix of a volume or snapshot path BASE/NAME
+ * (0 when the path is one segment): where the controller writes what
+ * belongs to the volume besides its own prefix (volume/layout.h). */
+size_t objfs_ctl_base_len(const char *path);
 /* Loads the record of a live volume into *rec (empty; released by the
  * caller): ENOENT when absent or retained. */
 int objfs_ctl_volrec_load_live(struct objfs_store *s, const struct objfs_id *id,

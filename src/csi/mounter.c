@@ -647,7 +647,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 
 	msg[0] = '\0';
 	memset(out, 0, sizeof(*out));
-	if (spec->creds != NULL && spec->creds->access_key != NULL) {
+	if (objfs_creds_any(spec->creds)) {
 		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path,
 				  sizeof(creds_path));
 		if (err != 0) {
@@ -952,7 +952,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	if (err != 0)
 		return err;
 	snprintf(proc.unit, sizeof(proc.unit), "objfs-mount-%.16s.service", name + 2);
-	if (spec->creds != NULL && spec->creds->access_key != NULL) {
+	if (objfs_creds_any(spec->creds)) {
 		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path, sizeof(creds_path));
 		if (err != 0) {
 			snprintf(msg, cap, "cannot write the credentials file: %s",

@@ -124,7 +124,7 @@ static int holder_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	if (err != 0)
 		goto out;
 	snprintf(name, sizeof(name), "m-%.40s", rec + 2);
-	if (spec->creds != NULL && spec->creds->access_key != NULL) {
+	if (objfs_creds_any(spec->creds)) {
 		err = objfs_csi_write_creds(spec->work_dir, spec->creds, creds_path,
 					    sizeof(creds_path));
 		if (err == 0) {

@@ -249,18 +249,8 @@ static void vol_free(struct vol *v)
 
 int node_creds_copy(struct objfs_creds *dst, const struct objfs_creds *src)
 {
-	int err = 0;
-
 	memset(dst, 0, sizeof(*dst));
-	if (src->access_key != NULL)
-		err = objfs_creds_set(dst, "access_key_id", src->access_key);
-	if (err == 0 && src->secret_key != NULL)
-		err = objfs_creds_set(dst, "secret_access_key", src->secret_key);
-	if (err == 0 && src->session_token != NULL)
-		err = objfs_creds_set(dst, "session_token", src->session_token);
-	if (err != 0)
-		objfs_creds_release(dst);
-	return err;
+	return objfs_creds_copy(src, dst);
 }
 
 /* A snapshot of a volume taken under lock by its busy holder. */
@@ -491,11 +481,14 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_RO);
 	}
 	if (!empty(m->volume_mount_group)) {
-		/* the pod's group owns the files, group-writable */
+		/* the pod's group owns the files, group-writable: objects
+		 * without attributes (gid, umask) and new ones (fsgroup) */
 		mo.gid = strtoull(m->volume_mount_group, NULL, 10);
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_GID);
 		mo.umask = 02;
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_UMASK);
+		mo.fsgroup = mo.gid;
+		objfs_mount_opts_mark(&mo, OBJFS_MOPT_FSGROUP);
 	}
 	if (cfg->mount_memory_mib != 0) {
 		/* objfs-mount's mem_limit bounds its read-ahead buffers: half
@@ -600,7 +593,8 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 /* ---- NodeStageVolume ---------------------------------------------------- */
 
 
-static enum objfs_rpc_code read_secrets(const Csi__V1__NodeStageVolumeRequest *r,
+static enum objfs_rpc_code read_secrets(struct objfs_csi_node *n,
+					const Csi__V1__NodeStageVolumeRequest *r,
 					struct objfs_creds *c, struct objfs_rpc_status *st)
 {
 	void *const *s = (void *const *)r->secrets;
@@ -608,6 +602,13 @@ static enum objfs_rpc_code read_secrets(const Csi__V1__NodeStageVolumeRequest *r
 	const char *sk = objfs_pb_map_get(s, r->n_secrets, SECRET_SECRET_KEY);
 	const char *tok = objfs_pb_map_get(s, r->n_secrets, SECRET_SESSION_TOKEN);
 
+	const char *role = objfs_pb_map_get(s, r->n_secrets, "roleArn");
+
+	if (empty(ak) && empty(sk) && !empty(role)) {
+		/* a per-volume role, assumed with the plugin's own web
+		 * identity token (its service account's) */
+		return objfs_csi_role_creds(n->csi, role, c, st);
+	}
 	if (empty(ak) && empty(sk))
 		return OBJFS_RPC_OK;
 	if (empty(ak) || empty(sk))
@@ -656,7 +657,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 		code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
-	rec.secrets = secrets->access_key != NULL && n->rec_dir[0] != '\0';
+	rec.secrets = objfs_creds_any(secrets) && n->rec_dir[0] != '\0';
 	err = node_ensure_dir(n, staging, &created);
 	if (err != 0) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
@@ -753,7 +754,7 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 			    sizeof(staging), OBJFS_RPC_INVALID_ARGUMENT, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	code = read_secrets(r, &secrets, st);
+	code = read_secrets(n, r, &secrets, st);
 	if (code != OBJFS_RPC_OK)
 		goto out;
 	stage_fingerprint(r, fp, sizeof(fp));

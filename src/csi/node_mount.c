@@ -24,8 +24,12 @@ struct objfs_creds node_creds_for(struct objfs_csi_node *n, const struct objfs_c
 {
 	struct objfs_creds c = OBJFS_CREDS_INIT;
 
-	if (vc != NULL && vc->access_key != NULL)
+	const struct objfs_creds *own = n->csi->cfg.store.s3.keyless;
+
+	if (objfs_creds_any(vc))
 		return *vc;
+	if (n->csi->cfg.store.s3.access_key == NULL && own != NULL)
+		return *own;    /* the plugin's role or container endpoint */
 	c.access_key = (char *)n->csi->cfg.store.s3.access_key;
 	c.secret_key = (char *)n->csi->cfg.store.s3.secret_key;
 	c.session_token = (char *)n->csi->cfg.store.s3.session_token;
@@ -70,7 +74,7 @@ int node_start_mount(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 	spec.source = rec->source;
 	spec.mountpoint = rec->staging;
 	spec.options = rec->options != NULL ? rec->options : "";
-	spec.creds = c.access_key != NULL ? &c : NULL;
+	spec.creds = objfs_creds_any(&c) ? &c : NULL;
 	spec.work_dir = n->tmp_dir;
 	spec.timeout_ms = n->m.ready_timeout_ms;
 	spec.memory_mib = n->csi->cfg.mount_memory_mib;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "common/creds.h"
 #include "common/errors.h"
 #include "csi/driver.h"
 #include "csi/params.h"
@@ -119,8 +120,35 @@ int objfs_csi_ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
 	return err;
 }
 
+enum objfs_rpc_code objfs_csi_role_creds(struct objfs_csi *csi, const char *role,
+					 struct objfs_creds *c,
+					 struct objfs_rpc_status *st)
+{
+	const struct objfs_creds *own = csi->cfg.store.s3.keyless;
+	const char *tok = own != NULL ? own->web_identity_token_file : NULL;
+	const char *sts = own != NULL ? own->sts_endpoint : NULL;
+
+	if (tok == NULL)
+		tok = getenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	if (sts == NULL)
+		sts = getenv("AWS_ENDPOINT_URL_STS");
+	if (strncmp(role, "arn:", 4) != 0 || strpbrk(role, "\r\n") != NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "secret roleArn \"%.128s\" is not a role ARN", role);
+	if (tok == NULL || tok[0] == '\0')
+		return objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
+				      "secret roleArn needs the plugin's web identity token: "
+				      "set AWS_WEB_IDENTITY_TOKEN_FILE (IRSA, or a projected "
+				      "service account token)");
+	if (objfs_creds_set(c, "role_arn", role) != 0 ||
+	    objfs_creds_set(c, "web_identity_token_file", tok) != 0 ||
+	    (sts != NULL && sts[0] != '\0' && objfs_creds_set(c, "sts_endpoint", sts) != 0))
+		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
+	return OBJFS_RPC_OK;
+}
+
 /* Opens the root store of id.  For a bucket, conn must be resolved; keys
- * come from the secrets, else the plugin's own. */
+ * come from the secrets (keys, or a roleArn), else the plugin's own. */
 enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 					const struct objfs_id *id,
 					const struct objfs_csi_conn *conn,
@@ -129,6 +157,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 					struct objfs_rpc_status *st)
 {
 	struct objfs_store_config sc;
+	struct objfs_creds role = OBJFS_CREDS_INIT;
 	char url[128], ca[PATH_MAX];
 	const char *ak, *sk, *v;
 	int err;
@@ -161,10 +190,21 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 		sc.s3.access_key = ak;
 		sc.s3.secret_key = sk;
 		sc.s3.session_token = objfs_csi_map_get(secrets, n_secrets, "sessionToken");
+	} else if ((v = objfs_csi_map_get(secrets, n_secrets, "roleArn")) != NULL) {
+		enum objfs_rpc_code code = objfs_csi_role_creds(csi, v, &role, st);
+
+		if (code != OBJFS_RPC_OK) {
+			objfs_creds_release(&role);
+			return code;
+		}
+		sc.s3.access_key = sc.s3.secret_key = sc.s3.session_token = NULL;
+		sc.s3.keyless = &role;
 	}
 	v = objfs_csi_map_get(secrets, n_secrets, "caBundle");
 	if (v != NULL) {
 		err = objfs_csi_ca_bundle_file(csi, v, ca, sizeof(ca));
+		if (err != 0)
+			objfs_creds_release(&role);
 		if (err != 0)
 			return objfs_rpc_fail(st, err == EINVAL ? OBJFS_RPC_INVALID_ARGUMENT :
 					      OBJFS_RPC_FAILED_PRECONDITION,
@@ -173,6 +213,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 		sc.s3.ca_file = ca;
 	}
 	err = csi->cfg.store_open(&sc, csi->log, &r->store);
+	objfs_creds_release(&role);     /* the store has its copy */
 	if (err != 0) {
 		enum objfs_rpc_code code = objfs_rpc_code_from_errno(err);
 

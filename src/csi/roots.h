@@ -27,6 +27,7 @@
 #include "csi/rpc.h"
 #include "volume/volrec.h"
 
+struct objfs_creds;
 struct objfs_csi;
 struct objfs_id;
 struct objfs_kv;
@@ -74,6 +75,14 @@ void objfs_csi_conn_resolve(struct objfs_csi *csi, const struct objfs_kv *hint,
  * errno.  Used by the controller and the node alike. */
 int objfs_csi_ca_bundle_file(struct objfs_csi *csi, const char *pem, char *path,
 			     size_t cap);
+/* The keys of a per-volume role (a roleArn secret): role assumed with the
+ * plugin's own web identity token (its keyless credentials', else
+ * AWS_WEB_IDENTITY_TOKEN_FILE), through its STS endpoint, into *c (empty).
+ * OK, INVALID_ARGUMENT (not an ARN) or FAILED_PRECONDITION (the plugin
+ * has no token). */
+enum objfs_rpc_code objfs_csi_role_creds(struct objfs_csi *csi, const char *role,
+					 struct objfs_creds *c,
+					 struct objfs_rpc_status *st);
 /* Opens the root store of id into *r.  For a bucket, conn must be
  * resolved.  OK, or FAILED_PRECONDITION / INVALID_ARGUMENT / the code of
  * the store's errno with st set. */

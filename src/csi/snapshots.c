@@ -83,8 +83,9 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 	char sidtext[OBJFS_ID_MAX + 1];
 	char src[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX], other[OBJFS_ID_MAX + 1];
 	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
-	char lk_src[OBJFS_ID_MAX + 8];
+	char lk_src[OBJFS_ID_MAX + 8], base[OBJFS_ID_MAX + 1];
 	const char *locks[3] = { lk_name, lk_id, lk_src };
+	size_t base_len;
 	const char *v;
 	enum objfs_rpc_code code;
 	uint64_t bytes = 0;
@@ -104,8 +105,12 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 				       &vid, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
+	/* Under the source volume's base prefix (layout.h). */
+	base_len = objfs_ctl_base_len(vid.path);
+	snprintf(base, sizeof(base), "%.*s", (int)base_len, vid.path);
 	code = objfs_ctl_id_make(OBJFS_ID_SNAPSHOT, vid.store == OBJFS_ID_BUCKET ? vid.bucket : NULL,
-				 NULL, rq->name, &sid, sidtext, sizeof(sidtext), st);
+				 base_len > 0 ? base : NULL, rq->name, &sid, sidtext,
+				 sizeof(sidtext), st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 
@@ -184,6 +189,12 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 	if (err == 0)
 		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_SNAPSHOT, sidtext,
 					rq->name, &extra);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "the name %.128s was taken concurrently by another call; retry",
+				      rq->name);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", sidtext);
 		goto out;
@@ -211,6 +222,12 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 		goto out;
 	}
 	err = objfs_snaprec_store(root.store, sid.path, &rec);
+	if (err == EEXIST) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
+				      "snapshot %s was cut concurrently by another call; retry",
+				      sidtext);
+		goto out;
+	}
 	if (err != 0) {
 		code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", sidtext);
 		goto out;

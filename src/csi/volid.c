@@ -80,13 +80,6 @@ size_t objfs_id_head_len(enum objfs_id_type type, enum objfs_id_store store,
 	return n;
 }
 
-static int path_valid(enum objfs_id_type type, const char *path)
-{
-	if (type == OBJFS_ID_VOLUME)
-		return objfs_id_prefix_valid(path);
-	return objfs_id_segment_valid(path, strlen(path));
-}
-
 int objfs_id_format(const struct objfs_id *id, char *buf, size_t cap)
 {
 	const char *type = id->type == OBJFS_ID_VOLUME ? "vol" : "snap";
@@ -94,7 +87,7 @@ int objfs_id_format(const struct objfs_id *id, char *buf, size_t cap)
 
 	if (id->type != OBJFS_ID_VOLUME && id->type != OBJFS_ID_SNAPSHOT)
 		return EINVAL;
-	if (path_valid(id->type, id->path) != 0)
+	if (objfs_id_prefix_valid(id->path) != 0)
 		return EINVAL;
 	if (id->store == OBJFS_ID_DEFAULT) {
 		n = snprintf(buf, cap, "%s%s:def:%s", OBJFS_ID_TAG, type, id->path);
@@ -152,7 +145,7 @@ int objfs_id_parse(const char *s, struct objfs_id *out)
 	if (strlen(p) > OBJFS_ID_MAX)
 		return EINVAL;
 	memcpy(out->path, p, strlen(p) + 1);
-	if (path_valid(out->type, out->path) != 0)
+	if (objfs_id_prefix_valid(out->path) != 0)
 		return EINVAL;
 	return 0;
 }

@@ -7,12 +7,16 @@
  *   objfs1:vol:def:PREFIX           volume at PREFIX in the default store
  *   objfs1:vol:s3:BUCKET:PREFIX     volume at PREFIX in an S3 bucket named
  *                                   by StorageClass parameters
- *   objfs1:snap:def:NAME            snapshot .objfs-snapshots/NAME in the
- *                                   default store
- *   objfs1:snap:s3:BUCKET:NAME      snapshot .objfs-snapshots/NAME in BUCKET
+ *   objfs1:snap:def:SNAP            snapshot SNAP in the default store
+ *   objfs1:snap:s3:BUCKET:SNAP      snapshot SNAP in BUCKET
  *
- * "objfs1" is the version tag.  PREFIX is one or more segments joined by
- * single '/'; a segment and a snapshot NAME are 1..63 bytes of
+ * SNAP is BASE/NAME: its copy is BASE/.objfs-snapshots/NAME/, under the
+ * base prefix of its source volume (PREFIX without its last segment); a
+ * SNAP of one segment (every snapshot made before snapshots moved under
+ * the base prefix) is .objfs-snapshots/NAME/ (volume/layout.h).
+ *
+ * "objfs1" is the version tag.  PREFIX and SNAP are one or more segments
+ * joined by single '/'; a segment is 1..63 bytes of
  * [A-Za-z0-9._-] that do not start with '.' (so "", ".", "..", hidden
  * names, "//", absolute paths and control bytes are impossible).  BUCKET
  * is 3..63 bytes of [a-z0-9.-] (S3's rules, any case accepted) starting

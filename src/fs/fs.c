@@ -369,12 +369,14 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 }
 
 /* Puts a zero-byte object (a marker or a symlink body) with attributes. */
+/* Creates key (EEXIST when the store has it: a conditional PUT where the
+ * store has one, backend/s3.c) with the attributes fa. */
 static int put_with_attrs(struct objfs_fs *fs, const char *key,
 			  const struct objfs_fattr *fa, const void *body,
 			  size_t len, struct objfs_obj_info *info)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
-	struct objfs_put_opts po = { NULL, NULL, false };
+	struct objfs_put_opts po = { NULL, NULL, true };
 	struct objfs_source src;
 	int err;
 
@@ -410,6 +412,18 @@ static const char *node_op(mode_t mode)
 	return S_ISDIR(mode) ? "mkdir" : S_ISLNK(mode) ? "symlink" : "mknod";
 }
 
+/* The group and mode of a new file or directory made by ctx: with an
+ * fsgroup (Kubernetes's fsGroup), that group, group bits as the owner's
+ * (what a setgid directory and umask 002 give); else the caller's. */
+static gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
+		       mode_t *mode)
+{
+	if (!fs->o.fsgroup_set || S_ISLNK(*mode))
+		return ctx->gid;
+	*mode |= (*mode & 0700) >> 3;
+	return fs->o.fsgroup;
+}
+
 /* Creates an object-backed name (mkdir, symlink, mknod) and replies the
  * entry.  Not idempotent (EEXIST the second time): an intent. */
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -443,9 +457,9 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	fa.gid = new_group(fs, ctx, &mode);
 	fa.mode = mode;
 	fa.uid = ctx->uid;
-	fa.gid = ctx->gid;
 	fa.mtime = now_real();
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fs->lock);
@@ -579,7 +593,8 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return;
-	if (put_with_attrs(fs, dkey, &fa, "", 0, NULL) == 0) {
+	err = put_with_attrs(fs, dkey, &fa, "", 0, NULL);
+	if (err == 0 || err == EEXIST) {   /* another client's marker will do */
 		pthread_mutex_lock(&fs->lock);
 		dir->in_store = true;
 		pthread_mutex_unlock(&fs->lock);
@@ -918,6 +933,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fhandle *fh = NULL;
 	struct intent_ctx ic;
 	uint64_t spool_id = 0;
+	gid_t gid;
 	int err;
 
 	if (intent_start(fs, &ic, &err)) {
@@ -977,7 +993,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err != 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
-	in = inode_new(fs, dir, name, S_IFREG | (mode & 07777));
+	mode = S_IFREG | (mode & 07777);
+	gid = new_group(fs, ctx, &mode);
+	in = inode_new(fs, dir, name, mode);
 	fh = in != NULL ? fh_new(fs, in) : NULL;
 	if (in == NULL || fh == NULL) {
 		err = ENOMEM;
@@ -987,7 +1005,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	in->uid = ctx->uid;
-	in->gid = ctx->gid;
+	in->gid = gid;
 	in->mtime = now_real();
 	in->ctime = in->mtime;
 	in->attr_time = now_mono();
@@ -1420,7 +1438,7 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
  * dropped silently when the mount stops (in->mu held). */
 static void spool_keep(struct objfs_fs *fs, struct inode *in)
 {
-	char key[KEYBUF], prefix[64];
+	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
 	const char *path = NULL;
 	uint64_t size, have;
 	bool again;
@@ -1432,7 +1450,7 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
 		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
 	pthread_mutex_unlock(&fs->lock);
-	snprintf(prefix, sizeof(prefix), "objfs-unsaved-%ld-%" PRIu64,
+	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
 		 (long)getpid(), (uint64_t)in->ino);
 	again = in->spool->kept != NULL;
 	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
@@ -1447,20 +1465,26 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	size = in->spool->size;
 	have = objfs_rangeset_bytes(&in->spool->present);
 	if (have >= size)
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s", key, size, path);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s", key, size, path);
 	else if (in->stream != NULL && in->stream->punched > 0)
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s, less its first %" PRIu64
-			    " bytes (zeros there): they were in the parts of "
-			    "an upload that did not complete", key, size, path,
-			    in->stream->punched);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s, less its first %" PRIu64
+			 " bytes (zeros there): they were in the parts of "
+			 "an upload that did not complete", key, size, path,
+			 in->stream->punched);
 	else
-		objfs_error(fs->log, SUB, "unsaved data of %s (%" PRIu64
-			    " bytes) kept in %s; %" PRIu64 " bytes of it are "
-			    "zeros there, unchanged from the stored object "
-			    "(ETag %s)", key, size, path, size - have,
-			    in->spool->base_etag);
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			 "zeros there, unchanged from the stored object "
+			 "(ETag %s)", key, size, path, size - have,
+			 in->spool->base_etag);
+	objfs_error(fs->log, SUB, "%s", msg);
+	/* what the file is, beside it, for whoever recovers it */
+	err = objfs_spool_note(path, msg);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
+			   objfs_strerror(err));
 }
 
 /* After a failed sync_under() of the root (ns held for writing): the

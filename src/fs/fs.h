@@ -36,6 +36,11 @@ struct objfs_fs_opts {
 	uid_t uid;                  /* owner of objects without metadata: getuid() */
 	gid_t gid;                  /* getgid() */
 	mode_t umask;               /* applied to default modes: 022 */
+	bool fsgroup_set;           /* new files and directories belong to
+				       fsgroup, their group permission bits
+				       those of the owner (as Kubernetes's
+				       fsGroup promises): false */
+	gid_t fsgroup;
 	double attr_ttl;            /* seconds attributes are trusted: 1 */
 	double entry_ttl;           /* seconds names are trusted: 1 */
 	double neg_ttl;             /* seconds a missing name is trusted: 1 */

@@ -4,12 +4,14 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/spool.h"
@@ -606,9 +608,65 @@ int objfs_spool_keep(struct objfs_spool *sp, const char *dir,
 	}
 	if (err != 0)
 		return err;
+	/* kept now: its age (objfs_spool_expire) starts here */
+	(void)utimensat(AT_FDCWD, name, NULL, 0);
 	sp->kept = strdup(name);
 	if (sp->kept == NULL)
 		return ENOMEM;
 	*path = sp->kept;
 	return 0;
+}
+
+int objfs_spool_note(const char *path, const char *text)
+{
+	char name[4200];
+	size_t len = strlen(text);
+	int fd, err = 0;
+
+	if ((size_t)snprintf(name, sizeof(name), "%s.txt", path) >= sizeof(name))
+		return ENAMETOOLONG;
+	fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+	    fsync(fd) != 0)
+		err = errno != 0 ? errno : EIO;
+	if (close(fd) != 0 && err == 0)
+		err = errno;
+	return err;
+}
+
+int objfs_spool_expire(const char *dir, double max_age, unsigned *n)
+{
+	size_t pl = strlen(OBJFS_SPOOL_KEPT);
+	time_t now = time(NULL);
+	struct dirent *de;
+	struct stat st;
+	int err = 0, dfd;
+	DIR *d;
+
+	if (n != NULL)
+		*n = 0;
+	d = opendir(dir);
+	if (d == NULL)
+		return errno == ENOENT ? 0 : errno;
+	dfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, OBJFS_SPOOL_KEPT, pl) != 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) || difftime(now, st.st_mtime) <= max_age)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) != 0) {
+			if (err == 0 && errno != ENOENT)
+				err = errno;
+			continue;
+		}
+		if (n != NULL && !(l > 4 && strcmp(de->d_name + l - 4, ".txt") == 0))
+			(*n)++;
+	}
+	closedir(d);
+	return err;
 }

@@ -111,4 +111,16 @@ uint64_t objfs_spool_disk(const struct objfs_spool *sp);
 int objfs_spool_keep(struct objfs_spool *sp, const char *dir,
 		     const char *prefix, const char **path);
 
+/* Kept spools (objfs_spool_keep() with a prefix starting with
+ * OBJFS_SPOOL_KEPT) are bounded in time: each has a note, PATH.txt, saying
+ * what it holds (objfs_spool_note()), and objfs_spool_expire() deletes the
+ * kept files and notes of dir last modified more than max_age seconds ago
+ * (objfs-mount does at start; docs/objfs-mount.md, "Unsaved data"). */
+#define OBJFS_SPOOL_KEPT "objfs-unsaved-"
+/* Writes text and a newline to path + ".txt" (0600).  0 or an errno. */
+int objfs_spool_note(const char *path, const char *text);
+/* Deletes what is older than max_age seconds; *n (when not NULL) counts
+ * the kept files deleted.  0 or the first errno (ENOENT: no dir is 0). */
+int objfs_spool_expire(const char *dir, double max_age, unsigned *n);
+
 #endif

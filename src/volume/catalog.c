@@ -108,6 +108,25 @@ int objfs_catalog_load(struct objfs_store *idx, enum objfs_catalog_kind kind,
 	return objfs_doc_load(idx, key, out);
 }
 
+/* The name entry key exists: rewritten with kv when it names id (a
+ * retried add), else EEXIST. */
+static int name_retake(struct objfs_store *idx, const char *key, const char *id,
+		       const struct objfs_kv *kv)
+{
+	struct objfs_kv have = OBJFS_KV_INIT;
+	const char *hid;
+	int err;
+
+	err = objfs_doc_load(idx, key, &have);
+	hid = err == 0 ? objfs_kv_get(&have, OBJFS_CATALOG_ID) : NULL;
+	if (err == 0)
+		err = hid != NULL && strcmp(hid, id) == 0 ? 0 : EEXIST;
+	if (err == 0)
+		err = objfs_doc_save(idx, key, kv, NAME_INDEX_COMMENT);
+	objfs_kv_release(&have);
+	return err;
+}
+
 int objfs_catalog_add(struct objfs_store *idx, enum objfs_catalog_kind kind,
 		      const char *id, const char *name,
 		      const struct objfs_kv *extra)
@@ -125,8 +144,12 @@ int objfs_catalog_add(struct objfs_store *idx, enum objfs_catalog_kind kind,
 	for (i = 0; err == 0 && extra != NULL && i < extra->n; i++)
 		err = objfs_kv_set(&kv, extra->items[i].key, extra->items[i].value);
 	if (err == 0) {
+		/* The name is taken by creating its entry, never by
+		 * replacing another id's (two controllers racing). */
 		index_key(key, name_dir(kind), name);
-		err = objfs_doc_save(idx, key, &kv, NAME_INDEX_COMMENT);
+		err = objfs_doc_create(idx, key, &kv, NAME_INDEX_COMMENT);
+		if (err == EEXIST)
+			err = name_retake(idx, key, id, &kv);
 	}
 	if (err == 0) {
 		index_key(key, id_dir(kind), id);
@@ -423,19 +446,31 @@ static int to_kv(const struct objfs_snaprec *r, struct objfs_kv *kv)
 	return err;
 }
 
+/* BASE/.objfs-snapshots/NAME/SUFFIX for the snapshot path BASE/NAME, or
+ * .objfs-snapshots/NAME/SUFFIX for a path of one segment (every snapshot
+ * made before snapshots moved under the base prefix: its id is unchanged,
+ * so it is found where it was written). */
+static int snapshot_key(const char *path, const char *suffix, char *buf, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	if (slash == NULL)
+		n = snprintf(buf, cap, "%s/%s/%s", OBJFS_SNAPSHOTS_PREFIX, path, suffix);
+	else
+		n = snprintf(buf, cap, "%.*s/%s/%s/%s", (int)(slash - path), path,
+			     OBJFS_SNAPSHOTS_PREFIX, slash + 1, suffix);
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+}
+
 int objfs_snapshot_prefix(const char *path, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s/", OBJFS_SNAPSHOTS_PREFIX, path);
-
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+	return snapshot_key(path, "", buf, cap);
 }
 
 int objfs_snaprec_key(const char *path, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s/%s/%s", OBJFS_SNAPSHOTS_PREFIX, path,
-			 OBJFS_SNAPREC_KEY);
-
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
+	return snapshot_key(path, OBJFS_SNAPREC_KEY, buf, cap);
 }
 
 int objfs_snaprec_load(struct objfs_store *s, const char *path,
@@ -465,7 +500,7 @@ int objfs_snaprec_store(struct objfs_store *s, const char *path,
 	if (err == 0)
 		err = to_kv(rec, &kv);
 	if (err == 0)
-		err = objfs_doc_save(s, key, &kv, SNAPREC_COMMENT);
+		err = objfs_doc_create(s, key, &kv, SNAPREC_COMMENT);
 	objfs_kv_release(&kv);
 	return err;
 }

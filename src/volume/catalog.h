@@ -22,8 +22,8 @@
  * entry is removed only while it names the id being removed; an entry
  * without id= is ignored by walks.
  *
- * The snapshot record lives at .objfs-snapshots/NAME/.objfs/snapshot in
- * the snapshot's own store; struct objfs_snaprec is its typed view.
+ * The snapshot record lives at BASE/.objfs-snapshots/NAME/.objfs/snapshot
+ * (layout.h) in the snapshot's own store; struct objfs_snaprec is its typed view.
  *
  * Every function returns 0 or a positive errno; store errors pass through.
  */
@@ -60,7 +60,9 @@ void objfs_catalog_hash(const char *s, size_t len, char *out, size_t hexlen);
 int objfs_catalog_load(struct objfs_store *idx, enum objfs_catalog_kind kind,
 		       const char *id, struct objfs_kv *out);
 /* Writes the name entry, then the id entry, of a new id named name, with
- * id=, name= and the fields of extra (may be NULL). */
+ * id=, name= and the fields of extra (may be NULL).  The name entry is
+ * created, not replaced: EEXIST when it names another id (a concurrent
+ * add won). */
 int objfs_catalog_add(struct objfs_store *idx, enum objfs_catalog_kind kind,
 		      const char *id, const char *name,
 		      const struct objfs_kv *extra);
@@ -124,8 +126,10 @@ int objfs_snaprec_entry(const struct objfs_snaprec *r, struct objfs_kv *out);
  * into *out (empty).  Missing or malformed numbers read as 0.  0 or
  * ENOMEM. */
 int objfs_snaprec_from_kv(const struct objfs_kv *kv, struct objfs_snaprec *out);
-/* Where the snapshot named path keeps its copy: ".objfs-snapshots/PATH/"
- * into buf.  0 or ENAMETOOLONG. */
+/* Where the snapshot path (BASE/NAME, or NAME: a snapshot id's path,
+ * csi/volid.h) keeps its copy: "BASE/.objfs-snapshots/NAME/", or
+ * ".objfs-snapshots/NAME/" without BASE (layout.h), into buf.  0 or
+ * ENAMETOOLONG. */
 int objfs_snapshot_prefix(const char *path, char *buf, size_t cap);
 /* The key of the record of snapshot path.  0 or ENAMETOOLONG. */
 int objfs_snaprec_key(const char *path, char *buf, size_t cap);
@@ -133,7 +137,8 @@ int objfs_snaprec_key(const char *path, char *buf, size_t cap);
  * the caller).  0, ENOENT or an errno. */
 int objfs_snaprec_load(struct objfs_store *s, const char *path,
 		       struct objfs_snaprec *out);
-/* Writes the record of snapshot path.  0 or an errno. */
+/* Writes the record of a new snapshot path: 0, EEXIST when one exists
+ * (a snapshot is immutable), or an errno. */
 int objfs_snaprec_store(struct objfs_store *s, const char *path,
 			const struct objfs_snaprec *rec);
 

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "backend/backend.h"
@@ -27,10 +28,10 @@ int objfs_doc_load(struct objfs_store *s, const char *key, struct objfs_kv *out)
 	return err;
 }
 
-int objfs_doc_save(struct objfs_store *s, const char *key,
-		   const struct objfs_kv *kv, const char *comment)
+static int doc_put(struct objfs_store *s, const char *key,
+		   const struct objfs_kv *kv, const char *comment, bool create)
 {
-	struct objfs_put_opts opts = { NULL, "text/plain", false };
+	struct objfs_put_opts opts = { NULL, "text/plain", create };
 	struct objfs_source src;
 	char *text = NULL;
 	size_t len = 0;
@@ -43,4 +44,16 @@ int objfs_doc_save(struct objfs_store *s, const char *key,
 	err = objfs_store_put(s, key, &src, &opts, NULL);
 	free(text);
 	return err;
+}
+
+int objfs_doc_save(struct objfs_store *s, const char *key,
+		   const struct objfs_kv *kv, const char *comment)
+{
+	return doc_put(s, key, kv, comment, false);
+}
+
+int objfs_doc_create(struct objfs_store *s, const char *key,
+		     const struct objfs_kv *kv, const char *comment)
+{
+	return doc_put(s, key, kv, comment, true);
 }

@@ -20,5 +20,9 @@ int objfs_doc_load(struct objfs_store *s, const char *key, struct objfs_kv *out)
  * line (comment may be NULL).  0 or an errno. */
 int objfs_doc_save(struct objfs_store *s, const char *key,
 		   const struct objfs_kv *kv, const char *comment);
+/* The same, but only creates: EEXIST when key exists (a conditional PUT,
+ * If-None-Match: *, where the store has it; see backend/s3.c). */
+int objfs_doc_create(struct objfs_store *s, const char *key,
+		     const struct objfs_kv *kv, const char *comment);
 
 #endif

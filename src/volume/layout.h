@@ -25,21 +25,35 @@
  *                                     describing the files of the
  *                                     directory whose key is D
  *                                     (attrseg.h, fs/attrindex.c)
- *   .objfs-snapshots/NAME/...         a snapshot: a copy of a volume's
- *                                     objects (CSI controller)
- *   .objfs-snapshots/NAME/.objfs/snapshot   the snapshot record (catalog.h)
- *   ARCHIVE/PREFIX/...                a volume deleted with onDelete=archive,
- *                                     record included (ARCHIVE: the
- *                                     StorageClass's archivePrefix, else
- *                                     .objfs-archive)
+ *   BASE/.objfs-snapshots/NAME/...    a snapshot: a copy of a volume's
+ *                                     objects (CSI controller), under the
+ *                                     base prefix BASE of its source
+ *                                     volume (BASE/VOLUME)
+ *   BASE/.objfs-snapshots/NAME/.objfs/snapshot   the snapshot record
+ *                                     (catalog.h)
+ *   BASE/ARCHIVE/VOLUME/...           a volume BASE/VOLUME deleted with
+ *                                     onDelete=archive, record included
+ *                                     (ARCHIVE: the StorageClass's
+ *                                     archivePrefix, else .objfs-archive)
  *   .objfs-csi/volumes/H(id)          the CSI index (catalog.h), in the
  *   .objfs-csi/volume-names/H(name)   controller's default store only;
  *   .objfs-csi/snapshots/H(id)        H is 40 hex digits of SHA-256
  *   .objfs-csi/snapshot-names/H(name)
  *
+ * (BASE/ is absent when the volume has no base prefix.)  Everything the
+ * controller writes for a volume stays under its base prefix, so keys
+ * scoped to it suffice.  Before that rule, snapshots were written to
+ * .objfs-snapshots/NAME/ at the store's root (an id whose snapshot path
+ * is one segment still names that place: catalog.c) and archives to
+ * ARCHIVE/BASE/VOLUME/ (a volume record without csi.archiveTo still
+ * archives there: controller.c).
+ *
  * Records and index entries are key=value text documents (kvtext.h).
  * Volume prefixes never start with '.' (csi/volid.c), so none of the
- * top-level names above can collide with a volume.
+ * reserved names above can collide with a volume (but an archivePrefix,
+ * which does not start with '.', names BASE/ARCHIVE like a volume: its
+ * first segment must not be a volume's name; CO volume names are
+ * pvc-UUID).
  *
  * Not part of this format: the local leaf's own files in its directory
  * (".objfs-store" marker, ".objfs/tmp", ".objfs/mpu": backend/local.c and
@@ -59,11 +73,13 @@
 /* The attribute index: OBJFS_ATTR_INDEX_PREFIX H(dir key) "/" segment. */
 #define OBJFS_ATTR_INDEX_PREFIX OBJFS_META_DIR "/attrs/"
 
-/* Snapshots: SNAPSHOTS/NAME/ holds the copy, the record is relative to it. */
+/* Snapshots: [BASE/]SNAPSHOTS/NAME/ holds the copy, the record is relative
+ * to it. */
 #define OBJFS_SNAPSHOTS_PREFIX ".objfs-snapshots"
 #define OBJFS_SNAPREC_KEY OBJFS_META_DIR "/snapshot"
 
-/* Where onDelete=archive moves a volume when no archivePrefix is given. */
+/* Where onDelete=archive moves a volume (under its base prefix) when no
+ * archivePrefix is given. */
 #define OBJFS_ARCHIVE_DEFAULT ".objfs-archive"
 
 /* The CSI index (in the default store), each followed by H(id or name). */

@@ -216,8 +216,8 @@ int objfs_volrec_load_at(struct objfs_store *s, const char *prefix,
 	return err;
 }
 
-int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
-			  const struct objfs_volrec *v)
+static int volrec_put(struct objfs_store *s, const char *prefix,
+		      const struct objfs_volrec *v, bool create)
 {
 	struct objfs_kv kv = OBJFS_KV_INIT;
 	char key[OBJFS_KEY_MAX];
@@ -227,9 +227,22 @@ int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
 	if (err == 0)
 		err = to_kv(v, &kv);
 	if (err == 0)
-		err = objfs_doc_save(s, key, &kv, VOLREC_COMMENT);
+		err = create ? objfs_doc_create(s, key, &kv, VOLREC_COMMENT) :
+			objfs_doc_save(s, key, &kv, VOLREC_COMMENT);
 	objfs_kv_release(&kv);
 	return err;
+}
+
+int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
+			  const struct objfs_volrec *v)
+{
+	return volrec_put(s, prefix, v, false);
+}
+
+int objfs_volrec_create_at(struct objfs_store *s, const char *prefix,
+			   const struct objfs_volrec *v)
+{
+	return volrec_put(s, prefix, v, true);
 }
 
 int objfs_volrec_load(struct objfs_store *s, struct objfs_volrec *out)

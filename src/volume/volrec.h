@@ -40,6 +40,9 @@ struct objfs_store;
 #define OBJFS_VOLREC_CSI_SOURCE "csi.source"
 #define OBJFS_VOLREC_CSI_ON_DELETE "csi.onDelete"
 #define OBJFS_VOLREC_CSI_ARCHIVE "csi.archivePrefix"
+/* Where onDelete=archive moves the volume (BASE/ARCHIVE/NAME, layout.h);
+ * a record without it (older) archives to ARCHIVE/PREFIX. */
+#define OBJFS_VOLREC_CSI_ARCHIVE_TO "csi.archiveTo"
 #define OBJFS_VOLREC_CSI_STATE "csi.state"
 #define OBJFS_VOLREC_STATE_RETAINED "retained"
 #define OBJFS_VOLREC_CTX "ctx."
@@ -92,6 +95,9 @@ int objfs_volrec_load_at(struct objfs_store *s, const char *prefix,
 			 struct objfs_volrec *out);
 int objfs_volrec_store_at(struct objfs_store *s, const char *prefix,
 			  const struct objfs_volrec *v);
+/* Writes a new record: EEXIST when one exists (docstore.h). */
+int objfs_volrec_create_at(struct objfs_store *s, const char *prefix,
+			   const struct objfs_volrec *v);
 /* The key of the record of the volume at prefix into buf.  0 or
  * ENAMETOOLONG. */
 int objfs_volrec_key(const char *prefix, char *buf, size_t cap);

@@ -27,8 +27,8 @@ static void check_path(const struct objfs_id *id)
 	FUZZ_CHECK(p[0] != '.');
 	for (i = 0; i < n; i++)
 		FUZZ_CHECK((unsigned char)p[i] > 0x20 && (unsigned char)p[i] < 0x7f);
-	if (id->type == OBJFS_ID_SNAPSHOT)
-		FUZZ_CHECK(strchr(p, '/') == NULL);
+	/* volume PREFIX and snapshot BASE/NAME alike: valid segments */
+	FUZZ_CHECK(objfs_id_prefix_valid(p) == 0);
 	if (id->store == OBJFS_ID_BUCKET)
 		FUZZ_CHECK(objfs_id_bucket_valid(id->bucket) == 0);
 	else

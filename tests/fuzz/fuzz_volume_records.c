@@ -107,10 +107,17 @@ static void do_snaprec(const char *text, size_t n)
 	same_str(r.source_volume_id, objfs_kv_get(&kv, "source_volume_id"));
 	if (objfs_snaprec_entry(&r, &entry) == 0)
 		FUZZ_CHECK(entry.n <= kv.n + 8);
-	/* the record's key of a snapshot named by the document */
-	if (r.name != NULL && objfs_snaprec_key(r.name, key, sizeof(key)) == 0)
-		FUZZ_CHECK(strncmp(key, OBJFS_SNAPSHOTS_PREFIX "/",
+	/* the record's key of a snapshot named by the document: under the
+	 * snapshot path's base (BASE/.objfs-snapshots/NAME/...), or at the
+	 * root for a path of one segment */
+	if (r.name != NULL && objfs_snaprec_key(r.name, key, sizeof(key)) == 0) {
+		const char *slash = strrchr(r.name, '/');
+		size_t base = slash != NULL ? (size_t)(slash - r.name) + 1 : 0;
+
+		FUZZ_CHECK(strncmp(key, r.name, base) == 0);
+		FUZZ_CHECK(strncmp(key + base, OBJFS_SNAPSHOTS_PREFIX "/",
 				   strlen(OBJFS_SNAPSHOTS_PREFIX) + 1) == 0);
+	}
 	objfs_snaprec_release(&r);
 	objfs_kv_release(&kv);
 	objfs_kv_release(&entry);

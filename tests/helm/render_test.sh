@@ -96,6 +96,9 @@ render_case() { # name namespace case [values file]
 render_case objfs default default
 render_case objfs objfs-system full -f "$srcdir/tests/helm/values-full.yaml"
 render_case rel storage existing -f "$srcdir/tests/helm/values-existing.yaml"
+# IRSA: the role annotation on every service account of the plugin
+n=$(grep -c 'eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/objfs' "$tmp/full.yaml" || true)
+[ "$n" = 2 ] || fail "full: serviceAccountAnnotations on $n service accounts, not 2"
 
 # -- 3. values the chart must refuse -------------------------------------------
 refuse() { # expected-message values-yaml

@@ -11,6 +11,7 @@ and read back directly with objfs-store-tool to compare checksums.
 """
 import concurrent.futures
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -22,21 +23,14 @@ import grpc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import csilib  # noqa: E402
 
+sys.path.insert(0, os.path.join(csilib.SRCDIR, "tests", "s3server"))
+import awsreq  # noqa: E402
+
 SERVER = os.environ.get("OBJFS_TEST_S3_SERVER", "swift")
 SERVER_SH = os.path.join(csilib.SRCDIR, "tests", "s3server", SERVER + ".sh")
 TOOL = os.path.join(csilib.BUILDDIR, "tests", "integration", "objfs-store-tool")
 GIB = 1 << 30
 
-
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if "=" in line and not line.startswith("#"):
-                k, v = line.split("=", 1)
-                env[k] = v.strip("'\"")
-    return env
 
 
 class Store:
@@ -91,7 +85,7 @@ def main():
         subprocess.run(["sh", SERVER_SH, "start", sw], check=True, timeout=120,
                        stdout=subprocess.DEVNULL)
         started = True
-        s3 = read_env(os.path.join(sw, "env"))
+        s3 = csilib.read_env(os.path.join(sw, "env"))
         store = Store(s3)
         endpoint = s3["OBJFS_TEST_S3_ENDPOINT"]
         region = s3["OBJFS_TEST_S3_REGION"]
@@ -313,7 +307,8 @@ def main():
                 name="snap-it-1", source_volume_id=src.volume_id, secrets=secrets),
                 timeout=120).snapshot
             assert snap.ready_to_use and snap.size_bytes == total, snap
-            assert snap.snapshot_id == "objfs1:snap:s3:%s:snap-it-1" % store.bucket
+            # Under the volume's basePrefix, as everything objfs writes.
+            assert snap.snapshot_id == "objfs1:snap:s3:%s:it/snap-it-1" % store.bucket
             assert snap.creation_time.seconds > 0
             again = ctrl.CreateSnapshot(pb.CreateSnapshotRequest(
                 name="snap-it-1", source_volume_id=src.volume_id, secrets=secrets),
@@ -352,15 +347,98 @@ def main():
             for v in (src, other, restored, clone):
                 delete(v.volume_id)
             # The snapshot outlives its volume.
-            assert sums_of(".objfs-snapshots/snap-it-1/") == sums
+            assert sums_of("it/.objfs-snapshots/snap-it-1/") == sums
             ctrl.DeleteSnapshot(pb.DeleteSnapshotRequest(snapshot_id=snap.snapshot_id,
                                                          secrets=secrets), timeout=60)
-            assert store.list(".objfs-snapshots/snap-it-1/") == []
+            assert store.list("it/.objfs-snapshots/snap-it-1/") == []
             ctrl.DeleteSnapshot(pb.DeleteSnapshotRequest(snapshot_id=snap.snapshot_id,
                                                          secrets=secrets), timeout=60)
             csilib.expect_error(ctrl.GetSnapshot, grpc.StatusCode.NOT_FOUND,
                                 pb.GetSnapshotRequest(snapshot_id=snap.snapshot_id,
                                                       secrets=secrets), timeout=60)
+
+        def scoped_user():
+            """RGW: a user whose keys reach only it/ (a bucket policy, as
+            AWS users scope keys to a prefix); (access, secret)."""
+            ak, sk = "objfsscopedaccess", "objfsscopedsecret0123456789"
+            subprocess.run(["radosgw-admin", "-c", os.path.join(sw, "ceph.conf"), "user",
+                            "create", "--uid=scoped", "--display-name=scoped",
+                            "--access-key=" + ak, "--secret-key=" + sk],
+                           check=True, timeout=60, stdout=subprocess.DEVNULL)
+            b = store.bucket
+            policy = json.dumps({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam:::user/scoped"]},
+                 "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject",
+                            "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                 "Resource": ["arn:aws:s3:::%s/it/*" % b]},
+                {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam:::user/scoped"]},
+                 "Action": ["s3:ListBucket"], "Resource": ["arn:aws:s3:::%s" % b],
+                 "Condition": {"StringLike": {"s3:prefix": ["it/*"]}}}]})
+            status, _, body = awsreq.request(endpoint, region, "s3",
+                                             s3["OBJFS_TEST_S3_ACCESS_KEY"], secret_key,
+                                             "PUT", "/" + b, {"policy": ""}, policy)
+            assert status in (200, 204), (status, body)
+            # The policy holds: outside it/ the scoped keys are refused.
+            status, _, _ = awsreq.request(endpoint, region, "s3", ak, sk, "PUT",
+                                          "/%s/outside" % b, body=b"x")
+            assert status == 403, status
+            return ak, sk
+
+        def base_prefix_holds_everything():
+            # Everything the controller writes for a volume stays under its
+            # basePrefix: the volume, its snapshots, its archive.  On RGW
+            # with keys that reach nothing else (a bucket policy); Swift's
+            # s3api has no bucket policies: there, the bucket's listing
+            # shows nothing outside it/.
+            sec, st = secrets, store
+            if SERVER == "rgw":
+                ak, sk = scoped_user()
+                sec = {"accessKeyID": ak, "secretAccessKey": sk}
+                # RGW: objects belong to their writer; read them as it.
+                st = Store(dict(s3, OBJFS_TEST_S3_ACCESS_KEY=ak,
+                                OBJFS_TEST_S3_SECRET_KEY=sk))
+            p = dict(params, onDelete="archive")
+
+            def call(method, req):
+                return getattr(ctrl, method)(req, timeout=120)
+
+            def sums_in(prefix):
+                return {k[len(prefix):]: hashlib.sha256(st.get(k)).hexdigest()
+                        for k in st.list(prefix) if "/.objfs/" not in k}
+
+            v = call("CreateVolume", pb.CreateVolumeRequest(
+                name="pvc-scoped", volume_capabilities=[mount_cap()], parameters=p,
+                secrets=sec)).volume
+            sums = {}
+            for i in range(3):
+                data = os.urandom(500 + i)
+                st.put("%sdir/file-%02d" % (prefix_of(v.volume_id), i), data)
+                sums["dir/file-%02d" % i] = hashlib.sha256(data).hexdigest()
+            sn = call("CreateSnapshot", pb.CreateSnapshotRequest(
+                name="snap-scoped", source_volume_id=v.volume_id, secrets=sec)).snapshot
+            assert sn.snapshot_id == "objfs1:snap:s3:%s:it/snap-scoped" % store.bucket, sn
+            assert sums_in("it/.objfs-snapshots/snap-scoped/") == sums
+            r = call("CreateVolume", pb.CreateVolumeRequest(
+                name="pvc-scoped-restored", volume_capabilities=[mount_cap()], parameters=p,
+                secrets=sec, volume_content_source=pb.VolumeContentSource(
+                    snapshot=pb.VolumeContentSource.SnapshotSource(
+                        snapshot_id=sn.snapshot_id)))).volume
+            assert sums_in(prefix_of(r.volume_id)) == sums
+            outside = [k for k in store.list("") if not k.startswith("it/")]
+            assert outside == [], outside
+            for vol in (v, r):
+                call("DeleteVolume", pb.DeleteVolumeRequest(volume_id=vol.volume_id,
+                                                            secrets=sec))
+            assert sums_in("it/.objfs-archive/pvc-scoped/") == sums
+            assert st.get("it/.objfs-archive/pvc-scoped/.objfs/volume") is not None
+            assert store.list("it/pvc-scoped/") == []
+            call("DeleteSnapshot", pb.DeleteSnapshotRequest(snapshot_id=sn.snapshot_id,
+                                                            secrets=sec))
+            assert store.list("it/.objfs-snapshots/snap-scoped/") == []
+            outside = [k for k in store.list("") if not k.startswith("it/")]
+            assert outside == [], outside
+            for k in store.list("it/.objfs-archive/"):
+                st.run("del", k)
 
         def kill_server(kind):
             pidf = os.path.join(sw, "run", kind + ".pid")
@@ -476,6 +554,8 @@ def main():
         r.run("ListVolumes pagination", pagination)
         r.run("50 concurrent DeleteVolume", concurrent_delete)
         r.run("snapshots and clones", snapshots_and_clones)
+        r.run("everything under basePrefix (scoped keys on RGW)",
+              base_prefix_holds_everything)
         if SERVER == "swift":
             r.run("backend failure mid-delete, retried", backend_failure_mid_delete)
         r.run("configuration errors name their cause, leave nothing", config_errors)

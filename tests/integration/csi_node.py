@@ -42,15 +42,6 @@ def skip_if_absent():
         raise SystemExit("objfs-mount is not built at %s" % csilib.MOUNT_BIN)
 
 
-def read_env(path):
-    env = {}
-    with open(path) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.strip().split("=", 1)
-                env[k] = v
-    return env
-
 
 def mounts_under(prefix):
     """Mount points under prefix, deepest first."""
@@ -186,7 +177,7 @@ def main():
         subprocess.run(["sh", SWIFT, "start", swift_dir], check=True, timeout=120,
                        stdout=subprocess.DEVNULL)
         swift_up = True
-        s3 = read_env(os.path.join(swift_dir, "env"))
+        s3 = csilib.read_env(os.path.join(swift_dir, "env"))
         creds = os.path.join(work, "plugin-creds")
         with open(creds, "w") as f:
             f.write("access_key_id=%s\nsecret_access_key=%s\n" %
@@ -289,6 +280,7 @@ def main():
                 argv = f.read().split(b"\0")
             opts = argv[argv.index(b"-o") + 1].split(b",")
             for want in (b"allow_other", b"mem_limit=32M", b"gid=1234", b"umask=0002",
+                         b"fsgroup=1234",
                          b"ready_fd=3", b"addressing=path"):
                 assert want in opts, (want, opts)
             assert argv[-3:-1] == [("s3://%s/vols/%s" % (bucket, vol)).encode(),
@@ -329,20 +321,45 @@ def main():
                 raise AssertionError("write through the read-only target succeeded")
             except OSError as e:
                 assert e.errno == errno.EROFS, e
-            # A non-root pod in the mount group writes without a chown.
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.setgroups([1234])
-                    os.setgid(1234)
-                    os.setuid(4321)
-                    write_file(os.path.join(t1, "by-user"), b"user data")
-                    os._exit(0)
-                except BaseException:  # noqa: BLE001
-                    os._exit(1)
-            _, status = os.waitpid(pid, 0)
-            assert os.waitstatus_to_exitcode(status) == 0, "non-root group member cannot write"
-            assert read_file(os.path.join(t2, "by-user")) == b"user data"
+            # Non-root pods in the mount group (fsGroup 1234 as a
+            # supplementary group, their own primary group, umask 022):
+            # new files and directories belong to the mount group with the
+            # owner's bits for the group, so a second pod appends to the
+            # first one's file and writes in its directory.
+            def as_pod(uid, fn):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        os.setgroups([1234])
+                        os.setgid(uid)
+                        os.setuid(uid)
+                        os.umask(0o022)
+                        fn()
+                        os._exit(0)
+                    except BaseException:  # noqa: BLE001
+                        os._exit(1)
+                _, status = os.waitpid(pid, 0)
+                return os.waitstatus_to_exitcode(status)
+
+            def first_pod():
+                write_file(os.path.join(t1, "by-user"), b"user data")
+                os.mkdir(os.path.join(t1, "dir-by-user"))
+
+            def second_pod():
+                with open(os.path.join(t1, "by-user"), "ab") as f:
+                    f.write(b", appended")
+                write_file(os.path.join(t1, "dir-by-user", "f"), b"second")
+
+            assert as_pod(4321, first_pod) == 0, "non-root group member cannot write"
+            st = os.stat(os.path.join(t1, "by-user"))
+            assert (st.st_uid, st.st_gid, oct(st.st_mode & 0o777)) == (4321, 1234, "0o664"), st
+            st = os.stat(os.path.join(t1, "dir-by-user"))
+            assert (st.st_gid, oct(st.st_mode & 0o777)) == (1234, "0o775"), st
+            st = os.stat(os.path.join(t1, "data.bin"))
+            assert st.st_gid == 1234 and st.st_mode & 0o060 == 0o060, st
+            assert as_pod(5678, second_pod) == 0, "second pod of the group cannot append"
+            assert read_file(os.path.join(t2, "by-user")) == b"user data, appended"
+            assert read_file(os.path.join(t2, "dir-by-user", "f")) == b"second"
 
         def volume_stats():
             def check():

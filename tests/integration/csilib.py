@@ -170,6 +170,18 @@ class Runner:
         return 0 if self.failed == 0 and self.passed > 0 else 1
 
 
+def read_env(path):
+    """The KEY=VALUE lines of a test server's env file (tests/s3server)."""
+    env = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if "=" in line and not line.startswith("#"):
+                k, v = line.split("=", 1)
+                env[k] = v.strip("'\"")
+    return env
+
+
 def tempdir(prefix):
     d = tempfile.mkdtemp(prefix=prefix)
     return d, lambda: shutil.rmtree(d, ignore_errors=True)

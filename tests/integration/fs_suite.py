@@ -344,9 +344,17 @@ def t_dirs(env):
     os.unlink(d + "/imp/only.txt")
     check(os.path.isdir(d + "/imp"), "implied dir kept")
     os.mkdir(d + "/persist")
+    # mkdir creates its marker without replacing one: another client's
+    # directory, made after this mount last looked, is EEXIST and keeps
+    # its attributes (If-None-Match: *; a HEAD first on Swift)
+    check(not os.path.exists(d + "/other"), "no such name yet")
+    env.tool(url, "put", "other/", "mode=16877", "uid=4242", data=b"")
+    expect_errno(lambda: os.mkdir(d + "/other"), (errno.EEXIST,), "mkdir over another client's directory")
+    h = env.head(url, "other/")
+    check(h is not None and h["meta"].get("uid") == "4242", "the other marker kept: %r" % h)
     env.umount(m)
     m = env.mount(url)
-    check(sorted(os.listdir(m["dir"])) == ["imp", "persist"], "dirs after remount: %s" % os.listdir(m["dir"]))
+    check(sorted(os.listdir(m["dir"])) == ["imp", "other", "persist"], "dirs after remount: %s" % os.listdir(m["dir"]))
     env.umount(m)
 
 
@@ -986,6 +994,22 @@ def t_unsaved_kept(env):
         proxy.fail(False)
         check(env.get(url, "new") is None, "nothing half-written in the store")
         check(env.get(url, "old") == b"o" * 100000, "the stored object untouched")
+        # Each kept file has a note beside it saying what it holds.
+        for path, msg in kept.values():
+            note = open(path + ".txt").read()
+            check(note == msg + "\n", "the note says what the log said: %r / %r" % (note, msg))
+        # Kept files have a bounded life (unsaved_keep, 7 days by default):
+        # a mount using the directory deletes those kept longer, and says so.
+        spool = os.path.dirname(kept["new"][0])
+        old = time.time() - 8 * 86400
+        for name in os.listdir(spool):
+            os.utime(os.path.join(spool, name), (old, old))
+        m = env.mount(url, ["spool_dir=" + spool])
+        left = [n for n in os.listdir(spool) if n.startswith("objfs-unsaved-")]
+        check(left == [], "kept files older than unsaved_keep deleted: %s" % left)
+        env.umount(m)
+        check("deleted 2 kept unsaved file(s)" in open(m["log"]).read(),
+              "the mount says it deleted them")
     finally:
         proxy.close()
 

@@ -18,7 +18,8 @@
  *                                         S", "list S", "del S" (seconds)
  *
  * URL as for objfs-mount; S3 settings from AWS_ENDPOINT_URL, AWS_REGION,
- * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (path-style addressing).
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (path-style
+ * addressing).
  */
 #include "config.h"
 
@@ -250,6 +251,7 @@ int main(int argc, char **argv)
 	cfg.s3.path_style = true;
 	cfg.s3.access_key = getenv("AWS_ACCESS_KEY_ID");
 	cfg.s3.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	cfg.s3.session_token = getenv("AWS_SESSION_TOKEN");
 	err = objfs_store_stack_create(&cfg, NULL, &s);
 	if (err != 0)
 		goto out;

@@ -8,7 +8,8 @@
 #   - the S3 leaf's live checks (tests/unit/test_s3_store): a wrong secret key
 #     is EACCES (both servers verify SigV4 signatures), odd keys round-trip,
 #     conditional requests, UploadPartCopy, a small connection pool shared by
-#     many threads.
+#     many threads; again with virtual-hosted addressing where the server
+#     offers it (RGW: OBJFS_TEST_S3_VHOST_ENDPOINT, BUCKET.s3.localhost).
 # Skips (77) only when the server is not installed.
 set -eu
 
@@ -48,6 +49,10 @@ echo "== behaviour suite against $SERVER"
 OBJFS_TEST_STORE=s3 timeout 600 "$B/tests/unit/test_store_behaviour" || rc=1
 echo "== S3 leaf live checks against $SERVER"
 timeout 300 "$B/tests/unit/test_s3_store" || rc=1
+if [ -n "${OBJFS_TEST_S3_VHOST_ENDPOINT:-}" ]; then
+	echo "== S3 leaf live checks against $SERVER, virtual-hosted addressing"
+	OBJFS_TEST_S3_ADDRESSING=virtual timeout 300 "$B/tests/unit/test_s3_store" || rc=1
+fi
 if [ $rc -ne 0 ]; then
 	for log in "$W/log/proxy-server.log" "$W/log/client.rgw.a.log"; do
 		[ -f "$log" ] || continue

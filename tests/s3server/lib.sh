@@ -1,5 +1,5 @@
 # lib.sh - shell functions shared by the test servers' scripts (swift.sh,
-# rgw.sh); sourced, not run.
+# rgw.sh); sourced, not run.  Signed requests: awsreq.py beside it.
 
 # need NAME PACKAGES PROGRAM...: 0 if every PROGRAM is installed, else
 # names the one missing and the Debian packages to install, and 1.
@@ -65,48 +65,22 @@ stop_pid() {
 # waits until a SigV4-signed request creating BUCKET succeeds (or says the
 # bucket is already ours), at most SECONDS; NAME prefixes the error.
 create_bucket() {
-	/usr/bin/python3 - "$@" <<'PYEOF'
-import datetime, hashlib, hmac, sys, time, urllib.error, urllib.request
+	/usr/bin/python3 - "$(dirname "$0")" "$@" <<'PYEOF'
+import sys, time
 
-name, endpoint, region, bucket, ak, sk, wait = sys.argv[1:8]
-host = endpoint.split("://", 1)[1]
+sys.path.insert(0, sys.argv[1])
+import awsreq
 
-
-def sign(method, path):
-    now = datetime.datetime.utcnow()
-    amz = now.strftime("%Y%m%dT%H%M%SZ")
-    day = amz[:8]
-    ph = hashlib.sha256(b"").hexdigest()
-    creq = "\n".join([method, path, "", "host:" + host,
-                      "x-amz-content-sha256:" + ph, "x-amz-date:" + amz, "",
-                      "host;x-amz-content-sha256;x-amz-date", ph])
-    scope = "%s/%s/s3/aws4_request" % (day, region)
-    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope,
-                     hashlib.sha256(creq.encode()).hexdigest()])
-    k = ("AWS4" + sk).encode()
-    for m in (day, region, "s3", "aws4_request"):
-        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
-    return {"x-amz-date": amz, "x-amz-content-sha256": ph,
-            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, "
-            "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
-            "Signature=%s" % (ak, scope, sig)}
-
-
+name, endpoint, region, bucket, ak, sk, wait = sys.argv[2:9]
 deadline = time.time() + float(wait)
 last = None
 while time.time() < deadline:
     try:
-        req = urllib.request.Request(endpoint + "/" + bucket, method="PUT",
-                                     headers=sign("PUT", "/" + bucket),
-                                     data=b"")
-        urllib.request.urlopen(req, timeout=10).read()
-        sys.exit(0)
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        if e.code == 409:       # BucketAlreadyOwnedByYou
+        status, _, body = awsreq.request(endpoint, region, "s3", ak, sk, "PUT",
+                                         "/" + bucket)
+        if status == 200 or status == 409:      # 409: BucketAlreadyOwnedByYou
             sys.exit(0)
-        last = "HTTP %d %r" % (e.code, body[:200])
+        last = "HTTP %d %r" % (status, body[:200])
     except Exception as e:      # not listening yet
         last = repr(e)
     time.sleep(0.2)

@@ -8,8 +8,10 @@
 #                          signed S3 request succeeds; create the test
 #                          bucket; write WORKDIR/env (shell assignments:
 #                          OBJFS_TEST_S3_ENDPOINT, _REGION, _BUCKET,
-#                          _ACCESS_KEY, _SECRET_KEY, and _NETRC, a netrc
-#                          file for curl --aws-sigv4).
+#                          _ACCESS_KEY, _SECRET_KEY, _NETRC, a netrc
+#                          file for curl --aws-sigv4, and _VHOST_ENDPOINT,
+#                          http://s3.localhost:PORT, where RGW answers
+#                          virtual-hosted requests: rgw_dns_name).
 #   rgw.sh stop WORKDIR    stop everything start started (pid files, each
 #                          daemon in its own process group); safe to call
 #                          twice.
@@ -28,6 +30,9 @@
 #       OBJFS_RGW_STORE_MB under WORKDIR and takes about 8 s more to start)
 #   OBJFS_RGW_STORE_MB    the store's size in MiB (default 3072; memstore
 #       only takes what is written, but PUTs hang, not fail, when full)
+#   OBJFS_RGW_STS=1       enable STS (rgw_sts_key, rgw_s3_auth_use_sts); the
+#       user may always create OIDC providers and roles and manage keys
+#       through the admin API (caps)
 #
 # Debian packages: ceph-mon ceph-osd radosgw ceph-common.
 set -eu
@@ -127,6 +132,15 @@ bluestore block wal create = false
 bluestore cache size = 134217728"
 fi
 
+# STS only when asked: with rgw_s3_auth_use_sts, a request signed with a
+# wrong secret key answers AccessDenied instead of SignatureDoesNotMatch.
+STS_CONF=
+if [ "${OBJFS_RGW_STS:-0}" = 1 ]; then
+	# AssumeRoleWithWebIdentity; the key encrypts session tokens (16 bytes)
+	STS_CONF="rgw sts key = objfstestststkey
+rgw s3 auth use sts = true"
+fi
+
 cat > "$C" <<EOF
 [global]
 fsid = $FSID
@@ -181,6 +195,10 @@ $STORE_CONF
 
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$RGWPORT tcp_nodelay=1
+# Virtual-hosted addressing: BUCKET.s3.localhost (curl resolves every
+# name under localhost to the loopback itself, no DNS or /etc/hosts).
+rgw dns name = s3.localhost
+$STS_CONF
 rgw data = $W/rgw
 rgw thread pool size = 64
 # Per-request logs cost 10-20%.
@@ -236,11 +254,17 @@ if ! timeout 60 radosgw-admin -c "$C" user create --uid=objfs \
 	log "radosgw-admin user create failed:"; tail -n 20 "$W/log/user-create.out" >&2
 	exit 1
 fi
+if ! timeout 60 radosgw-admin -c "$C" caps add --uid=objfs \
+	--caps="roles=*;oidc-provider=*;users=*" >"$W/log/caps-add.out" 2>&1; then
+	log "radosgw-admin caps add failed:"; tail -n 20 "$W/log/caps-add.out" >&2
+	exit 1
+fi
 daemon rgw radosgw -c "$C" -n client.rgw.a -f
 
 # Wait for a signed request (creating the bucket) to succeed.
 create_bucket rgw.sh "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET" $WAIT
 
 write_env "$W" "http://127.0.0.1:$RGWPORT" "$REGION" "$BUCKET" "$ACCESS" "$SECRET"
+echo "OBJFS_TEST_S3_VHOST_ENDPOINT=http://s3.localhost:$RGWPORT" >> "$W/env"
 trap - EXIT
 echo "rgw.sh: RGW ($STORE) ready at http://127.0.0.1:$RGWPORT (bucket $BUCKET)"

@@ -108,7 +108,14 @@ static void test_entries(void **state)
 	objfs_kv_release(&kv);
 	assert_int_equal(objfs_catalog_set_capacity(e->s, "id-x", 1), ENOENT);
 
+	/* a name entry is created, never replaced: another id's add is
+	 * EEXIST (a concurrent controller lost), the same id's is a retry */
+	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-c",
+					   "pvc-a", NULL), EEXIST);
+	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-a",
+					   "pvc-a", NULL), 0);
 	/* the name now names id-c: removing id-a keeps it */
+	assert_int_equal(objfs_store_del(e->s, key), 0);
 	assert_int_equal(objfs_catalog_add(e->s, OBJFS_CATALOG_VOLUME, "id-c",
 					   "pvc-a", NULL), 0);
 	assert_int_equal(objfs_catalog_remove(e->s, OBJFS_CATALOG_VOLUME, "id-a",
@@ -234,6 +241,12 @@ static void test_snapshot_record(void **state)
 	assert_string_equal(key, OBJFS_SNAPSHOTS_PREFIX "/snap-1/");
 	assert_int_equal(objfs_snaprec_key("snap-1", key, sizeof(key)), 0);
 	assert_string_equal(key, OBJFS_SNAPSHOTS_PREFIX "/snap-1/" OBJFS_SNAPREC_KEY);
+	/* Under the source volume's base prefix. */
+	assert_int_equal(objfs_snapshot_prefix("a/b/snap-1", key, sizeof(key)), 0);
+	assert_string_equal(key, "a/b/" OBJFS_SNAPSHOTS_PREFIX "/snap-1/");
+	assert_int_equal(objfs_snaprec_key("a/snap-1", key, sizeof(key)), 0);
+	assert_string_equal(key, "a/" OBJFS_SNAPSHOTS_PREFIX "/snap-1/" OBJFS_SNAPREC_KEY);
+	assert_int_equal(objfs_snaprec_key("snap-1", key, sizeof(key)), 0);
 	assert_int_equal(objfs_snaprec_load(e->s, "snap-1", &w), ENOENT);
 
 	assert_int_equal(objfs_snaprec_set(&r.source_volume_id, "vol-1"), 0);

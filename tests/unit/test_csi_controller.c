@@ -26,6 +26,8 @@
 #include "csi/controller.h"
 #include "csi/driver.h"
 #include "volume/kvtext.h"
+#include "volume/layout.h"
+#include "volume/volrec.h"
 #include "csi/pb.h"
 #include "csi/rpc.h"
 #include "csi/volid.h"
@@ -417,7 +419,8 @@ static void test_ids(void **state)
 		"objfs1:vol:def:a//b", "objfs1:vol:def:a/", "objfs1:vol:def:",
 		"objfs1:vol:def:.objfs-csi/x", "objfs1:vol:def:a\nb", "objfs1:vol:def:a\x01",
 		"objfs1:vol:s3:Bad_Bucket:x", "objfs1:vol:s3:bk:x", "objfs1:vol:s3:bucket",
-		"objfs1:vol:nfs:x", "objfs1:volume:def:x", "objfs1:snap:def:a/b",
+		"objfs1:vol:nfs:x", "objfs1:volume:def:x", "objfs1:snap:def:a/.b",
+		"objfs1:snap:def:a/../b", "objfs1:snap:def:/x",
 		"objfs1:vol:def:a b", "objfs1:vol:def:a%2e%2e",
 	};
 	size_t i;
@@ -440,6 +443,11 @@ static void test_ids(void **state)
 	assert_string_equal(buf, "objfs1:vol:s3:my-bucket:base/pvc-1");
 	assert_int_equal(objfs_id_parse("objfs1:snap:def:snapshot-1", &id), 0);
 	assert_int_equal(id.type, OBJFS_ID_SNAPSHOT);
+	/* A snapshot under a base prefix (BASE/NAME). */
+	assert_int_equal(objfs_id_parse("objfs1:snap:s3:my-bucket:base/x/snap-1", &id), 0);
+	assert_string_equal(id.path, "base/x/snap-1");
+	assert_int_equal(objfs_id_format(&id, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "objfs1:snap:s3:my-bucket:base/x/snap-1");
 
 	assert_int_equal(objfs_id_safe_name("pvc-0f3c", 63, safe, sizeof(safe)), 0);
 	assert_string_equal(safe, "pvc-0f3c");
@@ -1062,6 +1070,138 @@ static void test_on_delete_retain_archive(void **state)
 	check_fill(e->local, "attic/pvc-arch", 5);
 	assert_present(e->local, "attic/pvc-arch/.objfs/volume");
 	free(id);
+}
+
+/* Everything the controller writes for a volume with a basePrefix stays
+ * under it (keys scoped to the prefix suffice): the volume, its
+ * snapshots, its archive.  Snapshots and archives made before (at the
+ * store's root) stay readable, restorable, deletable. */
+static void test_base_prefix_holds_everything(void **state)
+{
+	struct env *e = *state;
+	const ProtobufCMessageDescriptor *pd =
+		&csi__v1__create_volume_request__parameters_entry__descriptor;
+	Csi__V1__CreateVolumeResponse *v;
+	Csi__V1__CreateSnapshotResponse *r;
+	Csi__V1__DeleteSnapshotRequest dq = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_list_req lq = { "", NULL, NULL, NULL, 1000 };
+	struct objfs_rpc_status st;
+	struct create_args a = { 0 };
+	char *vid, *sid;
+	size_t i;
+
+	a.name = "pvc-b";
+	kvs_add(&a.params, pd, "basePrefix", "team/a");
+	kvs_add(&a.params, pd, "onDelete", "archive");
+	assert_int_equal(create(e, &a, &v, &st), OBJFS_RPC_OK);
+	vid = strdup(v->volume->volume_id);
+	pbfree(v);
+	assert_string_equal(vid, "objfs1:vol:def:team/a/pvc-b");
+	fill(e->local, "team/a/pvc-b", 3);
+	assert_int_equal(snap(e, "snap-b", vid, &r, &st), OBJFS_RPC_OK);
+	sid = strdup(r->snapshot->snapshot_id);
+	pbfree(r);
+	assert_string_equal(sid, "objfs1:snap:def:team/a/snap-b");
+	check_fill(e->local, "team/a/.objfs-snapshots/snap-b", 3);
+	assert_present(e->local, "team/a/.objfs-snapshots/snap-b/.objfs/snapshot");
+	/* Restored under the new volume's own base prefix. */
+	a.name = "pvc-b2";
+	a.snapshot_src = sid;
+	a.params.n = 1;
+	assert_int_equal(create(e, &a, &v, &st), OBJFS_RPC_OK);
+	pbfree(v);
+	check_fill(e->local, "team/a/pvc-b2", 3);
+	assert_int_equal(delete_vol(e, "objfs1:vol:def:team/a/pvc-b2", NULL, &st), OBJFS_RPC_OK);
+	/* Archived under the base prefix, with its record. */
+	assert_int_equal(delete_vol(e, vid, NULL, &st), OBJFS_RPC_OK);
+	check_fill(e->local, "team/a/.objfs-archive/pvc-b", 3);
+	assert_present(e->local, "team/a/.objfs-archive/pvc-b/.objfs/volume");
+	assert_content(e->local, "team/a/.objfs-archive/pvc-b/f/000", "data-000");
+	/* Nothing but the plugin's own index outside team/a/. */
+	assert_int_equal(objfs_store_list(e->local, &lq, &page), 0);
+	assert_true(page.n_entries > 0);
+	for (i = 0; i < page.n_entries; i++) {
+		const char *k = page.entries[i].key;
+
+		if (strncmp(k, "team/a/", 7) != 0 && strncmp(k, OBJFS_INDEX_PREFIX,
+							     strlen(OBJFS_INDEX_PREFIX)) != 0)
+			fail_msg("written outside the base prefix: %s", k);
+	}
+	objfs_list_page_release(&page);
+	dq.snapshot_id = sid;
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st), OBJFS_RPC_OK);
+	assert_int_equal(count_keys(e->local, "team/a/.objfs-snapshots/"), 0);
+	free(sid);
+	free(vid);
+}
+
+/* A snapshot made before snapshots moved under the base prefix: its id
+ * (one segment) still names .objfs-snapshots/NAME/ at the store's root,
+ * where it is read, restored and deleted.  A volume record from before
+ * (no csi.archiveTo) archives where it always did. */
+static void test_old_layout_still_read(void **state)
+{
+	struct env *e = *state;
+	const ProtobufCMessageDescriptor *pd =
+		&csi__v1__create_volume_request__parameters_entry__descriptor;
+	Csi__V1__CreateVolumeResponse *v;
+	Csi__V1__DeleteSnapshotRequest dq = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__GetSnapshotRequest gq = CSI__V1__GET_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__GetSnapshotResponse *g;
+	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
+	struct objfs_rpc_status st;
+	struct create_args a = { 0 };
+	struct objfs_id id;
+	char *text, *line;
+
+	/* The old layout, as an older controller wrote it. */
+	fill(e->local, ".objfs-snapshots/snap-old", 4);
+	put(e->local, ".objfs-snapshots/snap-old/.objfs/snapshot",
+	    "name=snap-old\nsource_volume_id=objfs1:vol:def:team/pvc-gone\n"
+	    "size_bytes=32\nsource_capacity_bytes=1073741824\n"
+	    "csi.id=objfs1:snap:def:snap-old\ncsi.created_sec=1700000000\n"
+	    "csi.created_nsec=0\n");
+	gq.snapshot_id = "objfs1:snap:def:snap-old";
+	assert_int_equal(call(e, "GetSnapshot", &gq.base, &csi__v1__get_snapshot_response__descriptor,
+			      &g, &st), OBJFS_RPC_OK);
+	assert_int_equal(g->snapshot->size_bytes, 32);
+	pbfree(g);
+	a.name = "pvc-new";
+	a.snapshot_src = "objfs1:snap:def:snap-old";
+	kvs_add(&a.params, pd, "basePrefix", "team");
+	assert_int_equal(create(e, &a, &v, &st), OBJFS_RPC_OK);
+	pbfree(v);
+	check_fill(e->local, "team/pvc-new", 4);
+	dq.snapshot_id = "objfs1:snap:def:snap-old";
+	assert_int_equal(call(e, "DeleteSnapshot", &dq.base,
+			      &csi__v1__delete_snapshot_response__descriptor, NULL, &st), OBJFS_RPC_OK);
+	assert_int_equal(count_keys(e->local, ".objfs-snapshots/"), 0);
+
+	/* An archiving volume whose record predates csi.archiveTo. */
+	a.name = "pvc-oldarch";
+	a.snapshot_src = NULL;
+	kvs_add(&a.params, pd, "onDelete", "archive");
+	assert_int_equal(create(e, &a, &v, &st), OBJFS_RPC_OK);
+	pbfree(v);
+	fill(e->local, "team/pvc-oldarch", 2);
+	assert_int_equal(objfs_id_parse("objfs1:vol:def:team/pvc-oldarch", &id), 0);
+	assert_int_equal(objfs_volrec_load_at(e->local, id.path, &rec), 0);
+	assert_string_equal(objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE_TO),
+			    "team/.objfs-archive/pvc-oldarch");
+	objfs_volrec_release(&rec);
+	text = get(e->local, "team/pvc-oldarch/" OBJFS_VOLREC_KEY);
+	line = strstr(text, OBJFS_VOLREC_CSI_ARCHIVE_TO "=");
+	assert_non_null(line);
+	memmove(line, strchr(line, '\n') + 1, strlen(strchr(line, '\n') + 1) + 1);
+	put(e->local, "team/pvc-oldarch/" OBJFS_VOLREC_KEY, text);
+	free(text);
+	assert_int_equal(delete_vol(e, "objfs1:vol:def:team/pvc-oldarch", NULL, &st),
+			 OBJFS_RPC_OK);
+	check_fill(e->local, ".objfs-archive/team/pvc-oldarch", 2);
+	assert_int_equal(count_keys(e->local, "team/.objfs-archive/"), 0);
+	assert_int_equal(objfs_volrec_load_at(e->local, id.path, &rec), ENOENT);
 }
 
 /* ---- Validate, Get, List, Expand, Capacity ------------------------------------ */
@@ -1725,6 +1865,8 @@ int main(void)
 		T(test_delete),
 		T(test_delete_fault_and_retry),
 		T(test_on_delete_retain_archive),
+		T(test_base_prefix_holds_everything),
+		T(test_old_layout_still_read),
 		T(test_validate),
 		T(test_get_volume),
 		T(test_list_volumes),

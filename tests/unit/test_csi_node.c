@@ -54,6 +54,7 @@ struct fake {
 	char last_source[1024];
 	char last_access_key[128];
 	char last_secret[128];
+	char last_role[128], last_token_file[256];
 	int statfs_err;
 	int probe_err;
 	char probe_url[1024];
@@ -105,6 +106,12 @@ static int fake_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	snprintf(f->last_secret, sizeof(f->last_secret), "%s",
 		 spec->creds != NULL && spec->creds->secret_key != NULL ?
 		 spec->creds->secret_key : "");
+	snprintf(f->last_role, sizeof(f->last_role), "%s",
+		 spec->creds != NULL && spec->creds->role_arn != NULL ?
+		 spec->creds->role_arn : "");
+	snprintf(f->last_token_file, sizeof(f->last_token_file), "%s",
+		 spec->creds != NULL && spec->creds->web_identity_token_file != NULL ?
+		 spec->creds->web_identity_token_file : "");
 	if (f->start_err != 0) {
 		err = f->start_err;
 		snprintf(msg, cap, "fake start failure");
@@ -427,6 +434,7 @@ struct args {
 	const char *mount_options;
 	const char *secret_key;   /* stage secrets (with access key AKIDSTAGE) */
 	const char *ca_bundle;    /* stage secret caBundle */
+	const char *role_arn;     /* stage secret roleArn */
 };
 
 static enum objfs_rpc_code do_stage(struct objfs_csi *csi, const struct args *a,
@@ -495,6 +503,12 @@ static enum objfs_rpc_code do_stage(struct objfs_csi *csi, const struct args *a,
 		sec[1].value = (char *)a->secret_key;
 		r.secrets = secp;
 		r.n_secrets = 2;
+	}
+	if (a->role_arn != NULL) {
+		sec[r.n_secrets].key = (char *)"roleArn";
+		sec[r.n_secrets].value = (char *)a->role_arn;
+		r.secrets = secp;
+		r.n_secrets++;
 	}
 	if (a->ca_bundle != NULL) {
 		sec[r.n_secrets].key = (char *)"caBundle";
@@ -815,6 +829,7 @@ static void test_lifecycle(void **state)
 	assert_non_null(strstr(x->fake.last_options, "allow_other"));
 	assert_non_null(strstr(x->fake.last_options, "gid=1000"));
 	assert_non_null(strstr(x->fake.last_options, "umask=0002"));
+	assert_non_null(strstr(x->fake.last_options, "fsgroup=1000"));
 	assert_non_null(strstr(x->fake.last_options, "mem_limit=32M"));
 	assert_non_null(strstr(x->fake.last_options, "endpoint=http://127.0.0.1:9"));
 	assert_non_null(strstr(x->fake.last_options, "addressing=path"));
@@ -986,6 +1001,33 @@ static void test_ca_bundle_and_aws(void **state)
 	}
 	assert_int_equal(do_unstage(x->csi, "pvc-ca", x->staging, &st), OBJFS_RPC_OK);
 	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* A roleArn stage secret: the mount assumes that role with the plugin's
+ * own web identity token (no keys in the secrets); without a token the
+ * stage is refused, naming what is missing. */
+static void test_role_secret(void **state)
+{
+	struct fx *x = *state;
+	struct objfs_rpc_status st;
+	struct args a;
+
+	memset(&a, 0, sizeof(a));
+	a.volume_id = "pvc-role";
+	a.staging = x->staging;
+	a.role_arn = "arn:aws:iam::111122223333:role/vol";
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_FAILED_PRECONDITION);
+	assert_non_null(strstr(st.msg, "AWS_WEB_IDENTITY_TOKEN_FILE"));
+	assert_int_equal(setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token", 1), 0);
+	a.role_arn = "not-an-arn";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	a.role_arn = "arn:aws:iam::111122223333:role/vol";
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
+	assert_string_equal(x->fake.last_role, "arn:aws:iam::111122223333:role/vol");
+	assert_string_equal(x->fake.last_token_file, "/var/run/token");
+	assert_string_equal(x->fake.last_access_key, "");
+	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
 }
 
 static void test_secrets_and_context(void **state)
@@ -1478,6 +1520,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_path_confinement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_bundle_and_aws, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_role_secret, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_secrets_and_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_aborted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_access_modes, setup, teardown),

@@ -686,6 +686,159 @@ static void test_delete_many_shape(void **state)
 	canned_stop(cs);
 }
 
+/* Ceph RGW 16 refuses a DeleteObjects (403) to keys that a bucket policy
+ * scopes to a prefix, where a DELETE of each key is allowed: the leaf
+ * deletes one by one, and from then on without asking again. */
+static void test_rgw_delete_many_scoped(void **state)
+{
+	static const char *const r[] = {
+		RESP("403 Forbidden", "")
+		"<Error><Code>AccessDenied</Code></Error>",
+		RESP("204 No Content", ""),
+		RESP("204 No Content", ""),
+		RESP("204 No Content", ""),
+	};
+	const char *keys[] = { "p/a", "p/b" };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	size_t failed = 9;
+
+	(void)state;
+	canned_set(cs, r, 4);
+	assert_int_equal(objfs_store_del_many(s, keys, 2, &failed), 0);
+	assert_int_equal(failed, 0);
+	assert_non_null(strstr(cs->req, "DELETE /bkt/p/b HTTP/1.1"));
+	/* Remembered: the next batch is single DELETEs only. */
+	assert_int_equal(objfs_store_del_many(s, keys, 1, &failed), 0);
+	assert_non_null(strstr(cs->req, "DELETE /bkt/p/a HTTP/1.1"));
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* Wrong keys: the batch and the single DELETE are refused alike, EACCES,
+ * and the leaf keeps using DeleteObjects. */
+static void test_delete_many_denied(void **state)
+{
+	static const char *const r[] = {
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+	};
+	const char *keys[] = { "p/a", "p/b" };
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	size_t failed = 0;
+
+	(void)state;
+	canned_set(cs, r, 4);
+	assert_int_equal(objfs_store_del_many(s, keys, 2, &failed), EACCES);
+	assert_int_equal(failed, 2);
+	/* Not remembered: a batch again, then the single DELETE. */
+	assert_int_equal(objfs_store_del_many(s, keys, 1, &failed), EACCES);
+	pthread_mutex_lock(&cs->mu);
+	assert_int_equal(cs->next, 4);
+	pthread_mutex_unlock(&cs->mu);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* AWS and RGW answer 403 for a missing key to keys without ListBucket
+ * for it (a policy scoping ListBucket to a prefix): a listing tells
+ * absent (ENOENT) from refused (EACCES). */
+static void test_missing_key_403(void **state)
+{
+	static const char *const r[] = {
+		/* HEAD refused, the listing lacks the key: absent */
+		RESP("403 Forbidden", ""),
+		RESP("200 OK", "")
+		"<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>",
+		/* GET refused, the listing has the key: refused */
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+		RESP("200 OK", "")
+		"<ListBucketResult><IsTruncated>false</IsTruncated>"
+		"<Contents><Key>p/k</Key><Size>1</Size></Contents></ListBucketResult>",
+		/* HEAD refused, the listing refused too: refused */
+		RESP("403 Forbidden", ""),
+		RESP("403 Forbidden", "") "<Error><Code>AccessDenied</Code></Error>",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts o = OBJFS_GET_ALL;
+	struct objfs_sink sink;
+
+	(void)state;
+	canned_set(cs, r, 6);
+	assert_int_equal(objfs_store_head(s, "p/k", NULL), ENOENT);
+	assert_non_null(strstr(cs->req, "GET /bkt/?"));
+	assert_non_null(strstr(cs->req, "max-keys=1&prefix=p%2Fk"));
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "p/k", &o, &sink, NULL), EACCES);
+	assert_int_equal(objfs_store_head(s, "p/k", NULL), EACCES);
+	objfs_membuf_release(&mb);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+}
+
+/* A bucket in another region than configured: AWS answers 301 (a HEAD,
+ * x-amz-bucket-region only) or 400 AuthorizationHeaderMalformed naming
+ * the region; the leaf signs for that region from then on and sends the
+ * request again, instead of failing. */
+static void test_region_redirect(void **state)
+{
+	static const char *const r[] = {
+		RESP("301 Moved Permanently", "x-amz-bucket-region: eu-west-1\r\n"),
+		RESP("200 OK", "ETag: \"e\"\r\nContent-Length: 0\r\n"),
+		RESP("200 OK", "ETag: \"e\"\r\nContent-Length: 0\r\n"),
+		RESP("400 Bad Request", "")
+		"<Error><Code>AuthorizationHeaderMalformed</Code><Message>the region "
+		"'eu-west-1' is wrong; expecting 'ap-south-1'</Message>"
+		"<Region>ap-south-1</Region></Error>",
+		RESP("200 OK", "") "hello",
+	};
+	struct canned *cs = canned_start();
+	struct objfs_store *s = canned_store(cs, true);
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts o = OBJFS_GET_ALL;
+	struct objfs_sink sink;
+	char host[128];
+
+	(void)state;
+	canned_set(cs, r, 5);
+	assert_int_equal(objfs_store_head(s, "k", NULL), 0);
+	assert_non_null(strstr(cs->req, "/eu-west-1/s3/aws4_request"));
+	/* Remembered. */
+	assert_int_equal(objfs_store_head(s, "k", NULL), 0);
+	assert_non_null(strstr(cs->req, "/eu-west-1/s3/aws4_request"));
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "k", &o, &sink, NULL), 0);
+	assert_int_equal(mb.len, 5);
+	assert_memory_equal(mb.data, "hello", 5);
+	assert_non_null(strstr(cs->req, "/ap-south-1/s3/aws4_request"));
+	objfs_membuf_release(&mb);
+	objfs_store_destroy(s);
+	canned_stop(cs);
+
+	/* On AWS's endpoints the host follows the region too. */
+	assert_int_equal(objfs_s3_region_host("b.s3.us-east-1.amazonaws.com", "eu-west-1",
+					      host, sizeof(host)), 0);
+	assert_string_equal(host, "b.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3.amazonaws.com", "eu-west-1",
+					      host, sizeof(host)), 0);
+	assert_string_equal(host, "s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("my.dotted.bkt.s3-us-west-2.amazonaws.com",
+					      "eu-west-1", host, sizeof(host)), 0);
+	assert_string_equal(host, "my.dotted.bkt.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3-logs.s3.us-east-1.amazonaws.com",
+					      "eu-west-1", host, sizeof(host)), 0);
+	assert_string_equal(host, "s3-logs.s3.eu-west-1.amazonaws.com");
+	assert_int_equal(objfs_s3_region_host("s3.example.com", "eu-west-1",
+					      host, sizeof(host)), ENOENT);
+	assert_int_equal(objfs_s3_region_host("s3.us-east-1.amazonaws.com", "EU/../x",
+					      host, sizeof(host)), ENOENT);
+}
+
 /* ---- TLS: a self-signed 127.0.0.1 server -------------------------------- */
 
 struct tls_srv {
@@ -853,6 +1006,13 @@ static struct objfs_store *live_store(const char *secret, unsigned maxconn)
 	cfg.secret_key = secret != NULL ? secret :
 		getenv("OBJFS_TEST_S3_SECRET_KEY");
 	cfg.path_style = true;
+	if (getenv("OBJFS_TEST_S3_ADDRESSING") != NULL &&
+	    strcmp(getenv("OBJFS_TEST_S3_ADDRESSING"), "virtual") == 0) {
+		/* BUCKET.s3.localhost: RGW's rgw_dns_name (store_s3.sh) */
+		cfg.endpoint = getenv("OBJFS_TEST_S3_VHOST_ENDPOINT");
+		cfg.path_style = false;
+		assert_non_null(cfg.endpoint);
+	}
 	cfg.max_connections = maxconn;
 	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
 	return s;
@@ -1129,6 +1289,10 @@ int main(void)
 		cmocka_unit_test(test_no_secrets_in_logs),
 		cmocka_unit_test(test_multipart_shapes),
 		cmocka_unit_test(test_delete_many_shape),
+		cmocka_unit_test(test_rgw_delete_many_scoped),
+		cmocka_unit_test(test_delete_many_denied),
+		cmocka_unit_test(test_missing_key_403),
+		cmocka_unit_test(test_region_redirect),
 		cmocka_unit_test(test_rgw_complete_etag),
 		cmocka_unit_test(test_rgw_complete_aborted),
 		cmocka_unit_test(test_rgw_copy),

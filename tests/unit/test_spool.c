@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -252,6 +254,60 @@ static void test_spool_keep(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Kept spools have a note beside them and a bounded life: expiry deletes
+ * kept files and notes older than the bound, nothing else. */
+static void test_spool_expire(void **state)
+{
+	char dir[] = "/var/tmp/objfs-expire-XXXXXX";
+	struct timespec old[2] = { { 0, 0 }, { 0, 0 } };
+	struct objfs_spool *a = NULL, *b = NULL;
+	const char *pa = NULL, *pb = NULL;
+	char path[4200], note[4300], other[4200], buf[256];
+	unsigned n = 9;
+	size_t got;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(objfs_spool_create("/var/tmp", 0, NULL, &a), 0);
+	assert_int_equal(objfs_spool_write(a, 0, "old", 3), 0);
+	assert_int_equal(objfs_spool_keep(a, dir, OBJFS_SPOOL_KEPT "1-2", &pa), 0);
+	assert_int_equal(objfs_spool_note(pa, "unsaved data of k (3 bytes) kept"), 0);
+	snprintf(note, sizeof(note), "%s.txt", pa);
+	read_file(note, buf, sizeof(buf), &got);
+	assert_int_equal(got, 33);
+	assert_memory_equal(buf, "unsaved data of k (3 bytes) kept\n", 33);
+	assert_int_equal(objfs_spool_create("/var/tmp", 0, NULL, &b), 0);
+	assert_int_equal(objfs_spool_write(b, 0, "new", 3), 0);
+	assert_int_equal(objfs_spool_keep(b, dir, OBJFS_SPOOL_KEPT "1-3", &pb), 0);
+	snprintf(path, sizeof(path), "%s", pa);
+	snprintf(other, sizeof(other), "%s/not-a-kept-file", dir);
+	f = fopen(other, "w");
+	assert_non_null(f);
+	fclose(f);
+	/* Fresh: nothing goes. */
+	assert_int_equal(objfs_spool_expire(dir, 3600, &n), 0);
+	assert_int_equal(n, 0);
+	/* The first kept file and its note are 8 days old; the other file
+	 * is too, but is not a kept spool. */
+	old[0].tv_sec = old[1].tv_sec = time(NULL) - 8 * 86400;
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, note, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, other, old, 0), 0);
+	assert_int_equal(objfs_spool_expire(dir, 7 * 86400, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(note, F_OK), -1);
+	assert_int_equal(access(pb, F_OK), 0);
+	assert_int_equal(access(other, F_OK), 0);
+	assert_int_equal(objfs_spool_expire("/nonexistent-objfs-dir", 1, &n), 0);
+	assert_int_equal(unlink(pb), 0);
+	assert_int_equal(unlink(other), 0);
+	objfs_spool_destroy(a);
+	objfs_spool_destroy(b);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_budget(void **state)
 {
 	struct objfs_budget b;
@@ -358,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_spool),
 		cmocka_unit_test(test_spool_punch),
 		cmocka_unit_test(test_spool_keep),
+		cmocka_unit_test(test_spool_expire),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_dcache),

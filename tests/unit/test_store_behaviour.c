@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -783,6 +784,89 @@ static void test_del_many(void **state)
 	free_keys(keys, nkeys + 1);
 }
 
+/* ---- conditional create ------------------------------------------------ */
+
+/* Whether the store under test enforces If-None-Match itself (atomic):
+ * the local store (link without replace) and S3 servers that answer 412
+ * on an existing key (Ceph RGW, AWS), not Swift (501: the leaf checks
+ * with a HEAD first, best effort). */
+static bool atomic_create(void)
+{
+	const char *kind = getenv("OBJFS_TEST_STORE");
+	const char *server = getenv("OBJFS_TEST_S3_SERVER");
+
+	if (kind == NULL || kind[0] == '\0' || strcmp(kind, "local") == 0)
+		return true;
+	return server != NULL && strcmp(server, "rgw") == 0;
+}
+
+struct racer {
+	struct objfs_store *s;
+	pthread_barrier_t *go;
+	char body[16];
+	int err;
+};
+
+static void *create_racer(void *arg)
+{
+	struct racer *r = arg;
+	struct objfs_put_opts po = { NULL, NULL, true };
+	struct objfs_source src;
+
+	objfs_source_mem(&src, r->body, strlen(r->body));
+	pthread_barrier_wait(r->go);
+	r->err = objfs_store_put(r->s, "cond/race", &src, &po, NULL);
+	return NULL;
+}
+
+/* If-None-Match: * creates a key, and refuses (EEXIST) to replace one:
+ * what objfs's records, index entries and directory markers rely on. */
+static void test_create_no_overwrite(void **state)
+{
+	struct objfs_store *s = S(state);
+	struct objfs_put_opts po = { NULL, NULL, true };
+	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
+	struct objfs_get_opts go = OBJFS_GET_ALL;
+	struct racer r[8];
+	pthread_t t[8];
+	pthread_barrier_t bar;
+	struct objfs_source src;
+	struct objfs_sink sink;
+	unsigned i, won = 0;
+
+	objfs_source_mem(&src, "first", 5);
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, NULL), 0);
+	objfs_source_mem(&src, "second", 6);
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, &po, NULL), EEXIST);
+	objfs_sink_membuf(&sink, &mb);
+	assert_int_equal(objfs_store_get(s, "cond/k", &go, &sink, NULL), 0);
+	assert_int_equal(mb.len, 5);
+	assert_memory_equal(mb.data, "first", 5);
+	objfs_membuf_release(&mb);
+	/* Unconditional still replaces. */
+	assert_int_equal(objfs_store_put(s, "cond/k", &src, NULL, NULL), 0);
+	/* Eight creators race for one key: one wins where the store
+	 * enforces the condition, at least one where it is best effort. */
+	assert_int_equal(pthread_barrier_init(&bar, NULL, 8), 0);
+	for (i = 0; i < 8; i++) {
+		r[i].s = s;
+		r[i].go = &bar;
+		snprintf(r[i].body, sizeof(r[i].body), "racer-%u", i);
+		assert_int_equal(pthread_create(&t[i], NULL, create_racer, &r[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		assert_true(r[i].err == 0 || r[i].err == EEXIST);
+		won += r[i].err == 0;
+	}
+	pthread_barrier_destroy(&bar);
+	assert_true(won >= 1);
+	if (atomic_create())
+		assert_int_equal(won, 1);
+	assert_int_equal(objfs_store_del(s, "cond/k"), 0);
+	assert_int_equal(objfs_store_del(s, "cond/race"), 0);
+}
+
 /* ---- multipart ------------------------------------------------------------ */
 
 static void test_multipart(void **state)
@@ -913,6 +997,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list_2500, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_del_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_no_overwrite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 	};
