@@ -152,7 +152,7 @@ def main():
         subprocess.run(["sh", SWIFT, "start", swift_dir], check=True, timeout=120,
                        stdout=subprocess.DEVNULL)
         swift_up = True
-        s3 = csi_node.read_env(os.path.join(swift_dir, "env"))
+        s3 = csilib.read_env(os.path.join(swift_dir, "env"))
         bucket = s3["OBJFS_TEST_S3_BUCKET"]
         creds = os.path.join(work, "plugin-creds")
         with open(creds, "w") as f:
