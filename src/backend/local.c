@@ -66,6 +66,7 @@
 #include "common/buf.h"
 #include "common/io.h"
 #include "common/errors.h"
+#include "common/hex.h"
 #include "common/log.h"
 
 
@@ -85,17 +86,6 @@ void local_hex_encode(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-int local_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decodes n hex chars (n even) into out; 0 or EINVAL. */
 int local_hex_decode(const char *in, size_t n, unsigned char *out)
 {
@@ -105,8 +95,8 @@ int local_hex_decode(const char *in, size_t n, unsigned char *out)
 	if (n % 2 != 0)
 		return EINVAL;
 	for (i = 0; i < n; i += 2) {
-		hi = local_hexval(in[i]);
-		lo = local_hexval(in[i + 1]);
+		hi = objfs_hexval(in[i]);
+		lo = objfs_hexval(in[i + 1]);
 		if (hi < 0 || lo < 0)
 			return EINVAL;
 		out[i / 2] = (unsigned char)(hi << 4 | lo);
@@ -238,8 +228,8 @@ int local_name_decode(const char *name, size_t n, char *out, size_t cap,
 		if (name[i] == '%') {
 			if (i + 2 >= n)
 				return EINVAL;
-			hi = local_hexval(name[i + 1]);
-			lo = local_hexval(name[i + 2]);
+			hi = objfs_hexval(name[i + 1]);
+			lo = objfs_hexval(name[i + 2]);
 			if (hi < 0 || lo < 0)
 				return EINVAL;
 			c = (unsigned char)(hi << 4 | lo);
@@ -287,8 +277,8 @@ static int value_decode(char *s)
 			*o++ = *s;
 			continue;
 		}
-		hi = s[1] != '\0' ? local_hexval(s[1]) : -1;
-		lo = hi >= 0 && s[2] != '\0' ? local_hexval(s[2]) : -1;
+		hi = s[1] != '\0' ? objfs_hexval(s[1]) : -1;
+		lo = hi >= 0 && s[2] != '\0' ? objfs_hexval(s[2]) : -1;
 		if (hi < 0 || lo < 0)
 			return EIO;
 		*o++ = (char)(hi << 4 | lo);

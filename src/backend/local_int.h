@@ -81,8 +81,6 @@ int local_hex_decode(const char *in, size_t n, unsigned char *out);
 
 void local_hex_encode(const unsigned char *in, size_t n, char *out);
 
-int local_hexval(char c);
-
 void local_info_set_etag(struct objfs_obj_info *info, const char *etag,
 			  uint64_t size);
 

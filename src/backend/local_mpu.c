@@ -24,6 +24,7 @@
 #include "common/buf.h"
 #include "common/io.h"
 #include "common/errors.h"
+#include "common/hex.h"
 #include "common/log.h"
 
 /* ---- multipart uploads -------------------------------------------------- */
@@ -33,7 +34,7 @@ static bool upload_id_ok(const char *id)
 	size_t i;
 
 	for (i = 0; i < UPLOAD_ID_LEN; i++) {
-		if (local_hexval(id[i]) < 0)
+		if (objfs_hexval(id[i]) < 0)
 			return false;
 	}
 	return id[UPLOAD_ID_LEN] == '\0';

@@ -23,6 +23,7 @@
 #include <expat.h>
 
 #include "backend/s3_xml.h"
+#include "common/hex.h"
 
 #define NAME_MAX_LEN 64
 #define NS_SEP '\x01'
@@ -299,15 +300,8 @@ static int url_decode(char *s)
 			int v[2];
 
 			for (i = 0; i < 2; i++) {
-				char c = r[1 + i];
-
-				if (c >= '0' && c <= '9')
-					v[i] = c - '0';
-				else if (c >= 'a' && c <= 'f')
-					v[i] = c - 'a' + 10;
-				else if (c >= 'A' && c <= 'F')
-					v[i] = c - 'A' + 10;
-				else
+				v[i] = objfs_hexval(r[1 + i]);
+				if (v[i] < 0)
 					return EPROTO;
 			}
 			hi = v[0];

@@ -20,6 +20,7 @@
 
 #include <openssl/sha.h>
 
+#include "common/hex.h"
 #include "common/buf.h"
 #include "common/creds.h"
 #include "csi/records.h"
@@ -241,17 +242,6 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 
 /* ---- parsing ---------------------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Unescapes s[0..n) into a new string.  0, EINVAL or ENOMEM. */
 static int unesc(const char *s, size_t n, char **out)
 {
@@ -269,8 +259,8 @@ static int unesc(const char *s, size_t n, char **out)
 				free(d);
 				return EINVAL;
 			}
-			hi = hexval(s[i + 1]);
-			lo = hexval(s[i + 2]);
+			hi = objfs_hexval(s[i + 1]);
+			lo = objfs_hexval(s[i + 2]);
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				free(d);
 				return EINVAL;

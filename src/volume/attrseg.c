@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "volume/attrseg.h"
 #include "volume/catalog.h"
 
@@ -211,17 +212,6 @@ int objfs_attrseg_format(const struct objfs_attrseg *s, char **out,
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Unescapes [p, p+n) into a new string; NULL when malformed or out of
  * memory (*err says which). */
 static char *unesc(const char *p, size_t n, int *err)
@@ -239,8 +229,8 @@ static char *unesc(const char *p, size_t n, int *err)
 
 			if (i + 2 >= n)
 				goto bad;
-			h = hexval(p[i + 1]);
-			l = hexval(p[i + 2]);
+			h = objfs_hexval(p[i + 1]);
+			l = objfs_hexval(p[i + 2]);
 			if (h < 0 || l < 0 || (h == 0 && l == 0))
 				goto bad;
 			*d++ = (char)(h << 4 | l);
