@@ -456,19 +456,23 @@ int objfs_hedge_store_create(struct objfs_store *inner,
  * objfs_hedge_store_create()). */
 void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won);
 
-/* The requests a stack sent: every try of every op the retry layer
- * passed to the store below it (one op of the S3 leaf is one HTTP
- * request, but for del_many of more than OBJFS_DELETE_BATCH keys and
- * copies of objects over 5 GiB), indexed in this order:
+/* The requests a stack sent: every request the meter layer (meter.c)
+ * passed to the store below it, i.e. every try the retry layer made (one
+ * op of the S3 leaf is one HTTP request, but for del_many of more than
+ * OBJFS_DELETE_BATCH keys and copies of objects over 5 GiB), indexed in
+ * this order:
  *   get put head list copy del del_many mpu_create mpu_part mpu_complete
- *   mpu_abort */
+ *   mpu_abort
+ * Counted with metrics on or off; objfs_store_requests_total (metrics on)
+ * counts the same requests, by result too, in the same place. */
 #define OBJFS_STORE_REQ_OPS 11
 struct objfs_store_requests {
 	uint64_t n[OBJFS_STORE_REQ_OPS];
 	uint64_t total;
 };
-/* Reads the counters of the first retry layer at or under s: 0, or ENOENT
- * (*out zeroed) when the stack has none (the local store). */
+/* Reads the counters of the first meter layer at or under s: 0, or ENOENT
+ * (*out zeroed) when the stack has none (one not made by
+ * objfs_store_stack_create). */
 int objfs_store_requests(struct objfs_store *s,
 			 struct objfs_store_requests *out);
 /* "total=N get=N put=N ..." (ops never called left out) into buf.  0 or
@@ -483,9 +487,10 @@ int objfs_store_requests_format(const struct objfs_store_requests *r,
 int objfs_prefix_store_create(struct objfs_store *inner, const char *prefix,
 			      struct objfs_store **out);
 
-/* The meter layer (meter.c): counts and times every request into reg's
- * objfs_store_* families (reg NULL: counts nothing).  Takes ownership of
- * inner, also on failure; reg must outlive the store. */
+/* The meter layer (meter.c): counts every request (objfs_store_requests)
+ * and, with reg, counts and times it into reg's objfs_store_* families
+ * (reg NULL: registers and exports nothing).  Takes ownership of inner,
+ * also on failure; reg must outlive the store. */
 int objfs_meter_store_create(struct objfs_store *inner,
 			     struct objfs_metrics *reg,
 			     struct objfs_store **out);

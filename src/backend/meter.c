@@ -1,13 +1,19 @@
 /*
  * meter.c - the meter layer: counts and times every request to the store
- * below it (common/metrics.h), and changes nothing else.
+ * below it, and changes nothing else.  The one home of "how many requests
+ * did this stack send".
  *
- * stack.c puts it right above the leaf (under the retry layer), so each
- * try is one request: its op, its result (the errno class), its latency,
- * the bytes successful requests moved, and the requests in flight.  No
- * key reaches a label.  Families are shared by every meter over one
+ * stack.c puts it in every stack, right above the leaf (under the retry
+ * layer), so each try is one request.  It always counts the requests of
+ * its own stack per op (objfs_store_requests(): objfs-mount logs them at
+ * unmount, bench/ reads that line); with a registry (metrics on) it also
+ * exports, from the same place, the op, the result (the errno class), the
+ * latency, the bytes successful requests moved and the requests in
+ * flight; without one (-o metrics=off) it registers and exports nothing.
+ * No key reaches a label.  Families are shared by every meter over one
  * registry (register returns the one already there), so the CSI
- * controller's stores for several buckets count together.
+ * controller's stores for several buckets count together there, while
+ * objfs_store_requests() stays per stack.
  *
  *   objfs_store_requests_total{op,result}       counter
  *   objfs_store_request_duration_seconds{op}    histogram
@@ -17,13 +23,18 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 #include "common/metrics.h"
 
 enum { M_GET, M_PUT, M_HEAD, M_LIST, M_COPY, M_DEL, M_DEL_MANY,
        M_MPU_CREATE, M_MPU_PART, M_MPU_COMPLETE, M_MPU_ABORT, M_OPS };
+
+_Static_assert(M_OPS == OBJFS_STORE_REQ_OPS,
+	       "the ops of objfs_store_requests, in the same order");
 
 static const char *const op_names[M_OPS] = {
 	"get", "put", "head", "list", "copy", "del", "del_many",
@@ -79,7 +90,9 @@ static const struct objfs_metric_def def_inflight = {
 };
 
 struct meter {
+	uint64_t tries[M_OPS];          /* this stack's requests (atomic) */
 	struct objfs_metric *requests, *duration, *bytes, *inflight;
+					/* NULL without a registry */
 };
 
 static unsigned result_of(int err)
@@ -104,6 +117,9 @@ static uint64_t begin(struct objfs_store *s, unsigned op)
 {
 	struct meter *m = s->ctx;
 
+	__atomic_add_fetch(&m->tries[op], 1, __ATOMIC_RELAXED);
+	if (m->requests == NULL)
+		return 0;
 	objfs_metric_add(m->inflight, op, 1);
 	return objfs_metrics_now_ns();
 }
@@ -113,6 +129,8 @@ static int end(struct objfs_store *s, unsigned op, uint64_t t0, int err)
 	struct meter *m = s->ctx;
 	size_t idx[2] = { op, result_of(err) };
 
+	if (m->requests == NULL)
+		return err;
 	objfs_metric_observe(m->duration, op, objfs_metrics_now_ns() - t0);
 	objfs_metric_add(m->requests, objfs_metric_index(m->requests, idx), 1);
 	objfs_metric_sub(m->inflight, op, 1);
@@ -270,6 +288,46 @@ static const struct objfs_store_ops meter_ops = {
 	.mpu_abort = meter_mpu_abort,
 	.destroy = meter_destroy,
 };
+
+int objfs_store_requests(struct objfs_store *s,
+			 struct objfs_store_requests *out)
+{
+	struct meter *m;
+	unsigned i;
+
+	memset(out, 0, sizeof(*out));
+	while (s != NULL && s->ops != &meter_ops)
+		s = s->inner;
+	if (s == NULL)
+		return ENOENT;
+	m = s->ctx;
+	for (i = 0; i < OBJFS_STORE_REQ_OPS; i++) {
+		out->n[i] = __atomic_load_n(&m->tries[i], __ATOMIC_RELAXED);
+		out->total += out->n[i];
+	}
+	return 0;
+}
+
+int objfs_store_requests_format(const struct objfs_store_requests *r,
+				char *buf, size_t cap)
+{
+	size_t len;
+	unsigned i;
+	int n;
+
+	n = snprintf(buf, cap, "total=%llu", (unsigned long long)r->total);
+	for (i = 0; i < OBJFS_STORE_REQ_OPS; i++) {
+		if (n < 0 || (size_t)n >= cap)
+			return ENOSPC;
+		if (r->n[i] == 0)
+			continue;
+		len = (size_t)n;
+		n = snprintf(buf + len, cap - len, " %s=%llu", op_names[i],
+			     (unsigned long long)r->n[i]);
+		n = n < 0 ? n : n + (int)len;
+	}
+	return n >= 0 && (size_t)n < cap ? 0 : ENOSPC;
+}
 
 int objfs_meter_store_create(struct objfs_store *inner,
 			     struct objfs_metrics *reg,

@@ -21,10 +21,10 @@
  * may be read more than once); a cancelled get is not tried again.  The
  * first retry of a call is logged at
  * warn with the op, key and error, later ones at debug; nothing secret is
- * known to this layer.  Every try is counted per op
- * (objfs_store_requests()) and logged at debug.  With cfg->metrics, every retry and every give-up
- * is counted by op (objfs_store_retries_total,
- * objfs_store_retries_exhausted_total).
+ * known to this layer.  Every try is logged at debug; the meter layer
+ * under this one counts it (objfs_store_requests(), meter.c).  With
+ * cfg->metrics, every retry and every give-up is counted by op
+ * (objfs_store_retries_total, objfs_store_retries_exhausted_total).
  */
 #include "config.h"
 
@@ -47,7 +47,6 @@ struct retry_ctx {
 	struct objfs_retry_hooks hooks;
 	pthread_mutex_t mu;
 	uint64_t rng;                           /* protected by mu */
-	uint64_t tries[OBJFS_STORE_REQ_OPS];    /* per op (atomic) */
 	struct objfs_metric *retries, *giveups; /* NULL: not counted */
 };
 
@@ -228,7 +227,6 @@ static int run(struct objfs_store *s, const struct call *c)
 	int err;
 
 	for (attempt = 1;; attempt++) {
-		__atomic_add_fetch(&rc->tries[c->op], 1, __ATOMIC_RELAXED);
 		objfs_debug(s->log, "retry", "request %s %s", call_names[c->op],
 			    call_key(c));
 		err = call_once(s->inner, c);
@@ -416,46 +414,6 @@ int objfs_retry_store_set_hooks(struct objfs_store *s,
 	rc = s->ctx;
 	rc->hooks = *hooks;
 	return 0;
-}
-
-int objfs_store_requests(struct objfs_store *s,
-			 struct objfs_store_requests *out)
-{
-	struct retry_ctx *rc;
-	unsigned i;
-
-	memset(out, 0, sizeof(*out));
-	while (s != NULL && s->ops != &retry_ops)
-		s = s->inner;
-	if (s == NULL)
-		return ENOENT;
-	rc = s->ctx;
-	for (i = 0; i < OBJFS_STORE_REQ_OPS; i++) {
-		out->n[i] = __atomic_load_n(&rc->tries[i], __ATOMIC_RELAXED);
-		out->total += out->n[i];
-	}
-	return 0;
-}
-
-int objfs_store_requests_format(const struct objfs_store_requests *r,
-				char *buf, size_t cap)
-{
-	size_t len;
-	unsigned i;
-	int n;
-
-	n = snprintf(buf, cap, "total=%llu", (unsigned long long)r->total);
-	for (i = 0; i < OBJFS_STORE_REQ_OPS; i++) {
-		if (n < 0 || (size_t)n >= cap)
-			return ENOSPC;
-		if (r->n[i] == 0)
-			continue;
-		len = (size_t)n;
-		n = snprintf(buf + len, cap - len, " %s=%llu", call_names[i],
-			     (unsigned long long)r->n[i]);
-		n = n < 0 ? n : n + (int)len;
-	}
-	return n >= 0 && (size_t)n < cap ? 0 : ENOSPC;
 }
 
 int objfs_retry_store_create(struct objfs_store *inner,

@@ -1,12 +1,13 @@
 /*
  * stack.c - store URLs and the one function that assembles a store stack.
  *
- *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> [meter ->] s3(BUCKET)
- *   file:///DIR[/PREFIX]   prefix(PREFIX) -> [meter ->] local(ROOT)
+ *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> meter -> s3(BUCKET)
+ *   file:///DIR[/PREFIX]   prefix(PREFIX) -> meter -> local(ROOT)
  *
- * The meter layer (and the counters of retry and s3) is there when
- * cfg->metrics names a registry: right above the leaf, so it sees each
- * try.
+ * The meter layer is in every stack, right above the leaf, so it sees
+ * each try: it counts the stack's requests (objfs_store_requests()) and,
+ * when cfg->metrics names a registry, exports them with the counters of
+ * retry and s3; with metrics off nothing is registered.
  *
  * objfs_store_url_parse() is pure string work: for s3 it splits bucket and
  * prefix; for file it returns the whole normalised absolute path as the
@@ -246,15 +247,13 @@ int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 	return 0;
 }
 
-/* Puts the meter layer over *leaf when cfg asks for it (on failure *leaf
- * is gone: the layer took it). */
+/* Puts the meter layer over *leaf, exporting into cfg->metrics when set
+ * (on failure *leaf is gone: the layer took it). */
 static int meter(const struct objfs_store_config *cfg, struct objfs_store **leaf)
 {
 	struct objfs_store *m;
 	int rc;
 
-	if (cfg->metrics == NULL)
-		return 0;
 	rc = objfs_meter_store_create(*leaf, cfg->metrics, &m);
 	*leaf = rc == 0 ? m : NULL;
 	return rc;

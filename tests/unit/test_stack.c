@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "common/buf.h"
+#include "common/metrics.h"
 
 static void parse_ok(const char *url, const char *scheme, const char *bucket,
 		     const char *prefix)
@@ -104,6 +106,7 @@ static void test_file_stacks(void **state)
 	struct objfs_store_config cfg;
 	struct objfs_store *a = NULL, *vol = NULL, *root = NULL;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store_requests rq;
 	struct stat st;
 
 	(void)state;
@@ -133,6 +136,13 @@ static void test_file_stacks(void **state)
 	assert_int_equal(info.size, 4);
 	assert_int_equal(objfs_store_head(root, "k", &info), 0);
 	assert_int_equal(objfs_store_head(vol, "k", &info), ENOENT);
+	/* a file stack counts its requests too (one put, one head) */
+	assert_int_equal(objfs_store_requests(vol, &rq), 0);
+	assert_int_equal(rq.total, 2);
+	assert_int_equal(rq.n[1], 1);
+	assert_int_equal(rq.n[2], 1);
+	assert_int_equal(objfs_store_requests(root, &rq), ENOENT);
+	assert_int_equal(rq.total, 0);
 	objfs_obj_info_release(&info);
 	objfs_store_destroy(root);
 	objfs_store_destroy(vol);
@@ -148,6 +158,10 @@ static void test_s3_stack(void **state)
 	struct objfs_store_config cfg;
 	struct objfs_store *s = NULL;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_store_requests rq;
+	struct objfs_metrics *reg = NULL;
+	struct objfs_buf text = OBJFS_BUF_INIT(1u << 20, EFBIG);
+	char line[128];
 	struct sockaddr_in sa;
 	socklen_t sl = sizeof(sa);
 	char ep[64];
@@ -178,10 +192,36 @@ static void test_s3_stack(void **state)
 	assert_non_null(s->inner);
 	assert_string_equal(s->inner->ops->name, "retry");
 	assert_non_null(s->inner->inner);
-	assert_string_equal(s->inner->inner->ops->name, "s3");
-	assert_null(s->inner->inner->inner);
+	assert_string_equal(s->inner->inner->ops->name, "meter");
+	assert_string_equal(s->inner->inner->inner->ops->name, "s3");
+	assert_null(s->inner->inner->inner->inner);
 	assert_int_equal(objfs_store_head(s, "k", &info), ECONNREFUSED);
+	/* metrics off: the stack still counts its requests */
+	assert_int_equal(objfs_store_requests(s, &rq), 0);
+	assert_int_equal(rq.total, 1);
+	assert_int_equal(rq.n[2], 1);           /* head */
 	objfs_store_destroy(s);
+
+	/* metrics on: objfs_store_requests_total counts the same tries */
+	cfg.retry.max_attempts = 3;
+	cfg.retry.base_delay_ms = 1;
+	cfg.retry.max_delay_ms = 1;
+	assert_int_equal(objfs_metrics_create(&reg), 0);
+	cfg.metrics = reg;
+	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), 0);
+	assert_int_equal(objfs_store_head(s, "k", &info), ECONNREFUSED);
+	assert_int_equal(objfs_store_requests(s, &rq), 0);
+	assert_int_equal(rq.total, 3);
+	assert_int_equal(rq.n[2], 3);
+	assert_int_equal(objfs_store_requests_format(&rq, line, sizeof(line)), 0);
+	assert_string_equal(line, "total=3 head=3");
+	assert_int_equal(objfs_metrics_render(reg, &text), 0);
+	assert_non_null(strstr(text.p, "objfs_store_requests_total{op=\"head\",result=\"unreachable\"} 3\n"));
+	objfs_buf_release(&text);
+	objfs_store_destroy(s);
+	objfs_metrics_destroy(reg);
+	cfg.metrics = NULL;
+	cfg.retry.max_attempts = 1;
 
 	cfg.url = "s3://bad/bucket?";
 	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), EINVAL);
@@ -190,7 +230,7 @@ static void test_s3_stack(void **state)
 	cfg.s3.endpoint = NULL;
 	cfg.s3.region = "eu-west-1";
 	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), 0);
-	assert_string_equal(s->inner->inner->ops->name, "s3");
+	assert_string_equal(s->inner->inner->inner->ops->name, "s3");
 	objfs_store_destroy(s);
 	s = NULL;
 	cfg.s3.region = "eu west";
