@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 
 #include "backend/credprov.h"
+#include "backend/http.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -465,28 +466,15 @@ static int http(struct objfs_credprov *p, const char *url, const char *body,
 		}
 		hl = t;
 	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	objfs_http_setup(h, url, p->ca_file, p->insecure);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
 	if (hl != NULL)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	if (body != NULL)
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (p->ca_file != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, p->ca_file);
-	if (p->insecure) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
 		objfs_warn(p->log, SUB, "%s: %s", url, curl_easy_strerror(cc));

@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "backend/credprov.h"
+#include "backend/http.h"
 #include "backend/s3_int.h"
 #include "backend/s3_errors.h"
 #include "backend/s3_internal.h"
@@ -751,17 +752,9 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		goto out;
 	}
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS,
-			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
+	objfs_http_setup(h, url, c->ca_file, c->insecure);
 	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	r->stalled = false;
 	r->moved_dl = 0;
 	r->moved_ul = 0;
@@ -793,12 +786,6 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, s3_on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	if (c->ca_file != NULL)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	if (c->insecure) {
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
 	if (r->src != NULL) {
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(h, CURLOPT_READDATA, r);

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/tree.h"
 #include "common/errors.h"
 #include "common/io.h"
 #include "common/log.h"
@@ -328,47 +329,42 @@ void *aidx_main(void *arg)
 /* ---- reading ---------------------------------------------------------- */
 
 /* Every key under prefix (all pages) into *keys (n of them, owned). */
+struct keys {
+	char **k;
+	size_t n, cap;
+};
+
+static int keys_page(void *arg, const struct objfs_list_page *pg)
+{
+	struct keys *ks = arg;
+	size_t i;
+
+	for (i = 0; i < pg->n_entries; i++) {
+		if (ks->n == ks->cap) {
+			size_t nc = ks->cap ? ks->cap * 2 : 16;
+			char **nk = realloc(ks->k, nc * sizeof(*nk));
+
+			if (nk == NULL)
+				return ENOMEM;
+			ks->k = nk;
+			ks->cap = nc;
+		}
+		ks->k[ks->n] = strdup(pg->entries[i].key);
+		if (ks->k[ks->n] == NULL)
+			return ENOMEM;
+		ks->n++;
+	}
+	return 0;
+}
+
 static int list_all(struct objfs_fs *fs, const char *prefix, char ***keys,
 		    size_t *n)
 {
-	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 1000 };
-	char *token = NULL;
-	size_t cap = 0;
-	int err;
+	struct keys ks = { NULL, 0, 0 };
+	int err = objfs_tree_walk(fs->store, prefix, 0, keys_page, &ks);
 
-	*keys = NULL;
-	*n = 0;
-	do {
-		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
-		size_t i;
-
-		rq.continuation = token;
-		err = objfs_store_list(fs->store, &rq, &pg);
-		free(token);
-		token = NULL;
-		for (i = 0; err == 0 && i < pg.n_entries; i++) {
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				char **nk = realloc(*keys, nc * sizeof(*nk));
-
-				if (nk == NULL) {
-					err = ENOMEM;
-					break;
-				}
-				*keys = nk;
-				cap = nc;
-			}
-			(*keys)[*n] = pg.entries[i].key;
-			pg.entries[i].key = NULL;
-			(*n)++;
-		}
-		if (err == 0) {
-			token = pg.next;
-			pg.next = NULL;
-		}
-		objfs_list_page_release(&pg);
-	} while (err == 0 && token != NULL);
-	free(token);
+	*keys = ks.k;
+	*n = ks.n;
 	return err;
 }
 

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/tree.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
@@ -140,40 +141,37 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
 	return err;
 }
 
+struct usage_scan {
+	struct objfs_fs *fs;
+	uint64_t bytes, count;
+};
+
+static int usage_page(void *arg, const struct objfs_list_page *pg)
+{
+	struct usage_scan *u = arg;
+	bool stopping;
+	size_t i;
+
+	for (i = 0; i < pg->n_entries; i++) {
+		if (strncmp(pg->entries[i].key, OBJFS_RESERVED_NAME "/",
+			    sizeof(OBJFS_RESERVED_NAME)) == 0)
+			continue;
+		u->bytes += pg->entries[i].size;
+		u->count++;
+	}
+	pthread_mutex_lock(&u->fs->lock);
+	stopping = u->fs->stopping;
+	pthread_mutex_unlock(&u->fs->lock);
+	return stopping ? ECANCELED : 0;
+}
+
 static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
 {
-	struct objfs_list_req rq = { NULL, NULL, NULL, NULL, 1000 };
-	char *token = NULL;
-	int err = 0;
+	struct usage_scan u = { fs, 0, 0 };
+	int err = objfs_tree_walk(fs->store, NULL, 0, usage_page, &u);
 
-	*bytes = 0;
-	*count = 0;
-	do {
-		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
-		size_t i;
-
-		rq.continuation = token;
-		err = objfs_store_list(fs->store, &rq, &pg);
-		free(token);
-		token = NULL;
-		if (err != 0)
-			break;
-		for (i = 0; i < pg.n_entries; i++) {
-			if (strncmp(pg.entries[i].key, OBJFS_RESERVED_NAME "/",
-				    sizeof(OBJFS_RESERVED_NAME)) == 0)
-				continue;
-			*bytes += pg.entries[i].size;
-			(*count)++;
-		}
-		token = pg.next;
-		pg.next = NULL;
-		objfs_list_page_release(&pg);
-		pthread_mutex_lock(&fs->lock);
-		if (fs->stopping)
-			err = ECANCELED;
-		pthread_mutex_unlock(&fs->lock);
-	} while (err == 0 && token != NULL);
-	free(token);
+	*bytes = u.bytes;
+	*count = u.count;
 	return err;
 }
 
