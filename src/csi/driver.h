@@ -69,6 +69,10 @@ struct objfs_csi_config {
 	 * rendered after objfs_csi_destroy (the driver's families name its
 	 * methods). */
 	struct objfs_metrics *metrics;
+	/* The plugin's environment (the web identity token file and STS
+	 * endpoint a roleArn secret assumes with); NULL: getenv(3).  Tests
+	 * inject their own, so none touches the process's environment. */
+	char *(*getenv)(const char *name);
 };
 
 struct objfs_csi {

@@ -127,11 +127,13 @@ enum objfs_rpc_code objfs_csi_role_creds(struct objfs_csi *csi, const char *role
 	const struct objfs_creds *own = csi->cfg.store.s3.keyless;
 	const char *tok = own != NULL ? own->web_identity_token_file : NULL;
 	const char *sts = own != NULL ? own->sts_endpoint : NULL;
+	char *(*env)(const char *) = csi->cfg.getenv != NULL ? csi->cfg.getenv :
+				     getenv;
 
 	if (tok == NULL)
-		tok = getenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+		tok = env("AWS_WEB_IDENTITY_TOKEN_FILE");
 	if (sts == NULL)
-		sts = getenv("AWS_ENDPOINT_URL_STS");
+		sts = env("AWS_ENDPOINT_URL_STS");
 	if (strncmp(role, "arn:", 4) != 0 || strpbrk(role, "\r\n") != NULL)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "secret roleArn \"%.128s\" is not a role ARN", role);

@@ -1006,6 +1006,17 @@ static void test_ca_bundle_and_aws(void **state)
 /* A roleArn stage secret: the mount assumes that role with the plugin's
  * own web identity token (no keys in the secrets); without a token the
  * stage is refused, naming what is missing. */
+/* The plugin's environment as test_role_secret sets it (the process's
+ * own is never touched). */
+static const char *fake_token_file;
+
+static char *fake_getenv(const char *name)
+{
+	if (strcmp(name, "AWS_WEB_IDENTITY_TOKEN_FILE") == 0)
+		return (char *)fake_token_file;
+	return NULL;
+}
+
 static void test_role_secret(void **state)
 {
 	struct fx *x = *state;
@@ -1016,10 +1027,11 @@ static void test_role_secret(void **state)
 	a.volume_id = "pvc-role";
 	a.staging = x->staging;
 	a.role_arn = "arn:aws:iam::111122223333:role/vol";
-	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	x->csi->cfg.getenv = fake_getenv;
+	fake_token_file = NULL;
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_FAILED_PRECONDITION);
 	assert_non_null(strstr(st.msg, "AWS_WEB_IDENTITY_TOKEN_FILE"));
-	assert_int_equal(setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token", 1), 0);
+	fake_token_file = "/var/run/token";
 	a.role_arn = "not-an-arn";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	a.role_arn = "arn:aws:iam::111122223333:role/vol";
@@ -1027,7 +1039,7 @@ static void test_role_secret(void **state)
 	assert_string_equal(x->fake.last_role, "arn:aws:iam::111122223333:role/vol");
 	assert_string_equal(x->fake.last_token_file, "/var/run/token");
 	assert_string_equal(x->fake.last_access_key, "");
-	unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+	fake_token_file = NULL;
 }
 
 static void test_secrets_and_context(void **state)
