@@ -12,19 +12,24 @@
  *
  * Labels of a mount: volume_id, and pv, pvc, pvc_namespace where the CO
  * passed them (records.h): names the CO gave, never a file name or key.
- * A mount is asked with no node lock held, one at a time, each within
- * MOUNT_TIMEOUT_MS; its counters restart at zero when its process does (a
- * repair, a resumed mount's new server), which Prometheus's rate() reads
- * as a counter reset.
+ * Mounts are asked with no node lock held, in parallel (up to
+ * SCRAPE_WORKERS at once), each within MOUNT_TIMEOUT_MS and all within
+ * SCRAPE_TIMEOUT_MS of the scrape's start: mounts that hang delay the
+ * scrape by MOUNT_TIMEOUT_MS, SCRAPE_TIMEOUT_MS at most however many hang
+ * (one not yet asked when the scrape's time is up counts as down).  A mount's counters restart at
+ * zero when its process does (a repair, a resumed mount's new server),
+ * which Prometheus's rate() reads as a counter reset.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
@@ -32,6 +37,8 @@
 #include "csi/node_int.h"
 
 #define MOUNT_TIMEOUT_MS 2000
+#define SCRAPE_TIMEOUT_MS 3000
+#define SCRAPE_WORKERS 16
 #define N_LABELS 4
 
 static const char *const states[] = { "healthy", "repairing", "broken" };
@@ -102,7 +109,49 @@ struct target {
 	size_t n_labels;
 	char sock[PATH_MAX + 64];
 	struct objfs_buf text;
+	int err;                        /* of the fetch */
 };
+
+/* The fetches of one scrape, shared by its workers. */
+struct scrape {
+	struct target *t;
+	size_t n;
+	size_t next;                    /* the next target to ask (atomic) */
+	long long deadline;             /* objfs_now_ms() */
+};
+
+static void *scrape_worker(void *arg)
+{
+	struct scrape *sc = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&sc->next, 1, __ATOMIC_RELAXED)) < sc->n) {
+		long long left = sc->deadline - objfs_now_ms();
+
+		sc->t[i].err = left <= 0 ? ETIMEDOUT :
+			       objfs_metrics_fetch_unix(sc->t[i].sock,
+							left < MOUNT_TIMEOUT_MS ?
+							(int)left : MOUNT_TIMEOUT_MS,
+							&sc->t[i].text);
+	}
+	return NULL;
+}
+
+/* Asks every target, in parallel; t[i].err says how each went. */
+static void scrape_all(struct target *t, size_t n)
+{
+	struct scrape sc = { t, n, 0, objfs_now_ms() + SCRAPE_TIMEOUT_MS };
+	pthread_t th[SCRAPE_WORKERS];
+	size_t started = 0, i;
+
+	/* this thread is a worker too: the scrape never waits on none */
+	while (started + 1 < n && started < SCRAPE_WORKERS &&
+	       pthread_create(&th[started], NULL, scrape_worker, &sc) == 0)
+		started++;
+	scrape_worker(&sc);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
 
 static void target_release(struct target *t)
 {
@@ -178,9 +227,9 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 	pthread_mutex_unlock(&n->lock);
 	if (err == 0) {
 		src[0].text = own;
+		scrape_all(t, k);
 		for (i = 0; i < k; i++) {
-			int e = objfs_metrics_fetch_unix(t[i].sock, MOUNT_TIMEOUT_MS,
-							 &t[i].text);
+			int e = t[i].err;
 
 			if (e != 0) {
 				objfs_buf_reset(&t[i].text);

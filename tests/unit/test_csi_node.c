@@ -15,12 +15,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/creds.h"
+#include "common/io.h"
+#include "common/metrics_http.h"
 #include "csi.pb-c.h"
 #include "csi/driver.h"
 #include "csi/mounter.h"
@@ -1524,6 +1529,92 @@ static void test_mountinfo_parse(void **state)
 	assert_int_equal(objfs_csi_mountinfo_find("garbage line\n", "/", &mi), ENOENT);
 }
 
+/* ---- metrics of the node's mounts ------------------------------------------ */
+
+/* A mount that hangs: its socket takes connections (the kernel's backlog)
+ * and never answers. */
+static int hung_socket(const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+
+	assert_true(dfd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/metrics.sock", dfd);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	close(dfd);
+	return fd;
+}
+
+static int render_mount(void *arg, struct objfs_buf *out)
+{
+	objfs_buf_adds(out, arg);
+	return objfs_buf_err(out);
+}
+
+/* One mount that hangs must not stall the node's /metrics for every
+ * mount's timeout in turn: four hang, one answers; the scrape takes about
+ * one mount timeout (2 s), not four (8 s serially), and says which
+ * answered. */
+static void test_metrics_hung_mounts(void **state)
+{
+	struct fx *x = *state;
+	struct objfs_rpc_status st;
+	struct objfs_metrics_server_config mc = { 0 };
+	struct objfs_metrics_server *srv = NULL;
+	struct objfs_buf out = OBJFS_BUF_INIT(1u << 20, EFBIG);
+	char staging[5][PATH_MAX], dir[PATH_MAX + 128], sock[PATH_MAX + 160];
+	char name[OBJFS_NODE_REC_NAME_MAX], vid[16], want[128];
+	int hung[4];
+	long long t0, took;
+	struct args a;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		snprintf(vid, sizeof(vid), "pvc-m%d", i);
+		snprintf(staging[i], sizeof(staging[i]),
+			 "%s/plugins/kubernetes.io/csi/objfs.csi.io/m%d/globalmount",
+			 x->kubelet, i);
+		mkdir_p(staging[i]);
+		memset(&a, 0, sizeof(a));
+		a.volume_id = vid;
+		a.staging = staging[i];
+		assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
+		assert_int_equal(objfs_node_rec_name(vid, name), 0);
+		snprintf(dir, sizeof(dir), "%s/node/resume/%s", x->state, name);
+		mkdir_p(dir);
+		mkdir(dir, 0700);
+		if (i < 4) {
+			hung[i] = hung_socket(dir);
+		} else {
+			snprintf(sock, sizeof(sock), "%s/metrics.sock", dir);
+			mc.unix_path = sock;
+			mc.render = render_mount;
+			mc.arg = (void *)"# TYPE objfs_fs_ops_total counter\nobjfs_fs_ops_total 7\n";
+			assert_int_equal(objfs_metrics_server_start(&mc, &srv), 0);
+		}
+	}
+	t0 = objfs_now_ms();
+	assert_int_equal(objfs_csi_node_metrics_merge(x->csi->node, "", &out), 0);
+	took = objfs_now_ms() - t0;
+	assert_true(took < 4000);       /* serially: 4 x 2 s */
+	assert_non_null(strstr(out.p, "objfs_mount_up{volume_id=\"pvc-m4\"} 1\n"));
+	assert_non_null(strstr(out.p, "objfs_fs_ops_total{volume_id=\"pvc-m4\"} 7\n"));
+	for (i = 0; i < 4; i++) {
+		snprintf(want, sizeof(want), "objfs_mount_up{volume_id=\"pvc-m%d\"} 0\n", i);
+		assert_non_null(strstr(out.p, want));
+		close(hung[i]);
+	}
+	objfs_metrics_server_stop(srv);
+	objfs_buf_release(&out);
+	for (i = 0; i < 5; i++) {
+		snprintf(vid, sizeof(vid), "pvc-m%d", i);
+		assert_int_equal(do_unstage(x->csi, vid, staging[i], &st), OBJFS_RPC_OK);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1539,6 +1630,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stats_conditions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_adopts_and_repairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_hung_mounts, setup, teardown),
 		cmocka_unit_test(test_mountinfo_parse),
 	};
 	return cmocka_run_group_tests_name("csi_node", tests, NULL, NULL);
