@@ -129,18 +129,16 @@ static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg
 	objfs_kslot_init(&s->k);
 	s->used = true;
 	s->starter = -1;
+	/* checked before use: spec_len past spec would overrun s->spec */
+	err = objfs_hmsg_mount(m, str);
+	if (err != 0)
+		return err;
 	snprintf(s->name, sizeof(s->name), "%s", m->name);
 	memcpy(s->spec, m->spec, m->spec_len);
 	s->spec_len = m->spec_len;
-	err = objfs_hmsg_get_spec(m, str);
-	if (err != 0)
-		return err;
 	/* point into our copy */
 	for (int i = 0; i < HSPEC_N; i++)
 		str[i] = s->spec + (str[i] - m->spec);
-	if (str[HSPEC_PROGRAM][0] != '/' || str[HSPEC_MOUNTPOINT][0] != '/' ||
-	    str[HSPEC_SOURCE][0] == '\0')
-		return EINVAL;
 	s->argv[0] = (char *)str[HSPEC_PROGRAM];
 	s->argv[1] = (char *)"-f";
 	s->argv[2] = (char *)"-o";

@@ -98,6 +98,13 @@ void objfs_hmsg_init(struct objfs_hmsg *m, uint32_t op, const char *name);
 int objfs_hmsg_set_spec(struct objfs_hmsg *m, const char *const str[HSPEC_N]);
 /* Points str at the HSPEC_N strings of m->spec.  0 or EPROTO. */
 int objfs_hmsg_get_spec(const struct objfs_hmsg *m, const char *str[HSPEC_N]);
+/* The mount a received HOP_START or HOP_SLOT message names, checked
+ * before anything of it is used (its bytes come from a peer): the name
+ * NUL-terminated and not empty, spec_len within spec, HSPEC_N strings in
+ * it, the program and the mount point absolute, a source.  Points str
+ * into m->spec.  0, EPROTO (malformed) or EINVAL (a field that cannot
+ * be). */
+int objfs_hmsg_mount(const struct objfs_hmsg *m, const char *str[HSPEC_N]);
 
 /* One request to the holder at path: sends req (with fd attached when
  * fd >= 0) and waits up to timeout_ms for one answer into rep.  0 (rep is

@@ -66,6 +66,21 @@ int objfs_hmsg_get_spec(const struct objfs_hmsg *m, const char *str[HSPEC_N])
 	return 0;
 }
 
+int objfs_hmsg_mount(const struct objfs_hmsg *m, const char *str[HSPEC_N])
+{
+	int err;
+
+	if (memchr(m->name, '\0', sizeof(m->name)) == NULL)
+		return EPROTO;
+	err = objfs_hmsg_get_spec(m, str);
+	if (err != 0)
+		return err;
+	if (m->name[0] == '\0' || str[HSPEC_PROGRAM][0] != '/' ||
+	    str[HSPEC_MOUNTPOINT][0] != '/' || str[HSPEC_SOURCE][0] == '\0')
+		return EINVAL;
+	return 0;
+}
+
 static int connect_to(const char *path, int *out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

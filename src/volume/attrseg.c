@@ -360,13 +360,16 @@ int objfs_attrseg_parse(const char *text, size_t len,
 			break;          /* a cut last line is ignored */
 		n = (size_t)(nl - p);
 		if (first) {
-			char *sp;
-			long v;
+			const char *d = p + sizeof(MAGIC), *q;
+			long v = 0;
 
 			if (n <= sizeof(MAGIC) || memcmp(p, MAGIC " ", sizeof(MAGIC)) != 0)
 				return EPROTO;
-			v = strtol(p + sizeof(MAGIC), &sp, 10);
-			if (sp != nl || v != OBJFS_ATTRSEG_VERSION)
+			/* digits only, up to the line's end: strtol would skip
+			 * white space (LF too) past the end of text */
+			for (q = d; q < nl && *q >= '0' && *q <= '9' && v < 1000000; q++)
+				v = v * 10 + (*q - '0');
+			if (q == d || q != nl || v != OBJFS_ATTRSEG_VERSION)
 				return EPROTO;
 			first = false;
 		} else if (n >= 4 && memcmp(p, "dir ", 4) == 0) {

@@ -141,6 +141,9 @@ static void test_versions(void **state)
 		"something else 1\n",
 		"",
 		"objfs-attrs 1",        /* no line at all */
+		"objfs-attrs  1\ndir \n",       /* the version is digits only */
+		"objfs-attrs +1\ndir \n",
+		"objfs-attrs \t\n",     /* white space to the end of the text */
 	};
 	struct objfs_attrseg r = OBJFS_ATTRSEG_INIT;
 	size_t i;
