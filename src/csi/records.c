@@ -210,12 +210,13 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 	buf_kv(&b, "group", r->group);
 	if (r->unit != NULL && r->unit[0] != '\0')
 		buf_kv(&b, "unit", r->unit);
+	/* keys plugins before them refuse: behind "#+" (records.h) */
 	if (r->pv_name != NULL && r->pv_name[0] != '\0')
-		buf_kv(&b, "pv_name", r->pv_name);
+		buf_kv(&b, OBJFS_NODE_REC_EXT "pv_name", r->pv_name);
 	if (r->pvc_name != NULL && r->pvc_name[0] != '\0')
-		buf_kv(&b, "pvc_name", r->pvc_name);
+		buf_kv(&b, OBJFS_NODE_REC_EXT "pvc_name", r->pvc_name);
 	if (r->pvc_namespace != NULL && r->pvc_namespace[0] != '\0')
-		buf_kv(&b, "pvc_namespace", r->pvc_namespace);
+		buf_kv(&b, OBJFS_NODE_REC_EXT "pvc_namespace", r->pvc_namespace);
 	snprintf(num, sizeof(num), "%ld", (long)r->pid);
 	buf_kv(&b, "pid", num);
 	snprintf(num, sizeof(num), "%llu", r->start);
@@ -372,9 +373,8 @@ static int parse_line(struct objfs_node_rec *r, const char *line, size_t n)
 		if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
 			err = EINVAL;
 		r->secrets = val[0] == '1';
-	} else {
-		err = EINVAL;
 	}
+	/* any other key is a later plugin's: ignored (records.h) */
 out:
 	free(val);
 	return err;
@@ -394,11 +394,16 @@ int objfs_node_rec_parse(const char *text, size_t len, struct objfs_node_rec *r)
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		size_t n = nl != NULL ? (size_t)(nl - (text + pos)) : len - pos;
 
-		if (n > 0 && text[pos] != '#') {
+		size_t ext = n >= sizeof(OBJFS_NODE_REC_EXT) - 1 &&
+			     memcmp(text + pos, OBJFS_NODE_REC_EXT,
+				    sizeof(OBJFS_NODE_REC_EXT) - 1) == 0 ?
+			     sizeof(OBJFS_NODE_REC_EXT) - 1 : 0;
+
+		if (n > ext && (ext > 0 || text[pos] != '#')) {
 			if (memchr(text + pos, '\0', n) != NULL)
 				err = EINVAL;
 			else
-				err = parse_line(r, text + pos, n);
+				err = parse_line(r, text + pos + ext, n - ext);
 		}
 		pos += n + 1;
 	}

@@ -21,6 +21,17 @@
  *   unit=objfs-mount-0123abcd.service   host-systemd runner: its unit
  *   secrets=1                           a secrets file exists
  *   publish=0|FINGERPRINT|/var/lib/kubelet/pods/.../mount   (0 rw, 1 ro)
+ *   #+pv_name=pv-1                      what the CO said of the volume
+ *   #+pvc_name=data                     (metrics labels), when it did
+ *   #+pvc_namespace=team
+ *
+ * Rollbacks.  A reader ignores keys it does not know, so that a plugin
+ * reads the records of a later one.  Plugins before the metrics labels
+ * refused a record with an unknown key (the whole volume was skipped at
+ * their start), so keys added since are written behind "#+", which they
+ * read as a comment: to them the record is the same minus those keys.  A
+ * key whose absence would make a record wrong for an older plugin must
+ * not be added this way (docs/kubernetes.md, "Rolling back").
  *
  * Values are escaped: bytes below 0x20, 0x7f, '%' and '|' as %XX.  Writes
  * are atomic (temp file, fsync, rename, fsync of the directory).  Secrets
@@ -38,6 +49,8 @@
 
 struct objfs_creds;
 
+/* The prefix of the lines of keys added after the first plugins. */
+#define OBJFS_NODE_REC_EXT "#+"
 /* The largest record format() produces and parse() accepts. */
 #define OBJFS_NODE_REC_MAX (1024 * 1024)
 /* "v-" + 64 hex digits + NUL. */
