@@ -71,6 +71,68 @@ int objfs_tree_walk(struct objfs_store *s, const char *prefix,
 	return err;
 }
 
+/* ---- every key of a prefix ------------------------------------------------ */
+
+/* A growing list of owned keys (move: what to undo or delete). */
+struct keylist {
+	char **k;
+	size_t n, cap;
+};
+
+static int keylist_add(struct keylist *l, const char *key)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		char **nk = realloc(l->k, cap * sizeof(*nk));
+
+		if (nk == NULL)
+			return ENOMEM;
+		l->k = nk;
+		l->cap = cap;
+	}
+	l->k[l->n] = strdup(key);
+	if (l->k[l->n] == NULL)
+		return ENOMEM;
+	l->n++;
+	return 0;
+}
+
+static void keylist_release(struct keylist *l)
+{
+	objfs_tree_keys_free(l->k, l->n);
+	memset(l, 0, sizeof(*l));
+}
+
+static int keys_page(void *arg, const struct objfs_list_page *page)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; err == 0 && i < page->n_entries; i++)
+		err = keylist_add(arg, page->entries[i].key);
+	return err;
+}
+
+int objfs_tree_keys(struct objfs_store *s, const char *prefix, char ***keys,
+		    size_t *n)
+{
+	struct keylist l = { NULL, 0, 0 };
+	int err = objfs_tree_walk(s, prefix, 0, keys_page, &l);
+
+	*keys = l.k;
+	*n = l.n;
+	return err;
+}
+
+void objfs_tree_keys_free(char **keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+}
+
 /* ---- deleting keys in parallel batches --------------------------------- */
 
 struct del_task {
@@ -146,40 +208,6 @@ static void copy_run(void *arg)
 	struct copy_task *t = arg;
 
 	t->err = objfs_store_copy(t->s, t->src, t->dst, t->opts, NULL);
-}
-
-/* A growing list of owned keys (move: what to undo or delete). */
-struct keylist {
-	char **k;
-	size_t n, cap;
-};
-
-static int keylist_add(struct keylist *l, const char *key)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		char **nk = realloc(l->k, cap * sizeof(*nk));
-
-		if (nk == NULL)
-			return ENOMEM;
-		l->k = nk;
-		l->cap = cap;
-	}
-	l->k[l->n] = strdup(key);
-	if (l->k[l->n] == NULL)
-		return ENOMEM;
-	l->n++;
-	return 0;
-}
-
-static void keylist_release(struct keylist *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->k[i]);
-	free(l->k);
-	memset(l, 0, sizeof(*l));
 }
 
 struct tree_run {

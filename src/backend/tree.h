@@ -8,6 +8,7 @@
  * is done either way.
  *
  *   walk     pages of the flat listing of a prefix, in key order;
+ *   keys     every key under a prefix, all pages, in one array;
  *   size     count and bytes under a prefix;
  *   copy     every key under src to dst + the same relative key, page by
  *            page (memory bounded by one page): restartable, a rerun
@@ -62,6 +63,12 @@ typedef int (*objfs_tree_page_fn)(void *arg,
 
 int objfs_tree_walk(struct objfs_store *s, const char *prefix,
 		    unsigned page_keys, objfs_tree_page_fn fn, void *arg);
+/* Every key under prefix (all pages, full keys) into *keys, *n of them:
+ * owned by the caller (objfs_tree_keys_free), also what was listed when
+ * an error is returned. */
+int objfs_tree_keys(struct objfs_store *s, const char *prefix, char ***keys,
+		    size_t *n);
+void objfs_tree_keys_free(char **keys, size_t n);
 int objfs_tree_size(struct objfs_store *s, const char *prefix,
 		    const struct objfs_tree_opts *o,
 		    struct objfs_tree_stats *st);

@@ -328,55 +328,6 @@ void *aidx_main(void *arg)
 
 /* ---- reading ---------------------------------------------------------- */
 
-/* Every key under prefix (all pages) into *keys (n of them, owned). */
-struct keys {
-	char **k;
-	size_t n, cap;
-};
-
-static int keys_page(void *arg, const struct objfs_list_page *pg)
-{
-	struct keys *ks = arg;
-	size_t i;
-
-	for (i = 0; i < pg->n_entries; i++) {
-		if (ks->n == ks->cap) {
-			size_t nc = ks->cap ? ks->cap * 2 : 16;
-			char **nk = realloc(ks->k, nc * sizeof(*nk));
-
-			if (nk == NULL)
-				return ENOMEM;
-			ks->k = nk;
-			ks->cap = nc;
-		}
-		ks->k[ks->n] = strdup(pg->entries[i].key);
-		if (ks->k[ks->n] == NULL)
-			return ENOMEM;
-		ks->n++;
-	}
-	return 0;
-}
-
-static int list_all(struct objfs_fs *fs, const char *prefix, char ***keys,
-		    size_t *n)
-{
-	struct keys ks = { NULL, 0, 0 };
-	int err = objfs_tree_walk(fs->store, prefix, 0, keys_page, &ks);
-
-	*keys = ks.k;
-	*n = ks.n;
-	return err;
-}
-
-static void free_keys(char **keys, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(keys[i]);
-	free(keys);
-}
-
 /* What the segment readers of one directory share. */
 struct fill {
 	struct objfs_fs *fs;
@@ -536,7 +487,7 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
 	int err;
 
 	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-	err = list_all(fs, pfx, &keys, &n);
+	err = objfs_tree_keys(fs->store, pfx, &keys, &n);
 	if (err != 0 || n == 0)
 		goto out;
 	tasks = calloc(n, sizeof(*tasks));
@@ -571,7 +522,7 @@ out:
 		objfs_debug(fs->log, SUB, "listing the attribute index of "
 			    "\"%s\": %s", dir, objfs_strerror(err));
 	free(tasks);
-	free_keys(keys, n);
+	objfs_tree_keys_free(keys, n);
 }
 
 void aidx_drop(struct objfs_fs *fs, const char *dir)
@@ -581,12 +532,12 @@ void aidx_drop(struct objfs_fs *fs, const char *dir)
 	int err;
 
 	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-	err = list_all(fs, pfx, &keys, &n);
+	err = objfs_tree_keys(fs->store, pfx, &keys, &n);
 	if (err == 0 && n > 0)
 		err = objfs_store_del_many(fs->store, (const char *const *)keys,
 					   n, NULL);
 	if (err != 0)
 		objfs_warn(fs->log, SUB, "deleting the attribute index of "
 			   "\"%s\": %s", dir, objfs_strerror(err));
-	free_keys(keys, n);
+	objfs_tree_keys_free(keys, n);
 }

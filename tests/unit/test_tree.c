@@ -233,6 +233,37 @@ static void test_walk(void **state)
 			 EACCES);
 }
 
+/* Every key of a prefix in one array, past one page (1,000 keys); a
+ * failed listing is the error, with what came before it. */
+static void test_keys(void **state)
+{
+	struct fixture *f = *state;
+	char **keys = NULL, want[64];
+	size_t n = 0, i, seen[7] = { 0 };
+
+	put_keys(f->s, "ks/", 1003);
+	put_keys(f->s, "other/", 3);
+	assert_int_equal(objfs_tree_keys(f->s, "ks/", &keys, &n), 0);
+	assert_int_equal(n, 1003);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(strncmp(keys[i], "ks/d", 4), 0);
+		assert_true(i == 0 || strcmp(keys[i - 1], keys[i]) < 0);
+		seen[keys[i][4] - '0']++;
+	}
+	for (i = 0; i < 7; i++)
+		assert_int_equal(seen[i], 1003 / 7 + (i < 1003 % 7));
+	snprintf(want, sizeof(want), "ks/d0/k%05u", 0);
+	assert_string_equal(keys[0], want);
+	objfs_tree_keys_free(keys, n);
+	assert_int_equal(objfs_tree_keys(f->s, "none/", &keys, &n), 0);
+	assert_int_equal(n, 0);
+	objfs_tree_keys_free(keys, n);
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_LIST, 1, EACCES);
+	assert_int_equal(objfs_tree_keys(f->s, "ks/", &keys, &n), EACCES);
+	assert_int_equal(n, 0);
+	objfs_tree_keys_free(keys, n);
+}
+
 #define BOTH(t) \
 	cmocka_unit_test_setup_teardown(t, setup_serial, teardown), \
 	cmocka_unit_test_setup_teardown(t, setup_pool, teardown)
@@ -244,6 +275,7 @@ int main(void)
 		BOTH(test_size_copy),
 		BOTH(test_move),
 		BOTH(test_walk),
+		cmocka_unit_test_setup_teardown(test_keys, setup_serial, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
