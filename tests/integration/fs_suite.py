@@ -1215,6 +1215,27 @@ def t_usage_shared(env):
     env.umount(m)
 
 
+def t_metrics_off(env):
+    """-o metrics=off serves no metrics (a default mount has its socket),
+    and the mount still counts its store requests and logs them at
+    unmount (the meter layer's count, metrics or not)."""
+    import glob
+    url = env.volume("moff")
+    on = env.mount(url)
+    off = env.mount(url, ["metrics=off"])
+    wfile(off["dir"] + "/f", b"x")
+    check(glob.glob(on["spool"] + "/objfs-state.*/metrics.sock") != [],
+          "a default mount serves its metrics socket")
+    check(glob.glob(off["spool"] + "/objfs-state.*/metrics.sock") == [],
+          "no metrics socket with metrics=off")
+    env.umount(on)
+    env.umount(off)
+    r = store_requests(env, off)
+    check(r is not None and int(r.get("put", 0)) >= 1 and
+          int(r["total"]) >= int(r["put"]),
+          "store requests logged with metrics=off: %s" % r)
+
+
 TESTS = [
     t_basic_and_layout,
     t_append_truncate,
@@ -1236,6 +1257,7 @@ TESTS = [
     t_attr_index,
     t_attr_index_two_mounts,
     t_usage_shared,
+    t_metrics_off,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):
