@@ -96,6 +96,19 @@ int objfs_mode_parse(const char *s, mode_t *out)
 	return 0;
 }
 
+/* name=ts into m unless ts->tv_nsec is negative (no value). */
+static int time_to_meta(struct objfs_meta *m, const char *name,
+			const struct timespec *ts)
+{
+	char buf[48];
+	int err;
+
+	if (ts->tv_nsec < 0)
+		return 0;
+	err = objfs_mtime_format(ts, buf, sizeof(buf));
+	return err != 0 ? err : objfs_meta_set(m, name, buf);
+}
+
 int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 {
 	char buf[48];
@@ -113,42 +126,71 @@ int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 	err = objfs_meta_set(m, OBJFS_META_GID, buf);
 	if (err != 0)
 		return err;
-	if (a->mtime.tv_nsec < 0)
-		return 0;
-	err = objfs_mtime_format(&a->mtime, buf, sizeof(buf));
-	if (err != 0)
-		return err;
-	return objfs_meta_set(m, OBJFS_META_MTIME, buf);
+	if (S_ISCHR(a->mode) || S_ISBLK(a->mode)) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)a->rdev);
+		err = objfs_meta_set(m, OBJFS_META_RDEV, buf);
+		if (err != 0)
+			return err;
+	}
+	err = time_to_meta(m, OBJFS_META_ATIME, &a->atime);
+	if (err == 0)
+		err = time_to_meta(m, OBJFS_META_CTIME, &a->ctime);
+	if (err == 0)
+		err = time_to_meta(m, OBJFS_META_MTIME, &a->mtime);
+	return err;
 }
 
-static int parse_id(const char *s, unsigned *out)
+/* A decimal of at most max.  0 or EINVAL. */
+static int parse_dec(const char *s, unsigned long long max,
+		     unsigned long long *out)
 {
 	unsigned long long v = 0;
 
 	if (*s == '\0')
 		return EINVAL;
 	for (; *s != '\0'; s++) {
+		unsigned d;
+
 		if (*s < '0' || *s > '9')
 			return EINVAL;
-		v = v * 10 + (unsigned)(*s - '0');
-		if (v > UINT32_MAX)
+		d = (unsigned)(*s - '0');
+		if (v > (max - d) / 10)
 			return EINVAL;
+		v = v * 10 + d;
 	}
-	*out = (unsigned)v;
+	*out = v;
 	return 0;
+}
+
+static int parse_id(const char *s, unsigned *out)
+{
+	unsigned long long v;
+	int err = parse_dec(s, UINT32_MAX, &v);
+
+	if (err == 0)
+		*out = (unsigned)v;
+	return err;
+}
+
+static int parse_u64(const char *s, unsigned long long *out)
+{
+	return parse_dec(s, UINT64_MAX, out);
 }
 
 unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 			       struct objfs_fattr *a)
 {
 	unsigned found = 0, id;
+	unsigned long long rdev;
 	const char *v;
 	mode_t mode;
 	struct timespec ts;
 
 	v = objfs_meta_get(m, OBJFS_META_MODE);
 	if (v != NULL && objfs_mode_parse(v, &mode) == 0 &&
-	    (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
+	    (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode) ||
+	     S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) ||
+	     S_ISBLK(mode))) {
 		a->mode = mode;
 		found |= OBJFS_FATTR_MODE;
 	}
@@ -166,6 +208,21 @@ unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
 		a->mtime = ts;
 		found |= OBJFS_FATTR_MTIME;
+	}
+	v = objfs_meta_get(m, OBJFS_META_ATIME);
+	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
+		a->atime = ts;
+		found |= OBJFS_FATTR_ATIME;
+	}
+	v = objfs_meta_get(m, OBJFS_META_CTIME);
+	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
+		a->ctime = ts;
+		found |= OBJFS_FATTR_CTIME;
+	}
+	v = objfs_meta_get(m, OBJFS_META_RDEV);
+	if (v != NULL && parse_u64(v, &rdev) == 0) {
+		a->rdev = (dev_t)rdev;
+		found |= OBJFS_FATTR_RDEV;
 	}
 	return found;
 }

@@ -27,6 +27,7 @@
 void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 		     bool dir, struct probe *p)
 {
+	memset(p, 0, sizeof(*p));
 	p->is_dir = dir;
 	p->marker = dir;
 	p->size = dir ? 0 : info->size;
@@ -196,10 +197,7 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		free(in->link);
 		in->link = NULL;
 	}
-	in->mode = p->fa.mode;
-	in->uid = p->fa.uid;
-	in->gid = p->fa.gid;
-	in->mtime = p->fa.mtime;
+	inode_set_fattr(in, &p->fa, p->meta_mask);
 	in->size = p->size;
 	in->stored_size = p->size;
 	in->meta_mask = p->meta_mask;

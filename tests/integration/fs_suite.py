@@ -1215,8 +1215,44 @@ def t_usage_shared(env):
     env.umount(m)
 
 
+def t_posix_diff(env):
+    """The differential POSIX test (posix_diff.py): the same operations,
+    as root and as other users, on a local directory and on the mount;
+    errno and stat fields must agree but for the differences KNOWN lists
+    (docs/objfs-mount.md says why).  Then the mount is remounted and the
+    trees compared again: what the store kept."""
+    import posix_diff
+    url = env.volume("posix")
+    ref = tempfile.mkdtemp(prefix="posix-ref-", dir=env.work)
+    os.chmod(env.work, 0o755)
+    os.chmod(ref, 0o755)
+    m = env.mount(url, ["allow_other"])
+    lines = []
+    verbose = os.environ.get("OBJFS_POSIX_DIFF_VERBOSE")
+
+    def log(line):
+        lines.append(line)
+        if verbose:
+            print(line, flush=True)
+    unknown, known = posix_diff.run_steps(ref, m["dir"], log=log)
+    u2, k2 = posix_diff.compare_trees(ref, m["dir"], "tree")
+    env.umount(m)
+    m = env.mount(url, ["allow_other"])
+    u3, k3 = posix_diff.compare_trees(ref, m["dir"], "after remount")
+    env.umount(m)
+    unknown += u2 + u3
+    known += k2 + k3
+    print("posix_diff: %d steps, %d known differences:" % (len(posix_diff.STEPS), len(known)))
+    for line in known:
+        print("  " + line)
+    check(not unknown, "%d unlisted differences:\n  %s" % (len(unknown), "\n  ".join(unknown)))
+    check(len(posix_diff.STEPS) > 150 and any("ENAMETOOLONG" in x for x in lines),
+          "the sequence ran")
+
+
 TESTS = [
     t_basic_and_layout,
+    t_posix_diff,
     t_append_truncate,
     t_unlink_open,
     t_dirs,
