@@ -235,7 +235,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
 		in->dirty = true;
-		in->mtime = now_real();
+		inode_changed(in, true);
 		state_note(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 	}
@@ -252,6 +252,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	      in->mtime.tv_nsec == attr->st_mtim.tv_nsec)))
 		meta_change = false;    /* what is stored already (chown to
 					   the owner, as tar and rsync do) */
+	inode_changed(in, false);
 	if (to_set & FUSE_SET_ATTR_MODE)
 		in->mode = (in->mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -266,9 +267,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->atime = now_real();
 	else if (to_set & FUSE_SET_ATTR_ATIME)
 		in->atime = attr->st_atim;
-	else if (meta_change && !(to_set & FUSE_SET_ATTR_ATIME))
-		in->atime = inode_atime(in);    /* kept when mtime moves */
-	in->ctime = now_real();
 	has_data = in->dirty;
 	if (meta_change && in->dirty) {
 		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
@@ -878,8 +876,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 			pthread_mutex_lock(&fs->lock);
 			in->size = 0;
 			in->dirty = true;
-			in->mtime = now_real();
-			in->ctime = in->mtime;
+			inode_changed(in, true);
 			state_note(fs, in);
 			pthread_mutex_unlock(&fs->lock);
 		}

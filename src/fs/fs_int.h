@@ -673,6 +673,9 @@ void inode_fattr(const struct inode *in, struct objfs_fattr *fa);
  * fs->lock held. */
 void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 		     unsigned mask);
+/* in's data (data: mtime and ctime) or attributes (ctime) changed now;
+ * atime stays.  fs->lock held. */
+void inode_changed(struct inode *in, bool data);
 /* An entry of dir was added or removed here (snap_note()): its mtime and
  * ctime are now; subdirs +1 / -1 when the entry is a directory that
  * appeared / went (0: the same number).  fs->lock held. */

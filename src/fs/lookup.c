@@ -226,6 +226,9 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent,
 		return err;
 	if (objfs_name_reserved(is_root(fs, parent), name))
 		return ENOENT;
+	err = key_room_check(fs, parent, name);
+	if (err != 0)
+		return err;     /* no such key can exist: as at creation */
 	pthread_mutex_lock(&fs->lock);
 again:
 	if (!S_ISDIR(parent->mode)) {

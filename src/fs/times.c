@@ -91,12 +91,20 @@ void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 		in->ctime = in->mtime;  /* another tool changed the data */
 }
 
-void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
+void inode_changed(struct inode *in, bool data)
 {
 	struct timespec now = now_real();
 
-	dir->mtime = now;
-	dir->ctime = now;
+	if (!ts_set(&in->atime))
+		in->atime = in->mtime;  /* stays what it was */
+	if (data)
+		in->mtime = now;
+	in->ctime = now;
+}
+
+void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
+{
+	inode_changed(dir, true);
 	if (!is_dir || subdirs == 0)
 		return;
 	if (subdirs > 0)

@@ -902,8 +902,7 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
-		in->mtime = now_real();
-		in->ctime = in->mtime;
+		inode_changed(in, true);
 		if (!in->dirty || in->times_set) {
 			/* a successor dates a dirty file from its load unless
 			 * utimens set its times (recorded) */
