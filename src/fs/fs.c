@@ -547,7 +547,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 				s->time = now_mono();
 				in->snap = s;
 			}
-			in->listed = true;
+			in->dir_times = true;
 		}
 	}
 	snap_note(dir, name, true, S_ISDIR(mode));

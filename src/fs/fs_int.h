@@ -163,8 +163,9 @@ struct inode {
 	dev_t rdev;                      /* character and block devices */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
-	bool listed;                     /* a directory listed since its
-					    inode was made (times.c) */
+	bool dir_times;                  /* a directory's mtime and ctime
+					    are this mount's own: changed or
+					    derived here (times.c) */
 	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
 	unsigned meta_mask;              /* OBJFS_FATTR_* its metadata holds */
 	struct timespec lm;              /* its Last-Modified as listed, when
@@ -680,8 +681,9 @@ void inode_changed(struct inode *in, bool data);
  * ctime are now; subdirs +1 / -1 when the entry is a directory that
  * appeared / went (0: the same number).  fs->lock held. */
 void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs);
-/* dir was listed whole into s: its subdirectories counted and, the first
- * time, its times taken from the newest entry.  fs->lock held. */
+/* dir was listed whole into s: its subdirectories counted and, unless
+ * its times are this mount's own already, taken from the newest entry.
+ * fs->lock held. */
 void dir_listed(struct inode *dir, const struct dirsnap *s);
 /* st_nlink of in.  fs->lock held. */
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);

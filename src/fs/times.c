@@ -25,7 +25,7 @@
  * and the Last-Modified of the objects its first listing shows
  * (dir_listed()), so a fresh mount sees entries created since; entries
  * removed elsewhere, and changes other mounts make after that first
- * listing, are not seen.  These are per-mount.
+ * listing or a change here, are not seen.  These are per-mount.
  *
  * Link counts: a directory has 2 + the subdirectories its listing shows
  * (counted by dir_listed(), kept by dir_entry_changed() for local
@@ -105,6 +105,7 @@ void inode_changed(struct inode *in, bool data)
 void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
 {
 	inode_changed(dir, true);
+	dir->dir_times = true;
 	if (!is_dir || subdirs == 0)
 		return;
 	if (subdirs > 0)
@@ -126,9 +127,9 @@ void dir_listed(struct inode *dir, const struct dirsnap *s)
 			newest = s->e[i].mtime;
 	}
 	dir->nsubdirs = n;
-	if (dir->listed)
-		return;         /* later changes here: dir_entry_changed() */
-	dir->listed = true;
+	if (dir->dir_times)
+		return;         /* changes here since: dir_entry_changed() */
+	dir->dir_times = true;
 	if (ts_after(&newest, &dir->mtime)) {
 		dir->mtime = newest;
 		dir->ctime = newest;
