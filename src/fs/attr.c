@@ -96,6 +96,11 @@ int objfs_mode_parse(const char *s, mode_t *out)
 	return 0;
 }
 
+static bool ts_equal(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
 /* name=ts into m unless ts->tv_nsec is negative (no value). */
 static int time_to_meta(struct objfs_meta *m, const char *name,
 			const struct timespec *ts)
@@ -132,8 +137,11 @@ int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 		if (err != 0)
 			return err;
 	}
-	err = time_to_meta(m, OBJFS_META_ATIME, &a->atime);
-	if (err == 0)
+	/* an atime or ctime equal to mtime is left out: a reader takes
+	 * mtime for a missing one (fewer headers on most writes) */
+	if (!ts_equal(&a->atime, &a->mtime))
+		err = time_to_meta(m, OBJFS_META_ATIME, &a->atime);
+	if (err == 0 && !ts_equal(&a->ctime, &a->mtime))
 		err = time_to_meta(m, OBJFS_META_CTIME, &a->ctime);
 	if (err == 0)
 		err = time_to_meta(m, OBJFS_META_MTIME, &a->mtime);

@@ -15,8 +15,9 @@
  *          part, rclone reads the value as fractional seconds; any number
  *          of fraction digits is accepted on input.
  *   atime, ctime  the same format (s3fs's names); written with every
- *          object objfs writes anyway (see fs/times.c), absent on objects
- *          of other tools (mtime stands for them)
+ *          object objfs writes anyway (see fs/times.c) when they differ
+ *          from mtime; absent, mtime stands for them (also on objects of
+ *          other tools)
  *   rdev   decimal dev_t of a character or block device (s3fs)
  * A symlink is an object whose body is the target and whose mode has
  * S_IFLNK (as s3fs stores them); a FIFO, socket, character or block
@@ -71,7 +72,8 @@ struct objfs_fattr {
 #define OBJFS_FATTR_CTIME 0x40u
 
 /* Writes mode/uid/gid/mtime into m (replacing old values), atime and
- * ctime when their tv_nsec is not negative, rdev for a device; a
+ * ctime when their tv_nsec is not negative and they differ from mtime
+ * (a reader takes mtime for them), rdev for a device; a
  * negative mtime.tv_nsec leaves mtime out (Last-Modified stands for it).
  * 0 or ENOMEM. */
 int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m);
