@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,11 +186,26 @@ static int parse_u64(const char *s, unsigned long long *out)
 	return parse_dec(s, UINT64_MAX, out);
 }
 
+/* The times in metadata: name, field, OBJFS_FATTR_* bit. */
+static const struct {
+	const char *name;
+	size_t off;
+	unsigned bit;
+} meta_times[] = {
+	{ OBJFS_META_MTIME, offsetof(struct objfs_fattr, mtime),
+	  OBJFS_FATTR_MTIME },
+	{ OBJFS_META_ATIME, offsetof(struct objfs_fattr, atime),
+	  OBJFS_FATTR_ATIME },
+	{ OBJFS_META_CTIME, offsetof(struct objfs_fattr, ctime),
+	  OBJFS_FATTR_CTIME },
+};
+
 unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 			       struct objfs_fattr *a)
 {
 	unsigned found = 0, id;
 	unsigned long long rdev;
+	size_t i;
 	const char *v;
 	mode_t mode;
 	struct timespec ts;
@@ -212,20 +228,12 @@ unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 		a->gid = (gid_t)id;
 		found |= OBJFS_FATTR_GID;
 	}
-	v = objfs_meta_get(m, OBJFS_META_MTIME);
-	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
-		a->mtime = ts;
-		found |= OBJFS_FATTR_MTIME;
-	}
-	v = objfs_meta_get(m, OBJFS_META_ATIME);
-	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
-		a->atime = ts;
-		found |= OBJFS_FATTR_ATIME;
-	}
-	v = objfs_meta_get(m, OBJFS_META_CTIME);
-	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
-		a->ctime = ts;
-		found |= OBJFS_FATTR_CTIME;
+	for (i = 0; i < sizeof(meta_times) / sizeof(meta_times[0]); i++) {
+		v = objfs_meta_get(m, meta_times[i].name);
+		if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
+			*(struct timespec *)((char *)a + meta_times[i].off) = ts;
+			found |= meta_times[i].bit;
+		}
 	}
 	v = objfs_meta_get(m, OBJFS_META_RDEV);
 	if (v != NULL && parse_u64(v, &rdev) == 0) {

@@ -303,54 +303,49 @@ def _steps():
 STEPS = _steps()
 
 
+def _write(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _bind(path):
+    so = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        so.bind(path)
+    finally:
+        so.close()
+
+
+# op -> what it does with its arguments (paths joined to the tree's root)
+OPS = {
+    "mkdir": lambda p: os.mkdir(p[0], p[1]),
+    "rmdir": lambda p: os.rmdir(p[0]),
+    "chmod": lambda p: os.chmod(p[0], p[1]),
+    "chown": lambda p: os.chown(p[0], p[1], p[2]),
+    "lchown": lambda p: os.lchown(p[0], p[1], p[2]),
+    "creat": lambda p: os.close(os.open(p[0], os.O_CREAT | os.O_WRONLY | p[2], p[1])),
+    "open": lambda p: os.close(os.open(p[0], p[1])),
+    "write": lambda p: _write(p[0], p[1]),
+    "truncate": lambda p: os.truncate(p[0], p[1]),
+    "utime": lambda p: utimensat(p[0], p[1], p[2], p[3] if len(p) > 3 else True),
+    "mkfifo": lambda p: os.mkfifo(p[0], p[1]),
+    "mknod": lambda p: os.mknod(p[0], p[1], p[2]),
+    "bind": lambda p: _bind(p[0]),
+    "rename": lambda p: os.rename(p[0], p[1]),
+    "unlink": lambda p: os.unlink(p[0]),
+    "link": lambda p: os.link(p[0], p[1]),
+    "stat": lambda p: os.lstat(p[0]),
+}
+
+
 def _run(root, op, args):
-    p = [os.path.join(root, a) if isinstance(a, str) else a for a in args]
-    if op == "mkdir":
-        os.mkdir(p[0], p[1])
-    elif op == "rmdir":
-        os.rmdir(p[0])
-    elif op == "chmod":
-        os.chmod(p[0], p[1])
-    elif op == "chown":
-        os.chown(p[0], p[1], p[2])
-    elif op == "lchown":
-        os.lchown(p[0], p[1], p[2])
-    elif op == "creat":
-        os.close(os.open(p[0], os.O_CREAT | os.O_WRONLY | p[2], p[1]))
-    elif op == "open":
-        os.close(os.open(p[0], p[1]))
-    elif op == "write":
-        fd = os.open(p[0], os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, p[1])
-        finally:
-            os.close(fd)
-    elif op == "truncate":
-        os.truncate(p[0], p[1])
-    elif op == "utime":
-        utimensat(p[0], p[1], p[2], p[3] if len(p) > 3 else True)
-    elif op == "symlink":
-        os.symlink(args[0], p[1])
-    elif op == "mkfifo":
-        os.mkfifo(p[0], p[1])
-    elif op == "mknod":
-        os.mknod(p[0], p[1], p[2])
-    elif op == "bind":
-        so = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            so.bind(p[0])
-        finally:
-            so.close()
-    elif op == "rename":
-        os.rename(p[0], p[1])
-    elif op == "unlink":
-        os.unlink(p[0])
-    elif op == "link":
-        os.link(p[0], p[1])
-    elif op == "stat":
-        os.lstat(p[0])
-    else:
-        raise ValueError(op)
+    if op == "symlink":     # the target is not a path of the tree
+        os.symlink(args[0], os.path.join(root, args[1]))
+        return
+    OPS[op]([os.path.join(root, a) if isinstance(a, str) else a for a in args])
 
 
 def run_as(who, root, op, args):
