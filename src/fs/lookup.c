@@ -141,6 +141,19 @@ static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
 
 	memset(p, 0, sizeof(*p));
 	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err == 0 && strlen(dkey) > fs->key_room)
+		err = ENAMETOOLONG;
+	if (err == ENAMETOOLONG) {
+		/* a key at the limit: no directory can have this name, but
+		 * the object may exist (its HEAD alone says) */
+		if (want_dir)
+			return ENOENT;
+		err = objfs_store_head(fs->store, key, &info);
+		if (err == 0)
+			probe_from_info(fs, &info, false, p);
+		objfs_obj_info_release(&info);
+		return err;
+	}
 	if (err != 0)
 		return err;
 	memset(&lt, 0, sizeof(lt));
