@@ -260,11 +260,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (to_set & FUSE_SET_ATTR_GID)
 		in->gid = attr->st_gid;
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-		in->mtime = now_real();
+		in->mtime = in->ctime;  /* the same now (inode_changed()) */
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		in->mtime = attr->st_mtim;
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
-		in->atime = now_real();
+		in->atime = in->ctime;
 	else if (to_set & FUSE_SET_ATTR_ATIME)
 		in->atime = attr->st_atim;
 	has_data = in->dirty;

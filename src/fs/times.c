@@ -87,8 +87,6 @@ void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 	in->mtime = mtime;
 	in->atime = (mask & OBJFS_FATTR_ATIME) ? fa->atime : mtime;
 	in->ctime = (mask & OBJFS_FATTR_CTIME) ? fa->ctime : mtime;
-	if (ts_after(&in->mtime, &in->ctime))
-		in->ctime = in->mtime;  /* another tool changed the data */
 }
 
 void inode_changed(struct inode *in, bool data)
