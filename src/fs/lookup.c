@@ -176,6 +176,14 @@ static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
 	err = lt.err;
 	if (err != 0)
 		goto out;
+	if (!lt.used && want_dir) {
+		/* a directory the listing does not show: some stores' (Swift's)
+		 * listings lag behind writes, its marker's HEAD does not */
+		err = objfs_store_head(fs->store, dkey, &info);
+		if (err == 0)
+			probe_from_info(fs, &info, true, p);
+		goto out;
+	}
 	if (!lt.used) {
 		err = ENOENT;
 		goto out;

@@ -28,8 +28,10 @@
  * listing or a change here, are not seen.  These are per-mount.
  *
  * Link counts: a directory has 2 + the subdirectories its listing shows
- * (counted by dir_listed(), kept by dir_entry_changed() for local
- * mkdir/rmdir/rename); a directory never listed here has 2.  Files have
+ * (its snapshot, which every local change is noted in), with those this
+ * mount knows (linked inodes) that the listing does not show yet; without
+ * a snapshot, the count of the last one (dir_listed()) kept by
+ * dir_entry_changed(); a directory never listed here has 2.  Files have
  * one link (hard links: see the hlink branch).
  */
 #include "config.h"
@@ -136,7 +138,26 @@ void dir_listed(struct inode *dir, const struct dirsnap *s)
 
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 {
-	if (S_ISDIR(in->mode))
+	const struct dirsnap *s = in->snap;
+	const struct inode *c;
+	uint32_t n;
+	size_t i;
+	bool found;
+
+	if (!S_ISDIR(in->mode))
+		return in->linked || in == fs->root ? 1 : 0;
+	if (s == NULL)
 		return 2 + in->nsubdirs;
-	return in->linked || in == fs->root ? 1 : 0;
+	/* the listing's subdirectories, and those this mount knows that it
+	 * does not show (yet: listings of some stores lag behind writes) */
+	for (i = 0, n = 0; i < s->n; i++)
+		n += s->e[i].is_dir;
+	for (c = in->child; c != NULL; c = c->sib_next) {
+		if (!c->linked || !S_ISDIR(c->mode))
+			continue;
+		i = snap_find(s, c->name, &found);
+		if (!found || !s->e[i].is_dir)
+			n++;
+	}
+	return 2 + n;
 }
