@@ -486,6 +486,9 @@ int objfs_store_requests_format(const struct objfs_store_requests *r,
  * failure. */
 int objfs_prefix_store_create(struct objfs_store *inner, const char *prefix,
 			      struct objfs_store **out);
+/* The bytes a key given to s may have: OBJFS_KEY_MAX less the prefixes of
+ * the prefix layers in its stack (a longer key is ENAMETOOLONG there). */
+size_t objfs_store_key_room(struct objfs_store *s);
 
 /* The meter layer (meter.c): counts every request (objfs_store_requests)
  * and, with reg, counts and times it into reg's objfs_store_* families

@@ -44,7 +44,7 @@ static int full(struct objfs_store *s, const char *rel, struct full_key *out)
 		return EINVAL;
 	n = strlen(rel);
 	if (c->plen + n > OBJFS_KEY_MAX)
-		return EINVAL;
+		return ENAMETOOLONG;    /* a valid name, too long for a key */
 	memcpy(out->k, c->prefix, c->plen);
 	memcpy(out->k + c->plen, rel, n + 1);
 	return 0;
@@ -266,6 +266,17 @@ static const struct objfs_store_ops prefix_ops = {
 	.mpu_abort = prefix_mpu_abort,
 	.destroy = prefix_destroy,
 };
+
+size_t objfs_store_key_room(struct objfs_store *s)
+{
+	size_t used = 0;
+
+	for (; s != NULL; s = s->inner) {
+		if (s->ops == &prefix_ops)
+			used += ctx_of(s)->plen;
+	}
+	return used < OBJFS_KEY_MAX ? OBJFS_KEY_MAX - used : 0;
+}
 
 int objfs_prefix_store_create(struct objfs_store *inner, const char *prefix,
 			      struct objfs_store **out)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,24 @@ int objfs_mode_parse(const char *s, mode_t *out)
 	return 0;
 }
 
+static bool ts_equal(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* name=ts into m unless ts->tv_nsec is negative (no value). */
+static int time_to_meta(struct objfs_meta *m, const char *name,
+			const struct timespec *ts)
+{
+	char buf[48];
+	int err;
+
+	if (ts->tv_nsec < 0)
+		return 0;
+	err = objfs_mtime_format(ts, buf, sizeof(buf));
+	return err != 0 ? err : objfs_meta_set(m, name, buf);
+}
+
 int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 {
 	char buf[48];
@@ -113,42 +132,89 @@ int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m)
 	err = objfs_meta_set(m, OBJFS_META_GID, buf);
 	if (err != 0)
 		return err;
-	if (a->mtime.tv_nsec < 0)
-		return 0;
-	err = objfs_mtime_format(&a->mtime, buf, sizeof(buf));
-	if (err != 0)
-		return err;
-	return objfs_meta_set(m, OBJFS_META_MTIME, buf);
+	if (S_ISCHR(a->mode) || S_ISBLK(a->mode)) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)a->rdev);
+		err = objfs_meta_set(m, OBJFS_META_RDEV, buf);
+		if (err != 0)
+			return err;
+	}
+	/* an atime or ctime equal to mtime is left out: a reader takes
+	 * mtime for a missing one (fewer headers on most writes) */
+	if (!ts_equal(&a->atime, &a->mtime))
+		err = time_to_meta(m, OBJFS_META_ATIME, &a->atime);
+	if (err == 0 && !ts_equal(&a->ctime, &a->mtime))
+		err = time_to_meta(m, OBJFS_META_CTIME, &a->ctime);
+	if (err == 0)
+		err = time_to_meta(m, OBJFS_META_MTIME, &a->mtime);
+	return err;
 }
 
-static int parse_id(const char *s, unsigned *out)
+/* A decimal of at most max.  0 or EINVAL. */
+static int parse_dec(const char *s, unsigned long long max,
+		     unsigned long long *out)
 {
 	unsigned long long v = 0;
 
 	if (*s == '\0')
 		return EINVAL;
 	for (; *s != '\0'; s++) {
+		unsigned d;
+
 		if (*s < '0' || *s > '9')
 			return EINVAL;
-		v = v * 10 + (unsigned)(*s - '0');
-		if (v > UINT32_MAX)
+		d = (unsigned)(*s - '0');
+		if (v > (max - d) / 10)
 			return EINVAL;
+		v = v * 10 + d;
 	}
-	*out = (unsigned)v;
+	*out = v;
 	return 0;
 }
+
+static int parse_id(const char *s, unsigned *out)
+{
+	unsigned long long v;
+	int err = parse_dec(s, UINT32_MAX, &v);
+
+	if (err == 0)
+		*out = (unsigned)v;
+	return err;
+}
+
+static int parse_u64(const char *s, unsigned long long *out)
+{
+	return parse_dec(s, UINT64_MAX, out);
+}
+
+/* The times in metadata: name, field, OBJFS_FATTR_* bit. */
+static const struct {
+	const char *name;
+	size_t off;
+	unsigned bit;
+} meta_times[] = {
+	{ OBJFS_META_MTIME, offsetof(struct objfs_fattr, mtime),
+	  OBJFS_FATTR_MTIME },
+	{ OBJFS_META_ATIME, offsetof(struct objfs_fattr, atime),
+	  OBJFS_FATTR_ATIME },
+	{ OBJFS_META_CTIME, offsetof(struct objfs_fattr, ctime),
+	  OBJFS_FATTR_CTIME },
+};
 
 unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 			       struct objfs_fattr *a)
 {
 	unsigned found = 0, id;
+	unsigned long long rdev;
+	size_t i;
 	const char *v;
 	mode_t mode;
 	struct timespec ts;
 
 	v = objfs_meta_get(m, OBJFS_META_MODE);
 	if (v != NULL && objfs_mode_parse(v, &mode) == 0 &&
-	    (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
+	    (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode) ||
+	     S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) ||
+	     S_ISBLK(mode))) {
 		a->mode = mode;
 		found |= OBJFS_FATTR_MODE;
 	}
@@ -162,10 +228,17 @@ unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 		a->gid = (gid_t)id;
 		found |= OBJFS_FATTR_GID;
 	}
-	v = objfs_meta_get(m, OBJFS_META_MTIME);
-	if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
-		a->mtime = ts;
-		found |= OBJFS_FATTR_MTIME;
+	for (i = 0; i < sizeof(meta_times) / sizeof(meta_times[0]); i++) {
+		v = objfs_meta_get(m, meta_times[i].name);
+		if (v != NULL && objfs_mtime_parse(v, &ts) == 0) {
+			*(struct timespec *)((char *)a + meta_times[i].off) = ts;
+			found |= meta_times[i].bit;
+		}
+	}
+	v = objfs_meta_get(m, OBJFS_META_RDEV);
+	if (v != NULL && parse_u64(v, &rdev) == 0) {
+		a->rdev = (dev_t)rdev;
+		found |= OBJFS_FATTR_RDEV;
 	}
 	return found;
 }

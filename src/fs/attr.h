@@ -14,9 +14,16 @@
  *          "S.NNNNNNNNN" (nine digits) otherwise.  s3fs reads the integer
  *          part, rclone reads the value as fractional seconds; any number
  *          of fraction digits is accepted on input.
+ *   atime, ctime  the same format (s3fs's names); written with every
+ *          object objfs writes anyway (see fs/times.c) when they differ
+ *          from mtime; absent, mtime stands for them (also on objects of
+ *          other tools)
+ *   rdev   decimal dev_t of a character or block device (s3fs)
  * A symlink is an object whose body is the target and whose mode has
- * S_IFLNK (as s3fs stores them).  Missing or malformed values fall back to
- * the mount's defaults.
+ * S_IFLNK (as s3fs stores them); a FIFO, socket, character or block
+ * device is a zero-byte object whose mode carries its type (as s3fs; see
+ * fs/special.c).  Missing or malformed values fall back to the mount's
+ * defaults.
  *
  * Keys: the file a/b.txt is the key "a/b.txt" relative to the volume; the
  * directory a/b is the common prefix "a/b/", with an optional zero-byte
@@ -39,6 +46,9 @@ struct objfs_meta;
 #define OBJFS_META_UID "uid"
 #define OBJFS_META_GID "gid"
 #define OBJFS_META_MTIME "mtime"
+#define OBJFS_META_ATIME "atime"
+#define OBJFS_META_CTIME "ctime"
+#define OBJFS_META_RDEV "rdev"
 #define OBJFS_RESERVED_NAME OBJFS_META_DIR
 #define OBJFS_NAME_MAX 255
 
@@ -47,6 +57,9 @@ struct objfs_fattr {
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime;
+	dev_t rdev;                     /* character and block devices */
+	struct timespec atime;          /* tv_nsec < 0: none */
+	struct timespec ctime;          /* tv_nsec < 0: none */
 };
 
 /* Which fields objfs_fattr_from_meta() found. */
@@ -54,14 +67,20 @@ struct objfs_fattr {
 #define OBJFS_FATTR_UID 0x2u
 #define OBJFS_FATTR_GID 0x4u
 #define OBJFS_FATTR_MTIME 0x8u
+#define OBJFS_FATTR_RDEV 0x10u
+#define OBJFS_FATTR_ATIME 0x20u
+#define OBJFS_FATTR_CTIME 0x40u
 
-/* Writes mode/uid/gid/mtime into m (replacing old values); a negative
- * mtime.tv_nsec leaves mtime out (Last-Modified stands for it).  0 or
- * ENOMEM. */
+/* Writes mode/uid/gid/mtime into m (replacing old values), atime and
+ * ctime when their tv_nsec is not negative and they differ from mtime
+ * (a reader takes mtime for them), rdev for a device; a
+ * negative mtime.tv_nsec leaves mtime out (Last-Modified stands for it).
+ * 0 or ENOMEM. */
 int objfs_fattr_to_meta(const struct objfs_fattr *a, struct objfs_meta *m);
 /* Overwrites the fields of *a that m holds valid values for; returns the
- * OBJFS_FATTR_* mask of those fields.  A mode whose type bits are not a
- * regular file, directory or symlink is ignored. */
+ * OBJFS_FATTR_* mask of those fields.  A mode whose type bits are none of
+ * regular file, directory, symlink, FIFO, socket, character or block
+ * device is ignored. */
 unsigned objfs_fattr_from_meta(const struct objfs_meta *m,
 			       struct objfs_fattr *a);
 

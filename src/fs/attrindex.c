@@ -100,6 +100,56 @@ void aidx_destroy(struct objfs_fs *fs)
 	pthread_mutex_destroy(&fs->aidx_mu);
 }
 
+/* The OBJFS_FATTR_* fields and the OBJFS_ATTRSEG_* ones they become. */
+static const unsigned field_map[][2] = {
+	{ OBJFS_FATTR_MODE, OBJFS_ATTRSEG_MODE },
+	{ OBJFS_FATTR_UID, OBJFS_ATTRSEG_UID },
+	{ OBJFS_FATTR_GID, OBJFS_ATTRSEG_GID },
+	{ OBJFS_FATTR_MTIME, OBJFS_ATTRSEG_MTIME },
+	{ OBJFS_FATTR_RDEV, OBJFS_ATTRSEG_RDEV },
+	{ OBJFS_FATTR_ATIME, OBJFS_ATTRSEG_ATIME },
+	{ OBJFS_FATTR_CTIME, OBJFS_ATTRSEG_CTIME },
+};
+
+/* The attributes of fa its metadata holds (mask) into entry e. */
+static void entry_from_fattr(struct objfs_attrseg_entry *e,
+			     const struct objfs_fattr *fa, unsigned mask)
+{
+	size_t i;
+
+	if (!S_ISCHR(fa->mode) && !S_ISBLK(fa->mode))
+		mask &= ~OBJFS_FATTR_RDEV;
+	if (fa->atime.tv_nsec < 0)
+		mask &= ~OBJFS_FATTR_ATIME;
+	if (fa->ctime.tv_nsec < 0)
+		mask &= ~OBJFS_FATTR_CTIME;
+	e->have = 0;
+	for (i = 0; i < sizeof(field_map) / sizeof(field_map[0]); i++) {
+		if (mask & field_map[i][0])
+			e->have |= field_map[i][1];
+	}
+	e->mode = fa->mode;
+	e->uid = fa->uid;
+	e->gid = fa->gid;
+	e->mtime = ts_ns(&fa->mtime);
+	e->atime = ts_ns(&fa->atime);
+	e->ctime = ts_ns(&fa->ctime);
+	e->rdev = (uint64_t)fa->rdev;
+}
+
+/* The OBJFS_FATTR_* mask of the fields entry e holds. */
+static unsigned entry_mask(const struct objfs_attrseg_entry *e)
+{
+	unsigned mask = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(field_map) / sizeof(field_map[0]); i++) {
+		if (e->have & field_map[i][1])
+			mask |= field_map[i][0];
+	}
+	return mask;
+}
+
 void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 	       const struct objfs_fattr *fa, unsigned mask,
 	       const char *link)
@@ -117,14 +167,7 @@ void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 	e.name = (char *)(key + dl);
 	snprintf(e.etag, sizeof(e.etag), "%s", etag);
 	e.ct = ts_ns(&now);
-	e.have = ((mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
-		 ((mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
-		 ((mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
-		 ((mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
-	e.mode = fa->mode;
-	e.uid = fa->uid;
-	e.gid = fa->gid;
-	e.mtime = ts_ns(&fa->mtime);
+	entry_from_fattr(&e, fa, mask);
 	e.link = (char *)link;
 	pthread_mutex_lock(&fs->aidx_mu);
 	for (d = fs->aidx; d != NULL; d = d->next) {
@@ -364,7 +407,7 @@ static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
 		return true;    /* a later entry was applied already */
 	mode = (e->have & OBJFS_ATTRSEG_MODE) ? e->mode :
 	       default_mode(fs, S_IFREG);
-	if (!S_ISREG(mode) && !S_ISLNK(mode))
+	if (S_ISDIR(mode))
 		return false;   /* a directory object: the HEAD decides */
 	d->fa.mode = mode;
 	d->fa.uid = (e->have & OBJFS_ATTRSEG_UID) ? e->uid : fs->o.uid;
@@ -376,12 +419,12 @@ static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
 		d->fa.mtime = d->mtime;
 		d->fa.mtime.tv_nsec = 0;
 	}
+	d->fa.atime = ns_ts(e->atime);
+	d->fa.ctime = ns_ts(e->ctime);
+	d->fa.rdev = (dev_t)e->rdev;
 	free(d->link);
 	d->link = e->link != NULL ? strdup(e->link) : NULL;
-	d->meta_mask = ((e->have & OBJFS_ATTRSEG_MODE) ? OBJFS_FATTR_MODE : 0) |
-		       ((e->have & OBJFS_ATTRSEG_UID) ? OBJFS_FATTR_UID : 0) |
-		       ((e->have & OBJFS_ATTRSEG_GID) ? OBJFS_FATTR_GID : 0) |
-		       ((e->have & OBJFS_ATTRSEG_MTIME) ? OBJFS_FATTR_MTIME : 0);
+	d->meta_mask = entry_mask(e);
 	d->ict = e->ct;
 	d->have_attr = true;
 	return true;
@@ -442,14 +485,7 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 		snprintf(e.etag, sizeof(e.etag), "%s", d->etag);
 		e.lm = ts_ns(&d->mtime);
 		e.ct = d->ict;
-		e.have = ((d->meta_mask & OBJFS_FATTR_MODE) ? OBJFS_ATTRSEG_MODE : 0) |
-			 ((d->meta_mask & OBJFS_FATTR_UID) ? OBJFS_ATTRSEG_UID : 0) |
-			 ((d->meta_mask & OBJFS_FATTR_GID) ? OBJFS_ATTRSEG_GID : 0) |
-			 ((d->meta_mask & OBJFS_FATTR_MTIME) ? OBJFS_ATTRSEG_MTIME : 0);
-		e.mode = d->fa.mode;
-		e.uid = d->fa.uid;
-		e.gid = d->fa.gid;
-		e.mtime = ts_ns(&d->fa.mtime);
+		entry_from_fattr(&e, &d->fa, d->meta_mask);
 		e.link = d->link;
 		err = objfs_attrseg_add(out, &e);
 	}

@@ -107,8 +107,13 @@ void snap_note(struct inode *dir, const char *name, bool add,
 	bool found;
 	size_t i;
 
-	if (s == NULL)
+	if (s == NULL) {
+		if (dir != NULL)
+			dir_entry_changed(dir, is_dir, add ? 1 : -1);
 		return;
+	}
+	snap_find(s, name, &found);
+	dir_entry_changed(dir, is_dir, add == found ? 0 : add ? 1 : -1);
 	if (s->refs > 1) {
 		struct dirsnap *c = snap_clone(s);
 
@@ -301,6 +306,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 			snap_drop(dir);
 			dir->snap = s;
 			s->refs++;
+			dir_listed(dir, s);
 		}
 		*out = s;
 		s = NULL;
@@ -511,9 +517,7 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
 		in->lm = d->mtime;
 	if (d->have_attr) {
 		in->meta_mask = d->meta_mask;
-		in->uid = d->fa.uid;
-		in->gid = d->fa.gid;
-		in->mtime = d->fa.mtime;
+		inode_set_fattr(in, &d->fa, d->meta_mask);
 		in->attr_time = now_mono();
 	} else {
 		in->mtime = d->mtime.tv_sec != 0 ? d->mtime : now_real();

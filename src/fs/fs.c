@@ -209,7 +209,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	meta_change = to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
 				FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MTIME |
-				FUSE_SET_ATTR_MTIME_NOW);
+				FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME |
+				FUSE_SET_ATTR_ATIME_NOW);
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -234,12 +235,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
 		in->dirty = true;
-		in->mtime = now_real();
+		inode_changed(in, true);
 		state_note(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (meta_change && !(to_set & FUSE_SET_ATTR_MTIME_NOW) &&
+	if (meta_change &&
+	    !(to_set & (FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME |
+			FUSE_SET_ATTR_ATIME_NOW)) &&
 	    (!(to_set & FUSE_SET_ATTR_MODE) ||
 	     (in->mode & 07777) == (attr->st_mode & 07777)) &&
 	    (!(to_set & FUSE_SET_ATTR_UID) || in->uid == attr->st_uid) &&
@@ -249,6 +252,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	      in->mtime.tv_nsec == attr->st_mtim.tv_nsec)))
 		meta_change = false;    /* what is stored already (chown to
 					   the owner, as tar and rsync do) */
+	inode_changed(in, false);
 	if (to_set & FUSE_SET_ATTR_MODE)
 		in->mode = (in->mode & S_IFMT) | (attr->st_mode & 07777);
 	if (to_set & FUSE_SET_ATTR_UID)
@@ -256,10 +260,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (to_set & FUSE_SET_ATTR_GID)
 		in->gid = attr->st_gid;
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-		in->mtime = now_real();
+		in->mtime = in->ctime;  /* the same now (inode_changed()) */
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		in->mtime = attr->st_mtim;
-	in->ctime = now_real();
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		in->atime = in->ctime;
+	else if (to_set & FUSE_SET_ATTR_ATIME)
+		in->atime = attr->st_atim;
 	has_data = in->dirty;
 	if (meta_change && in->dirty) {
 		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
@@ -275,7 +282,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		 * is open (no close will follow), else at the close */
 		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
-	} else if (meta_change && (S_ISREG(in->mode) || S_ISLNK(in->mode)) &&
+	} else if (meta_change && !S_ISDIR(in->mode) &&
 		   in->in_store && !fs->o.read_only) {
 		/* a copy in place, soon (attrs_defer()): the next change or
 		 * a rename joins it */
@@ -365,7 +372,7 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		return EPERM;
 	if (!S_ISDIR(parent->mode))
 		return ENOTDIR;
-	return 0;
+	return key_room_check(fs, parent, name);
 }
 
 /* Puts a zero-byte object (a marker or a symlink body) with attributes. */
@@ -412,12 +419,18 @@ static const char *node_op(mode_t mode)
 	return S_ISDIR(mode) ? "mkdir" : S_ISLNK(mode) ? "symlink" : "mknod";
 }
 
-/* The group and mode of a new file or directory made by ctx: with an
- * fsgroup (Kubernetes's fsGroup), that group, group bits as the owner's
- * (what a setgid directory and umask 002 give); else the caller's. */
+/* The group and mode of a new file or directory made by ctx in dir: in a
+ * setgid directory its group (a directory also setgid); with an fsgroup
+ * (Kubernetes's fsGroup), that group, group bits as the owner's (what a
+ * setgid directory and umask 002 give); else the caller's. */
 static gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
-		       mode_t *mode)
+		       const struct inode *dir, mode_t *mode)
 {
+	if (dir->mode & S_ISGID) {
+		if (S_ISDIR(*mode))
+			*mode |= S_ISGID;
+		return dir->gid;
+	}
 	if (!fs->o.fsgroup_set || S_ISLNK(*mode))
 		return ctx->gid;
 	*mode |= (*mode & 0700) >> 3;
@@ -426,8 +439,8 @@ static gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
 
 /* Creates an object-backed name (mkdir, symlink, mknod) and replies the
  * entry.  Not idempotent (EEXIST the second time): an intent. */
-static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, const char *link)
+void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, dev_t rdev, const char *link)
 {
 	struct objfs_fs *fs = req_fs(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -457,10 +470,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
-	fa.gid = new_group(fs, ctx, &mode);
+	memset(&fa, 0, sizeof(fa));
+	fa.gid = new_group(fs, ctx, dir, &mode);
 	fa.mode = mode;
 	fa.uid = ctx->uid;
+	fa.rdev = rdev;
 	fa.mtime = now_real();
+	fa.atime = fa.mtime;
+	fa.ctime = fa.mtime;
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fs->lock);
 	in = find_child(fs, dir, name);
@@ -503,10 +520,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (in == NULL) {
 		err = ENOMEM;
 	} else {
-		in->uid = fa.uid;
-		in->gid = fa.gid;
-		in->mtime = fa.mtime;
-		in->ctime = fa.mtime;
+		inode_set_fattr(in, &fa, FATTR_ALL);
 		in->in_store = true;
 		in->meta_mask = FATTR_ALL;
 		in->size = S_ISLNK(mode) ? strlen(link) : 0;
@@ -533,6 +547,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 				s->time = now_mono();
 				in->snap = s;
 			}
+			in->dir_times = true;
 		}
 	}
 	snap_note(dir, name, true, S_ISDIR(mode));
@@ -552,7 +567,7 @@ out:
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
-	make_node(req, parent, name, S_IFDIR | (mode & 07777), NULL);
+	make_node(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -562,7 +577,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	make_node(req, parent, name, S_IFLNK | 0777, link);
+	make_node(req, parent, name, S_IFLNK | 0777, 0, link);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
@@ -586,10 +601,7 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	pthread_mutex_lock(&fs->lock);
 	need = dir != fs->root && dir->linked && !dir->in_store;
 	err = need ? inode_key(fs, dir, true, dkey, sizeof(dkey)) : 0;
-	fa.mode = dir->mode;
-	fa.uid = dir->uid;
-	fa.gid = dir->gid;
-	fa.mtime = dir->mtime;
+	inode_fattr(dir, &fa);
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return;
@@ -864,7 +876,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 			pthread_mutex_lock(&fs->lock);
 			in->size = 0;
 			in->dirty = true;
-			in->mtime = now_real();
+			inode_changed(in, true);
 			state_note(fs, in);
 			pthread_mutex_unlock(&fs->lock);
 		}
@@ -994,7 +1006,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	pthread_mutex_lock(&fs->lock);
 	mode = S_IFREG | (mode & 07777);
-	gid = new_group(fs, ctx, &mode);
+	gid = new_group(fs, ctx, dir, &mode);
 	in = inode_new(fs, dir, name, mode);
 	fh = in != NULL ? fh_new(fs, in) : NULL;
 	if (in == NULL || fh == NULL) {
@@ -1008,6 +1020,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->gid = gid;
 	in->mtime = now_real();
 	in->ctime = in->mtime;
+	in->atime = in->mtime;
 	in->attr_time = now_mono();
 	in->spool = sp;
 	sp = NULL;
@@ -1371,19 +1384,10 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	st.f_ffree = 1ULL << 32;
 	st.f_favail = st.f_ffree;
 	st.f_files = objects + st.f_ffree;
-	st.f_namemax = OBJFS_NAME_MAX;
+	/* a name at the root is a key of its own */
+	st.f_namemax = fs->key_room < OBJFS_NAME_MAX ? fs->key_room :
+		       OBJFS_NAME_MAX;
 	fuse_reply_statfs(req, &st);
-}
-
-static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode, dev_t rdev)
-{
-	/* regular files only (an empty object); no devices, fifos, sockets */
-	if (!S_ISREG(mode)) {
-		reply_err(req, EPERM);
-		return;
-	}
-	make_node(req, parent, name, S_IFREG | (mode & 07777), NULL);
 }
 
 static const struct fuse_lowlevel_ops objfs_ops = {
@@ -1596,6 +1600,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		goto err_free;
 	}
 	fs->o.spool_dir = fs->spool_dir;
+	fs->key_room = objfs_store_key_room(store);
 	fs->st_fd = -1;
 	pthread_mutex_init(&fs->hid_mu, NULL);
 	pthread_mutex_init(&fs->lock, NULL);

@@ -20,6 +20,9 @@
  *                key tree
  *   attrindex.c  the attribute index: segments written for what this
  *                mount writes, read to answer listings without HEADs
+ *   times.c      timestamps (which are stored, which per mount) and a
+ *                directory's link count
+ *   special.c    FIFOs, sockets, character and block devices (mknod)
  *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
@@ -155,7 +158,14 @@ struct inode {
 	gid_t gid;
 	uint64_t size;
 	struct timespec mtime;
-	struct timespec ctime;
+	struct timespec ctime;           /* 0: mtime (times.c) */
+	struct timespec atime;           /* 0: mtime (times.c) */
+	dev_t rdev;                      /* character and block devices */
+	uint32_t nsubdirs;               /* a directory's subdirectories, as
+					    far as its listing shows (times.c) */
+	bool dir_times;                  /* a directory's mtime and ctime
+					    are this mount's own: changed or
+					    derived here (times.c) */
 	char etag[OBJFS_ETAG_MAX];       /* of the stored object */
 	unsigned meta_mask;              /* OBJFS_FATTR_* its metadata holds */
 	struct timespec lm;              /* its Last-Modified as listed, when
@@ -237,6 +247,8 @@ struct objfs_fs {
 	struct objfs_store *store;
 	struct objfs_log *log;
 	struct objfs_fs_opts o;
+	size_t key_room;                /* bytes a key may have (the prefix
+					   of the volume taken off) */
 	char *spool_dir;
 	struct fuse_session *se;
 	struct objfs_pool *pool;
@@ -324,7 +336,8 @@ struct probe {
 
 /* Every attribute in the metadata (what objfs writes). */
 #define FATTR_ALL (OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID | \
-		   OBJFS_FATTR_MTIME)
+		   OBJFS_FATTR_MTIME | OBJFS_FATTR_RDEV | OBJFS_FATTR_ATIME | \
+		   OBJFS_FATTR_CTIME)
 
 /* ---- debug-build checks ------------------------------------------------ */
 
@@ -430,6 +443,9 @@ void maybe_free(struct objfs_fs *fs, struct inode *in);
  * fs->lock held. */
 int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	      char *buf, size_t cap);
+/* ENAMETOOLONG when the key of name under dir (pinned by the caller)
+ * passes fs->key_room, else 0.  Takes fs->lock. */
+int key_room_check(struct objfs_fs *fs, struct inode *dir, const char *name);
 /* The mode of a name without stored attributes, of type S_IFDIR, S_IFLNK
  * or S_IFREG.  No lock. */
 mode_t default_mode(struct objfs_fs *fs, mode_t type);
@@ -586,7 +602,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in);
  * costs one copy, not one each: attrs_defer() marks in (pinned by the
  * caller; fs->lock held); attrs_done() clears the mark after its
  * attributes reached the store some other way (an upload, a rename's
- * copy) or the object went (fs->lock held, in pinned by the caller);
+ * copy) or the object went (fs->lock held, in pinned or open by the caller);
  * attrs_sync() stores them now when marked (fs->ns held, in->mu held;
  * takes fs->lock); attrs_flush() stores those marked longer than
  * ATTR_DELAY, or all (no lock held). */
@@ -643,6 +659,39 @@ void *aidx_main(void *arg);
 void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
 /* Deletes the index of the directory whose key is dir.  No lock held. */
 void aidx_drop(struct objfs_fs *fs, const char *dir);
+
+/* ---- times.c: timestamps, a directory's link count ---- */
+
+/* in's atime / ctime as stat shows them.  fs->lock held. */
+struct timespec inode_atime(const struct inode *in);
+struct timespec inode_ctime(const struct inode *in);
+/* Every attribute of in to store (mode, owner, times, rdev) into *fa.
+ * fs->lock held. */
+void inode_fattr(const struct inode *in, struct objfs_fattr *fa);
+/* Sets in's attributes from stored ones (mask: the OBJFS_FATTR_* fields
+ * the metadata holds; atime and ctime fall back to mtime); a directory
+ * keeps times newer than the stored ones (its entries changed here).
+ * fs->lock held. */
+void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
+		     unsigned mask);
+/* in's data (data: mtime and ctime) or attributes (ctime) changed now;
+ * atime stays.  fs->lock held. */
+void inode_changed(struct inode *in, bool data);
+/* An entry of dir was added or removed here (snap_note()): its mtime and
+ * ctime are now; subdirs +1 / -1 when the entry is a directory that
+ * appeared / went (0: the same number).  fs->lock held. */
+void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs);
+/* dir was listed whole into s: its subdirectories counted and, unless
+ * its times are this mount's own already, taken from the newest entry.
+ * fs->lock held. */
+void dir_listed(struct inode *dir, const struct dirsnap *s);
+/* st_nlink of in.  fs->lock held. */
+nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);
+
+/* ---- special.c: FIFOs, sockets, devices ---- */
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 
@@ -733,10 +782,15 @@ void fh_link(struct objfs_fs *fs, struct fhandle *fh);
 /* Replies err to req: store errors a file system call cannot mean become
  * EIO; the one place an errno is negated (by libfuse). */
 void reply_err(fuse_req_t req, int err);
-/* EROFS, EINVAL, ENAMETOOLONG, EPERM (reserved) or ENOTDIR when name may
- * not be created under parent (pinned by the caller), else 0.  No lock. */
+/* EROFS, EINVAL, ENAMETOOLONG (the name, or its key), EPERM (reserved) or
+ * ENOTDIR when name may not be created under parent (pinned by the
+ * caller), else 0.  Takes fs->lock. */
 int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		   const char *name);
+/* Creates name under parent (mkdir, symlink with link, mknod with rdev)
+ * and replies the entry; an intent.  No lock held. */
+void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, dev_t rdev, const char *link);
 /* Writes the marker of an implied directory that lost its last entry.
  * fs->ns held; takes fs->lock. */
 void keep_dir(struct objfs_fs *fs, struct inode *dir);

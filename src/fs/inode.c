@@ -229,7 +229,9 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	for (i = n; i-- > 0;) {
 		size_t nl = strlen(chain[i]->name);
 
-		if (len + nl + 2 > cap || len + nl + 1 > OBJFS_KEY_MAX)
+		if (len + nl + 2 > cap ||
+		    len + nl + (i > 0 || (dir_slash && S_ISDIR(in->mode)) ? 1 : 0) >
+		    fs->key_room)
 			return ENAMETOOLONG;
 		memcpy(buf + len, chain[i]->name, nl);
 		len += nl;
@@ -238,6 +240,19 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	}
 	buf[len] = '\0';
 	return 0;
+}
+
+int key_room_check(struct objfs_fs *fs, struct inode *dir, const char *name)
+{
+	char key[KEYBUF];
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, dir, true, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && strlen(key) + strlen(name) > fs->key_room)
+		err = ENAMETOOLONG;
+	return err;
 }
 
 mode_t default_mode(struct objfs_fs *fs, mode_t type)
@@ -255,15 +270,16 @@ void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st)
 	memset(st, 0, sizeof(*st));
 	st->st_ino = in->ino;
 	st->st_mode = in->mode;
-	st->st_nlink = S_ISDIR(in->mode) ? 2 : (in->linked || in == fs->root ? 1 : 0);
+	st->st_nlink = inode_nlink(fs, in);
+	st->st_rdev = in->rdev;
 	st->st_uid = in->uid;
 	st->st_gid = in->gid;
 	st->st_size = (off_t)(S_ISDIR(in->mode) ? 4096 : in->size);
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
 	st->st_mtim = in->mtime;
-	st->st_atim = in->mtime;
-	st->st_ctim = in->ctime.tv_sec != 0 ? in->ctime : in->mtime;
+	st->st_atim = inode_atime(in);
+	st->st_ctim = inode_ctime(in);
 }
 
 void fill_entry(struct objfs_fs *fs, struct inode *in,

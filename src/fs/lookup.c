@@ -27,6 +27,7 @@
 void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 		     bool dir, struct probe *p)
 {
+	memset(p, 0, sizeof(*p));
 	p->is_dir = dir;
 	p->marker = dir;
 	p->size = dir ? 0 : info->size;
@@ -140,6 +141,19 @@ static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
 
 	memset(p, 0, sizeof(*p));
 	err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+	if (err == 0 && strlen(dkey) > fs->key_room)
+		err = ENAMETOOLONG;
+	if (err == ENAMETOOLONG) {
+		/* a key at the limit: no directory can have this name, but
+		 * the object may exist (its HEAD alone says) */
+		if (want_dir)
+			return ENOENT;
+		err = objfs_store_head(fs->store, key, &info);
+		if (err == 0)
+			probe_from_info(fs, &info, false, p);
+		objfs_obj_info_release(&info);
+		return err;
+	}
 	if (err != 0)
 		return err;
 	memset(&lt, 0, sizeof(lt));
@@ -162,6 +176,14 @@ static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
 	err = lt.err;
 	if (err != 0)
 		goto out;
+	if (!lt.used && want_dir) {
+		/* a directory the listing does not show: some stores' (Swift's)
+		 * listings lag behind writes, its marker's HEAD does not */
+		err = objfs_store_head(fs->store, dkey, &info);
+		if (err == 0)
+			probe_from_info(fs, &info, true, p);
+		goto out;
+	}
 	if (!lt.used) {
 		err = ENOENT;
 		goto out;
@@ -196,10 +218,7 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		free(in->link);
 		in->link = NULL;
 	}
-	in->mode = p->fa.mode;
-	in->uid = p->fa.uid;
-	in->gid = p->fa.gid;
-	in->mtime = p->fa.mtime;
+	inode_set_fattr(in, &p->fa, p->meta_mask);
 	in->size = p->size;
 	in->stored_size = p->size;
 	in->meta_mask = p->meta_mask;
@@ -228,6 +247,9 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent,
 		return err;
 	if (objfs_name_reserved(is_root(fs, parent), name))
 		return ENOENT;
+	err = key_room_check(fs, parent, name);
+	if (err != 0)
+		return err;     /* no such key can exist: as at creation */
 	pthread_mutex_lock(&fs->lock);
 again:
 	if (!S_ISDIR(parent->mode)) {

@@ -187,9 +187,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			with_attrs = src->attr_dirty;
 			if (with_attrs) {
 				/* the copy carries the attributes set late */
-				struct objfs_fattr fa = { src->mode, src->uid,
-							  src->gid, src->mtime };
+				struct objfs_fattr fa;
 
+				inode_fattr(src, &fa);
 				if (err == 0)
 					err = objfs_fattr_to_meta(&fa, &meta);
 				co.directive = OBJFS_META_REPLACE;
@@ -216,10 +216,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				/* the copy keeps the metadata: its entry says
 				 * what the source's did */
 				pthread_mutex_lock(&fs->lock);
-				fa.mode = src->mode;
-				fa.uid = src->uid;
-				fa.gid = src->gid;
-				fa.mtime = src->mtime;
+				inode_fattr(src, &fa);
 				mask = src->meta_mask;
 				link = src->link != NULL ? strdup(src->link) : NULL;
 				pthread_mutex_unlock(&fs->lock);

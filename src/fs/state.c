@@ -663,7 +663,8 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 			stream_free(in->stream);
 			in->stream = NULL;
 		} else {
-			struct objfs_fattr fa = { r->mode, r->uid, r->gid, { 0, 0 } };
+			struct objfs_fattr fa = { r->mode, r->uid, r->gid, { 0, 0 },
+						  0, { 0, -1 }, { 0, -1 } };
 			size_t kl;
 
 			memcpy(nm, name, nl);

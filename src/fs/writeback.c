@@ -305,10 +305,7 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 
 		pthread_mutex_lock(&fs->lock);
 		err = inode_key(fs, in, false, key, sizeof(key));
-		fa.mode = in->mode;
-		fa.uid = in->uid;
-		fa.gid = in->gid;
-		fa.mtime = in->mtime;
+		inode_fattr(in, &fa);
 		pthread_mutex_unlock(&fs->lock);
 		st = err == 0 ? stream_new(key, &fa) : NULL;
 		if (st != NULL) {
@@ -316,6 +313,8 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 			 * about the close) stands for it, not the time the
 			 * upload began */
 			fa.mtime.tv_nsec = -1;
+			fa.atime.tv_nsec = -1;
+			fa.ctime.tv_nsec = -1;
 			err = objfs_fattr_to_meta(&fa, &meta);
 		}
 		if (st != NULL && err == 0)
@@ -424,10 +423,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	pthread_mutex_lock(&fs->lock);
 	linked = in->linked;
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
-	fa.mode = in->mode;
-	fa.uid = in->uid;
-	fa.gid = in->gid;
-	fa.mtime = in->mtime;
+	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
 	if (!linked) {
 		/* unlinked: nobody can see the data again once closed */
@@ -498,7 +494,8 @@ done:
 		fs->scan_obj_delta++;
 	}
 	in->in_store = true;
-	mask = streamed ? FATTR_ALL & ~OBJFS_FATTR_MTIME : FATTR_ALL;
+	mask = streamed ? FATTR_ALL & ~(OBJFS_FATTR_MTIME | OBJFS_FATTR_ATIME |
+				   OBJFS_FATTR_CTIME) : FATTR_ALL;
 	in->meta_mask = mask;
 	in->stored_size = in->spool->size;
 	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
@@ -726,10 +723,7 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	root = in == fs->root;
 	dir = S_ISDIR(in->mode);
 	in_store = in->in_store;
-	fa.mode = in->mode;
-	fa.uid = in->uid;
-	fa.gid = in->gid;
-	fa.mtime = in->mtime;
+	inode_fattr(in, &fa);
 	err = root ? 0 : inode_key(fs, in, true, key, sizeof(key));
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
@@ -791,9 +785,11 @@ void attrs_done(struct objfs_fs *fs, struct inode *in)
 	fs_assert_locked(fs);
 	if (!in->attr_dirty)
 		return;
-	assert(in->refs > 1 && fs->n_attr_dirty > 0);
+	/* the caller's pin or open handle keeps it (a close's upload
+	 * carries attributes set since the open: chmod, then write) */
+	assert((in->refs > 1 || in->nopen > 0) && fs->n_attr_dirty > 0);
 	in->attr_dirty = false;
-	in->refs--;             /* the caller's pin keeps it */
+	in->refs--;
 	fs->n_attr_dirty--;
 }
 
@@ -906,7 +902,7 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
-		in->mtime = now_real();
+		inode_changed(in, true);
 		if (!in->dirty || in->times_set) {
 			/* a successor dates a dirty file from its load unless
 			 * utimens set its times (recorded) */

@@ -196,6 +196,12 @@ int objfs_attrseg_format(const struct objfs_attrseg *s, char **out,
 			put_field(&o, "gid", (int64_t)e->gid);
 		if (e->have & OBJFS_ATTRSEG_MTIME)
 			put_field(&o, "mtime", e->mtime);
+		if (e->have & OBJFS_ATTRSEG_ATIME)
+			put_field(&o, "atime", e->atime);
+		if (e->have & OBJFS_ATTRSEG_CTIME)
+			put_field(&o, "ctime", e->ctime);
+		if (e->have & OBJFS_ATTRSEG_RDEV)
+			put_field(&o, "rdev", (int64_t)e->rdev);
 		put_field(&o, "ct", e->ct);
 		if (e->link != NULL) {
 			put(&o, " link=", 6);
@@ -330,6 +336,16 @@ static int parse_entry(const char *p, size_t n, struct objfs_attrseg *s)
 			} else if (kl == 5 && memcmp(f, "mtime", 5) == 0) {
 				e.mtime = v;
 				e.have |= OBJFS_ATTRSEG_MTIME;
+			} else if (kl == 5 && memcmp(f, "atime", 5) == 0) {
+				e.atime = v;
+				e.have |= OBJFS_ATTRSEG_ATIME;
+			} else if (kl == 5 && memcmp(f, "ctime", 5) == 0) {
+				e.ctime = v;
+				e.have |= OBJFS_ATTRSEG_CTIME;
+			} else if (kl == 4 && memcmp(f, "rdev", 4) == 0 &&
+				   v >= 0) {
+				e.rdev = (uint64_t)v;
+				e.have |= OBJFS_ATTRSEG_RDEV;
 			}
 		}
 	}

@@ -24,15 +24,18 @@
  *
  *   objfs-attrs 1
  *   dir <D>
- *   e <name> etag=<ETag> lm=<ns> mode=<st_mode> uid=<n> gid=<n> mtime=<ns> ct=<ns> [link=<target>]
+ *   e <name> etag=<ETag> lm=<ns> mode=<st_mode> uid=<n> gid=<n> mtime=<ns> [atime=<ns>] [ctime=<ns>] [rdev=<n>] ct=<ns> [link=<target>]
  *
  * <ns> is signed nanoseconds since the epoch.  Names and values are
- * percent-escaped: bytes <= 0x20, '%', '=' and 0x7f as %XX.  mtime is
- * absent when the object has none (its Last-Modified stands for it); link
- * only for symlinks.  Extensible: readers ignore lines of other kinds and
- * fields they do not know (a later writer may add `nlink=`, `rdev=`,
- * `atime=`...); a segment whose first line names another major version is
- * ignored as a whole (EPROTO).
+ * percent-escaped: bytes <= 0x20, '%', '=' and 0x7f as %XX.  mtime, atime
+ * and ctime are absent when the object has none (its Last-Modified stands
+ * for it); rdev only for character and block devices (decimal dev_t);
+ * link only for symlinks.  atime, ctime and rdev came later in version 1:
+ * older readers ignore them (and take the entry of a FIFO, socket or
+ * device for no entry at all).  Extensible: readers ignore lines of other
+ * kinds and fields they do not know (a later writer may add `nlink=`...);
+ * a segment whose first line names another major version is ignored as a
+ * whole (EPROTO).
  */
 #ifndef OBJFS_VOLUME_ATTRSEG_H
 #define OBJFS_VOLUME_ATTRSEG_H
@@ -54,6 +57,9 @@
 #define OBJFS_ATTRSEG_UID 0x2u
 #define OBJFS_ATTRSEG_GID 0x4u
 #define OBJFS_ATTRSEG_MTIME 0x8u
+#define OBJFS_ATTRSEG_RDEV 0x10u
+#define OBJFS_ATTRSEG_ATIME 0x20u
+#define OBJFS_ATTRSEG_CTIME 0x40u
 
 struct objfs_attrseg_entry {
 	char *name;                     /* owned */
@@ -65,6 +71,9 @@ struct objfs_attrseg_entry {
 	uid_t uid;
 	gid_t gid;
 	int64_t mtime;                  /* ns */
+	int64_t atime;                  /* ns */
+	int64_t ctime;                  /* ns */
+	uint64_t rdev;
 	char *link;                     /* owned; NULL but for symlinks */
 };
 

@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	struct objfs_meta m = OBJFS_META_INIT, m2 = OBJFS_META_INIT;
-	struct objfs_fattr a = { S_IFREG | 0600, 7, 8, { 9, 10 } }, b;
+	struct objfs_fattr a = { S_IFREG | 0600, 7, 8, { 9, 10 }, 0,
+				 { 0, -1 }, { 0, -1 } }, b;
 	char *mode = fuzz_str(&in), *uid = fuzz_str(&in), *gid = fuzz_str(&in);
 	char *mtime = fuzz_str(&in), *dir = fuzz_str(&in), *key = fuzz_str(&in);
 	char name[OBJFS_NAME_MAX + 1], joined[OBJFS_KEY_MAX + 1];
@@ -61,14 +62,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mtime[0] != '\0')
 		objfs_meta_set(&m, OBJFS_META_MTIME, mtime);
 	found = objfs_fattr_from_meta(&m, &a);
-	FUZZ_CHECK(S_ISREG(a.mode) || S_ISDIR(a.mode) || S_ISLNK(a.mode));
+	FUZZ_CHECK(S_ISREG(a.mode) || S_ISDIR(a.mode) || S_ISLNK(a.mode) ||
+		   S_ISFIFO(a.mode) || S_ISSOCK(a.mode) || S_ISCHR(a.mode) ||
+		   S_ISBLK(a.mode));
 	if ((found & OBJFS_FATTR_MODE) == 0)
 		FUZZ_CHECK(a.mode == (S_IFREG | 0600));
 	FUZZ_CHECK(objfs_fattr_to_meta(&a, &m2) == 0);
 	memset(&b, 0, sizeof(b));
 	found2 = objfs_fattr_from_meta(&m2, &b);
+	/* no atime or ctime (tv_nsec < 0); rdev for a device */
 	FUZZ_CHECK(found2 == (OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID |
-			      OBJFS_FATTR_MTIME));
+			      OBJFS_FATTR_MTIME |
+			      (S_ISCHR(a.mode) || S_ISBLK(a.mode) ?
+			       OBJFS_FATTR_RDEV : 0)));
 	FUZZ_CHECK(a.mode == b.mode && a.uid == b.uid && a.gid == b.gid);
 	FUZZ_CHECK(a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec);
 

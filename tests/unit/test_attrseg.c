@@ -58,6 +58,14 @@ static void test_round_trip(void **state)
 		}
 		if (i == 4)
 			e.have &= ~OBJFS_ATTRSEG_MTIME;
+		if (i == 5) {           /* a block device, with its times */
+			e.mode = S_IFBLK | 0660;
+			e.rdev = 0x700c8;
+			e.atime = 1700000000000000001LL;
+			e.ctime = 1700000000000000002LL;
+			e.have |= OBJFS_ATTRSEG_RDEV | OBJFS_ATTRSEG_ATIME |
+				  OBJFS_ATTRSEG_CTIME;
+		}
 		assert_int_equal(objfs_attrseg_add(&s, &e), 0);
 	}
 	assert_int_equal(objfs_attrseg_format(&s, &text, &len), 0);
@@ -76,6 +84,12 @@ static void test_round_trip(void **state)
 		assert_int_equal(r.e[i].gid, s.e[i].gid);
 		if (s.e[i].have & OBJFS_ATTRSEG_MTIME)
 			assert_true(r.e[i].mtime == s.e[i].mtime);
+		if (s.e[i].have & OBJFS_ATTRSEG_RDEV)
+			assert_true(r.e[i].rdev == s.e[i].rdev);
+		if (s.e[i].have & OBJFS_ATTRSEG_ATIME)
+			assert_true(r.e[i].atime == s.e[i].atime);
+		if (s.e[i].have & OBJFS_ATTRSEG_CTIME)
+			assert_true(r.e[i].ctime == s.e[i].ctime);
 		if (s.e[i].link != NULL)
 			assert_string_equal(r.e[i].link, s.e[i].link);
 		else

@@ -126,6 +126,47 @@ static void test_key_too_long(void **state)
 		unpin(fs, chain[i]);
 }
 
+/* An object whose key is exactly OBJFS_KEY_MAX bytes is found (a
+ * directory of that name could not exist: no listing of "key/"). */
+static void test_key_at_limit(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *chain[4], *in = NULL, *dir = fs->root;
+	char name[201], last[OBJFS_NAME_MAX + 1], key[OBJFS_KEY_MAX + 1];
+	unsigned i;
+	size_t n;
+
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	key[0] = '\0';
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < 4; i++) {
+		chain[i] = inode_new(fs, dir, name, S_IFDIR | 0755);
+		assert_non_null(chain[i]);
+		chain[i]->refs++;
+		dir = chain[i];
+		strcat(key, name);
+		strcat(key, "/");
+	}
+	pthread_mutex_unlock(&fs->lock);
+	n = OBJFS_KEY_MAX - strlen(key);        /* 1024 - 804 = 220 */
+	memset(last, 'f', n);
+	last[n] = '\0';
+	strcat(key, last);
+	assert_int_equal(strlen(key), OBJFS_KEY_MAX);
+	tu_put(e->store, key, "x", 1, NULL);
+	assert_int_equal(do_lookup(fs, dir, last, true, &in), 0);
+	assert_non_null(in);
+	assert_true(S_ISREG(in->mode) && in->size == 1);
+	unpin(fs, in);
+	last[n - 1] = '\0';                     /* absent: ENOENT */
+	in = NULL;
+	assert_int_equal(do_lookup(fs, dir, last, true, &in), ENOENT);
+	for (i = 4; i-- > 0;)
+		unpin(fs, chain[i]);
+}
+
 static void test_store_errors(void **state)
 {
 	struct fs_env *e = *state;
@@ -255,7 +296,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
 	const struct CMUnitTest tests[] = {
 		T(test_file), T(test_dirs), T(test_missing),
-		T(test_key_too_long), T(test_store_errors), T(test_revalidate),
+		T(test_key_too_long), T(test_key_at_limit), T(test_store_errors), T(test_revalidate),
 		cmocka_unit_test_setup_teardown(test_windows, setup_window,
 						fe_teardown_state),
 	};

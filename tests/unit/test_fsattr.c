@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cmocka.h>
 
@@ -60,22 +61,47 @@ static void test_mode(void **state)
 static void test_meta_round_trip(void **state)
 {
 	struct objfs_meta m = OBJFS_META_INIT;
-	struct objfs_fattr a = { S_IFLNK | 0777, 1000, 2000, { 5, 7 } }, b;
+	struct objfs_fattr a = { S_IFLNK | 0777, 1000, 2000, { 5, 7 }, 0,
+				 { 3, 1 }, { 4, 2 } }, b;
+	struct objfs_fattr dev = { S_IFCHR | 0600, 0, 0, { 1, 0 },
+				   makedev(1, 3), { 1, 0 }, { 1, -1 } };
 
 	(void)state;
 	assert_int_equal(objfs_fattr_to_meta(&a, &m), 0);
 	assert_string_equal(objfs_meta_get(&m, "mode"), "41471");
 	assert_string_equal(objfs_meta_get(&m, "uid"), "1000");
 	assert_string_equal(objfs_meta_get(&m, "mtime"), "5.000000007");
+	assert_string_equal(objfs_meta_get(&m, "atime"), "3.000000001");
+	assert_string_equal(objfs_meta_get(&m, "ctime"), "4.000000002");
+	assert_null(objfs_meta_get(&m, "rdev"));        /* not a device */
 	memset(&b, 0, sizeof(b));
 	assert_int_equal(objfs_fattr_from_meta(&m, &b),
 			 OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID |
-			 OBJFS_FATTR_MTIME);
+			 OBJFS_FATTR_MTIME | OBJFS_FATTR_ATIME |
+			 OBJFS_FATTR_CTIME);
 	assert_int_equal(b.mode, a.mode);
 	assert_int_equal(b.uid, 1000);
 	assert_int_equal(b.gid, 2000);
 	assert_int_equal(b.mtime.tv_sec, 5);
 	assert_int_equal(b.mtime.tv_nsec, 7);
+	assert_true(b.atime.tv_sec == 3 && b.atime.tv_nsec == 1);
+	assert_true(b.ctime.tv_sec == 4 && b.ctime.tv_nsec == 2);
+	objfs_meta_release(&m);
+
+	/* a device: the type in mode, rdev as s3fs writes it (decimal
+	 * dev_t); a time with tv_nsec < 0 is left out, and so is one
+	 * equal to mtime (a reader takes mtime for it) */
+	assert_int_equal(objfs_fattr_to_meta(&dev, &m), 0);
+	assert_string_equal(objfs_meta_get(&m, "mode"), "8576");
+	assert_string_equal(objfs_meta_get(&m, "rdev"), "259");
+	assert_null(objfs_meta_get(&m, "ctime"));
+	assert_null(objfs_meta_get(&m, "atime"));
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(objfs_fattr_from_meta(&m, &b),
+			 OBJFS_FATTR_MODE | OBJFS_FATTR_UID | OBJFS_FATTR_GID |
+			 OBJFS_FATTR_MTIME | OBJFS_FATTR_RDEV);
+	assert_int_equal(b.mode, S_IFCHR | 0600);
+	assert_true(major(b.rdev) == 1 && minor(b.rdev) == 3);
 	objfs_meta_release(&m);
 }
 
@@ -87,8 +113,10 @@ static void test_meta_defaults(void **state)
 	(void)state;
 	/* nothing: defaults stay */
 	assert_int_equal(objfs_fattr_from_meta(&m, &b), 0);
-	/* garbage and device types are ignored */
-	assert_int_equal(objfs_meta_set(&m, "mode", "8630"), 0);  /* S_IFCHR */
+	/* garbage and unknown types are ignored */
+	assert_int_equal(objfs_meta_set(&m, "mode", "61860"), 0);  /* 0170644 */
+	assert_int_equal(objfs_meta_set(&m, "rdev", "-1"), 0);
+	assert_int_equal(objfs_meta_set(&m, "atime", "y"), 0);
 	assert_int_equal(objfs_meta_set(&m, "uid", "abc"), 0);
 	assert_int_equal(objfs_meta_set(&m, "gid", "4294967296"), 0);
 	assert_int_equal(objfs_meta_set(&m, "mtime", "x"), 0);

@@ -399,7 +399,12 @@ static void test_prefix_layer(void **state)
 	memset(k1024, 'k', OBJFS_KEY_MAX);
 	k1024[OBJFS_KEY_MAX] = '\0';
 	assert_int_equal(objfs_store_head(vol, "", &info), EINVAL);
-	assert_int_equal(objfs_store_head(vol, k1024, &info), EINVAL);
+	assert_int_equal(objfs_store_head(vol, k1024, &info), ENAMETOOLONG);
+	/* the room a key has under "vols/v1/" */
+	assert_int_equal(objfs_store_key_room(vol), OBJFS_KEY_MAX - 8);
+	k1024[OBJFS_KEY_MAX - 8] = '\0';
+	assert_int_equal(objfs_store_head(vol, k1024, &info), ENOENT);
+	k1024[OBJFS_KEY_MAX - 8] = 'k';
 	assert_int_equal(objfs_store_del(vol, ""), EINVAL);
 	/* "../outside" is just a key under the prefix. */
 	assert_int_equal(objfs_store_head(vol, "../outside", &info), ENOENT);

@@ -1,0 +1,163 @@
+/*
+ * times.c - timestamps as POSIX says them, and a directory's link count,
+ * without a store request of their own (issue 13; issue 18's budgets: a
+ * create costs about one request, an unlink one).
+ *
+ * Files (and symlinks, special files): mtime, atime and ctime are in the
+ * object's metadata (fs/attr.h: mtime, atime, ctime, s3fs's names) and
+ * travel with every write objfs makes of the object anyway: an upload,
+ * the copy in place of a chmod/chown/utime, a rename's copy.  So they are
+ * shared by every mount once the change is in the store.  In memory
+ * (fs->lock): ctime changes with every change of data or attributes (a
+ * write, a truncate and open(O_TRUNC), setattr, rename, unlink); atime
+ * only when set explicitly (utimensat, touch -a) or at creation: reads
+ * never change it (noatime: a read costs no write, and no mount's reads
+ * rewrite objects other mounts read).  An object written by another tool
+ * has no atime or ctime: its mtime (or Last-Modified) stands for both.
+ *
+ * Directories: the marker holds the attributes mkdir, chmod, chown and
+ * utime gave it.  A change of entries (create, unlink, rename in or out,
+ * mkdir, rmdir, symlink, mknod) sets the directory's mtime and ctime in
+ * this mount's memory only (dir_entry_changed(), called by snap_note(),
+ * which every local change of entries calls): writing the marker each
+ * time would double the requests of a create.  A mount that lists a
+ * directory takes its mtime and ctime as the newest of the marker's mtime
+ * and the Last-Modified of the objects its first listing shows
+ * (dir_listed()), so a fresh mount sees entries created since; entries
+ * removed elsewhere, and changes other mounts make after that first
+ * listing or a change here, are not seen.  These are per-mount.
+ *
+ * Link counts: a directory has 2 + the subdirectories its listing shows
+ * (its snapshot, which every local change is noted in), with those this
+ * mount knows (linked inodes) that the listing does not show yet; without
+ * a snapshot, the count of the last one (dir_listed()) kept by
+ * dir_entry_changed(); a directory never listed here has 2.  Files have
+ * one link (hard links: see the hlink branch).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "fs/fs_int.h"
+
+static bool ts_set(const struct timespec *ts)
+{
+	return ts->tv_sec != 0 || ts->tv_nsec != 0;
+}
+
+static bool ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+struct timespec inode_atime(const struct inode *in)
+{
+	return ts_set(&in->atime) ? in->atime : in->mtime;
+}
+
+struct timespec inode_ctime(const struct inode *in)
+{
+	return ts_set(&in->ctime) ? in->ctime : in->mtime;
+}
+
+void inode_fattr(const struct inode *in, struct objfs_fattr *fa)
+{
+	memset(fa, 0, sizeof(*fa));
+	fa->mode = in->mode;
+	fa->uid = in->uid;
+	fa->gid = in->gid;
+	fa->mtime = in->mtime;
+	fa->rdev = in->rdev;
+	fa->atime = inode_atime(in);
+	fa->ctime = inode_ctime(in);
+}
+
+void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
+		     unsigned mask)
+{
+	struct timespec mtime = fa->mtime;
+
+	in->mode = fa->mode;
+	in->uid = fa->uid;
+	in->gid = fa->gid;
+	in->rdev = (mask & OBJFS_FATTR_RDEV) ? fa->rdev : 0;
+	if (S_ISDIR(fa->mode) && ts_after(&in->mtime, &mtime)) {
+		/* entries changed here since (dir_entry_changed()) */
+		return;
+	}
+	in->mtime = mtime;
+	in->atime = (mask & OBJFS_FATTR_ATIME) ? fa->atime : mtime;
+	in->ctime = (mask & OBJFS_FATTR_CTIME) ? fa->ctime : mtime;
+}
+
+void inode_changed(struct inode *in, bool data)
+{
+	struct timespec now = now_real();
+
+	if (!ts_set(&in->atime))
+		in->atime = in->mtime;  /* stays what it was */
+	if (data)
+		in->mtime = now;
+	in->ctime = now;
+}
+
+void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
+{
+	inode_changed(dir, true);
+	dir->dir_times = true;
+	if (!is_dir || subdirs == 0)
+		return;
+	if (subdirs > 0)
+		dir->nsubdirs++;
+	else if (dir->nsubdirs > 0)
+		dir->nsubdirs--;
+}
+
+void dir_listed(struct inode *dir, const struct dirsnap *s)
+{
+	struct timespec newest = { 0, 0 };
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (s->e[i].is_dir)
+			n++;
+		else if (ts_after(&s->e[i].mtime, &newest))
+			newest = s->e[i].mtime;
+	}
+	dir->nsubdirs = n;
+	if (dir->dir_times)
+		return;         /* changes here since: dir_entry_changed() */
+	dir->dir_times = true;
+	if (ts_after(&newest, &dir->mtime)) {
+		dir->mtime = newest;
+		dir->ctime = newest;
+	}
+}
+
+nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
+{
+	const struct dirsnap *s = in->snap;
+	const struct inode *c;
+	uint32_t n;
+	size_t i;
+	bool found;
+
+	if (!S_ISDIR(in->mode))
+		return in->linked || in == fs->root ? 1 : 0;
+	if (s == NULL)
+		return 2 + in->nsubdirs;
+	/* the listing's subdirectories, and those this mount knows that it
+	 * does not show (yet: listings of some stores lag behind writes) */
+	for (i = 0, n = 0; i < s->n; i++)
+		n += s->e[i].is_dir;
+	for (c = in->child; c != NULL; c = c->sib_next) {
+		if (!c->linked || !S_ISDIR(c->mode))
+			continue;
+		i = snap_find(s, c->name, &found);
+		if (!found || !s->e[i].is_dir)
+			n++;
+	}
+	return 2 + n;
+}
