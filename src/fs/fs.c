@@ -565,11 +565,52 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	make_node(req, parent, name, S_IFLNK | 0777, link);
 }
 
+/* A new name of a file (hardlink.c).  Not idempotent (EEXIST the second
+ * time): an intent, whose re-sent request that had begun takes EEXIST as
+ * its own link. */
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
-	/* objects have one name: no hard links */
-	reply_err(req, EPERM);
+	struct objfs_fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct intent_ctx ic;
+	struct inode *in, *dir;
+	int err;
+
+	if (intent_start(fs, &ic, &err)) {
+		if (err != 0)
+			reply_err(req, err);
+		else if (intent_entry(fs, &ic, &e))
+			fuse_reply_entry(req, &e);
+		else
+			reply_err(req, EIO);
+		return;
+	}
+	in = pin_ino(fs, ino);
+	dir = pin_ino(fs, newparent);
+	err = in == NULL || dir == NULL ? ENOENT :
+	      new_name_check(fs, dir, newname);
+	if (err == 0) {
+		pthread_rwlock_rdlock(&fs->ns);
+		err = hl_link(fs, in, dir, newname);
+		pthread_rwlock_unlock(&fs->ns);
+	}
+	ic.ino = ino;
+	intent_end(fs, &ic, &err, EEXIST);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->nlookup++;
+		state_note(fs, in);
+		fill_entry(fs, in, &e);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	state_crash_point(fs, "link", newname);
+	if (err != 0)
+		reply_err(req, err);
+	else
+		fuse_reply_entry(req, &e);
+	unpin(fs, in);
+	unpin(fs, dir);
 }
 
 /* Keeps an implied directory alive when an entry goes away, by writing
@@ -605,7 +646,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *dir, *in = NULL, *par;
-	char key[KEYBUF];
+	char key[KEYBUF], hl_id[33] = "";
 	bool in_store;
 	struct intent_ctx ic;
 	int err;
@@ -636,6 +677,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
+		if (in->hl_id != NULL)
+			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (err == 0 && in_store)
@@ -653,6 +696,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		snap_note(par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
+		if (hl_id[0] != '\0')  /* a hard link's name */
+			err = hl_name_gone(fs, hl_id, key);
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
@@ -1284,7 +1329,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus && windowed) {
+			if (plus && (windowed || hl_dent(fs, dir, d))) {
 				/* ino 0: the kernel makes no dentry of it */
 				e.attr.st_ino = name_ino(name);
 				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;

@@ -20,6 +20,7 @@
  *                key tree
  *   attrindex.c  the attribute index: segments written for what this
  *                mount writes, read to answer listings without HEADs
+ *   hardlink.c   hard links: names pointing at a link set's data object
  *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
@@ -95,6 +96,7 @@ struct dent {
 	int64_t ict;            /* ct of the index entry applied, or 0 */
 	unsigned meta_mask;     /* OBJFS_FATTR_* its metadata holds (have_attr) */
 	char *link;             /* a symlink's target from the index, or NULL */
+	bool hlink;             /* a HEAD showed a hard link's name */
 };
 
 /* A directory listing; shared by readdir handles (refs, fs->lock).  A
@@ -186,6 +188,14 @@ struct inode {
 	bool times_set;                  /* fs->lock: mtime set by utimens
 					    since the data changed (recorded
 					    in the state log) */
+	/* hard links (hardlink.c; fs->lock).  A name inode (in the tree,
+	   never told to the kernel) has hl_id and !hl_data; the file it
+	   names is a data inode (hl_data: not in the tree, its key the
+	   link set's data object, on fs->hl_list) */
+	char *hl_id;
+	bool hl_data;
+	unsigned hl_nlink;               /* data inode: names counted */
+	struct inode *hl_next;           /* fs->hl_list */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
 	bool load_times;                 /* state.c: mtime, ctime loaded */
 };
@@ -310,6 +320,8 @@ struct objfs_fs {
 	bool aidx_started;
 	pthread_t aidx_thread;
 	char writer[17];                /* this mount's id in segment names */
+
+	struct inode *hl_list;          /* data inodes (fs->lock) */
 };
 
 /* What the store says about one name. */
@@ -320,6 +332,7 @@ struct probe {
 	char etag[OBJFS_ETAG_MAX];
 	struct objfs_fattr fa;
 	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
+	char hl_id[33];         /* a hard link's name: its link set, else "" */
 };
 
 /* Every attribute in the metadata (what objfs writes). */
@@ -643,6 +656,40 @@ void *aidx_main(void *arg);
 void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
 /* Deletes the index of the directory whose key is dir.  No lock held. */
 void aidx_drop(struct objfs_fs *fs, const char *dir);
+
+/* ---- hardlink.c: hard links ---- */
+
+/* link(2): gives in (a regular file, pinned by the caller) the name
+ * newname in dir (pinned).  A plain file becomes a link set first.  0,
+ * EEXIST, EPERM or a store errno.  fs->ns held (read); takes in->mu and
+ * fs->lock. */
+int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
+	    const char *newname);
+/* The name inode name_in (pinned by the caller) resolved to the file it
+ * names, with a kernel lookup counted (nlookup) on it: *out.  ENOENT
+ * when its data is gone (the dangling name is removed).  Takes fs->lock
+ * (store I/O without it). */
+int hl_resolve(struct objfs_fs *fs, struct inode *name_in, struct inode **out);
+/* The name key of link set id is gone (unlink, renamed over, renamed
+ * away when !keep): its entry is dropped, and the data freed when no name
+ * is left (kept local first while open).  0 or a store errno.  fs->ns
+ * held; takes fs->lock. */
+int hl_name_gone(struct objfs_fs *fs, const char *id, const char *key);
+/* The name key of link set id is about to exist (rename to key): its
+ * entry first.  0 or a store errno.  No lock held. */
+int hl_name_add(struct objfs_fs *fs, const char *id, const char *key);
+/* Re-reads a data inode's attributes and link count (revalidate()).  0,
+ * ENOENT or a store errno.  Takes fs->lock. */
+int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+/* The data key of data inode in into buf.  fs->lock held. */
+int hl_data_key(const struct inode *in, char *buf, size_t cap);
+/* True when listing entry d of dir names a hard link (readdirplus gives
+ * it without attributes: the kernel's lookup finds the file).  fs->lock
+ * held. */
+bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
+/* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
+ * held. */
+void hl_inode_free(struct objfs_fs *fs, struct inode *in);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

@@ -132,6 +132,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 		}
 	}
 	fs->n_inodes--;
+	hl_inode_free(fs, in);
 	state_gone(fs, in);
 	snap_drop(in);
 	fs->spool_used -= in->spool_disk;
@@ -219,6 +220,8 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	const struct inode *p;
 
 	fs_assert_locked(fs);
+	if (in->hl_data)
+		return hl_data_key(in, buf, cap);
 	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
 		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))
 			return p->linked ? ENAMETOOLONG : ENOENT;
@@ -255,7 +258,8 @@ void fill_stat(struct objfs_fs *fs, struct inode *in, struct stat *st)
 	memset(st, 0, sizeof(*st));
 	st->st_ino = in->ino;
 	st->st_mode = in->mode;
-	st->st_nlink = S_ISDIR(in->mode) ? 2 : (in->linked || in == fs->root ? 1 : 0);
+	st->st_nlink = S_ISDIR(in->mode) ? 2 : in->hl_data ? in->hl_nlink :
+		       (in->linked || in == fs->root ? 1 : 0);
 	st->st_uid = in->uid;
 	st->st_gid = in->gid;
 	st->st_size = (off_t)(S_ISDIR(in->mode) ? 4096 : in->size);

@@ -422,7 +422,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (!in->dirty)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
-	linked = in->linked;
+	linked = in->linked || in->hl_data;     /* hardlink.c: its data key */
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	fa.mode = in->mode;
 	fa.uid = in->uid;
@@ -806,7 +806,7 @@ int attrs_sync(struct objfs_fs *fs, struct inode *in)
 	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	need = in->attr_dirty;
-	if (need && (in->dirty || !in->linked)) {
+	if (need && (in->dirty || !(in->linked || in->hl_data))) {
 		/* the upload carries them / nothing left to store */
 		attrs_done(fs, in);
 		need = false;

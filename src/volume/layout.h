@@ -25,6 +25,11 @@
  *                                     describing the files of the
  *                                     directory whose key is D
  *                                     (attrseg.h, fs/attrindex.c)
+ *   PREFIX/.objfs/links/ID/data       a file with several names (hard
+ *                                     links): its data; each name is a
+ *                                     small object pointing at ID
+ *   PREFIX/.objfs/links/ID/names/H    one per name of ID: H(its key)
+ *                                     (volume/hlink.h, fs/hardlink.c)
  *   BASE/.objfs-snapshots/NAME/...    a snapshot: a copy of a volume's
  *                                     objects (CSI controller), under the
  *                                     base prefix BASE of its source
@@ -72,6 +77,8 @@
 #define OBJFS_USAGE_KEY OBJFS_META_DIR "/usage"
 /* The attribute index: OBJFS_ATTR_INDEX_PREFIX H(dir key) "/" segment. */
 #define OBJFS_ATTR_INDEX_PREFIX OBJFS_META_DIR "/attrs/"
+/* Hard links: OBJFS_HLINK_PREFIX ID "/data" and ID "/names/" H(key). */
+#define OBJFS_HLINK_PREFIX OBJFS_META_DIR "/links/"
 
 /* Snapshots: [BASE/]SNAPSHOTS/NAME/ holds the copy, the record is relative
  * to it. */
