@@ -578,6 +578,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	int err;
 
 	if (intent_start(fs, &ic, &err)) {
+		/* it ran before the server died: the same answer, with the
+		 * link count as the store has it now */
+		in = err == 0 ? pin_ino(fs, ino) : NULL;
+		if (in != NULL)
+			revalidate(fs, in, true);
+		unpin(fs, in);
 		if (err != 0)
 			reply_err(req, err);
 		else if (intent_entry(fs, &ic, &e))

@@ -687,6 +687,9 @@ int hl_data_key(const struct inode *in, char *buf, size_t cap);
  * it without attributes: the kernel's lookup finds the file).  fs->lock
  * held. */
 bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
+/* Loading a dead server's state (state.c): in is the data inode of set
+ * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
+int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
 void hl_inode_free(struct objfs_fs *fs, struct inode *in);
@@ -730,7 +733,7 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
 /* A request that must not run twice (rename, unlink, rmdir, mkdir,
- * symlink, mknod, create), this thread's (req_unique()).  intent_start()
+ * symlink, mknod, link, create), this thread's (req_unique()).  intent_start()
  * records its start; true when the kernel sent it again and it had ended
  * before the server died: *err is the answer it got, ic->ino and ic->hid
  * the entry and handle it made (0: none).  intent_end() records the end

@@ -215,6 +215,19 @@ void hl_inode_free(struct objfs_fs *fs, struct inode *in)
 	in->hl_id = NULL;
 }
 
+int hl_load(struct objfs_fs *fs, struct inode *in, const char *id)
+{
+	fs_assert_locked(fs);
+	if (in->hl_data && (id == NULL || strcmp(in->hl_id, id) != 0))
+		unlist(fs, in);
+	if (id == NULL || in->hl_data)
+		return 0;
+	if (!objfs_hlink_id_valid(id))
+		return 0;       /* not ours: an unlinked inode */
+	in->hl_nlink = 1;       /* counted at its revalidation */
+	return make_data(fs, in, id);
+}
+
 int hl_data_key(const struct inode *in, char *buf, size_t cap)
 {
 	return objfs_hlink_data_key(in->hl_id, buf, cap);
