@@ -681,6 +681,11 @@ int hl_name_add(struct objfs_fs *fs, const char *id, const char *key);
 /* Re-reads a data inode's attributes and link count (revalidate()).  0,
  * ENOENT or a store errno.  Takes fs->lock. */
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+/* in (pinned by the caller), a file the kernel knows by its name, turned
+ * out to be a hard link's name (another mount linked it): it becomes the
+ * data inode of the set, so the kernel's inode goes on with the file.
+ * 0 or an errno.  Takes fs->lock. */
+int hl_adopt(struct objfs_fs *fs, struct inode *in);
 /* The data key of data inode in into buf.  fs->lock held. */
 int hl_data_key(const struct inode *in, char *buf, size_t cap);
 /* True when listing entry d of dir names a hard link (readdirplus gives

@@ -367,6 +367,32 @@ int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	return err;
 }
 
+int hl_adopt(struct objfs_fs *fs, struct inode *in)
+{
+	char id[IDBUF];
+	struct inode *par;
+	bool adopt;
+	int err = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	adopt = in->hl_id != NULL && !in->hl_data && !in->dirty &&
+		in->spool == NULL;
+	if (adopt) {
+		snprintf(id, sizeof(id), "%s", in->hl_id);
+		par = detach(fs, in);
+		if (par != NULL)
+			snap_drop(par);
+		err = make_data(fs, in, id);
+		in->attr_time = 0;
+		state_note(fs, in);
+		maybe_free(fs, par);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (adopt && err == 0)
+		err = hl_revalidate(fs, in, true);
+	return err;
+}
+
 /* ---- link, unlink, rename -------------------------------------------- */
 
 /* The first link of the plain file in (linked at key1, in->mu held):

@@ -398,5 +398,7 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	else if (err == 0)
 		err = ESTALE;
 	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && p.hl_id[0] != '\0')
+		err = hl_adopt(fs, in);         /* linked by another mount */
 	return err;
 }

@@ -1373,8 +1373,14 @@ def t_hardlink_two_mounts(env):
     a = env.mount(url)
     b = env.mount(url)
     wfile(a["dir"] + "/f", b"shared")
+    time.sleep(1.2)
+    kept = open(b["dir"] + "/f", "rb")     # b knows f as a plain file
+    check(os.fstat(kept.fileno()).st_nlink == 1, "plain on b first")
     os.link(a["dir"] + "/f", a["dir"] + "/g")
     time.sleep(1.2)     # entry and attribute caches (1 s)
+    check(os.fstat(kept.fileno()).st_nlink == 2, "b's inode of f learns it was linked")
+    kept.close()
+    check(rfile(b["dir"] + "/f") == b"shared", "b reads f after a linked it")
     st = os.stat(b["dir"] + "/g")
     check(st.st_nlink == 2 and st.st_ino == os.stat(b["dir"] + "/f").st_ino,
           "link seen on the other mount: nlink %d" % st.st_nlink)
