@@ -1013,6 +1013,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* an existing name (stale negative entry) is opened, not replaced;
 	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);
+	if (err == 0)
+		err = hl_file(fs, &old);        /* a hard link's name: its file */
 	if (err == 0) {
 		if ((fi->flags & O_EXCL) && !ic.begun)
 			err = EEXIST;

@@ -666,10 +666,16 @@ void aidx_drop(struct objfs_fs *fs, const char *dir);
 int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	    const char *newname);
 /* The name inode name_in (pinned by the caller) resolved to the file it
- * names, with a kernel lookup counted (nlookup) on it: *out.  ENOENT
+ * names, with a reference taken on it (refs when pin, else a kernel
+ * lookup: nlookup): *out.  ENOENT
  * when its data is gone (the dangling name is removed).  Takes fs->lock
  * (store I/O without it). */
-int hl_resolve(struct objfs_fs *fs, struct inode *name_in, struct inode **out);
+int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
+	       struct inode **out);
+/* *in (pinned by the caller, from do_lookup() with pin) replaced, when a
+ * hard link's name, by the file it names (pinned; the name unpinned; NULL
+ * on failure).  0 or an errno of hl_resolve().  Takes fs->lock. */
+int hl_file(struct objfs_fs *fs, struct inode **in);
 /* The name key of link set id is gone (unlink, renamed over, renamed
  * away when !keep): its entry is dropped, and the data freed when no name
  * is left (kept local first while open).  0 or a store errno.  fs->ns

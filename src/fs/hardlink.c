@@ -275,7 +275,19 @@ static void name_inode(struct objfs_fs *fs, struct inode *dir,
 
 /* ---- lookup ------------------------------------------------------------ */
 
-int hl_resolve(struct objfs_fs *fs, struct inode *name_in, struct inode **out)
+/* Counts the reference hl_resolve() hands out (fs->lock). */
+static void take(struct objfs_fs *fs, struct inode *in, bool pin)
+{
+	if (pin) {
+		in->refs++;
+	} else {
+		in->nlookup++;
+		state_note(fs, in);
+	}
+}
+
+int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
+	       struct inode **out)
 {
 	char id[IDBUF], key[KEYBUF];
 	struct inode *in;
@@ -288,8 +300,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, struct inode **out)
 	in = find_data(fs, id);
 	if (in != NULL && (in->dirty || in->spool != NULL ||
 			   now_mono() - in->attr_time < fs->o.attr_ttl)) {
-		in->nlookup++;
-		state_note(fs, in);
+		take(fs, in, pin);
 		*out = in;
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
@@ -333,11 +344,27 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, struct inode **out)
 	}
 	apply_probe(fs, in, &p);
 	in->hl_nlink = nlink;
-	in->nlookup++;
-	state_note(fs, in);
+	take(fs, in, pin);
 	*out = in;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
+}
+
+int hl_file(struct objfs_fs *fs, struct inode **in)
+{
+	struct inode *data;
+	bool name;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	name = (*in)->hl_id != NULL && !(*in)->hl_data;
+	pthread_mutex_unlock(&fs->lock);
+	if (!name)
+		return 0;
+	err = hl_resolve(fs, *in, true, &data);
+	unpin(fs, *in);
+	*in = err == 0 ? data : NULL;
+	return err;
 }
 
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)

@@ -355,7 +355,7 @@ found:
 		/* a hard link's name: the kernel gets the file it names */
 		in->refs++;
 		pthread_mutex_unlock(&fs->lock);
-		err = hl_resolve(fs, in, out);
+		err = hl_resolve(fs, in, false, out);
 		unpin(fs, in);
 		return err;
 	}
