@@ -791,9 +791,12 @@ void attrs_done(struct objfs_fs *fs, struct inode *in)
 	fs_assert_locked(fs);
 	if (!in->attr_dirty)
 		return;
-	assert(in->refs > 1 && fs->n_attr_dirty > 0);
+	/* the caller keeps it: a pin, or an open handle (an upload at
+	 * flush or release holds none) */
+	assert(in->refs > 0 && fs->n_attr_dirty > 0);
+	assert(in->refs > 1 || in->nopen > 0 || in->nlookup > 0);
 	in->attr_dirty = false;
-	in->refs--;             /* the caller's pin keeps it */
+	in->refs--;
 	fs->n_attr_dirty--;
 }
 
