@@ -683,7 +683,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
-		if (in->hl_id != NULL)
+		if (in->hl_id != NULL && !in->hl_pending)
 			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
 		pthread_mutex_unlock(&fs->lock);
 	}

@@ -194,6 +194,10 @@ struct inode {
 	   link set's data object, on fs->hl_list) */
 	char *hl_id;
 	bool hl_data;
+	bool hl_pending;                 /* a plain file being made a link
+					    set (on fs->hl_list, still in
+					    the tree): what the store says of
+					    its name is not applied */
 	unsigned hl_nlink;               /* data inode: names counted */
 	struct inode *hl_next;           /* fs->hl_list */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
@@ -599,7 +603,8 @@ int store_attrs(struct objfs_fs *fs, struct inode *in);
  * costs one copy, not one each: attrs_defer() marks in (pinned by the
  * caller; fs->lock held); attrs_done() clears the mark after its
  * attributes reached the store some other way (an upload, a rename's
- * copy) or the object went (fs->lock held, in pinned by the caller);
+ * copy) or the object went (fs->lock held, in kept by the caller: a
+ * pin, or an open handle for an upload at flush or release);
  * attrs_sync() stores them now when marked (fs->ns held, in->mu held;
  * takes fs->lock); attrs_flush() stores those marked longer than
  * ATTR_DELAY, or all (no lock held). */
@@ -658,6 +663,10 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
 void aidx_drop(struct objfs_fs *fs, const char *dir);
 
 /* ---- hardlink.c: hard links ---- */
+
+/* Inode numbers from HL_INO_BASE up are link sets' (from their id), the
+ * counter's are below. */
+#define HL_INO_BASE (1ULL << 62)
 
 /* link(2): gives in (a regular file, pinned by the caller) the name
  * newname in dir (pinned).  A plain file becomes a link set first.  0,

@@ -175,8 +175,10 @@ static struct inode *find_data(struct objfs_fs *fs, const char *id)
 	return NULL;
 }
 
-/* Makes in (not in the tree) the data inode of set id.  0 or ENOMEM. */
-static int make_data(struct objfs_fs *fs, struct inode *in, const char *id)
+/* Puts in on fs->hl_list as the file of set id: its data inode (not in
+ * the tree), or a plain file becoming it (pending).  0 or ENOMEM. */
+static int enlist(struct objfs_fs *fs, struct inode *in, const char *id,
+		  bool pending)
 {
 	char *c = strdup(id);
 
@@ -185,10 +187,16 @@ static int make_data(struct objfs_fs *fs, struct inode *in, const char *id)
 		return ENOMEM;
 	free(in->hl_id);
 	in->hl_id = c;
-	in->hl_data = true;
+	in->hl_data = !pending;
+	in->hl_pending = pending;
 	in->hl_next = fs->hl_list;
 	fs->hl_list = in;
 	return 0;
+}
+
+static int make_data(struct objfs_fs *fs, struct inode *in, const char *id)
+{
+	return enlist(fs, in, id, false);
 }
 
 /* Takes in off fs->hl_list (it stops being a data inode). */
@@ -205,11 +213,12 @@ static void unlist(struct objfs_fs *fs, struct inode *in)
 	}
 	in->hl_next = NULL;
 	in->hl_data = false;
+	in->hl_pending = false;
 }
 
 void hl_inode_free(struct objfs_fs *fs, struct inode *in)
 {
-	if (in->hl_data)
+	if (in->hl_data || in->hl_pending)
 		unlist(fs, in);
 	free(in->hl_id);
 	in->hl_id = NULL;
@@ -273,6 +282,32 @@ static void name_inode(struct objfs_fs *fs, struct inode *dir,
 		in->attr_time = 0;
 }
 
+/* A new data inode of set id: numbered from the id (bit 62 set, so never
+ * a number of the counter), so every mount, and this one after the
+ * kernel forgot the file, gives the set one inode number (rsync -H,
+ * find -samefile); the counter's next number when that one is taken. */
+static struct inode *data_inode_new(struct objfs_fs *fs, const char *id,
+				    mode_t mode)
+{
+	uint64_t h = 1469598103934665603ULL;
+	fuse_ino_t next = fs->next_ino, ino;
+	struct inode *in;
+	const char *p;
+
+	fs_assert_locked(fs);
+	for (p = id; *p != '\0'; p++) {
+		h ^= (unsigned char)*p;
+		h *= 1099511628211ULL;
+	}
+	ino = (fuse_ino_t)((h & (HL_INO_BASE - 1)) | HL_INO_BASE);
+	if (find_ino(fs, ino) != NULL)
+		return inode_new(fs, NULL, id, mode);
+	fs->next_ino = ino;
+	in = inode_new(fs, NULL, id, mode);
+	fs->next_ino = next;
+	return in;
+}
+
 /* ---- lookup ------------------------------------------------------------ */
 
 /* Counts the reference hl_resolve() hands out (fs->lock). */
@@ -298,7 +333,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 	pthread_mutex_lock(&fs->lock);
 	snprintf(id, sizeof(id), "%s", name_in->hl_id);
 	in = find_data(fs, id);
-	if (in != NULL && (in->dirty || in->spool != NULL ||
+	if (in != NULL && (in->dirty || in->spool != NULL || in->hl_pending ||
 			   now_mono() - in->attr_time < fs->o.attr_ttl)) {
 		take(fs, in, pin);
 		*out = in;
@@ -334,7 +369,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 	}
 	in = find_data(fs, id);
 	if (in == NULL) {
-		in = inode_new(fs, NULL, id, p.fa.mode);
+		in = data_inode_new(fs, id, p.fa.mode);
 		if (in == NULL || make_data(fs, in, id) != 0) {
 			if (in != NULL)
 				maybe_free(fs, in);
@@ -402,8 +437,8 @@ int hl_adopt(struct objfs_fs *fs, struct inode *in)
 	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	adopt = in->hl_id != NULL && !in->hl_data && !in->dirty &&
-		in->spool == NULL;
+	adopt = in->hl_id != NULL && !in->hl_data && !in->hl_pending &&
+		!in->dirty && in->spool == NULL;
 	if (adopt) {
 		snprintf(id, sizeof(id), "%s", in->hl_id);
 		par = detach(fs, in);
@@ -458,6 +493,12 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 		err = objfs_hlink_id_new(id);
 	if (err == 0)
 		err = objfs_hlink_data_key(id, dkey, sizeof(dkey));
+	if (err == 0) {
+		/* lookups of either name meanwhile find in (hl_resolve()) */
+		pthread_mutex_lock(&fs->lock);
+		err = enlist(fs, in, id, true);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (err != 0)
 		return err;
 	err = entry_set(fs, id, key1, true);
@@ -479,6 +520,11 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 		objfs_store_del(fs->store, dkey);
 		entry_set(fs, id, key2, false);
 		entry_set(fs, id, key1, false);
+		pthread_mutex_lock(&fs->lock);
+		unlist(fs, in);
+		free(in->hl_id);
+		in->hl_id = NULL;
+		pthread_mutex_unlock(&fs->lock);
 		goto out;
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -486,29 +532,28 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (par != NULL)
 		par->refs++;
 	detach(fs, in);
-	err = make_data(fs, in, id);
-	if (err == 0) {
-		if (strcmp(in->cache_etag, in->etag) == 0)
-			snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
-				 cinfo.etag);
-		snprintf(in->etag, sizeof(in->etag), "%s", cinfo.etag);
-		if (in->spool != NULL)
-			snprintf(in->spool->base_etag,
-				 sizeof(in->spool->base_etag), "%s", cinfo.etag);
-		in->hl_nlink = 2;
-		in->ctime = now_real();
-		in->attr_time = now_mono();
-		/* the data, two entries and the new name */
-		fs->objects += 4;
-		fs->scan_obj_delta += 4;
-		if (par != NULL) {
-			name_inode(fs, par, in->name, id, fa.mode, n1.etag);
-			snap_drop(par);
-		}
-		name_inode(fs, dir, newname, id, fa.mode, n2.etag);
-		snap_drop(dir);
-		state_note(fs, in);
+	in->hl_pending = false;
+	in->hl_data = true;
+	if (strcmp(in->cache_etag, in->etag) == 0)
+		snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
+			 cinfo.etag);
+	snprintf(in->etag, sizeof(in->etag), "%s", cinfo.etag);
+	if (in->spool != NULL)
+		snprintf(in->spool->base_etag,
+			 sizeof(in->spool->base_etag), "%s", cinfo.etag);
+	in->hl_nlink = 2;
+	in->ctime = now_real();
+	in->attr_time = now_mono();
+	/* the data, two entries and the new name */
+	fs->objects += 4;
+	fs->scan_obj_delta += 4;
+	if (par != NULL) {
+		name_inode(fs, par, in->name, id, fa.mode, n1.etag);
+		snap_drop(par);
 	}
+	name_inode(fs, dir, newname, id, fa.mode, n2.etag);
+	snap_drop(dir);
+	state_note(fs, in);
 	if (par != NULL) {
 		par->refs--;
 		maybe_free(fs, par);

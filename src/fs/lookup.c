@@ -191,6 +191,8 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		 const struct probe *p)
 {
 	fs_assert_locked(fs);
+	if (in->hl_pending)
+		return;         /* becoming a link set (hardlink.c) */
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
 	if (!in->hl_data && (p->hl_id[0] != '\0' ?
@@ -380,7 +382,7 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	if (in->hl_data) {
+	if (in->hl_data || in->hl_pending) {
 		pthread_mutex_unlock(&fs->lock);
 		return hl_revalidate(fs, in, force);
 	}

@@ -143,9 +143,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
 	if (err == 0)
 		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
-	if (src->hl_id != NULL)
+	if (src->hl_id != NULL && !src->hl_pending)
 		snprintf(src_hl, sizeof(src_hl), "%s", src->hl_id);
-	if (dst != NULL && dst->hl_id != NULL)
+	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending)
 		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl_id);
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)

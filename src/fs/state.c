@@ -558,7 +558,8 @@ static struct inode *load_inode(struct objfs_fs *fs, fuse_ino_t ino, mode_t mode
 	}
 	fs->next_ino = ino;
 	in = inode_new(fs, NULL, name, mode);
-	fs->next_ino = next > ino ? next : ino + 1;
+	/* numbers of hard link sets are not the counter's (hardlink.c) */
+	fs->next_ino = next > ino || ino >= HL_INO_BASE ? next : ino + 1;
 	return in;
 }
 

@@ -1216,6 +1216,24 @@ def t_usage_shared(env):
 
 
 
+def t_deferred_attrs_then_upload(env):
+    """chmod of a clean file (stored late), then a truncate while another
+    handle is open: the upload at the next close carries the attributes
+    (it used to trip an assertion: the close holds no pin)."""
+    url = env.volume("defattr")
+    m = env.mount(url)
+    d = m["dir"]
+    wfile(d + "/f", b"first data\n")
+    pin = os.open(d + "/f", os.O_RDONLY)
+    os.chmod(d + "/f", 0o600)
+    os.truncate(d + "/f", 5)
+    check(rfile(d + "/f") == b"first", "truncated")
+    os.close(pin)
+    env.umount(m)
+    check(env.get(url, "f") == b"first", "uploaded")
+    check(env.head(url, "f")["meta"].get("mode") == str(stat.S_IFREG | 0o600), "with its mode")
+
+
 # ---- hard links (issue 13) ---------------------------------------------------
 
 def hl_keys(env, url):
@@ -1235,6 +1253,9 @@ def t_hardlink_basic(env):
     st0 = os.stat(d + "/a/f")
     check(st0.st_nlink == 1, "one name: nlink %d" % st0.st_nlink)
     check(hl_keys(env, url) == [], "a file with one name is a plain object")
+    # open: the kernel keeps the inode (an inode it forgets, on memory
+    # pressure or drop_caches, is numbered again at its next lookup)
+    pin = os.open(d + "/a/f", os.O_RDONLY)
     time.sleep(1.1)
     os.link(d + "/a/f", d + "/a/b/g")
     st1, st2 = os.stat(d + "/a/f"), os.stat(d + "/a/b/g")
@@ -1257,6 +1278,7 @@ def t_hardlink_basic(env):
           "chmod/chown seen through the other name: %o %d %d" % (st2.st_mode, st2.st_uid, st2.st_gid))
     os.truncate(d + "/a/b/g", 5)
     check(rfile(d + "/a/f") == b"first", "truncate seen through the other name")
+    os.close(pin)
     # a third name, then the store
     os.link(d + "/a/b/g", d + "/h")
     check(os.stat(d + "/a/f").st_nlink == 3, "nlink 3")
@@ -1276,15 +1298,20 @@ def t_hardlink_basic(env):
     d = m["dir"]
     seen = listing_attrs(d + "/a/b")
     check(seen["g"][3] == 5 and stat.S_IMODE(seen["g"][0]) == 0o600, "ls -l of a link name: %s" % (seen["g"],))
+    # a set's inode number comes from its id: the same whenever it is
+    # looked up again
     inos = {os.stat(d + p).st_ino for p in ("/a/f", "/a/b/g", "/h")}
     check(len(inos) == 1, "one inode on a fresh mount: %s" % inos)
     check(os.lstat(d + "/h").st_nlink == 3, "nlink from the store")
-    # unlink keeps the data; ctime changes; the last name frees it
+    # unlink keeps the data; ctime changes (kept by the mount while it
+    # has the inode: open); the last name frees it
+    pin = os.open(d + "/h", os.O_RDONLY)
     st_before = os.stat(d + "/h")
     time.sleep(1.1)
     os.unlink(d + "/a/f")
     st = os.stat(d + "/h")
-    check(st.st_nlink == 2 and st.st_ctime_ns > st_before.st_ctime_ns, "unlink: nlink 2, ctime changed")
+    os.close(pin)
+    check(st.st_nlink == 2 and st.st_ctime_ns > st_before.st_ctime_ns, "unlink: nlink 2 (%d), ctime changed (%d -> %d)" % (st.st_nlink, st_before.st_ctime_ns, st.st_ctime_ns))
     check(rfile(d + "/a/b/g") == b"first", "data kept after an unlink")
     # open while its last names go: readable until closed
     f = open(d + "/h", "rb")
@@ -1295,6 +1322,35 @@ def t_hardlink_basic(env):
     check(f.read() == b"first", "an open file outlives its last name")
     f.close()
     check(sorted(os.listdir(d)) == ["a"], "names gone: %s" % os.listdir(d))
+    # links while another thread looks the names up (lookups in the
+    # middle of a link): still one inode per file
+    stop = []
+
+    def looker():
+        while not stop:
+            for i in range(4):
+                for n in ("s%d" % i, "s%d-b" % i):
+                    try:
+                        os.stat(d + "/a/" + n)
+                    except OSError:
+                        pass
+    th = threading.Thread(target=looker)
+    th.start()
+    try:
+        for i in range(4):
+            wfile(d + "/a/s%d" % i, b"s")
+            time.sleep(0.3)
+            os.link(d + "/a/s%d" % i, d + "/a/s%d-b" % i)
+    finally:
+        stop.append(1)
+        th.join()
+    time.sleep(1.1)
+    for i in range(4):
+        a1, b1 = os.stat(d + "/a/s%d" % i), os.stat(d + "/a/s%d-b" % i)
+        check(a1.st_ino == b1.st_ino and a1.st_nlink == 2, "looked up while linked: %d %d nlink %d" %
+              (a1.st_ino, b1.st_ino, a1.st_nlink))
+        os.unlink(d + "/a/s%d" % i)
+        os.unlink(d + "/a/s%d-b" % i)
     env.umount(m)
     check(hl_keys(env, url) == [], "the last unlink frees the data: %s" % hl_keys(env, url))
 
@@ -1379,11 +1435,11 @@ def t_hardlink_two_mounts(env):
     os.link(a["dir"] + "/f", a["dir"] + "/g")
     time.sleep(1.2)     # entry and attribute caches (1 s)
     check(os.fstat(kept.fileno()).st_nlink == 2, "b's inode of f learns it was linked")
-    kept.close()
     check(rfile(b["dir"] + "/f") == b"shared", "b reads f after a linked it")
     st = os.stat(b["dir"] + "/g")
-    check(st.st_nlink == 2 and st.st_ino == os.stat(b["dir"] + "/f").st_ino,
+    check(st.st_nlink == 2 and st.st_ino == os.fstat(kept.fileno()).st_ino,
           "link seen on the other mount: nlink %d" % st.st_nlink)
+    kept.close()
     check(rfile(b["dir"] + "/g") == b"shared" and rfile(b["dir"] + "/f") == b"shared", "content on the other mount")
     wfile(b["dir"] + "/g", b"changed on b")
     time.sleep(1.2)
@@ -1440,13 +1496,14 @@ def t_hardlink_rsync(env):
     os.link(src + "/one", src + "/d1/one-b")
     os.link(src + "/one", src + "/d1/d2/one-c")
     os.link(src + "/d1/two", src + "/two-b")
-    m = env.mount(url)
-    d = m["dir"] + "/t"
-    for a, b in ((src + "/", d + "/"), (d + "/", back + "/")):
+    for there in (True, False):
+        # a mount each: back from what the store holds
+        m = env.mount(url)
+        a, b = (src + "/", m["dir"] + "/t/") if there else (m["dir"] + "/t/", back + "/")
         p = subprocess.run(["rsync", "-aH", a, b], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=300)
+        env.umount(m)
         check(p.returncode == 0, "rsync -aH %s %s: %s" % (a, b, p.stdout.decode()[-2000:]))
-    env.umount(m)
 
     def tree(root):
         out, groups = {}, {}
@@ -1485,6 +1542,7 @@ TESTS = [
     t_attr_index,
     t_attr_index_two_mounts,
     t_usage_shared,
+    t_deferred_attrs_then_upload,
     t_hardlink_basic,
     t_hardlink_open_write,
     t_hardlink_rename,
