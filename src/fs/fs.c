@@ -406,6 +406,21 @@ static bool intent_entry(struct objfs_fs *fs, const struct intent_ctx *ic,
 	return in != NULL;
 }
 
+/* Answers a re-sent request that ran before the server died (ic, err from
+ * intent_start()) as it was answered: its errno or the entry it made. */
+static void intent_reply_entry(fuse_req_t req, struct objfs_fs *fs,
+			       const struct intent_ctx *ic, int err)
+{
+	struct fuse_entry_param e;
+
+	if (err != 0)
+		reply_err(req, err);
+	else if (intent_entry(fs, ic, &e))
+		fuse_reply_entry(req, &e);
+	else
+		reply_err(req, EIO);
+}
+
 /* Test only: the name of the crash point of a make_node() of mode. */
 static const char *node_op(mode_t mode)
 {
@@ -441,12 +456,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (intent_start(fs, &ic, &err)) {
 		/* it ran before the server died: the same answer */
-		if (err != 0)
-			reply_err(req, err);
-		else if (intent_entry(fs, &ic, &e))
-			fuse_reply_entry(req, &e);
-		else
-			reply_err(req, EIO);
+		intent_reply_entry(req, fs, &ic, err);
 		return;
 	}
 	dir = pin_ino(fs, parent);
@@ -584,12 +594,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		if (in != NULL)
 			revalidate(fs, in, true);
 		unpin(fs, in);
-		if (err != 0)
-			reply_err(req, err);
-		else if (intent_entry(fs, &ic, &e))
-			fuse_reply_entry(req, &e);
-		else
-			reply_err(req, EIO);
+		intent_reply_entry(req, fs, &ic, err);
 		return;
 	}
 	in = pin_ino(fs, ino);
