@@ -657,7 +657,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *dir, *in = NULL, *par;
-	char key[KEYBUF], hl_id[33] = "";
+	char key[KEYBUF], hl_id[33] = "", hl_tok[17] = "";
 	bool in_store;
 	struct intent_ctx ic;
 	int err;
@@ -688,8 +688,10 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
-		if (in->hl_id != NULL && !in->hl_pending)
+		if (in->hl_id != NULL && !in->hl_pending) {
 			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
+			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
+		}
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (err == 0 && in_store)
@@ -708,7 +710,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
 		if (hl_id[0] != '\0')  /* a hard link's name */
-			err = hl_name_gone(fs, hl_id, key);
+			err = hl_name_gone(fs, hl_id, hl_tok);
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:

@@ -193,6 +193,7 @@ struct inode {
 	   names is a data inode (hl_data: not in the tree, its key the
 	   link set's data object, on fs->hl_list) */
 	char *hl_id;
+	char hl_tok[17];                 /* name inode: its token */
 	bool hl_data;
 	bool hl_pending;                 /* a plain file being made a link
 					    set (on fs->hl_list, still in
@@ -337,6 +338,7 @@ struct probe {
 	struct objfs_fattr fa;
 	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
 	char hl_id[33];         /* a hard link's name: its link set, else "" */
+	char hl_tok[17];        /* and its token (volume/hlink.h) */
 };
 
 /* Every attribute in the metadata (what objfs writes). */
@@ -685,14 +687,11 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
  * hard link's name, by the file it names (pinned; the name unpinned; NULL
  * on failure).  0 or an errno of hl_resolve().  Takes fs->lock. */
 int hl_file(struct objfs_fs *fs, struct inode **in);
-/* The name key of link set id is gone (unlink, renamed over, renamed
- * away when !keep): its entry is dropped, and the data freed when no name
- * is left (kept local first while open).  0 or a store errno.  fs->ns
- * held; takes fs->lock. */
-int hl_name_gone(struct objfs_fs *fs, const char *id, const char *key);
-/* The name key of link set id is about to exist (rename to key): its
- * entry first.  0 or a store errno.  No lock held. */
-int hl_name_add(struct objfs_fs *fs, const char *id, const char *key);
+/* The name of link set id whose token is tok is gone (unlink, renamed
+ * over): its entry is dropped, and the data freed when no name is left
+ * (kept local first while open).  0 or a store errno.  fs->ns held;
+ * takes fs->lock. */
+int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok);
 /* Re-reads a data inode's attributes and link count (revalidate()).  0,
  * ENOENT or a store errno.  Takes fs->lock. */
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);

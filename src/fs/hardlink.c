@@ -4,11 +4,13 @@
  * The format (volume/hlink.h): a file with one name is a plain object.
  * link(2) makes it a link set with a random id: its data and attributes
  * move to .objfs/links/ID/data, every name becomes a zero-byte object
- * whose metadata objfs-link holds ID, and each name has an entry
- * .objfs/links/ID/names/H(key) (body: the key).  st_nlink is the number
- * of entries.  No counter is read, changed and written back: two mounts
- * linking and unlinking one file at once only add and delete their own
- * entries, which cannot lose an update.
+ * whose metadata holds ID and a token T of its own, and each name has an
+ * entry .objfs/links/ID/names/T (body: the key it was made at).  st_nlink
+ * is the number of entries.  No counter is read, changed and written
+ * back: two mounts linking and unlinking one file at once only add and
+ * delete their own entries, which cannot lose an update; a rename (of a
+ * name, or of a directory above names) copies the metadata, so the token
+ * and its entry stay right.
  *
  * In a mount: a name of a link set is a name inode (in the tree, hl_id
  * set, never told to the kernel); do_lookup() hands the kernel the data
@@ -33,8 +35,8 @@
  *                 freed); the new name (If-None-Match).
  *   unlink        the name (fs.c); its entry; a LIST of the entries: none
  *                 left, the data is deleted.
- *   rename        the entry of the new key; the copy; the old name; its
- *                 entry (rename.c).
+ *   rename        the copy and delete of the name (rename.c): no entry
+ *                 changes; a link name renamed over loses its entry.
  * Races (documented in docs/objfs-mount.md): a link racing the unlink of
  * the set's last other name may find the data deleted after its HEAD:
  * the new name then points at nothing; a lookup finds it so and removes
@@ -93,17 +95,17 @@ static int count_names(struct objfs_fs *fs, const char *id, unsigned *n)
 	return err;
 }
 
-/* Writes (add) or deletes the entry of name key in set id.  0 or an
- * errno; a missing entry is no error. */
-static int entry_set(struct objfs_fs *fs, const char *id, const char *key,
-		     bool add)
+/* Writes (add: key, the name's key) or deletes the entry of token tok in
+ * set id.  0 or an errno; a missing entry is no error. */
+static int entry_set(struct objfs_fs *fs, const char *id, const char *tok,
+		     const char *key, bool add)
 {
 	struct objfs_put_opts po = { NULL, "text/plain", false };
 	char ekey[KEYBUF];
 	struct objfs_source src;
 	int err;
 
-	err = objfs_hlink_name_key(id, key, ekey, sizeof(ekey));
+	err = objfs_hlink_name_key(id, tok, ekey, sizeof(ekey));
 	if (err != 0)
 		return err;
 	if (!add) {
@@ -114,10 +116,11 @@ static int entry_set(struct objfs_fs *fs, const char *id, const char *key,
 	return objfs_store_put(fs->store, ekey, &src, &po, NULL);
 }
 
-/* Writes the name key of set id (a zero-byte object; fa for other tools),
- * failing with EEXIST when the key exists and excl.  0 or an errno. */
+/* Writes the name key of set id with token tok (a zero-byte object; fa
+ * for other tools), failing with EEXIST when the key exists and excl.  0
+ * or an errno. */
 static int name_put(struct objfs_fs *fs, const char *key, const char *id,
-		    const struct objfs_fattr *fa, bool excl,
+		    const char *tok, const struct objfs_fattr *fa, bool excl,
 		    struct objfs_obj_info *info)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
@@ -127,7 +130,7 @@ static int name_put(struct objfs_fs *fs, const char *key, const char *id,
 
 	err = objfs_fattr_to_meta(fa, &meta);
 	if (err == 0)
-		err = objfs_meta_set(&meta, OBJFS_META_HLINK, id);
+		err = objfs_hlink_to_meta(id, tok, &meta);
 	if (err == 0) {
 		po.meta = &meta;
 		objfs_source_mem(&src, "", 0);
@@ -256,8 +259,8 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d)
 /* The name inode of (dir, name) for set id, its object of ETag etag just
  * written here (fresh for entry_ttl). */
 static void name_inode(struct objfs_fs *fs, struct inode *dir,
-		       const char *name, const char *id, mode_t mode,
-		       const char *etag)
+		       const char *name, const char *id, const char *tok,
+		       mode_t mode, const char *etag)
 {
 	struct inode *in = find_child(fs, dir, name);
 
@@ -275,6 +278,7 @@ static void name_inode(struct objfs_fs *fs, struct inode *dir,
 	if (in == NULL)
 		return;         /* a lookup makes it */
 	in->hl_id = strdup(id);
+	snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", tok);
 	in->in_store = true;
 	in->attr_time = now_mono();
 	snprintf(in->etag, sizeof(in->etag), "%s", etag);
@@ -324,7 +328,7 @@ static void take(struct objfs_fs *fs, struct inode *in, bool pin)
 int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 	       struct inode **out)
 {
-	char id[IDBUF], key[KEYBUF];
+	char id[IDBUF], tok[sizeof(name_in->hl_tok)], key[KEYBUF];
 	struct inode *in;
 	struct probe p;
 	unsigned nlink = 0;
@@ -332,6 +336,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 
 	pthread_mutex_lock(&fs->lock);
 	snprintf(id, sizeof(id), "%s", name_in->hl_id);
+	snprintf(tok, sizeof(tok), "%s", name_in->hl_tok);
 	in = find_data(fs, id);
 	if (in != NULL && (in->dirty || in->spool != NULL || in->hl_pending ||
 			   now_mono() - in->attr_time < fs->o.attr_ttl)) {
@@ -359,7 +364,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 			objfs_warn(fs->log, SUB, "%s: a hard link whose data "
 				   "is gone: removed", key);
 			objfs_store_del(fs->store, key);
-			entry_set(fs, id, key, false);
+			entry_set(fs, id, tok, NULL, false);
 		}
 		return ENOENT;
 	}
@@ -468,6 +473,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	struct objfs_obj_info n1 = OBJFS_OBJ_INFO_INIT;
 	struct objfs_obj_info n2 = OBJFS_OBJ_INFO_INIT;
 	char id[IDBUF], key1[KEYBUF], dkey[KEYBUF], etag[OBJFS_ETAG_MAX];
+	char tok1[OBJFS_HLINK_TOKEN_LEN + 1], tok2[OBJFS_HLINK_TOKEN_LEN + 1];
 	struct objfs_fattr fa;
 	struct inode *par;
 	bool in_store;
@@ -492,6 +498,10 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (err == 0)
 		err = objfs_hlink_id_new(id);
 	if (err == 0)
+		err = objfs_hlink_token_new(tok1);
+	if (err == 0)
+		err = objfs_hlink_token_new(tok2);
+	if (err == 0)
 		err = objfs_hlink_data_key(id, dkey, sizeof(dkey));
 	if (err == 0) {
 		/* lookups of either name meanwhile find in (hl_resolve()) */
@@ -501,25 +511,25 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	}
 	if (err != 0)
 		return err;
-	err = entry_set(fs, id, key1, true);
+	err = entry_set(fs, id, tok1, key1, true);
 	if (err == 0)
-		err = entry_set(fs, id, key2, true);
+		err = entry_set(fs, id, tok2, key2, true);
 	if (err == 0) {
 		co.if_match = etag[0] != '\0' ? etag : NULL;
 		err = objfs_store_copy(fs->store, key1, dkey, &co, &cinfo);
 	}
 	if (err == 0)
-		err = name_put(fs, key2, id, &fa, true, &n2);
+		err = name_put(fs, key2, id, tok2, &fa, true, &n2);
 	if (err == 0) {
-		err = name_put(fs, key1, id, &fa, false, &n1);
+		err = name_put(fs, key1, id, tok1, &fa, false, &n1);
 		if (err != 0)
 			objfs_store_del(fs->store, key2);
 	}
 	if (err != 0) {
 		/* undone: the file stays plain (an orphan entry at worst) */
 		objfs_store_del(fs->store, dkey);
-		entry_set(fs, id, key2, false);
-		entry_set(fs, id, key1, false);
+		entry_set(fs, id, tok2, NULL, false);
+		entry_set(fs, id, tok1, NULL, false);
 		pthread_mutex_lock(&fs->lock);
 		unlist(fs, in);
 		free(in->hl_id);
@@ -548,10 +558,10 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	fs->objects += 4;
 	fs->scan_obj_delta += 4;
 	if (par != NULL) {
-		name_inode(fs, par, in->name, id, fa.mode, n1.etag);
+		name_inode(fs, par, in->name, id, tok1, fa.mode, n1.etag);
 		snap_drop(par);
 	}
-	name_inode(fs, dir, newname, id, fa.mode, n2.etag);
+	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
 	state_note(fs, in);
 	if (par != NULL) {
@@ -573,7 +583,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	struct objfs_obj_info n2 = OBJFS_OBJ_INFO_INIT;
-	char id[IDBUF], dkey[KEYBUF];
+	char id[IDBUF], dkey[KEYBUF], tok2[OBJFS_HLINK_TOKEN_LEN + 1];
 	struct objfs_fattr fa;
 	unsigned nlink = 0;
 	int err;
@@ -586,16 +596,18 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	fa.gid = in->gid;
 	fa.mtime = in->mtime;
 	pthread_mutex_unlock(&fs->lock);
+	if (err == 0)
+		err = objfs_hlink_token_new(tok2);
 	if (err != 0)
 		return err;
-	err = entry_set(fs, id, key2, true);
+	err = entry_set(fs, id, tok2, key2, true);
 	if (err != 0)
 		return err;
 	err = objfs_store_head(fs->store, dkey, &info);
 	if (err == 0)
-		err = name_put(fs, key2, id, &fa, true, &n2);
+		err = name_put(fs, key2, id, tok2, &fa, true, &n2);
 	if (err != 0) {
-		entry_set(fs, id, key2, false);
+		entry_set(fs, id, tok2, NULL, false);
 		goto out;
 	}
 	if (count_names(fs, id, &nlink) != 0 || nlink < 2)
@@ -605,7 +617,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	in->ctime = now_real();
 	fs->objects += 2;
 	fs->scan_obj_delta += 2;
-	name_inode(fs, dir, newname, id, fa.mode, n2.etag);
+	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
 	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
@@ -646,20 +658,7 @@ int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	return err;
 }
 
-int hl_name_add(struct objfs_fs *fs, const char *id, const char *key)
-{
-	int err = entry_set(fs, id, key, true);
-
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		fs->objects++;
-		fs->scan_obj_delta++;
-		pthread_mutex_unlock(&fs->lock);
-	}
-	return err;
-}
-
-int hl_name_gone(struct objfs_fs *fs, const char *id, const char *key)
+int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 {
 	char dkey[KEYBUF];
 	struct inode *in;
@@ -667,7 +666,7 @@ int hl_name_gone(struct objfs_fs *fs, const char *id, const char *key)
 	int err;
 
 	fs_assert_ns_held(fs);
-	err = entry_set(fs, id, key, false);
+	err = entry_set(fs, id, tok, NULL, false);
 	if (err == 0)
 		err = count_names(fs, id, &nlink);
 	if (err != 0)

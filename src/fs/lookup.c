@@ -37,8 +37,8 @@ void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 	p->fa.gid = fs->o.gid;
 	p->fa.mtime = info->mtime;
 	p->meta_mask = objfs_fattr_from_meta(&info->meta, &p->fa);
-	if (dir || !objfs_hlink_id_from_meta(&info->meta, p->hl_id))
-		p->hl_id[0] = '\0';
+	if (dir || !objfs_hlink_from_meta(&info->meta, p->hl_id, p->hl_tok))
+		p->hl_id[0] = p->hl_tok[0] = '\0';
 	if (dir && !S_ISDIR(p->fa.mode))
 		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
 	if (!dir && S_ISDIR(p->fa.mode)) {
@@ -196,11 +196,12 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
 	if (!in->hl_data && (p->hl_id[0] != '\0' ?
-	    in->hl_id == NULL || strcmp(in->hl_id, p->hl_id) != 0 :
-	    in->hl_id != NULL)) {
+	    in->hl_id == NULL || strcmp(in->hl_id, p->hl_id) != 0 ||
+	    strcmp(in->hl_tok, p->hl_tok) != 0 : in->hl_id != NULL)) {
 		/* a name that became or stopped being a hard link's */
 		free(in->hl_id);
 		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
+		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
 	}
 	if (in->dirty || in->spool != NULL || in->attr_dirty)
 		return;

@@ -6,9 +6,9 @@
  * the old keys deleted in batches.
  * fs->ns is held for writing throughout, so no upload writes to an old
  * key meanwhile.  A hard link's name (hardlink.c) is moved as any file
- * (its object is small); its link set learns the new name before the
- * copy and forgets the old one after the delete, and a link name renamed
- * over is forgotten by its own set; two names of one file: nothing to do.
+ * (its object is small; its set's entry follows its token, in the
+ * metadata the copy keeps); a link name renamed over is dropped from its
+ * set; two names of one file: nothing to do.
  */
 #include "config.h"
 
@@ -89,7 +89,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
-	char src_hl[33] = "", dst_hl[33] = "";
+	char src_hl[33] = "", dst_hl[33] = "", dst_tok[17] = "";
 	bool used, pending, is_dir;
 	struct intent_ctx ic;
 	int err;
@@ -145,8 +145,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
 	if (src->hl_id != NULL && !src->hl_pending)
 		snprintf(src_hl, sizeof(src_hl), "%s", src->hl_id);
-	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending)
+	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending) {
 		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl_id);
+		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl_tok);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		goto out;
@@ -206,8 +208,6 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				co.meta = &meta;
 			}
 			pthread_mutex_unlock(&fs->lock);
-			if (err == 0 && src_hl[0] != '\0')
-				err = hl_name_add(fs, src_hl, dkey);
 			if (err == 0)
 				err = objfs_store_copy(fs->store, skey, dkey, &co,
 						       &info);
@@ -294,14 +294,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	snap_note(ddir, newname, true, is_dir);
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
-	if (src_hl[0] != '\0')
-		err = hl_name_gone(fs, src_hl, skey);
-	if (dst_hl[0] != '\0') {
-		int e = hl_name_gone(fs, dst_hl, dkey);
-
-		if (err == 0)
-			err = e;
-	}
+	if (dst_hl[0] != '\0')
+		err = hl_name_gone(fs, dst_hl, dst_tok);
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:

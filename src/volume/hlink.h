@@ -9,16 +9,19 @@
  *
  *   PREFIX/.objfs/links/ID/data        the file's data and attributes
  *                                      (mode, uid, gid, mtime: fs/attr.h)
- *   PREFIX/.objfs/links/ID/names/H     one per name: H = 40 hex digits of
- *                                      SHA-256 of the name's key, the body
- *                                      that key (a scan can check that the
- *                                      name still points here).  st_nlink
- *                                      is their count.
+ *   PREFIX/.objfs/links/ID/names/T     one per name: T, the name's token
+ *                                      (OBJFS_HLINK_TOKEN_LEN random hex
+ *                                      digits), the body the key the name
+ *                                      had when made.  st_nlink is their
+ *                                      count.
  *   PREFIX/NAME                        each name: a zero-byte object whose
  *                                      user metadata OBJFS_META_HLINK holds
- *                                      ID (and mode/uid/gid/mtime as they
- *                                      were when the name was made, for
- *                                      other tools)
+ *                                      ID and OBJFS_META_HLINK_TOKEN its T
+ *                                      (and mode/uid/gid/mtime as they were
+ *                                      when the name was made, for other
+ *                                      tools)
+ * The token travels with the name's metadata: a rename (of the name or of
+ * a directory above it: a server-side copy) leaves its entry right.
  */
 #ifndef OBJFS_VOLUME_HLINK_H
 #define OBJFS_VOLUME_HLINK_H
@@ -31,23 +34,33 @@
 struct objfs_meta;
 
 #define OBJFS_HLINK_ID_LEN 32
-/* The user metadata (x-amz-meta-...) of a name that holds the id. */
+#define OBJFS_HLINK_TOKEN_LEN 16
+/* The user metadata (x-amz-meta-...) of a name: its set's id, its token. */
 #define OBJFS_META_HLINK "objfs-link"
+#define OBJFS_META_HLINK_TOKEN "objfs-link-token"
 
-/* True when id is OBJFS_HLINK_ID_LEN lowercase hex digits. */
+/* True when id is OBJFS_HLINK_ID_LEN (a token: OBJFS_HLINK_TOKEN_LEN)
+ * lowercase hex digits. */
 bool objfs_hlink_id_valid(const char *id);
-/* A new random id into id (OBJFS_HLINK_ID_LEN + 1 bytes).  0 or an errno. */
+bool objfs_hlink_token_valid(const char *token);
+/* A new random id into id (OBJFS_HLINK_ID_LEN + 1 bytes) / token
+ * (OBJFS_HLINK_TOKEN_LEN + 1 bytes).  0 or an errno. */
 int objfs_hlink_id_new(char *id);
-/* The id a name's metadata holds into id (OBJFS_HLINK_ID_LEN + 1 bytes):
- * true, or false when m holds none or a malformed one (a plain object). */
-bool objfs_hlink_id_from_meta(const struct objfs_meta *m, char *id);
+int objfs_hlink_token_new(char *token);
+/* The id and token a name's metadata holds into id and token: true, or
+ * false when m holds none or a malformed one (a plain object). */
+bool objfs_hlink_from_meta(const struct objfs_meta *m, char *id,
+			   char *token);
+/* Writes both into m.  0 or ENOMEM/EINVAL. */
+int objfs_hlink_to_meta(const char *id, const char *token,
+			struct objfs_meta *m);
 
 /* Keys of the link set id, relative to the volume, into buf: its data,
- * the prefix of its names, the entry of the name whose key is name_key.
- * 0, EINVAL (id malformed, name_key empty) or ENAMETOOLONG (cap). */
+ * the prefix of its names' entries, the entry of the name whose token is
+ * token.  0, EINVAL (id or token malformed) or ENAMETOOLONG (cap). */
 int objfs_hlink_data_key(const char *id, char *buf, size_t cap);
 int objfs_hlink_names_prefix(const char *id, char *buf, size_t cap);
-int objfs_hlink_name_key(const char *id, const char *name_key, char *buf,
+int objfs_hlink_name_key(const char *id, const char *token, char *buf,
 			 size_t cap);
 
 #endif

@@ -1289,10 +1289,13 @@ def t_hardlink_basic(env):
     check(len(data) == 1 and len(names) == 3, "a data object and 3 entries: %s" % keys)
     lid = data[0].split("/")[2]
     check(env.get(url, data[0]) == b"first", "the data object holds the data")
+    toks = set()
     for n in ("a/f", "a/b/g", "h"):
         h = env.head(url, n)
         check(h is not None and h["meta"].get("objfs-link") == lid, "%s points at the set: %s" % (n, h))
+        toks.add(h["meta"].get("objfs-link-token"))
         check(env.get(url, n) == b"", "%s is a small object" % n)
+    check(sorted(toks) == sorted(k.split("/")[-1] for k in names), "an entry per name's token: %s %s" % (toks, names))
     # a fresh mount: listing (ls -l) and stat agree, one inode
     m = env.mount(url)
     d = m["dir"]
@@ -1418,6 +1421,19 @@ def t_hardlink_rename(env):
     d = m["dir"]
     os.unlink(d + "/f")
     os.unlink(d + "/q")
+    # a directory holding link names renamed: the names keep their
+    # entries (their token travels in their metadata)
+    os.makedirs(d + "/top/sub")
+    wfile(d + "/o", b"O")
+    os.link(d + "/o", d + "/top/sub/o2")
+    os.link(d + "/o", d + "/top/o3")
+    os.rename(d + "/top", d + "/top2")
+    check(rfile(d + "/top2/sub/o2") == b"O" and os.stat(d + "/top2/o3").st_nlink == 3,
+          "link names in a renamed directory")
+    os.unlink(d + "/top2/sub/o2")
+    os.unlink(d + "/top2/o3")
+    check(os.stat(d + "/o").st_nlink == 1, "nlink after unlinking the moved names")
+    os.unlink(d + "/o")
     env.umount(m)
     check(hl_keys(env, url) == [], "all freed: %s" % hl_keys(env, url))
 

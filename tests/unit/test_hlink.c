@@ -1,7 +1,7 @@
-/* Unit tests of the hard-link keys and metadata (volume/hlink.h): ids
- * drawn and checked, the id a name's metadata holds (malformed ones mean
- * a plain object), and the keys of a link set, which never leave
- * .objfs/links/ID/ whatever the name's key holds. */
+/* Unit tests of the hard-link keys and metadata (volume/hlink.h): ids and
+ * tokens drawn and checked, the id and token a name's metadata holds
+ * (malformed or missing ones mean a plain object), and the keys of a link
+ * set, which never leave .objfs/links/ID/. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include "volume/hlink.h"
 
 #define ID "0123456789abcdef0123456789abcdef"
+#define TOK "fedcba9876543210"
 
 static void test_id(void **state)
 {
@@ -35,20 +36,41 @@ static void test_id(void **state)
 	assert_false(objfs_hlink_id_valid("0123456789abcdef"));  /* short */
 	assert_false(objfs_hlink_id_valid("0123456789ABCDEF0123456789abcdef"));
 	assert_false(objfs_hlink_id_valid("../../../../../../x/0123456789ab"));
+	assert_int_equal(objfs_hlink_token_new(a), 0);
+	assert_int_equal(strlen(a), OBJFS_HLINK_TOKEN_LEN);
+	assert_true(objfs_hlink_token_valid(a));
+	assert_true(objfs_hlink_token_valid(TOK));
+	assert_false(objfs_hlink_token_valid(ID));
+	assert_false(objfs_hlink_token_valid("fedcba987654321/"));
 }
 
 static void test_meta(void **state)
 {
 	struct objfs_meta m = OBJFS_META_INIT;
 	char id[OBJFS_HLINK_ID_LEN + 1] = "";
+	char tok[OBJFS_HLINK_TOKEN_LEN + 1] = "";
 
 	(void)state;
-	assert_false(objfs_hlink_id_from_meta(&m, id));
+	assert_false(objfs_hlink_from_meta(&m, id, tok));
 	assert_int_equal(objfs_meta_set(&m, OBJFS_META_HLINK, "../volume"), 0);
-	assert_false(objfs_hlink_id_from_meta(&m, id));
+	assert_int_equal(objfs_meta_set(&m, OBJFS_META_HLINK_TOKEN, TOK), 0);
+	assert_false(objfs_hlink_from_meta(&m, id, tok));
 	assert_int_equal(objfs_meta_set(&m, OBJFS_META_HLINK, ID), 0);
-	assert_true(objfs_hlink_id_from_meta(&m, id));
+	assert_true(objfs_hlink_from_meta(&m, id, tok));
 	assert_string_equal(id, ID);
+	assert_string_equal(tok, TOK);
+	objfs_meta_release(&m);
+	/* an id without a token is no link (another tool's half copy) */
+	assert_int_equal(objfs_meta_set(&m, OBJFS_META_HLINK, ID), 0);
+	assert_false(objfs_hlink_from_meta(&m, id, tok));
+	objfs_meta_release(&m);
+	/* the round trip, and what it refuses to write */
+	assert_int_equal(objfs_hlink_to_meta(ID, TOK, &m), 0);
+	assert_string_equal(objfs_meta_get(&m, "objfs-link"), ID);
+	assert_string_equal(objfs_meta_get(&m, "objfs-link-token"), TOK);
+	assert_true(objfs_hlink_from_meta(&m, id, tok));
+	objfs_meta_release(&m);
+	assert_int_equal(objfs_hlink_to_meta(ID, "x", &m), EINVAL);
 	objfs_meta_release(&m);
 }
 
@@ -61,19 +83,14 @@ static void test_keys(void **state)
 	assert_string_equal(buf, ".objfs/links/" ID "/data");
 	assert_int_equal(objfs_hlink_names_prefix(ID, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, ".objfs/links/" ID "/names/");
-	assert_int_equal(objfs_hlink_name_key(ID, "a/b.txt", buf, sizeof(buf)), 0);
-	/* H = 40 hex digits of SHA-256 of the key */
-	assert_int_equal(strlen(buf), strlen(".objfs/links/" ID "/names/") + 40);
-	assert_memory_equal(buf, ".objfs/links/" ID "/names/",
-			    strlen(".objfs/links/" ID "/names/"));
+	assert_int_equal(objfs_hlink_name_key(ID, TOK, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, ".objfs/links/" ID "/names/" TOK);
 	assert_int_equal(objfs_hlink_name_key(ID, "../../a", other,
-					      sizeof(other)), 0);
-	assert_string_not_equal(buf, other);
-	assert_null(strstr(other, ".."));
-	assert_int_equal(objfs_hlink_name_key(ID, "a/b.txt", other,
-					      sizeof(other)), 0);
-	assert_string_equal(buf, other);        /* stable */
-	assert_int_equal(objfs_hlink_name_key(ID, "", buf, sizeof(buf)), EINVAL);
+					      sizeof(other)), EINVAL);
+	assert_int_equal(objfs_hlink_name_key(ID, "", other, sizeof(other)),
+			 EINVAL);
+	assert_int_equal(objfs_hlink_name_key("x", TOK, other, sizeof(other)),
+			 EINVAL);
 	assert_int_equal(objfs_hlink_data_key("../x", buf, sizeof(buf)), EINVAL);
 	assert_int_equal(objfs_hlink_data_key(ID, buf, 20), ENAMETOOLONG);
 }
