@@ -23,6 +23,17 @@
  * names): `ls -l` costs a HEAD of the name, a HEAD of the data and a LIST
  * of its entries per link name.
  *
+ * Inode numbers: a data inode made by a lookup is numbered from its id
+ * (HL_INO_BASE and up), so every mount, and this one after the kernel
+ * forgot it, gives the set one number; the plain file linked first keeps
+ * its number while the kernel holds it.  While it becomes a set
+ * (hl_pending) it is already on fs->hl_list, so a lookup of either name
+ * finds it and not a second inode.  A file the kernel knows by its name
+ * that another mount linked becomes the set's inode at its revalidation
+ * (hl_adopt()).  create(2) of an existing link name opens the set's file
+ * (hl_file()).  The state log of a resumable mount keeps a data inode's
+ * id (state.c SF_HLINK), and link is an intent (fs.c).
+ *
  * Order of the requests, so that a crash or a race leaves at most an
  * orphan (an entry or data no name points at, which a later unlink of
  * the set or a scan of .objfs/links/ finds), never a name whose data is
