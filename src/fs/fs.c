@@ -710,7 +710,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
 		if (hl_id[0] != '\0')  /* a hard link's name */
-			err = hl_name_gone(fs, hl_id, hl_tok);
+			hl_name_gone(fs, hl_id, hl_tok);
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:

@@ -689,9 +689,10 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 int hl_file(struct objfs_fs *fs, struct inode **in);
 /* The name of link set id whose token is tok is gone (unlink, renamed
  * over): its entry is dropped, and the data freed when no name is left
- * (kept local first while open).  0 or a store errno.  fs->ns held;
- * takes fs->lock. */
-int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok);
+ * (kept local first while open).  The name is gone whatever happens
+ * next: a store failure leaves an orphan (logged).  fs->ns held; takes
+ * fs->lock. */
+void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok);
 /* Re-reads a data inode's attributes and link count (revalidate()).  0,
  * ENOENT or a store errno.  Takes fs->lock. */
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);

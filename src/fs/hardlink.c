@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
 #include "volume/hlink.h"
@@ -669,7 +670,7 @@ int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	return err;
 }
 
-int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
+void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 {
 	char dkey[KEYBUF];
 	struct inode *in;
@@ -680,8 +681,12 @@ int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 	err = entry_set(fs, id, tok, NULL, false);
 	if (err == 0)
 		err = count_names(fs, id, &nlink);
-	if (err != 0)
-		return err;     /* an orphan entry: the data stays */
+	if (err != 0) {
+		objfs_warn(fs->log, SUB, "hard link set %s: the entry of a "
+			   "name gone: %s (an orphan: the data stays)", id,
+			   objfs_strerror(err));
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	fs->objects--;
 	fs->scan_obj_delta--;
@@ -714,7 +719,9 @@ int hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 			state_note(fs, in);
 		}
 		pthread_mutex_unlock(&fs->lock);
+		if (err != 0)
+			objfs_warn(fs->log, SUB, "hard link set %s: freeing its "
+				   "data: %s (an orphan)", id, objfs_strerror(err));
 	}
 	unpin(fs, in);
-	return err;
 }

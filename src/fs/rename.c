@@ -295,7 +295,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
 	if (dst_hl[0] != '\0')
-		err = hl_name_gone(fs, dst_hl, dst_tok);
+		hl_name_gone(fs, dst_hl, dst_tok);
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:
