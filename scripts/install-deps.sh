@@ -19,11 +19,12 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
 # readable stacks): the fuzz targets CI runs (scripts/fuzz.sh).
 # prometheus: the real server
 # that scrapes objfs-csi and objfs-mount in tests/integration/metrics.py
-# (and its promtool checks every exposition).
+# (and its promtool checks every exposition).  rsync: `rsync -aH` of a tree
+# with hard links onto a mount and back (fs_suite.py t_hardlink_rsync).
 TEST="libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf
   swift swift-proxy swift-object swift-container swift-account python3-swift
   memcached python3-memcache ceph-mon ceph-osd radosgw ceph-common
-  curl s3fs rclone psmisc util-linux procps
+  curl s3fs rclone psmisc util-linux procps rsync
   attr file prometheus
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev

@@ -161,8 +161,9 @@ void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 	struct timespec now = now_real();
 
 	if (etag == NULL || etag[0] == '\0' || strlen(etag) >= sizeof(e.etag) ||
-	    key[dl] == '\0')
-		return;
+	    key[dl] == '\0' ||
+	    strncmp(key, OBJFS_META_DIR "/", strlen(OBJFS_META_DIR "/")) == 0)
+		return;         /* nor for a hard link's data (hardlink.c) */
 	memset(&e, 0, sizeof(e));
 	e.name = (char *)(key + dl);
 	snprintf(e.etag, sizeof(e.etag), "%s", etag);

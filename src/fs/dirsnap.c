@@ -346,6 +346,7 @@ static void head_run(void *arg)
 		t->d->fa = p.fa;
 		t->d->meta_mask = p.meta_mask;
 		t->d->have_attr = true;
+		t->d->hlink = p.hl_id[0] != '\0';
 		t->d->marker = p.marker;
 		if (!t->d->is_dir) {
 			t->d->size = p.size;

@@ -413,6 +413,21 @@ static bool intent_entry(struct objfs_fs *fs, const struct intent_ctx *ic,
 	return in != NULL;
 }
 
+/* Answers a re-sent request that ran before the server died (ic, err from
+ * intent_start()) as it was answered: its errno or the entry it made. */
+static void intent_reply_entry(fuse_req_t req, struct objfs_fs *fs,
+			       const struct intent_ctx *ic, int err)
+{
+	struct fuse_entry_param e;
+
+	if (err != 0)
+		reply_err(req, err);
+	else if (intent_entry(fs, ic, &e))
+		fuse_reply_entry(req, &e);
+	else
+		reply_err(req, EIO);
+}
+
 /* Test only: the name of the crash point of a make_node() of mode. */
 static const char *node_op(mode_t mode)
 {
@@ -454,12 +469,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (intent_start(fs, &ic, &err)) {
 		/* it ran before the server died: the same answer */
-		if (err != 0)
-			reply_err(req, err);
-		else if (intent_entry(fs, &ic, &e))
-			fuse_reply_entry(req, &e);
-		else
-			reply_err(req, EIO);
+		intent_reply_entry(req, fs, &ic, err);
 		return;
 	}
 	dir = pin_ino(fs, parent);
@@ -580,11 +590,53 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	make_node(req, parent, name, S_IFLNK | 0777, 0, link);
 }
 
+/* A new name of a file (hardlink.c).  Not idempotent (EEXIST the second
+ * time): an intent, whose re-sent request that had begun takes EEXIST as
+ * its own link. */
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
-	/* objects have one name: no hard links */
-	reply_err(req, EPERM);
+	struct objfs_fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct intent_ctx ic;
+	struct inode *in, *dir;
+	int err;
+
+	if (intent_start(fs, &ic, &err)) {
+		/* it ran before the server died: the same answer, with the
+		 * link count as the store has it now */
+		in = err == 0 ? pin_ino(fs, ino) : NULL;
+		if (in != NULL)
+			revalidate(fs, in, true);
+		unpin(fs, in);
+		intent_reply_entry(req, fs, &ic, err);
+		return;
+	}
+	in = pin_ino(fs, ino);
+	dir = pin_ino(fs, newparent);
+	err = in == NULL || dir == NULL ? ENOENT :
+	      new_name_check(fs, dir, newname);
+	if (err == 0) {
+		pthread_rwlock_rdlock(&fs->ns);
+		err = hl_link(fs, in, dir, newname);
+		pthread_rwlock_unlock(&fs->ns);
+	}
+	ic.ino = ino;
+	intent_end(fs, &ic, &err, EEXIST);
+	if (err == 0) {
+		pthread_mutex_lock(&fs->lock);
+		in->nlookup++;
+		state_note(fs, in);
+		fill_entry(fs, in, &e);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	state_crash_point(fs, "link", newname);
+	if (err != 0)
+		reply_err(req, err);
+	else
+		fuse_reply_entry(req, &e);
+	unpin(fs, in);
+	unpin(fs, dir);
 }
 
 /* Keeps an implied directory alive when an entry goes away, by writing
@@ -617,7 +669,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *dir, *in = NULL, *par;
-	char key[KEYBUF];
+	char key[KEYBUF], hl_id[33] = "", hl_tok[17] = "";
 	bool in_store;
 	struct intent_ctx ic;
 	int err;
@@ -648,6 +700,10 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
+		if (in->hl_id != NULL && !in->hl_pending) {
+			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
+			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
+		}
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (err == 0 && in_store)
@@ -665,6 +721,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		snap_note(par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
+		if (hl_id[0] != '\0')  /* a hard link's name */
+			hl_name_gone(fs, hl_id, hl_tok);
 	}
 	pthread_rwlock_unlock(&fs->ns);
 out:
@@ -974,6 +1032,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* an existing name (stale negative entry) is opened, not replaced;
 	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);
+	if (err == 0)
+		err = hl_file(fs, &old);        /* a hard link's name: its file */
 	if (err == 0) {
 		if ((fi->flags & O_EXCL) && !ic.begun)
 			err = EEXIST;
@@ -1297,7 +1357,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus && windowed) {
+			if (plus && (windowed || hl_dent(fs, dir, d))) {
 				/* ino 0: the kernel makes no dentry of it */
 				e.attr.st_ino = name_ino(name);
 				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;

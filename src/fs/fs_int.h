@@ -23,6 +23,7 @@
  *   times.c      timestamps (which are stored, which per mount) and a
  *                directory's link count
  *   special.c    FIFOs, sockets, character and block devices (mknod)
+ *   hardlink.c   hard links: names pointing at a link set's data object
  *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
@@ -98,6 +99,7 @@ struct dent {
 	int64_t ict;            /* ct of the index entry applied, or 0 */
 	unsigned meta_mask;     /* OBJFS_FATTR_* its metadata holds (have_attr) */
 	char *link;             /* a symlink's target from the index, or NULL */
+	bool hlink;             /* a HEAD showed a hard link's name */
 };
 
 /* A directory listing; shared by readdir handles (refs, fs->lock).  A
@@ -196,6 +198,19 @@ struct inode {
 	bool times_set;                  /* fs->lock: mtime set by utimens
 					    since the data changed (recorded
 					    in the state log) */
+	/* hard links (hardlink.c; fs->lock).  A name inode (in the tree,
+	   never told to the kernel) has hl_id and !hl_data; the file it
+	   names is a data inode (hl_data: not in the tree, its key the
+	   link set's data object, on fs->hl_list) */
+	char *hl_id;
+	char hl_tok[17];                 /* name inode: its token */
+	bool hl_data;
+	bool hl_pending;                 /* a plain file being made a link
+					    set (on fs->hl_list, still in
+					    the tree): what the store says of
+					    its name is not applied */
+	unsigned hl_nlink;               /* data inode: names counted */
+	struct inode *hl_next;           /* fs->hl_list */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
 	bool load_times;                 /* state.c: mtime, ctime loaded */
 };
@@ -322,6 +337,8 @@ struct objfs_fs {
 	bool aidx_started;
 	pthread_t aidx_thread;
 	char writer[17];                /* this mount's id in segment names */
+
+	struct inode *hl_list;          /* data inodes (fs->lock) */
 };
 
 /* What the store says about one name. */
@@ -332,6 +349,8 @@ struct probe {
 	char etag[OBJFS_ETAG_MAX];
 	struct objfs_fattr fa;
 	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
+	char hl_id[33];         /* a hard link's name: its link set, else "" */
+	char hl_tok[17];        /* and its token (volume/hlink.h) */
 };
 
 /* Every attribute in the metadata (what objfs writes). */
@@ -602,7 +621,8 @@ int store_attrs(struct objfs_fs *fs, struct inode *in);
  * costs one copy, not one each: attrs_defer() marks in (pinned by the
  * caller; fs->lock held); attrs_done() clears the mark after its
  * attributes reached the store some other way (an upload, a rename's
- * copy) or the object went (fs->lock held, in pinned or open by the caller);
+ * copy) or the object went (fs->lock held, in kept by the caller: a
+ * pin, or an open handle for an upload at flush or release);
  * attrs_sync() stores them now when marked (fs->ns held, in->mu held;
  * takes fs->lock); attrs_flush() stores those marked longer than
  * ATTR_DELAY, or all (no lock held). */
@@ -693,6 +713,56 @@ nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev);
 
+/* ---- hardlink.c: hard links ---- */
+
+/* Inode numbers from HL_INO_BASE up are link sets' (from their id), the
+ * counter's are below. */
+#define HL_INO_BASE (1ULL << 62)
+
+/* link(2): gives in (a regular file, pinned by the caller) the name
+ * newname in dir (pinned).  A plain file becomes a link set first.  0,
+ * EEXIST, EPERM or a store errno.  fs->ns held (read); takes in->mu and
+ * fs->lock. */
+int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
+	    const char *newname);
+/* The name inode name_in (pinned by the caller) resolved to the file it
+ * names, with a reference taken on it (refs when pin, else a kernel
+ * lookup: nlookup): *out.  ENOENT
+ * when its data is gone (the dangling name is removed).  Takes fs->lock
+ * (store I/O without it). */
+int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
+	       struct inode **out);
+/* *in (pinned by the caller, from do_lookup() with pin) replaced, when a
+ * hard link's name, by the file it names (pinned; the name unpinned; NULL
+ * on failure).  0 or an errno of hl_resolve().  Takes fs->lock. */
+int hl_file(struct objfs_fs *fs, struct inode **in);
+/* The name of link set id whose token is tok is gone (unlink, renamed
+ * over): its entry is dropped, and the data freed when no name is left
+ * (kept local first while open).  The name is gone whatever happens
+ * next: a store failure leaves an orphan (logged).  fs->ns held; takes
+ * fs->lock. */
+void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok);
+/* Re-reads a data inode's attributes and link count (revalidate()).  0,
+ * ENOENT or a store errno.  Takes fs->lock. */
+int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+/* in (pinned by the caller), a file the kernel knows by its name, turned
+ * out to be a hard link's name (another mount linked it): it becomes the
+ * data inode of the set, so the kernel's inode goes on with the file.
+ * 0 or an errno.  Takes fs->lock. */
+int hl_adopt(struct objfs_fs *fs, struct inode *in);
+/* The data key of data inode in into buf.  fs->lock held. */
+int hl_data_key(const struct inode *in, char *buf, size_t cap);
+/* True when listing entry d of dir names a hard link (readdirplus gives
+ * it without attributes: the kernel's lookup finds the file).  fs->lock
+ * held. */
+bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
+/* Loading a dead server's state (state.c): in is the data inode of set
+ * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
+int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
+/* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
+ * held. */
+void hl_inode_free(struct objfs_fs *fs, struct inode *in);
+
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 
 /* Opens the state directory dir (made if need be) and its log; when
@@ -732,7 +802,7 @@ void hid_del(struct objfs_fs *fs, struct hid *h);
 struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
 
 /* A request that must not run twice (rename, unlink, rmdir, mkdir,
- * symlink, mknod, create), this thread's (req_unique()).  intent_start()
+ * symlink, mknod, link, create), this thread's (req_unique()).  intent_start()
  * records its start; true when the kernel sent it again and it had ended
  * before the server died: *err is the answer it got, ic->ino and ic->hid
  * the entry and handle it made (0: none).  intent_end() records the end

@@ -132,6 +132,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 		}
 	}
 	fs->n_inodes--;
+	hl_inode_free(fs, in);
 	state_gone(fs, in);
 	snap_drop(in);
 	fs->spool_used -= in->spool_disk;
@@ -219,6 +220,8 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	const struct inode *p;
 
 	fs_assert_locked(fs);
+	if (in->hl_data)
+		return hl_data_key(in, buf, cap);
 	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
 		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))
 			return p->linked ? ENAMETOOLONG : ENOENT;

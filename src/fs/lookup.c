@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fs/fs_int.h"
+#include "volume/hlink.h"
 
 /* ---- finding names in the store --------------------------------------- */
 
@@ -37,6 +38,8 @@ void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 	p->fa.gid = fs->o.gid;
 	p->fa.mtime = info->mtime;
 	p->meta_mask = objfs_fattr_from_meta(&info->meta, &p->fa);
+	if (dir || !objfs_hlink_from_meta(&info->meta, p->hl_id, p->hl_tok))
+		p->hl_id[0] = p->hl_tok[0] = '\0';
 	if (dir && !S_ISDIR(p->fa.mode))
 		p->fa.mode = S_IFDIR | (p->fa.mode & 07777);
 	if (!dir && S_ISDIR(p->fa.mode)) {
@@ -210,8 +213,18 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		 const struct probe *p)
 {
 	fs_assert_locked(fs);
+	if (in->hl_pending)
+		return;         /* becoming a link set (hardlink.c) */
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
+	if (!in->hl_data && (p->hl_id[0] != '\0' ?
+	    in->hl_id == NULL || strcmp(in->hl_id, p->hl_id) != 0 ||
+	    strcmp(in->hl_tok, p->hl_tok) != 0 : in->hl_id != NULL)) {
+		/* a name that became or stopped being a hard link's */
+		free(in->hl_id);
+		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
+		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
+	}
 	if (in->dirty || in->spool != NULL || in->attr_dirty)
 		return;
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
@@ -363,6 +376,14 @@ relist:
 	}
 	apply_probe(fs, in, &p);
 found:
+	if (!pin && in->hl_id != NULL && !in->hl_data) {
+		/* a hard link's name: the kernel gets the file it names */
+		in->refs++;
+		pthread_mutex_unlock(&fs->lock);
+		err = hl_resolve(fs, in, false, out);
+		unpin(fs, in);
+		return err;
+	}
 	if (pin)
 		in->refs++;
 	else
@@ -384,6 +405,10 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
+	if (in->hl_data || in->hl_pending) {
+		pthread_mutex_unlock(&fs->lock);
+		return hl_revalidate(fs, in, force);
+	}
 	need = in != fs->root && !in->dirty && in->spool == NULL &&
 	       in->linked && (in->in_store || S_ISDIR(in->mode)) &&
 	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
@@ -398,5 +423,7 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	else if (err == 0)
 		err = ESTALE;
 	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && p.hl_id[0] != '\0')
+		err = hl_adopt(fs, in);         /* linked by another mount */
 	return err;
 }

@@ -5,7 +5,10 @@
  * mount's pool, all or nothing (the copies are deleted on failure), then
  * the old keys deleted in batches.
  * fs->ns is held for writing throughout, so no upload writes to an old
- * key meanwhile.
+ * key meanwhile.  A hard link's name (hardlink.c) is moved as any file
+ * (its object is small; its set's entry follows its token, in the
+ * metadata the copy keeps); a link name renamed over is dropped from its
+ * set; two names of one file: nothing to do.
  */
 #include "config.h"
 
@@ -86,6 +89,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
+	char src_hl[33] = "", dst_hl[33] = "", dst_tok[17] = "";
 	bool used, pending, is_dir;
 	struct intent_ctx ic;
 	int err;
@@ -139,9 +143,17 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
 	if (err == 0)
 		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
+	if (src->hl_id != NULL && !src->hl_pending)
+		snprintf(src_hl, sizeof(src_hl), "%s", src->hl_id);
+	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending) {
+		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl_id);
+		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl_tok);
+	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
 		goto out;
+	if (src_hl[0] != '\0' && strcmp(src_hl, dst_hl) == 0)
+		goto out;       /* two names of one file: nothing to do */
 	if (dst != NULL && S_ISDIR(dst->mode)) {
 		err = prefix_used(fs, dkey, true, &used);
 		if (err == 0 && used)
@@ -220,7 +232,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				mask = src->meta_mask;
 				link = src->link != NULL ? strdup(src->link) : NULL;
 				pthread_mutex_unlock(&fs->lock);
-				if (!S_ISLNK(fa.mode) || link != NULL)
+				if ((!S_ISLNK(fa.mode) || link != NULL) &&
+				    src_hl[0] == '\0')
 					aidx_note(fs, dkey, info.etag, &fa, mask, link);
 				free(link);
 				pthread_mutex_lock(&fs->lock);
@@ -278,6 +291,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	snap_note(ddir, newname, true, is_dir);
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
+	if (dst_hl[0] != '\0')
+		hl_name_gone(fs, dst_hl, dst_tok);
 out:
 	pthread_rwlock_unlock(&fs->ns);
 out_nolock:

@@ -21,7 +21,7 @@
  * leaves the old one).  The log is compacted the same way when it grows
  * past LOG_COMPACT bytes and four times its live records.
  *
- * Intents: rename, unlink, rmdir, mkdir, symlink, mknod and create are
+ * Intents: rename, unlink, rmdir, mkdir, symlink, mknod, link and create are
  * not idempotent, and the kernel sends again a request the dead server ran
  * but did not answer.  Each is recorded when it starts and when it ends,
  * keyed by its unique, with its result (the errno, and the inode and
@@ -50,7 +50,8 @@
 
 enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT,
        SR_TIMES, SR_STREAM, SR_PART, SR_PUNCH };
-enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16 };
+enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16,
+       SF_HLINK = 32 };
 
 struct srec {
 	uint32_t len;           /* the whole record, name included */
@@ -63,7 +64,9 @@ struct srec {
 				   ino; CLOSE: id; NEXT: next_ino, next_hid,
 				   next_spool; INTENT: unique, errno, ino,
 				   handle id; TIMES (after the INODE record
-				   of an inode whose mtime utimens set):
+				   of an inode whose mtime utimens set;
+				   SF_HLINK: the data inode of a hard
+				   link set, the name its id):
 				   ino, mtime s, ns, ctime s (size: ns);
 				   STREAM: ino (mode, uid, gid: those sent
 				   at its start; name: key, NUL, upload id;
@@ -81,14 +84,15 @@ struct srec_buf {
 static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 			struct srec_buf *b)
 {
-	size_t nl = in->name != NULL ? strlen(in->name) : 0;
+	const char *name = in->hl_data ? in->hl_id : in->name;
+	size_t nl = name != NULL ? strlen(name) : 0;
 
 	if (nl > sizeof(b->name))
 		nl = sizeof(b->name);
 	memset(&b->r, 0, sizeof(b->r));
 	b->r.type = SR_INODE;
 	b->r.flags = (in->dirty ? SF_DIRTY : 0) | (in->in_store ? SF_IN_STORE : 0) |
-		     (in->seq ? SF_SEQ : 0);
+		     (in->seq ? SF_SEQ : 0) | (in->hl_data ? SF_HLINK : 0);
 	b->r.mode = in->mode;
 	b->r.uid = in->uid;
 	b->r.gid = in->gid;
@@ -97,7 +101,7 @@ static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 	b->r.c = in->nlookup;
 	b->r.d = in->spool != NULL ? in->spool_id : 0;
 	b->r.size = in->size;
-	memcpy(b->name, in->name, nl);
+	memcpy(b->name, name, nl);
 	b->r.len = (uint32_t)(sizeof(b->r) + nl);
 	(void)fs;
 	return b->r.len;
@@ -554,7 +558,8 @@ static struct inode *load_inode(struct objfs_fs *fs, fuse_ino_t ino, mode_t mode
 	}
 	fs->next_ino = ino;
 	in = inode_new(fs, NULL, name, mode);
-	fs->next_ino = next > ino ? next : ino + 1;
+	/* numbers of hard link sets are not the counter's (hardlink.c) */
+	fs->next_ino = next > ino || ino >= HL_INO_BASE ? next : ino + 1;
 	return in;
 }
 
@@ -616,6 +621,8 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		in->size = r->size;
 		in->load_times = false;
 		in->times_set = false;
+		if (hl_load(fs, in, (r->flags & SF_HLINK) ? nm : NULL) != 0)
+			return ENOMEM;
 		break;
 	case SR_TIMES:
 		in = find_ino(fs, r->a);

@@ -145,7 +145,8 @@ nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 	bool found;
 
 	if (!S_ISDIR(in->mode))
-		return in->linked || in == fs->root ? 1 : 0;
+		return in->hl_data ? in->hl_nlink :
+		       (in->linked || in == fs->root ? 1 : 0);
 	if (s == NULL)
 		return 2 + in->nsubdirs;
 	/* the listing's subdirectories, and those this mount knows that it

@@ -421,7 +421,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (!in->dirty)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
-	linked = in->linked;
+	linked = in->linked || in->hl_data;     /* hardlink.c: its data key */
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
@@ -785,9 +785,10 @@ void attrs_done(struct objfs_fs *fs, struct inode *in)
 	fs_assert_locked(fs);
 	if (!in->attr_dirty)
 		return;
-	/* the caller's pin or open handle keeps it (a close's upload
-	 * carries attributes set since the open: chmod, then write) */
-	assert((in->refs > 1 || in->nopen > 0) && fs->n_attr_dirty > 0);
+	/* the caller keeps it: a pin, or an open handle (an upload at
+	 * flush or release holds none) */
+	assert(in->refs > 0 && fs->n_attr_dirty > 0);
+	assert(in->refs > 1 || in->nopen > 0 || in->nlookup > 0);
 	in->attr_dirty = false;
 	in->refs--;
 	fs->n_attr_dirty--;
@@ -802,7 +803,7 @@ int attrs_sync(struct objfs_fs *fs, struct inode *in)
 	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	need = in->attr_dirty;
-	if (need && (in->dirty || !in->linked)) {
+	if (need && (in->dirty || !(in->linked || in->hl_data))) {
 		/* the upload carries them / nothing left to store */
 		attrs_done(fs, in);
 		need = false;

@@ -25,6 +25,12 @@
  *                                     describing the files of the
  *                                     directory whose key is D
  *                                     (attrseg.h, fs/attrindex.c)
+ *   PREFIX/.objfs/links/ID/data       a file with several names (hard
+ *                                     links): its data; each name is a
+ *                                     small object pointing at ID
+ *   PREFIX/.objfs/links/ID/names/T    one per name of ID: T, the token
+ *                                     in the name's metadata
+ *                                     (volume/hlink.h, fs/hardlink.c)
  *   BASE/.objfs-snapshots/NAME/...    a snapshot: a copy of a volume's
  *                                     objects (CSI controller), under the
  *                                     base prefix BASE of its source
@@ -72,6 +78,8 @@
 #define OBJFS_USAGE_KEY OBJFS_META_DIR "/usage"
 /* The attribute index: OBJFS_ATTR_INDEX_PREFIX H(dir key) "/" segment. */
 #define OBJFS_ATTR_INDEX_PREFIX OBJFS_META_DIR "/attrs/"
+/* Hard links: OBJFS_HLINK_PREFIX ID "/data" and ID "/names/" TOKEN. */
+#define OBJFS_HLINK_PREFIX OBJFS_META_DIR "/links/"
 
 /* Snapshots: [BASE/]SNAPSHOTS/NAME/ holds the copy, the record is relative
  * to it. */

@@ -421,7 +421,9 @@ def t_symlink_attrs(env):
     os.chmod(d + "/dd", 0o700)
     os.chown(d + "/dd", 42, 43)
     os.chmod(d, 0o711)
-    expect_errno(lambda: os.link(d + "/t", d + "/hard"), (errno.EPERM, errno.ENOTSUP), "hard link")
+    # hard links of files: t_hardlink_*; a symlink has one name
+    expect_errno(lambda: os.link(d + "/l", d + "/hard", follow_symlinks=False),
+                 (errno.EPERM,), "hard link of a symlink")
     env.umount(m)
     m = env.mount(url)
     d = m["dir"]
@@ -1288,6 +1290,328 @@ def t_posix_diff(env):
           "the sequence ran")
 
 
+
+def t_deferred_attrs_then_upload(env):
+    """chmod of a clean file (stored late), then a truncate while another
+    handle is open: the upload at the next close carries the attributes
+    (it used to trip an assertion: the close holds no pin)."""
+    url = env.volume("defattr")
+    m = env.mount(url)
+    d = m["dir"]
+    wfile(d + "/f", b"first data\n")
+    pin = os.open(d + "/f", os.O_RDONLY)
+    os.chmod(d + "/f", 0o600)
+    os.truncate(d + "/f", 5)
+    check(rfile(d + "/f") == b"first", "truncated")
+    os.close(pin)
+    env.umount(m)
+    check(env.get(url, "f") == b"first", "uploaded")
+    check(env.head(url, "f")["meta"].get("mode") == str(stat.S_IFREG | 0o600), "with its mode")
+
+
+# ---- hard links (issue 13) ---------------------------------------------------
+
+def hl_keys(env, url):
+    """The keys of every link set of the volume (data and name entries)."""
+    return env.keys(url, ".objfs/links/")
+
+
+def t_hardlink_basic(env):
+    """link(2): one inode and st_nlink for every name, data and attributes
+    through any name, unlink keeps the data until the last name, and what
+    the store holds (a data object, entries, small name objects)."""
+    url = env.volume("hlink")
+    m = env.mount(url)
+    d = m["dir"]
+    os.makedirs(d + "/a/b")
+    wfile(d + "/a/f", b"first data\n")
+    st0 = os.stat(d + "/a/f")
+    check(st0.st_nlink == 1, "one name: nlink %d" % st0.st_nlink)
+    check(hl_keys(env, url) == [], "a file with one name is a plain object")
+    # open: the kernel keeps the inode (an inode it forgets, on memory
+    # pressure or drop_caches, is numbered again at its next lookup)
+    pin = os.open(d + "/a/f", os.O_RDONLY)
+    time.sleep(1.1)
+    os.link(d + "/a/f", d + "/a/b/g")
+    st1, st2 = os.stat(d + "/a/f"), os.stat(d + "/a/b/g")
+    check(st1.st_ino == st2.st_ino == st0.st_ino, "one inode: %d %d %d" % (st0.st_ino, st1.st_ino, st2.st_ino))
+    check(st1.st_nlink == 2 and st2.st_nlink == 2, "nlink 2: %d %d" % (st1.st_nlink, st2.st_nlink))
+    check(st1.st_ctime_ns > st0.st_ctime_ns, "link changes ctime")
+    check(st1.st_mtime_ns == st0.st_mtime_ns, "link keeps mtime")
+    check(rfile(d + "/a/b/g") == b"first data\n", "read through the new name")
+    expect_errno(lambda: os.link(d + "/a/f", d + "/a/b/g"), (errno.EEXIST,), "link over a name")
+    expect_errno(lambda: os.link(d + "/a", d + "/a2"), (errno.EPERM,), "link of a directory")
+    expect_errno(lambda: os.link(d + "/nope", d + "/n2"), (errno.ENOENT,), "link of nothing")
+    # writes, truncate, chmod, chown through one name, seen through the others
+    with open(d + "/a/b/g", "ab") as f:
+        f.write(b"appended\n")
+    check(rfile(d + "/a/f") == b"first data\nappended\n", "append seen through the other name")
+    os.chmod(d + "/a/f", 0o600)
+    os.chown(d + "/a/f", 1234, 5678)
+    st2 = os.stat(d + "/a/b/g")
+    check(stat.S_IMODE(st2.st_mode) == 0o600 and (st2.st_uid, st2.st_gid) == (1234, 5678),
+          "chmod/chown seen through the other name: %o %d %d" % (st2.st_mode, st2.st_uid, st2.st_gid))
+    os.truncate(d + "/a/b/g", 5)
+    check(rfile(d + "/a/f") == b"first", "truncate seen through the other name")
+    os.close(pin)
+    # a third name, then the store
+    os.link(d + "/a/b/g", d + "/h")
+    check(os.stat(d + "/a/f").st_nlink == 3, "nlink 3")
+    env.umount(m)
+    keys = hl_keys(env, url)
+    data = [k for k in keys if k.endswith("/data")]
+    names = [k for k in keys if "/names/" in k]
+    check(len(data) == 1 and len(names) == 3, "a data object and 3 entries: %s" % keys)
+    lid = data[0].split("/")[2]
+    check(env.get(url, data[0]) == b"first", "the data object holds the data")
+    toks = set()
+    for n in ("a/f", "a/b/g", "h"):
+        h = env.head(url, n)
+        check(h is not None and h["meta"].get("objfs-link") == lid, "%s points at the set: %s" % (n, h))
+        toks.add(h["meta"].get("objfs-link-token"))
+        check(env.get(url, n) == b"", "%s is a small object" % n)
+    check(sorted(toks) == sorted(k.split("/")[-1] for k in names), "an entry per name's token: %s %s" % (toks, names))
+    # a fresh mount: listing (ls -l) and stat agree, one inode
+    m = env.mount(url)
+    d = m["dir"]
+    seen = listing_attrs(d + "/a/b")
+    check(seen["g"][3] == 5 and stat.S_IMODE(seen["g"][0]) == 0o600, "ls -l of a link name: %s" % (seen["g"],))
+    # a set's inode number comes from its id: the same whenever it is
+    # looked up again
+    inos = {os.stat(d + p).st_ino for p in ("/a/f", "/a/b/g", "/h")}
+    check(len(inos) == 1, "one inode on a fresh mount: %s" % inos)
+    check(os.lstat(d + "/h").st_nlink == 3, "nlink from the store")
+    # unlink keeps the data; ctime changes (kept by the mount while it
+    # has the inode: open); the last name frees it
+    pin = os.open(d + "/h", os.O_RDONLY)
+    st_before = os.stat(d + "/h")
+    time.sleep(1.1)
+    os.unlink(d + "/a/f")
+    st = os.stat(d + "/h")
+    os.close(pin)
+    check(st.st_nlink == 2 and st.st_ctime_ns > st_before.st_ctime_ns, "unlink: nlink 2 (%d), ctime changed (%d -> %d)" % (st.st_nlink, st_before.st_ctime_ns, st.st_ctime_ns))
+    check(rfile(d + "/a/b/g") == b"first", "data kept after an unlink")
+    # open while its last names go: readable until closed
+    f = open(d + "/h", "rb")
+    os.unlink(d + "/a/b/g")
+    check(os.fstat(f.fileno()).st_nlink == 1, "nlink 1")
+    os.unlink(d + "/h")
+    check(os.fstat(f.fileno()).st_nlink == 0, "nlink 0 once every name is gone")
+    check(f.read() == b"first", "an open file outlives its last name")
+    f.close()
+    check(sorted(os.listdir(d)) == ["a"], "names gone: %s" % os.listdir(d))
+    # links while another thread looks the names up (lookups in the
+    # middle of a link): still one inode per file
+    stop = []
+
+    def looker():
+        while not stop:
+            for i in range(4):
+                for n in ("s%d" % i, "s%d-b" % i):
+                    try:
+                        os.stat(d + "/a/" + n)
+                    except OSError:
+                        pass
+    th = threading.Thread(target=looker)
+    th.start()
+    try:
+        for i in range(4):
+            wfile(d + "/a/s%d" % i, b"s")
+            time.sleep(0.3)
+            os.link(d + "/a/s%d" % i, d + "/a/s%d-b" % i)
+    finally:
+        stop.append(1)
+        th.join()
+    time.sleep(1.1)
+    for i in range(4):
+        a1, b1 = os.stat(d + "/a/s%d" % i), os.stat(d + "/a/s%d-b" % i)
+        check(a1.st_ino == b1.st_ino and a1.st_nlink == 2, "looked up while linked: %d %d nlink %d" %
+              (a1.st_ino, b1.st_ino, a1.st_nlink))
+        os.unlink(d + "/a/s%d" % i)
+        os.unlink(d + "/a/s%d-b" % i)
+    env.umount(m)
+    check(hl_keys(env, url) == [], "the last unlink frees the data: %s" % hl_keys(env, url))
+
+
+def t_hardlink_open_write(env):
+    """link of a file open and being written: the data written before and
+    after the link reaches the data object on fsync and close."""
+    url = env.volume("hlwrite")
+    m = env.mount(url)
+    d = m["dir"]
+    f = open(d + "/w", "wb")
+    f.write(b"before link;")
+    os.link(d + "/w", d + "/w2")
+    f.write(b"after link;")
+    f.flush()
+    os.fsync(f.fileno())
+    keys = [k for k in hl_keys(env, url) if k.endswith("/data")]
+    check(len(keys) == 1, "a data object: %s" % hl_keys(env, url))
+    check(env.get(url, keys[0]) == b"before link;after link;", "fsync: in the store: %r" % env.get(url, keys[0]))
+    f.write(b"at close")
+    f.close()
+    check(env.get(url, keys[0]) == b"before link;after link;at close", "close: in the store")
+    check(rfile(d + "/w2") == b"before link;after link;at close", "read through the other name")
+    # a streamed (multipart) writer linked half way
+    big = os.urandom(7 << 20)
+    with open(d + "/big", "wb") as f:
+        f.write(big[:6 << 20])
+        os.link(d + "/big", d + "/big2")
+        f.write(big[6 << 20:])
+    env.umount(m)
+    m = env.mount(url)
+    check(rfile(m["dir"] + "/big2") == big, "streamed file linked while written")
+    check(os.stat(m["dir"] + "/big").st_nlink == 2, "nlink of the streamed file")
+    env.umount(m)
+
+
+def t_hardlink_rename(env):
+    """rename of a link name, over a link name, and of two names of one
+    file; the store keeps one entry per name."""
+    url = env.volume("hlren")
+    m = env.mount(url)
+    d = m["dir"]
+    os.mkdir(d + "/x")
+    wfile(d + "/f", b"F")
+    os.link(d + "/f", d + "/g")
+    wfile(d + "/p", b"P")
+    os.rename(d + "/g", d + "/x/g2")            # a link name moves
+    check(os.stat(d + "/x/g2").st_ino == os.stat(d + "/f").st_ino, "renamed link name: same inode")
+    check(os.stat(d + "/f").st_nlink == 2, "nlink after rename")
+    os.rename(d + "/f", d + "/x/g2")            # two names of one file: nothing
+    check(os.path.exists(d + "/f") and os.stat(d + "/f").st_nlink == 2, "rename between two names")
+    os.rename(d + "/p", d + "/x/g2")            # a plain file over a link name
+    check(rfile(d + "/x/g2") == b"P", "plain file renamed over a link name")
+    check(os.stat(d + "/f").st_nlink == 1, "the set lost that name: %d" % os.stat(d + "/f").st_nlink)
+    wfile(d + "/q", b"Q")
+    os.link(d + "/q", d + "/q2")
+    os.rename(d + "/q2", d + "/f")              # a link name over another set's last name
+    check(rfile(d + "/f") == b"Q" and os.stat(d + "/q").st_nlink == 2, "link name over a link name")
+    env.umount(m)
+    keys = hl_keys(env, url)
+    check(len([k for k in keys if k.endswith("/data")]) == 1 and
+          len([k for k in keys if "/names/" in k]) == 2,
+          "the replaced set is freed, the other has 2 entries: %s" % keys)
+    m = env.mount(url)
+    d = m["dir"]
+    os.unlink(d + "/f")
+    os.unlink(d + "/q")
+    # a directory holding link names renamed: the names keep their
+    # entries (their token travels in their metadata)
+    os.makedirs(d + "/top/sub")
+    wfile(d + "/o", b"O")
+    os.link(d + "/o", d + "/top/sub/o2")
+    os.link(d + "/o", d + "/top/o3")
+    os.rename(d + "/top", d + "/top2")
+    check(rfile(d + "/top2/sub/o2") == b"O" and os.stat(d + "/top2/o3").st_nlink == 3,
+          "link names in a renamed directory")
+    os.unlink(d + "/top2/sub/o2")
+    os.unlink(d + "/top2/o3")
+    check(os.stat(d + "/o").st_nlink == 1, "nlink after unlinking the moved names")
+    os.unlink(d + "/o")
+    env.umount(m)
+    check(hl_keys(env, url) == [], "all freed: %s" % hl_keys(env, url))
+
+
+def t_hardlink_two_mounts(env):
+    """A link made on one mount is seen on the other (content, nlink 2);
+    unlinking both names, one on each mount, frees the data."""
+    url = env.volume("hl2")
+    a = env.mount(url)
+    b = env.mount(url)
+    wfile(a["dir"] + "/f", b"shared")
+    time.sleep(1.2)
+    kept = open(b["dir"] + "/f", "rb")     # b knows f as a plain file
+    check(os.fstat(kept.fileno()).st_nlink == 1, "plain on b first")
+    os.link(a["dir"] + "/f", a["dir"] + "/g")
+    time.sleep(1.2)     # entry and attribute caches (1 s)
+    check(os.fstat(kept.fileno()).st_nlink == 2, "b's inode of f learns it was linked")
+    check(rfile(b["dir"] + "/f") == b"shared", "b reads f after a linked it")
+    st = os.stat(b["dir"] + "/g")
+    check(st.st_nlink == 2 and st.st_ino == os.fstat(kept.fileno()).st_ino,
+          "link seen on the other mount: nlink %d" % st.st_nlink)
+    kept.close()
+    check(rfile(b["dir"] + "/g") == b"shared" and rfile(b["dir"] + "/f") == b"shared", "content on the other mount")
+    wfile(b["dir"] + "/g", b"changed on b")
+    time.sleep(1.2)
+    check(rfile(a["dir"] + "/f") == b"changed on b", "a write through one name on b, read through the other on a")
+    os.unlink(a["dir"] + "/f")
+    time.sleep(1.2)
+    check(os.stat(b["dir"] + "/g").st_nlink == 1, "unlink on a seen on b")
+    os.unlink(b["dir"] + "/g")
+    env.umount(a)
+    env.umount(b)
+    check(hl_keys(env, url) == [], "both names unlinked: no hidden object left: %s" % hl_keys(env, url))
+    # both mounts link and unlink names of one file at once: never a lost
+    # file nor a leak once all is done
+    a = env.mount(url)
+    b = env.mount(url)
+    wfile(a["dir"] + "/r", b"race")
+    os.link(a["dir"] + "/r", a["dir"] + "/r0")
+    errs = []
+
+    def churn(mnt, tag):
+        try:
+            for i in range(8):
+                n = "%s/%s%d" % (mnt, tag, i)
+                os.link(mnt + "/r0", n)
+                os.unlink(n)
+        except OSError as e:
+            errs.append(e)
+    ts = [threading.Thread(target=churn, args=(m["dir"], t)) for m, t in ((a, "x"), (b, "y"))]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    check(errs == [], "concurrent links and unlinks: %s" % errs)
+    time.sleep(1.2)
+    check(rfile(b["dir"] + "/r") == b"race" and os.stat(b["dir"] + "/r").st_nlink == 2,
+          "after the race: data and nlink 2 (%d)" % os.stat(b["dir"] + "/r").st_nlink)
+    os.unlink(a["dir"] + "/r")
+    os.unlink(b["dir"] + "/r0")
+    env.umount(a)
+    env.umount(b)
+    check(hl_keys(env, url) == [], "after the race, no hidden object left: %s" % hl_keys(env, url))
+
+
+def t_hardlink_rsync(env):
+    """rsync -aH of a tree with hard links onto the mount and back: the same
+    tree, the same link groups."""
+    if shutil.which("rsync") is None:
+        raise Fail("rsync missing (scripts/install-deps.sh installs it)")
+    url = env.volume("hlrsync")
+    src = os.path.join(env.work, "hl-src")
+    back = os.path.join(env.work, "hl-back")
+    os.makedirs(src + "/d1/d2")
+    wfile(src + "/one", b"1" * 1000)
+    wfile(src + "/d1/two", os.urandom(100000))
+    wfile(src + "/solo", b"alone")
+    os.link(src + "/one", src + "/d1/one-b")
+    os.link(src + "/one", src + "/d1/d2/one-c")
+    os.link(src + "/d1/two", src + "/two-b")
+    for there in (True, False):
+        # a mount each: back from what the store holds
+        m = env.mount(url)
+        a, b = (src + "/", m["dir"] + "/t/") if there else (m["dir"] + "/t/", back + "/")
+        p = subprocess.run(["rsync", "-aH", a, b], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=300)
+        env.umount(m)
+        check(p.returncode == 0, "rsync -aH %s %s: %s" % (a, b, p.stdout.decode()[-2000:]))
+
+    def tree(root):
+        out, groups = {}, {}
+        for dp, dns, fns in os.walk(root):
+            for n in fns:
+                p = os.path.join(dp, n)
+                st = os.lstat(p)
+                rel = os.path.relpath(p, root)
+                out[rel] = (rfile(p), stat.S_IMODE(st.st_mode), st.st_nlink, st.st_mtime_ns // 10**9)
+                groups.setdefault(st.st_ino, []).append(rel)
+        return out, sorted(sorted(g) for g in groups.values())
+    ts, gs = tree(src)
+    tb, gb = tree(back)
+    check(ts == tb, "rsync -aH round trip: the same files")
+    check(gs == gb, "the same link groups: %s vs %s" % (gs, gb))
+
+
 TESTS = [
     t_basic_and_layout,
     t_posix_diff,
@@ -1311,6 +1635,12 @@ TESTS = [
     t_attr_index_two_mounts,
     t_usage_shared,
     t_metrics_off,
+    t_deferred_attrs_then_upload,
+    t_hardlink_basic,
+    t_hardlink_open_write,
+    t_hardlink_rename,
+    t_hardlink_two_mounts,
+    t_hardlink_rsync,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):

@@ -232,6 +232,14 @@ def t_resume_user_resend(env):
                  "the successor replayed the slots: %r" % replayed)
 
 
+def t_resume_link(env):
+    """The server killed after a link(2) it ran (the first link of a file,
+    which makes it a link set, then a third name): the kernel sends LINK
+    again and the application sees success (not EEXIST), one inode and the
+    right link count."""
+    crash_in_requests(env, "crashlink", [], (("link", "k2"), ("link", "k3")))
+
+
 def crash_in_requests(env, vol, opts, ops):
     """Each op of ops (op, name) on its own resumable mount with opts and
     crash_at=op:name; checks the application's view and the store; the
@@ -241,7 +249,7 @@ def crash_in_requests(env, vol, opts, ops):
     data = os.urandom(3 << 20)
     m = env.mount(url, ["resume"])
     d = m["dir"]
-    for n in ("r", "w", "n", "u"):
+    for n in ("r", "w", "n", "u", "k"):
         fs.wfile(d + "/" + n, data)
     env.umount(m)
     names = dict(ops)
@@ -273,6 +281,12 @@ def crash_in_requests(env, vol, opts, ops):
         elif op == "symlink":
             os.symlink("target/of/lnew", d + "/lnew")
             fs.check(os.readlink(d + "/lnew") == "target/of/lnew", "symlink across the crash")
+        elif op == "link":
+            os.link(d + "/k", d + "/" + name)
+            st = os.stat(d + "/" + name)
+            fs.check(st.st_ino == os.stat(d + "/k").st_ino and
+                     st.st_nlink == int(name[1:]) and fs.rfile(d + "/" + name) == data,
+                     "link across the crash (nlink %d)" % st.st_nlink)
         elif op == "mknod":
             os.mknod(d + "/mnew", stat.S_IFREG | 0o640)
             fs.check(os.stat(d + "/mnew").st_size == 0, "mknod across the crash")
@@ -292,6 +306,11 @@ def crash_in_requests(env, vol, opts, ops):
         fs.check(env.get(url, "n") is None and env.get(url, "n2") == data, "renamed in the store")
     if "unlink" in names:
         fs.check(env.get(url, "u") is None, "unlinked in the store")
+    if "link" in names:
+        lids = {(env.head(url, n) or {"meta": {}})["meta"].get("objfs-link") for n in ("k", "k2", "k3")}
+        fs.check(len(lids) == 1 and None not in lids, "three names of one link set: %s" % lids)
+        fs.check(len([k for k in env.keys(url, ".objfs/links/") if "/names/" in k]) == 3,
+                 "three entries in the store")
     if "mkdir" in names:
         fs.check(env.get(url, "dnew/in") == b"inside", "made directory in the store")
         fs.check(env.get(url, "lnew") == b"target/of/lnew", "symlink in the store")
@@ -458,5 +477,5 @@ def t_resume_detached_log(env):
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_link, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm]
