@@ -7,7 +7,8 @@
  * lock order and the functions the files of src/fs share are in fs_int.h.
  *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
- * every open of a clean file revalidates it with a HEAD; the kernel page
+ * every open of a clean file revalidates it with a HEAD (a small file read
+ * whole by a GET instead: readahead.c); the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
  * data it caches (cache_etag), and attributes are invalidated when it
  * changed.  Listings are cached for dir_ttl and dropped on local changes.
@@ -817,6 +818,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		   struct fuse_file_info *fi)
 {
 	struct fhandle *fh = NULL;
+	struct ra_open ro = { NULL, 0 };
 	bool local, changed = false, writing;
 	int err = 0;
 
@@ -832,7 +834,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_unlock(&fs->lock);
 	if (!local) {
 		/* close-to-open: a reopened file is revalidated */
-		err = revalidate(fs, in, true);
+		err = ra_open_revalidate(fs, in, !writing, &ro);
 		if (err == ESTALE)
 			err = ENOENT;
 		pthread_mutex_lock(&fs->lock);
@@ -879,9 +881,11 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		in->nopen++;
 		fh_link(fs, fh);
 		pthread_mutex_unlock(&fs->lock);
+		ra_open_install(fh, &ro);
 		hid_add(fs, &fh->hid, in->ino, false);
 		fi->fh = fh->hid.id;
 	}
+	ra_open_release(fs, &ro);
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	if (changed && fs->se != NULL) {

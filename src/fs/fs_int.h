@@ -489,6 +489,12 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent, const char *name,
  * store when older than attr_ttl, or always when force.  0, ESTALE (its
  * type changed), ENOENT or a store errno.  Takes fs->lock. */
 int revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+/* revalidate(force) of a file by a GET of its first len bytes (a known
+ * range: hedged) into sink instead of a HEAD: *fetched when sink then
+ * holds them, of the ETag the inode has (a store answering with more
+ * than asked, EFBIG, is asked by a HEAD instead: not fetched). */
+int revalidate_get(struct objfs_fs *fs, struct inode *in, uint64_t len,
+		   const struct objfs_sink *sink, bool *fetched);
 
 /* ---- dirsnap.c: listings and readdir entries ---- */
 
@@ -609,6 +615,25 @@ void ra_buf_drain(struct objfs_fs *fs);
 /* Reads [off, off+size) of fh's clean file and replies to req.  0, or an
  * errno not yet replied.  No lock held; takes fs->lock and fh->mu. */
 int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
+/* A small file read whole at its open (ra_open_revalidate), until it
+ * becomes the handle's first read-ahead chunk (ra_open_install) or is
+ * given back (ra_open_release).  Owned by the opener. */
+struct ra_open {
+	char *buf;          /* a read-ahead buffer of ra_chunk bytes, or NULL */
+	size_t got;
+};
+/* The revalidation of an open (close-to-open): for reading a clean file
+ * last known with at most ra_chunk bytes, one GET of its first ra_chunk
+ * bytes brings both its attributes and its bytes (into ro) instead of a
+ * HEAD now and a GET at the first read (a file grown since keeps them as
+ * its first chunk); otherwise revalidate(force).  Same results as
+ * revalidate().  Caller holds in->mu, not fs->lock. */
+int ra_open_revalidate(struct objfs_fs *fs, struct inode *in, bool reading,
+		       struct ra_open *ro);
+/* Makes ro's bytes fh's first read-ahead chunk (fh new, not yet shared). */
+void ra_open_install(struct fhandle *fh, struct ra_open *ro);
+/* Gives back what ra_open_install did not take. */
+void ra_open_release(struct objfs_fs *fs, struct ra_open *ro);
 
 /* ---- rename.c: rename ---- */
 
