@@ -669,7 +669,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *dir, *in = NULL, *par;
 	char dkey[KEYBUF];
-	bool used = false, local_children;
+	bool used = false, local_children, listed_empty = false;
 	struct intent_ctx ic;
 	int err;
 
@@ -701,18 +701,19 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			if (par->linked && (par->dirty || !par->in_store))
 				local_children = true;
 		}
+		/* a listing within dir_ttl that names nothing is trusted,
+		 * as lookups trust it (rm -rf listed it just before) */
+		listed_empty = snap_empty_fresh(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 		if (local_children)
 			err = ENOTEMPTY;
 	}
-	if (err == 0)
+	if (err == 0 && !listed_empty)
 		err = prefix_used(fs, dkey, true, &used);
 	if (err == 0 && used)
 		err = ENOTEMPTY;
-	if (err == 0)
-		err = objfs_store_del(fs->store, dkey);
-	if (err == 0)
-		aidx_drop(fs, dkey);
+	if (err == 0)   /* the marker and the index: one request */
+		err = aidx_drop(fs, dkey, dkey);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {

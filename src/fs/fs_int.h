@@ -305,6 +305,8 @@ struct objfs_fs {
 	pthread_mutex_t aidx_mu;        /* leaf */
 	pthread_cond_t aidx_cv;         /* wakes the flusher (aidx_mu) */
 	struct aidx_dir *aidx;          /* pending entries (aidx_mu) */
+	struct aidx_known *aidx_known;  /* segment keys known per directory
+					   (aidx_mu; attrindex.c) */
 	uint64_t aidx_seq;              /* segments written (aidx_mu) */
 	bool aidx_stop;                 /* aidx_mu */
 	bool aidx_started;
@@ -509,6 +511,9 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
 /* Keeps dir's listing current after a local change: name added (add) or
  * removed.  fs->lock held. */
 void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
+/* Whether dir's own listing is fresh (dir_ttl) and, with local changes
+ * noted, names nothing: an rmdir need not list it again.  fs->lock held. */
+bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir);
 /* Lists dir (pinned by the caller) into a new snapshot; *out gets a
  * reference of its own (snap_put_locked()).  prev: NULL for the first
  * window (a whole listing is installed as dir->snap), else the window
@@ -666,8 +671,12 @@ void *aidx_main(void *arg);
  * directory whose key is dir from the index; compacts it when it has many
  * segments.  No lock held; takes fs->lock. */
 void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
-/* Deletes the index of the directory whose key is dir.  No lock held. */
-void aidx_drop(struct objfs_fs *fs, const char *dir);
+/* Deletes the index of the directory whose key is dir and, with marker
+ * (not NULL), that key too, in one request when the segments are known
+ * from a recent listing (else the index is listed first).  0, or the
+ * errno of deleting marker (a failed index delete is only logged).  No
+ * lock held. */
+int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

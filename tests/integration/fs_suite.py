@@ -689,6 +689,50 @@ def t_small_reads(env):
         check(int(r.get("get", 0)) <= 2 + 1 + 21 + 1 + 3 + 2, "one GET per file: %s" % r)
 
 
+def t_rm_rf(env):
+    """`rm -rf` of a tree on a fresh mount: each directory's marker and
+    attribute index go in one DeleteObjects, without listing the index
+    again or the directory it listed just before; nothing is left behind.
+    An rmdir after the listing aged (dir_ttl) still sees a name another
+    tool added: ENOTEMPTY."""
+    url = env.volume("rmrf")
+    m = env.mount(url)
+    d = m["dir"]
+    os.mkdir(d + "/t")
+    for j in range(6):
+        os.mkdir(d + "/t/d%d" % j)
+        for i in range(4):
+            wfile(d + "/t/d%d/f%d" % (j, i), b"x" * i)
+        os.chmod(d + "/t/d%d/f0" % j, 0o600)
+    os.mkdir(d + "/e")
+    env.umount(m)
+    check(len(env.keys(url, ".objfs/attrs/")) >= 6, "index segments written")
+    # listings trusted 30 s, however slow the machine
+    b = env.mount(url, ["log_level=info", "dir_ttl=30"])
+    subprocess.run(["rm", "-rf", b["dir"] + "/t"], check=True, timeout=120)
+    check(not os.path.exists(b["dir"] + "/t"), "tree gone")
+    env.umount(b)
+    left = [k for k in env.keys(url) if k.startswith("t/") or k.startswith(".objfs/attrs/")]
+    check(left == [], "left behind: %s" % left)
+    r = store_requests(env, b)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        # 7 directories: one DeleteObjects each (marker and index); a
+        # LIST each to read it and one of its index; 1 for the mount, 2
+        # for t's lookups (a HEAD and a LIST at once; the last: ENOENT)
+        check(int(r.get("del_many", 0)) <= 7, "a batch per directory: %s" % r)
+        check(int(r.get("del", 0)) <= 24, "a DELETE per file: %s" % r)
+        check(int(r.get("list", 0)) <= 2 * 7 + 3, "LISTs per directory: %s" % r)
+    c = env.mount(url)
+    os.listdir(c["dir"] + "/e")
+    time.sleep(1.2)                     # past dir_ttl (1 s)
+    env.tool(url, "put", "e/late", data=b"late")
+    expect_errno(lambda: os.rmdir(c["dir"] + "/e"), (errno.ENOTEMPTY,),
+                 "rmdir of a directory another tool filled")
+    env.umount(c)
+    check(env.keys(url, "e/") == ["e/", "e/late"], "e kept: %s" % env.keys(url, "e/"))
+
+
 def bdi_read_ahead(path, kib):
     """Sets the kernel read-ahead of the mount at path (root only)."""
     st = os.stat(path)
@@ -1276,6 +1320,7 @@ TESTS = [
     t_attr_index_two_mounts,
     t_usage_shared,
     t_small_reads,
+    t_rm_rf,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):
