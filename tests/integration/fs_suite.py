@@ -707,8 +707,8 @@ def t_rm_rf(env):
     os.mkdir(d + "/e")
     env.umount(m)
     check(len(env.keys(url, ".objfs/attrs/")) >= 6, "index segments written")
-    # listings trusted 30 s, however slow the machine
-    b = env.mount(url, ["log_level=info", "dir_ttl=30"])
+    # listings, names and attributes trusted 30 s, however slow the machine
+    b = env.mount(url, ["log_level=info", "dir_ttl=30", "entry_ttl=30", "attr_ttl=30"])
     subprocess.run(["rm", "-rf", b["dir"] + "/t"], check=True, timeout=120)
     check(not os.path.exists(b["dir"] + "/t"), "tree gone")
     env.umount(b)
