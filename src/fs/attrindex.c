@@ -20,8 +20,10 @@
  * compacted by the reader: one segment with the entries in use (and the
  * recent ones the listing does not show yet) is written, then the ones it
  * merged are deleted; segments are immutable, so nothing another writer
- * adds meanwhile is lost.  rmdir and a directory rename delete the
- * directory's index (aidx_drop()).
+ * adds meanwhile is lost.  rmdir deletes the directory's index
+ * (aidx_drop()); a directory rename deletes the index of every directory
+ * of the tree it moved (aidx_drop_tree(): the copies have a new
+ * Last-Modified, so no entry of theirs could match again).
  *
  * Known segments: the keys a reader listed (and the segments this mount
  * wrote since) are kept per directory for AIDX_KNOWN_TTL seconds
@@ -47,6 +49,7 @@
 #include "common/errors.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "backend/tree.h"
 #include "fs/fs_int.h"
 #include "volume/attrseg.h"
 
@@ -752,4 +755,107 @@ int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker)
 			   "\"%s\": %s", dir, objfs_strerror(err));
 	free_keys(keys, n);
 	return derr;
+}
+
+/* The directories of a moved tree: old keys, each once. */
+struct tree_dirs {
+	const char *from, *to;          /* the old and the new prefix */
+	char **dirs;
+	size_t n, cap;
+};
+
+static int tree_dirs_add(struct tree_dirs *t, const char *rel, size_t len)
+{
+	size_t fl = strlen(t->from), i;
+	char *d;
+
+	for (i = t->n; i > 0; i--) {    /* keys come in order: look back */
+		if (strlen(t->dirs[i - 1]) == fl + len &&
+		    memcmp(t->dirs[i - 1] + fl, rel, len) == 0)
+			return 0;
+		if (i + 8 <= t->n)
+			break;
+	}
+	if (t->n == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 16;
+		char **nd = realloc(t->dirs, nc * sizeof(*nd));
+
+		if (nd == NULL)
+			return ENOMEM;
+		t->dirs = nd;
+		t->cap = nc;
+	}
+	d = malloc(fl + len + 1);
+	if (d == NULL)
+		return ENOMEM;
+	memcpy(d, t->from, fl);
+	memcpy(d + fl, rel, len);
+	d[fl + len] = '\0';
+	t->dirs[t->n++] = d;
+	return 0;
+}
+
+static int tree_dirs_page(void *arg, const struct objfs_list_page *pg)
+{
+	struct tree_dirs *t = arg;
+	size_t tl = strlen(t->to), i;
+	int err = 0;
+
+	for (i = 0; i < pg->n_entries && err == 0; i++) {
+		const char *rel = pg->entries[i].key + tl;
+		const char *slash = strrchr(rel, '/');
+
+		if (strncmp(pg->entries[i].key, t->to, tl) != 0)
+			continue;
+		err = tree_dirs_add(t, rel, slash != NULL ?
+				    (size_t)(slash - rel) + 1 : 0);
+	}
+	return err;
+}
+
+struct drop_task {
+	struct objfs_fs *fs;
+	const char *dir;
+};
+
+static void drop_run(void *arg)
+{
+	struct drop_task *t = arg;
+
+	(void)aidx_drop(t->fs, t->dir, NULL);
+}
+
+void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to)
+{
+	struct tree_dirs t = { from, to, NULL, 0, 0 };
+	struct drop_task *tasks = NULL;
+	struct objfs_group g;
+	size_t i;
+	int err;
+
+	err = tree_dirs_add(&t, "", 0);         /* the top, however empty */
+	if (err == 0)
+		err = objfs_tree_walk(fs->store, to, 0, tree_dirs_page, &t);
+	if (err == 0 && (tasks = calloc(t.n, sizeof(*tasks))) == NULL)
+		err = ENOMEM;
+	if (err != 0) {
+		/* the top's index at least; the others cost storage only */
+		objfs_warn(fs->log, SUB, "finding the directories moved to "
+			   "\"%s\": %s (their old attribute index stays)", to,
+			   objfs_strerror(err));
+		(void)aidx_drop(fs, from, NULL);
+	}
+	objfs_group_init(&g);
+	for (i = 0; tasks != NULL && i < t.n; i++) {
+		tasks[i].fs = fs;
+		tasks[i].dir = t.dirs[i];
+		if (fs->pool == NULL ||
+		    objfs_pool_submit(fs->pool, &g, drop_run, &tasks[i]) != 0)
+			drop_run(&tasks[i]);
+	}
+	objfs_group_wait(&g);
+	for (i = 0; i < t.n; i++)
+		free(t.dirs[i]);
+	free(t.dirs);
+	free(tasks);
 }

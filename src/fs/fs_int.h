@@ -677,6 +677,10 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
  * errno of deleting marker (a failed index delete is only logged).  No
  * lock held. */
 int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker);
+/* After a directory rename moved every key under from to to (both
+ * ending in "/"): deletes the index of every directory of the old tree,
+ * found by listing to.  No lock held (fs->ns may be). */
+void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

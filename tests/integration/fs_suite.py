@@ -733,6 +733,32 @@ def t_rm_rf(env):
     check(env.keys(url, "e/") == ["e/", "e/late"], "e kept: %s" % env.keys(url, "e/"))
 
 
+def t_rename_tree_index(env):
+    """A directory rename deletes the attribute index of every directory
+    of the moved tree (the copies have a new Last-Modified: no entry of
+    the old index could match again), and the moved files keep their
+    attributes (in their metadata)."""
+    url = env.volume("rntree")
+    m = env.mount(url)
+    d = m["dir"]
+    os.makedirs(d + "/top/a/b")
+    for sub in ("top", "top/a", "top/a/b"):
+        for i in range(3):
+            wfile("%s/%s/f%d" % (d, sub, i), b"x" * i)
+    os.chmod(d + "/top/a/b/f1", 0o600)
+    env.umount(m)
+    check(len(env.keys(url, ".objfs/attrs/")) >= 3, "a segment per directory")
+    m = env.mount(url)
+    os.rename(m["dir"] + "/top", m["dir"] + "/top2")
+    env.umount(m)
+    check(env.keys(url, ".objfs/attrs/") == [], "old index left: %s" % env.keys(url, ".objfs/attrs/"))
+    m = env.mount(url)
+    seen = listing_attrs(m["dir"] + "/top2/a/b")
+    env.umount(m)
+    check(sorted(seen) == ["f0", "f1", "f2"], "moved names: %s" % sorted(seen))
+    check(stat.S_IMODE(seen["f1"][0]) == 0o600, "moved mode")
+
+
 def bdi_read_ahead(path, kib):
     """Sets the kernel read-ahead of the mount at path (root only)."""
     st = os.stat(path)
@@ -1321,6 +1347,7 @@ TESTS = [
     t_usage_shared,
     t_small_reads,
     t_rm_rf,
+    t_rename_tree_index,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):
