@@ -96,6 +96,27 @@ static struct timespec ns_ts(int64_t ns)
 	return ts;
 }
 
+/* Appends str (owned from then on, or freed on failure) to the growing
+ * array *v of *n strings with room for *cap.  0 or ENOMEM. */
+static int strs_push(char ***v, size_t *n, size_t *cap, char *str)
+{
+	if (str == NULL)
+		return ENOMEM;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(str);
+			return ENOMEM;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = str;
+	return 0;
+}
+
 /* ---- known segments (fs->aidx_mu) ------------------------------------- */
 
 static void known_free(struct aidx_known *k)
@@ -129,19 +150,7 @@ static struct aidx_known *known_take(struct objfs_fs *fs, const char *dir)
 
 static int known_add(struct aidx_known *k, const char *key)
 {
-	if (k->n == k->cap) {
-		size_t nc = k->cap ? k->cap * 2 : 4;
-		char **nk = realloc(k->keys, nc * sizeof(*nk));
-
-		if (nk == NULL)
-			return ENOMEM;
-		k->keys = nk;
-		k->cap = nc;
-	}
-	if ((k->keys[k->n] = strdup(key)) == NULL)
-		return ENOMEM;
-	k->n++;
-	return 0;
+	return strs_push(&k->keys, &k->n, &k->cap, strdup(key));
 }
 
 /* Records the n segment keys just listed for dir (forgets it when out of
@@ -477,20 +486,8 @@ static int list_all(struct objfs_fs *fs, const char *prefix, char ***keys,
 		free(token);
 		token = NULL;
 		for (i = 0; err == 0 && i < pg.n_entries; i++) {
-			if (*n == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				char **nk = realloc(*keys, nc * sizeof(*nk));
-
-				if (nk == NULL) {
-					err = ENOMEM;
-					break;
-				}
-				*keys = nk;
-				cap = nc;
-			}
-			(*keys)[*n] = pg.entries[i].key;
+			err = strs_push(keys, n, &cap, pg.entries[i].key);
 			pg.entries[i].key = NULL;
-			(*n)++;
 		}
 		if (err == 0) {
 			token = pg.next;
@@ -776,23 +773,13 @@ static int tree_dirs_add(struct tree_dirs *t, const char *rel, size_t len)
 		if (i + 8 <= t->n)
 			break;
 	}
-	if (t->n == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 16;
-		char **nd = realloc(t->dirs, nc * sizeof(*nd));
-
-		if (nd == NULL)
-			return ENOMEM;
-		t->dirs = nd;
-		t->cap = nc;
-	}
 	d = malloc(fl + len + 1);
-	if (d == NULL)
-		return ENOMEM;
-	memcpy(d, t->from, fl);
-	memcpy(d + fl, rel, len);
-	d[fl + len] = '\0';
-	t->dirs[t->n++] = d;
-	return 0;
+	if (d != NULL) {
+		memcpy(d, t->from, fl);
+		memcpy(d + fl, rel, len);
+		d[fl + len] = '\0';
+	}
+	return strs_push(&t->dirs, &t->n, &t->cap, d);
 }
 
 static int tree_dirs_page(void *arg, const struct objfs_list_page *pg)
