@@ -25,6 +25,8 @@
 #define S3_ERRBODY_MAX (64u * 1024)
 #define S3_URL_MAX (8 * 1024)
 #define S3_HASH_CHUNK (1u << 20)
+/* curl buffers of a large body (smaller ones keep curl's defaults) */
+#define S3_BIG_BUF (512u * 1024)
 /* Objects above this are copied with UploadPartCopy. */
 #define S3_COPY_MAX OBJFS_MPU_MAX_PART
 #define S3_COPY_PART (1ULL << 30)

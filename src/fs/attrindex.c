@@ -20,8 +20,19 @@
  * compacted by the reader: one segment with the entries in use (and the
  * recent ones the listing does not show yet) is written, then the ones it
  * merged are deleted; segments are immutable, so nothing another writer
- * adds meanwhile is lost.  rmdir and a directory rename delete the
- * directory's index (aidx_drop()).
+ * adds meanwhile is lost.  rmdir deletes the directory's index
+ * (aidx_drop()); a directory rename deletes the index of every directory
+ * of the tree it moved (aidx_drop_tree(): the copies have a new
+ * Last-Modified, so no entry of theirs could match again).
+ *
+ * Known segments: the keys a reader listed (and the segments this mount
+ * wrote since) are kept per directory for AIDX_KNOWN_TTL seconds
+ * (fs->aidx_known, at most AIDX_KNOWN_MAX directories), so rmdir deletes
+ * the marker and the index in one DeleteObjects without listing the
+ * index again, and nothing when the directory never had one.  A segment
+ * another mount wrote in that window is left behind: it costs storage
+ * only (its entries match no object of a later directory of that name
+ * unless ETag and Last-Modified both do, that is, the very object).
  *
  * Locks: fs->aidx_mu (a leaf) guards the pending entries and the
  * sequence; no lock is held across store I/O; entries of a snapshot are
@@ -39,6 +50,7 @@
 #include "common/errors.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "backend/tree.h"
 #include "fs/fs_int.h"
 #include "volume/attrseg.h"
 
@@ -47,6 +59,18 @@
 #define AIDX_COMPACT 8          /* segments a reader merges into one */
 #define AIDX_RECENT 120         /* seconds an entry no listing shows yet
 				   survives a compaction */
+#define AIDX_KNOWN_TTL 60.0     /* seconds a listing of segments is used */
+#define AIDX_KNOWN_MAX 256      /* directories whose segments are known */
+
+/* The segment keys of one directory as last listed, with the ones this
+ * mount wrote since (fs->aidx_mu). */
+struct aidx_known {
+	struct aidx_known *next;
+	char *dir;
+	double time;                    /* when listed */
+	char **keys;
+	size_t n, cap;
+};
 
 /* The pending entries of one directory (fs->aidx_mu). */
 struct aidx_dir {
@@ -73,6 +97,113 @@ static struct timespec ns_ts(int64_t ns)
 	return ts;
 }
 
+/* Appends str (owned from then on, or freed on failure) to the growing
+ * array *v of *n strings with room for *cap.  0 or ENOMEM. */
+static int strs_push(char ***v, size_t *n, size_t *cap, char *str)
+{
+	if (str == NULL)
+		return ENOMEM;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+
+		if (nv == NULL) {
+			free(str);
+			return ENOMEM;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = str;
+	return 0;
+}
+
+/* ---- known segments (fs->aidx_mu) ------------------------------------- */
+
+static void known_free(struct aidx_known *k)
+{
+	size_t i;
+
+	if (k == NULL)
+		return;
+	for (i = 0; i < k->n; i++)
+		free(k->keys[i]);
+	free(k->keys);
+	free(k->dir);
+	free(k);
+}
+
+/* Unlinks and returns dir's record, or NULL (aidx_mu). */
+static struct aidx_known *known_take(struct objfs_fs *fs, const char *dir)
+{
+	struct aidx_known **pp;
+
+	for (pp = &fs->aidx_known; *pp != NULL; pp = &(*pp)->next) {
+		if (strcmp((*pp)->dir, dir) == 0) {
+			struct aidx_known *k = *pp;
+
+			*pp = k->next;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+static int known_add(struct aidx_known *k, const char *key)
+{
+	return strs_push(&k->keys, &k->n, &k->cap, strdup(key));
+}
+
+/* Records the n segment keys just listed for dir (forgets it when out of
+ * memory); the oldest record goes past AIDX_KNOWN_MAX. */
+static void known_set(struct objfs_fs *fs, const char *dir, char **keys,
+		      size_t n)
+{
+	struct aidx_known *k = calloc(1, sizeof(*k)), **pp;
+	size_t i, count = 0;
+	int err = 0;
+
+	if (k != NULL && (k->dir = strdup(dir)) == NULL)
+		err = ENOMEM;
+	for (i = 0; k != NULL && err == 0 && i < n; i++)
+		err = known_add(k, keys[i]);
+	pthread_mutex_lock(&fs->aidx_mu);
+	known_free(known_take(fs, dir));
+	if (k != NULL && err == 0) {
+		k->time = now_mono();
+		k->next = fs->aidx_known;
+		fs->aidx_known = k;
+		k = NULL;
+		for (pp = &fs->aidx_known; *pp != NULL; pp = &(*pp)->next) {
+			if (++count > AIDX_KNOWN_MAX) {
+				known_free(*pp);
+				*pp = NULL;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&fs->aidx_mu);
+	known_free(k);
+}
+
+/* A segment this mount wrote: added to dir's known keys, if known. */
+static void known_note(struct objfs_fs *fs, const char *dir, const char *key)
+{
+	struct aidx_known *k;
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	k = known_take(fs, dir);
+	if (k != NULL && known_add(k, key) != 0) {
+		known_free(k);
+		k = NULL;
+	}
+	if (k != NULL) {
+		k->next = fs->aidx_known;
+		fs->aidx_known = k;
+	}
+	pthread_mutex_unlock(&fs->aidx_mu);
+}
+
 int aidx_init(struct objfs_fs *fs)
 {
 	uint64_t w;
@@ -95,6 +226,12 @@ void aidx_destroy(struct objfs_fs *fs)
 		fs->aidx = d->next;
 		objfs_attrseg_release(&d->seg);
 		free(d);
+	}
+	while (fs->aidx_known != NULL) {
+		struct aidx_known *k = fs->aidx_known;
+
+		fs->aidx_known = k->next;
+		known_free(k);
 	}
 	pthread_cond_destroy(&fs->aidx_cv);
 	pthread_mutex_destroy(&fs->aidx_mu);
@@ -224,6 +361,8 @@ static int put_seg(struct objfs_fs *fs, const struct objfs_attrseg *seg)
 	objfs_source_mem(&src, text, len);
 	err = objfs_store_put(fs->store, key, &src, &po, NULL);
 	free(text);
+	if (err == 0)
+		known_note(fs, seg->dir, key);
 	return err;
 }
 
@@ -493,6 +632,9 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0 && (out->dir = strdup(f->dir)) == NULL)
 		err = ENOMEM;
+	pthread_mutex_lock(&fs->aidx_mu);
+	known_free(known_take(fs, f->dir));     /* listed again when needed */
+	pthread_mutex_unlock(&fs->aidx_mu);
 	if (err == 0 && out->n > 0)
 		err = put_seg(fs, out);
 	if (err == 0)
@@ -525,6 +667,8 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
 
 	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
 	err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	if (err == 0)
+		known_set(fs, dir, keys, n);
 	if (err != 0 || n == 0)
 		goto out;
 	tasks = calloc(n, sizeof(*tasks));
@@ -562,19 +706,139 @@ out:
 	objfs_tree_keys_free(keys, n);
 }
 
-void aidx_drop(struct objfs_fs *fs, const char *dir)
+int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker)
 {
+	struct aidx_known *k;
 	char pfx[128], **keys = NULL;
+	bool batched = false;
 	size_t n = 0;
-	int err;
+	int err = 0, derr = 0;
 
-	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-	err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	pthread_mutex_lock(&fs->aidx_mu);
+	k = known_take(fs, dir);
+	pthread_mutex_unlock(&fs->aidx_mu);
+	if (k != NULL && now_mono() - k->time < AIDX_KNOWN_TTL) {
+		keys = k->keys;
+		n = k->n;
+		k->keys = NULL;
+		k->n = 0;
+	} else {
+		objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+		err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	}
+	known_free(k);
+	if (err == 0 && marker != NULL) {
+		char **nk = realloc(keys, (n + 1) * sizeof(*nk));
+
+		if (nk != NULL)
+			keys = nk;
+		if (nk != NULL && (nk[n] = strdup(marker)) != NULL) {
+			n++;
+			batched = true;
+		}
+	}
 	if (err == 0 && n > 0)
 		err = objfs_store_del_many(fs->store, (const char *const *)keys,
 					   n, NULL);
+	/* not in the batch, or the batch failed (which key is not told) */
+	if (marker != NULL && (!batched || err != 0))
+		derr = objfs_store_del(fs->store, marker);
 	if (err != 0)
 		objfs_warn(fs->log, SUB, "deleting the attribute index of "
 			   "\"%s\": %s", dir, objfs_strerror(err));
 	objfs_tree_keys_free(keys, n);
+	return derr;
+}
+
+/* The directories of a moved tree: old keys, each once. */
+struct tree_dirs {
+	const char *from, *to;          /* the old and the new prefix */
+	char **dirs;
+	size_t n, cap;
+};
+
+static int tree_dirs_add(struct tree_dirs *t, const char *rel, size_t len)
+{
+	size_t fl = strlen(t->from), i;
+	char *d;
+
+	for (i = t->n; i > 0; i--) {    /* keys come in order: look back */
+		if (strlen(t->dirs[i - 1]) == fl + len &&
+		    memcmp(t->dirs[i - 1] + fl, rel, len) == 0)
+			return 0;
+		if (i + 8 <= t->n)
+			break;
+	}
+	d = malloc(fl + len + 1);
+	if (d != NULL) {
+		memcpy(d, t->from, fl);
+		memcpy(d + fl, rel, len);
+		d[fl + len] = '\0';
+	}
+	return strs_push(&t->dirs, &t->n, &t->cap, d);
+}
+
+static int tree_dirs_page(void *arg, const struct objfs_list_page *pg)
+{
+	struct tree_dirs *t = arg;
+	size_t tl = strlen(t->to), i;
+	int err = 0;
+
+	for (i = 0; i < pg->n_entries && err == 0; i++) {
+		const char *rel = pg->entries[i].key + tl;
+		const char *slash = strrchr(rel, '/');
+
+		if (strncmp(pg->entries[i].key, t->to, tl) != 0)
+			continue;
+		err = tree_dirs_add(t, rel, slash != NULL ?
+				    (size_t)(slash - rel) + 1 : 0);
+	}
+	return err;
+}
+
+struct drop_task {
+	struct objfs_fs *fs;
+	const char *dir;
+};
+
+static void drop_run(void *arg)
+{
+	struct drop_task *t = arg;
+
+	(void)aidx_drop(t->fs, t->dir, NULL);
+}
+
+void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to)
+{
+	struct tree_dirs t = { from, to, NULL, 0, 0 };
+	struct drop_task *tasks = NULL;
+	struct objfs_group g;
+	size_t i;
+	int err;
+
+	err = tree_dirs_add(&t, "", 0);         /* the top, however empty */
+	if (err == 0)
+		err = objfs_tree_walk(fs->store, to, 0, tree_dirs_page, &t);
+	if (err == 0 && (tasks = calloc(t.n, sizeof(*tasks))) == NULL)
+		err = ENOMEM;
+	if (err != 0) {
+		/* the top's index at least; the others cost storage only */
+		objfs_warn(fs->log, SUB, "finding the directories moved to "
+			   "\"%s\": %s (their old attribute index stays)", to,
+			   objfs_strerror(err));
+		(void)aidx_drop(fs, from, NULL);
+	}
+	objfs_group_init(&g);
+	for (i = 0; tasks != NULL && i < t.n; i++) {
+		tasks[i].fs = fs;
+		tasks[i].dir = t.dirs[i];
+		if (fs->pool == NULL ||
+		    objfs_pool_submit(fs->pool, &g, drop_run, &tasks[i]) != 0)
+			drop_run(&tasks[i]);
+	}
+	objfs_group_wait(&g);
+	for (i = 0; i < t.n; i++)
+		free(t.dirs[i]);
+	free(t.dirs);
+	free(tasks);
 }

@@ -97,6 +97,14 @@ static struct dirsnap *snap_clone(const struct dirsnap *s)
 	return c;
 }
 
+bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir)
+{
+	const struct dirsnap *s = dir->snap;
+
+	return s != NULL && s->n == 0 && !s->more && s->base == 0 &&
+	       now_mono() - s->time < fs->o.dir_ttl;
+}
+
 /* Keeps dir's listing current after a local change (fs->lock): the name
  * is added (add) or removed.  A listing that readdir handles share stays
  * theirs (their offsets index it): the directory gets a copy first. */

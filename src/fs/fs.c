@@ -7,7 +7,8 @@
  * lock order and the functions the files of src/fs share are in fs_int.h.
  *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
- * every open of a clean file revalidates it with a HEAD; the kernel page
+ * every open of a clean file revalidates it with a HEAD (a small file read
+ * whole by a GET instead: readahead.c); the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
  * data it caches (cache_etag), and attributes are invalidated when it
  * changed.  Listings are cached for dir_ttl and dropped on local changes.
@@ -738,7 +739,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *dir, *in = NULL, *par;
 	char dkey[KEYBUF];
-	bool used = false, local_children;
+	bool used = false, local_children, listed_empty = false;
 	struct intent_ctx ic;
 	int err;
 
@@ -770,18 +771,19 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			if (par->linked && (par->dirty || !par->in_store))
 				local_children = true;
 		}
+		/* a listing within dir_ttl that names nothing is trusted,
+		 * as lookups trust it (rm -rf listed it just before) */
+		listed_empty = snap_empty_fresh(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 		if (local_children)
 			err = ENOTEMPTY;
 	}
-	if (err == 0)
+	if (err == 0 && !listed_empty)
 		err = prefix_used(fs, dkey, true, &used);
 	if (err == 0 && used)
 		err = ENOTEMPTY;
-	if (err == 0)
-		err = objfs_store_del(fs->store, dkey);
-	if (err == 0)
-		aidx_drop(fs, dkey);
+	if (err == 0)   /* the marker and the index: one request */
+		err = aidx_drop(fs, dkey, dkey);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {
@@ -887,6 +889,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		   struct fuse_file_info *fi)
 {
 	struct fhandle *fh = NULL;
+	struct ra_open ro = { NULL, 0 };
 	bool local, changed = false, writing;
 	int err = 0;
 
@@ -902,7 +905,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_unlock(&fs->lock);
 	if (!local) {
 		/* close-to-open: a reopened file is revalidated */
-		err = revalidate(fs, in, true);
+		err = ra_open_revalidate(fs, in, !writing, &ro);
 		if (err == ESTALE)
 			err = ENOENT;
 		pthread_mutex_lock(&fs->lock);
@@ -949,9 +952,11 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		in->nopen++;
 		fh_link(fs, fh);
 		pthread_mutex_unlock(&fs->lock);
+		ra_open_install(fh, &ro);
 		hid_add(fs, &fh->hid, in->ino, false);
 		fi->fh = fh->hid.id;
 	}
+	ra_open_release(fs, &ro);
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	if (changed && fs->se != NULL) {

@@ -332,6 +332,8 @@ struct objfs_fs {
 	pthread_mutex_t aidx_mu;        /* leaf */
 	pthread_cond_t aidx_cv;         /* wakes the flusher (aidx_mu) */
 	struct aidx_dir *aidx;          /* pending entries (aidx_mu) */
+	struct aidx_known *aidx_known;  /* segment keys known per directory
+					   (aidx_mu; attrindex.c) */
 	uint64_t aidx_seq;              /* segments written (aidx_mu) */
 	bool aidx_stop;                 /* aidx_mu */
 	bool aidx_started;
@@ -524,6 +526,12 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent, const char *name,
  * store when older than attr_ttl, or always when force.  0, ESTALE (its
  * type changed), ENOENT or a store errno.  Takes fs->lock. */
 int revalidate(struct objfs_fs *fs, struct inode *in, bool force);
+/* revalidate(force) of a file by a GET of its first len bytes (a known
+ * range: hedged) into sink instead of a HEAD: *fetched when sink then
+ * holds them, of the ETag the inode has (a store answering with more
+ * than asked, EFBIG, is asked by a HEAD instead: not fetched). */
+int revalidate_get(struct objfs_fs *fs, struct inode *in, uint64_t len,
+		   const struct objfs_sink *sink, bool *fetched);
 
 /* ---- dirsnap.c: listings and readdir entries ---- */
 
@@ -538,6 +546,9 @@ size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
 /* Keeps dir's listing current after a local change: name added (add) or
  * removed.  fs->lock held. */
 void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
+/* Whether dir's own listing is fresh (dir_ttl) and, with local changes
+ * noted, names nothing: an rmdir need not list it again.  fs->lock held. */
+bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir);
 /* Lists dir (pinned by the caller) into a new snapshot; *out gets a
  * reference of its own (snap_put_locked()).  prev: NULL for the first
  * window (a whole listing is installed as dir->snap), else the window
@@ -645,6 +656,25 @@ void ra_buf_drain(struct objfs_fs *fs);
 /* Reads [off, off+size) of fh's clean file and replies to req.  0, or an
  * errno not yet replied.  No lock held; takes fs->lock and fh->mu. */
 int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
+/* A small file read whole at its open (ra_open_revalidate), until it
+ * becomes the handle's first read-ahead chunk (ra_open_install) or is
+ * given back (ra_open_release).  Owned by the opener. */
+struct ra_open {
+	char *buf;          /* a read-ahead buffer of ra_chunk bytes, or NULL */
+	size_t got;
+};
+/* The revalidation of an open (close-to-open): for reading a clean file
+ * last known with at most ra_chunk bytes, one GET of its first ra_chunk
+ * bytes brings both its attributes and its bytes (into ro) instead of a
+ * HEAD now and a GET at the first read (a file grown since keeps them as
+ * its first chunk); otherwise revalidate(force).  Same results as
+ * revalidate().  Caller holds in->mu, not fs->lock. */
+int ra_open_revalidate(struct objfs_fs *fs, struct inode *in, bool reading,
+		       struct ra_open *ro);
+/* Makes ro's bytes fh's first read-ahead chunk (fh new, not yet shared). */
+void ra_open_install(struct fhandle *fh, struct ra_open *ro);
+/* Gives back what ra_open_install did not take. */
+void ra_open_release(struct objfs_fs *fs, struct ra_open *ro);
 
 /* ---- rename.c: rename ---- */
 
@@ -677,8 +707,16 @@ void *aidx_main(void *arg);
  * directory whose key is dir from the index; compacts it when it has many
  * segments.  No lock held; takes fs->lock. */
 void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
-/* Deletes the index of the directory whose key is dir.  No lock held. */
-void aidx_drop(struct objfs_fs *fs, const char *dir);
+/* Deletes the index of the directory whose key is dir and, with marker
+ * (not NULL), that key too, in one request when the segments are known
+ * from a recent listing (else the index is listed first).  0, or the
+ * errno of deleting marker (a failed index delete is only logged).  No
+ * lock held. */
+int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker);
+/* After a directory rename moved every key under from to to (both
+ * ending in "/"): deletes the index of every directory of the old tree,
+ * found by listing to.  No lock held (fs->ns may be). */
+void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to);
 
 /* ---- times.c: timestamps, a directory's link count ---- */
 

@@ -396,9 +396,15 @@ out_locked:
 	return err;
 }
 
-/* Re-reads the attributes of a clean, stale inode from the store. */
-int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
+/* Re-reads the attributes of a clean, stale inode from the store: by a
+ * HEAD, or with sink by a GET of its first len bytes (*fetched: sink holds
+ * them, of the ETag the inode now has; a store that answers with more
+ * than asked, EFBIG, is asked by a HEAD after all). */
+static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
+			   uint64_t len, const struct objfs_sink *sink,
+			   bool *fetched)
 {
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	char key[KEYBUF];
 	struct probe p;
 	bool need;
@@ -416,14 +422,47 @@ int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
-	err = probe_key(fs, key, S_ISDIR(in->mode), !S_ISDIR(in->mode), &p);
+	if (sink != NULL && !S_ISDIR(in->mode)) {
+		struct objfs_get_opts go = { 0, len, NULL, NULL };
+
+		memset(&p, 0, sizeof(p));
+		err = objfs_store_get(fs->store, key, &go, sink, &info);
+		if (err == 0)
+			probe_from_info(fs, &info, false, &p);
+		objfs_obj_info_release(&info);
+		if (err == ENOENT)
+			err = probe_key_both(fs, key, true, &p);
+		else if (err == EFBIG)
+			err = probe_key(fs, key, false, true, &p);
+		else if (err == 0)
+			*fetched = !p.is_dir;
+	} else {
+		err = probe_key(fs, key, S_ISDIR(in->mode), !S_ISDIR(in->mode),
+				&p);
+	}
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 && same_type(p.fa.mode, in->mode))
 		apply_probe(fs, in, &p);
 	else if (err == 0)
 		err = ESTALE;
+	if (err != 0 || strcmp(in->etag, p.etag) != 0)
+		*fetched = false;
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0 && p.hl_id[0] != '\0')
 		err = hl_adopt(fs, in);         /* linked by another mount */
 	return err;
+}
+
+int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
+{
+	bool fetched = false;
+
+	return revalidate_with(fs, in, force, 0, NULL, &fetched);
+}
+
+int revalidate_get(struct objfs_fs *fs, struct inode *in, uint64_t len,
+		   const struct objfs_sink *sink, bool *fetched)
+{
+	*fetched = false;
+	return revalidate_with(fs, in, true, len, sink, fetched);
 }

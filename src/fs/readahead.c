@@ -9,6 +9,11 @@
  * counted in the mem_limit budget, and up to RA_MAX of them are kept for
  * reuse while files are open (fs->rabuf_mu).  Only its GET's end moves a
  * slot out of LOADING; a handle is freed after its loads end.
+ *
+ * A small file opened for reading is read whole at its open: the GET
+ * of its first chunk that revalidates it (instead of a HEAD) fills the
+ * handle's first chunk, so `cp -r` or a build reading many small files
+ * pays one request per file (ra_open_revalidate).
  */
 #include "config.h"
 
@@ -358,4 +363,52 @@ int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off,
 	}
 	free(buf);
 	return err;
+}
+
+int ra_open_revalidate(struct objfs_fs *fs, struct inode *in, bool reading,
+		       struct ra_open *ro)
+{
+	struct objfs_fixedbuf fb;
+	struct objfs_sink sink;
+	bool small, fetched;
+	int err;
+
+	memset(ro, 0, sizeof(*ro));
+	pthread_mutex_lock(&fs->lock);
+	small = reading && S_ISREG(in->mode) && in->size <= fs->o.ra_chunk &&
+		fs->o.ra_chunks > 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (small)
+		ro->buf = ra_buf_get(fs, fs->o.ra_chunk);
+	if (ro->buf == NULL)
+		return revalidate(fs, in, true);
+	fb = (struct objfs_fixedbuf){ ro->buf, fs->o.ra_chunk, 0 };
+	objfs_sink_fixed(&sink, &fb);
+	err = revalidate_get(fs, in, fs->o.ra_chunk, &sink, &fetched);
+	ro->got = fb.got;
+	if (!fetched)
+		ra_open_release(fs, ro);
+	return err;
+}
+
+void ra_open_install(struct fhandle *fh, struct ra_open *ro)
+{
+	struct ra_chunk *c = &fh->ra[0];
+
+	if (ro->buf == NULL)
+		return;
+	pthread_mutex_lock(&fh->mu);
+	c->off = 0;
+	c->len = fh->fs->o.ra_chunk;    /* the buffer's size: see ra_free_chunk */
+	c->buf = ro->buf;
+	c->got = ro->got;
+	c->state = RA_READY;
+	pthread_mutex_unlock(&fh->mu);
+	ro->buf = NULL;
+}
+
+void ra_open_release(struct objfs_fs *fs, struct ra_open *ro)
+{
+	ra_buf_put(fs, ro->buf, fs->o.ra_chunk);
+	ro->buf = NULL;
 }

@@ -182,7 +182,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		/* the copies have a new Last-Modified: the old entries
 		 * describe nothing any more */
 		if (err == 0)
-			aidx_drop(fs, skey);
+			aidx_drop_tree(fs, skey, dkey);
 	} else {
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);

@@ -652,6 +652,115 @@ def t_many_small_and_listing(env):
     env.umount(m)
 
 
+def t_small_reads(env):
+    """`cp -r` out: a small file opened for reading costs one GET, which
+    brings its attributes with its bytes (no HEAD); a file rewritten by
+    another tool is read anew at its next open; one grown past the
+    read-ahead chunk (1 MiB here) keeps the bytes of that GET as its first
+    chunk."""
+    url = env.volume("sread")
+    m = env.mount(url)
+    d = m["dir"] + "/d"
+    os.mkdir(d)
+    data = {"f%02d" % i: os.urandom(100 + i * 997) for i in range(20)}
+    data["empty"] = b""
+    for n, b in data.items():
+        wfile(d + "/" + n, b)
+    os.chmod(d + "/f03", 0o600)
+    env.umount(m)
+    b = env.mount(url, ["log_level=info", "attr_ttl=60", "entry_ttl=60", "readahead=1M"])
+    d = b["dir"] + "/d"
+    check(sorted(os.listdir(d)) == sorted(data), "listed")     # as cp -r does
+    for n in sorted(data):
+        check(rfile(d + "/" + n) == data[n], "%s read back" % n)
+    check(stat.S_IMODE(os.stat(d + "/f03").st_mode) == 0o600, "mode with the bytes")
+    env.tool(url, "put", "d/f05", data=b"new bytes")
+    check(rfile(d + "/f05") == b"new bytes", "rewritten by another tool: read anew")
+    check(os.stat(d + "/f05").st_size == 9, "rewritten: new size")
+    big = os.urandom(3 << 20)
+    env.tool(url, "put", "d/f06", data=big)
+    check(rfile(d + "/f06") == big, "grown past the chunk: read whole")
+    env.umount(b)
+    r = store_requests(env, b)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        # HEADs: the root's attributes, d's lookup (2); GETs: the mount
+        # (2: usage, volume record), d's index segment, 21 files, f05
+        # again, f06 (3 chunks of 1 MiB), 2 hedges of a slow answer
+        check(int(r.get("head", 0)) <= 3, "no HEAD per file: %s" % r)
+        check(int(r.get("get", 0)) <= 2 + 1 + 21 + 1 + 3 + 2, "one GET per file: %s" % r)
+
+
+def t_rm_rf(env):
+    """`rm -rf` of a tree on a fresh mount: each directory's marker and
+    attribute index go in one DeleteObjects, without listing the index
+    again or the directory it listed just before; nothing is left behind.
+    An rmdir after the listing aged (dir_ttl) still sees a name another
+    tool added: ENOTEMPTY."""
+    url = env.volume("rmrf")
+    m = env.mount(url)
+    d = m["dir"]
+    os.mkdir(d + "/t")
+    for j in range(6):
+        os.mkdir(d + "/t/d%d" % j)
+        for i in range(4):
+            wfile(d + "/t/d%d/f%d" % (j, i), b"x" * i)
+        os.chmod(d + "/t/d%d/f0" % j, 0o600)
+    os.mkdir(d + "/e")
+    env.umount(m)
+    check(len(env.keys(url, ".objfs/attrs/")) >= 6, "index segments written")
+    # listings, names and attributes trusted 30 s, however slow the machine
+    b = env.mount(url, ["log_level=info", "dir_ttl=30", "entry_ttl=30", "attr_ttl=30"])
+    subprocess.run(["rm", "-rf", b["dir"] + "/t"], check=True, timeout=120)
+    check(not os.path.exists(b["dir"] + "/t"), "tree gone")
+    env.umount(b)
+    left = [k for k in env.keys(url) if k.startswith("t/") or k.startswith(".objfs/attrs/")]
+    check(left == [], "left behind: %s" % left)
+    r = store_requests(env, b)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        # 7 directories: one DeleteObjects each (marker and index); a
+        # LIST each to read it and one of its index; 1 for the mount, 2
+        # for t's lookups (a HEAD and a LIST at once; the last: ENOENT)
+        check(int(r.get("del_many", 0)) <= 7, "a batch per directory: %s" % r)
+        check(int(r.get("del", 0)) <= 24, "a DELETE per file: %s" % r)
+        check(int(r.get("list", 0)) <= 2 * 7 + 3, "LISTs per directory: %s" % r)
+    c = env.mount(url)
+    os.listdir(c["dir"] + "/e")
+    time.sleep(1.2)                     # past dir_ttl (1 s)
+    env.tool(url, "put", "e/late", data=b"late")
+    expect_errno(lambda: os.rmdir(c["dir"] + "/e"), (errno.ENOTEMPTY,),
+                 "rmdir of a directory another tool filled")
+    env.umount(c)
+    check(env.keys(url, "e/") == ["e/", "e/late"], "e kept: %s" % env.keys(url, "e/"))
+
+
+def t_rename_tree_index(env):
+    """A directory rename deletes the attribute index of every directory
+    of the moved tree (the copies have a new Last-Modified: no entry of
+    the old index could match again), and the moved files keep their
+    attributes (in their metadata)."""
+    url = env.volume("rntree")
+    m = env.mount(url)
+    d = m["dir"]
+    os.makedirs(d + "/top/a/b")
+    for sub in ("top", "top/a", "top/a/b"):
+        for i in range(3):
+            wfile("%s/%s/f%d" % (d, sub, i), b"x" * i)
+    os.chmod(d + "/top/a/b/f1", 0o600)
+    env.umount(m)
+    check(len(env.keys(url, ".objfs/attrs/")) >= 3, "a segment per directory")
+    m = env.mount(url)
+    os.rename(m["dir"] + "/top", m["dir"] + "/top2")
+    env.umount(m)
+    check(env.keys(url, ".objfs/attrs/") == [], "old index left: %s" % env.keys(url, ".objfs/attrs/"))
+    m = env.mount(url)
+    seen = listing_attrs(m["dir"] + "/top2/a/b")
+    env.umount(m)
+    check(sorted(seen) == ["f0", "f1", "f2"], "moved names: %s" % sorted(seen))
+    check(stat.S_IMODE(seen["f1"][0]) == 0o600, "moved mode")
+
+
 def bdi_read_ahead(path, kib):
     """Sets the kernel read-ahead of the mount at path (root only)."""
     st = os.stat(path)
@@ -1641,6 +1750,9 @@ TESTS = [
     t_hardlink_rename,
     t_hardlink_two_mounts,
     t_hardlink_rsync,
+    t_small_reads,
+    t_rm_rf,
+    t_rename_tree_index,
 ]
 # need a network store to cut (fs_s3.sh)
 def t_refused_mounts(env):
