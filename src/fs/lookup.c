@@ -217,6 +217,8 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		return;         /* becoming a link set (hardlink.c) */
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
+	if (in->dirty || in->spool != NULL || in->attr_dirty)
+		return;
 	if (!in->hl_data && (p->hl_id[0] != '\0' ?
 	    in->hl_id == NULL || strcmp(in->hl_id, p->hl_id) != 0 ||
 	    strcmp(in->hl_tok, p->hl_tok) != 0 : in->hl_id != NULL)) {
@@ -225,8 +227,6 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
 		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
 	}
-	if (in->dirty || in->spool != NULL || in->attr_dirty)
-		return;
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
 		free(in->link);
 		in->link = NULL;
