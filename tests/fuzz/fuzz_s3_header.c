@@ -74,9 +74,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_value(r.cap.meta.items[i].value);
 	}
 	found = objfs_fattr_from_meta(&r.cap.meta, &a);
-	FUZZ_CHECK(S_ISREG(a.mode) || S_ISDIR(a.mode) || S_ISLNK(a.mode));
+	FUZZ_CHECK(S_ISREG(a.mode) || S_ISDIR(a.mode) || S_ISLNK(a.mode) ||
+		   S_ISFIFO(a.mode) || S_ISSOCK(a.mode) || S_ISCHR(a.mode) ||
+		   S_ISBLK(a.mode));
 	if ((found & OBJFS_FATTR_MODE) == 0)
 		FUZZ_CHECK(a.mode == (S_IFREG | 0644));
+	if ((found & OBJFS_FATTR_ATIME) != 0)
+		FUZZ_CHECK(a.atime.tv_nsec >= 0 && a.atime.tv_nsec < 1000000000);
+	if ((found & OBJFS_FATTR_CTIME) != 0)
+		FUZZ_CHECK(a.ctime.tv_nsec >= 0 && a.ctime.tv_nsec < 1000000000);
 	if ((found & OBJFS_FATTR_MTIME) != 0)
 		FUZZ_CHECK(a.mtime.tv_nsec >= 0 && a.mtime.tv_nsec < 1000000000);
 	s3_req_release(&r);
