@@ -575,6 +575,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	}
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
+	dir_entry_changed(dir, false, 0);      /* its mtime and ctime */
 	state_note(fs, in);
 	if (par != NULL) {
 		par->refs--;
@@ -631,6 +632,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	fs->scan_obj_delta += 2;
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
+	dir_entry_changed(dir, false, 0);      /* its mtime and ctime */
 	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 out:

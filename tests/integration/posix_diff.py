@@ -18,7 +18,6 @@ A difference is either fixed or listed in KNOWN with its reason (the same
 reasons are in docs/objfs-mount.md, "Known differences from a local
 filesystem"); every step carries the tags of the known differences it may
 show, and a difference in a step whose tags are all unknown fails the test.
-KNOWN["hardlink"] covers hard links until they exist (one line to drop).
 
 Used by fs_suite.py's t_posix_diff (local store, Swift, Ceph RGW).
 """
@@ -32,8 +31,6 @@ import time
 
 # tag -> why objfs differs there (docs/objfs-mount.md says the same)
 KNOWN = {
-    "hardlink": "hard links are not implemented on this branch: link(2) "
-                "answers EPERM, st_nlink of a file is 1",
     "keylimit": "a key is at most 1,024 bytes with the volume prefix: a "
                 "path longer than that cannot be created (ENAMETOOLONG), "
                 "where a local filesystem takes paths up to PATH_MAX",
