@@ -76,7 +76,7 @@ void inode_fattr(const struct inode *in, struct objfs_fattr *fa)
 void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 		     unsigned mask)
 {
-	struct timespec mtime = fa->mtime;
+	struct timespec mtime = fa->mtime, ctime;
 
 	in->mode = fa->mode;
 	in->uid = fa->uid;
@@ -86,9 +86,14 @@ void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 		/* entries changed here since (dir_entry_changed()) */
 		return;
 	}
+	ctime = (mask & OBJFS_FATTR_CTIME) ? fa->ctime : mtime;
 	in->mtime = mtime;
 	in->atime = (mask & OBJFS_FATTR_ATIME) ? fa->atime : mtime;
-	in->ctime = (mask & OBJFS_FATTR_CTIME) ? fa->ctime : mtime;
+	/* ctime never goes back: a change this mount made and keeps in
+	 * memory only (a plain rename's) outlives a revalidation that reads
+	 * the stored, older one */
+	if (!ts_after(&in->ctime, &ctime))
+		in->ctime = ctime;
 }
 
 void inode_changed(struct inode *in, bool data)

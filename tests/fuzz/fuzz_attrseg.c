@@ -36,6 +36,9 @@ static void seg_equal(const struct objfs_attrseg *a, const struct objfs_attrseg 
 		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_UID) || x->uid == y->uid);
 		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_GID) || x->gid == y->gid);
 		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_MTIME) || x->mtime == y->mtime);
+		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_ATIME) || x->atime == y->atime);
+		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_CTIME) || x->ctime == y->ctime);
+		FUZZ_CHECK(!(x->have & OBJFS_ATTRSEG_RDEV) || x->rdev == y->rdev);
 		FUZZ_CHECK((x->link == NULL) == (y->link == NULL));
 		FUZZ_CHECK(x->link == NULL || strcmp(x->link, y->link) == 0);
 	}
@@ -46,8 +49,8 @@ static void seg_equal(const struct objfs_attrseg *a, const struct objfs_attrseg 
 static char *with_unknowns(const char *text, size_t len, size_t *n)
 {
 	static const char line[] = "future-kind a=1 b\n";
-	static const char mid[] = " nlink=2 x-y=%25z";
-	static const char tail[] = " atime=-5 =7 novalue";
+	static const char mid[] = " zz-count=2 x-y=%25z";
+	static const char tail[] = " zz-later=-5 =7 novalue";
 	const char *p = text, *end = text + len;
 	size_t lines = 0, i;
 	bool header = true;
