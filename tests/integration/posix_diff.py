@@ -503,11 +503,11 @@ def run_steps(ref, mnt, log=None, settle=0.015, lagging_listings=False):
             f_ref, f_mnt = fields(a_ref), fields(a_mnt)
             if f_ref != f_mnt:
                 lag = ("listing-lag",) if lagging_listings and lag_only(f_ref, f_mnt) else ()
-                differ(lag + tags, "%s: %s: %s, objfs %s" % (step, short(p or "."), f_ref, f_mnt))
+                differ(tags + lag, "%s: %s: %s, objfs %s" % (step, short(p or "."), f_ref, f_mnt))
             c_ref, c_mnt = changed(b_ref, a_ref), changed(b_mnt, a_mnt)
             if c_ref != c_mnt and c_ref is not None and c_mnt is not None:
                 lag = ("listing-lag",) if lagging_listings and lag_times(c_ref, c_mnt) else ()
-                differ(lag + tags, "%s: %s: times changed %s, objfs %s" % (
+                differ(tags + lag, "%s: %s: times changed %s, objfs %s" % (
                     step, short(p or "."), c_ref, c_mnt))
             x_ref = explicit(op, args, a_ref) if p == args[0] else None
             x_mnt = explicit(op, args, a_mnt) if p == args[0] else None
