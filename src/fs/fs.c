@@ -268,6 +268,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in->atime = in->ctime;
 	else if (to_set & FUSE_SET_ATTR_ATIME)
 		in->atime = attr->st_atim;
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+		in->atime_kept = true;
 	has_data = in->dirty;
 	if (meta_change && in->dirty) {
 		if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))

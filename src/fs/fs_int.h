@@ -162,6 +162,8 @@ struct inode {
 	struct timespec mtime;
 	struct timespec ctime;           /* 0: mtime (times.c) */
 	struct timespec atime;           /* 0: mtime (times.c) */
+	bool atime_kept;                 /* atime set by utimensat or read
+					    from the store: stored (times.c) */
 	dev_t rdev;                      /* character and block devices */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */

@@ -12,8 +12,12 @@
  * write, a truncate and open(O_TRUNC), setattr, rename, unlink); atime
  * only when set explicitly (utimensat, touch -a) or at creation: reads
  * never change it (noatime: a read costs no write, and no mount's reads
- * rewrite objects other mounts read).  An object written by another tool
- * has no atime or ctime: its mtime (or Last-Modified) stands for both.
+ * rewrite objects other mounts read).  Only an atime set explicitly (or
+ * read from the store) is stored (atime_kept): the creation time of a
+ * file written since stays this mount's, so a create's PUT carries no
+ * more headers than before.  An atime or ctime equal to mtime is not
+ * written either (fs/attr.c).  An object written by another tool has no
+ * atime or ctime: its mtime (or Last-Modified) stands for both.
  *
  * Directories: the marker holds the attributes mkdir, chmod, chown and
  * utime gave it.  A change of entries (create, unlink, rename in or out,
@@ -70,6 +74,8 @@ void inode_fattr(const struct inode *in, struct objfs_fattr *fa)
 	fa->mtime = in->mtime;
 	fa->rdev = in->rdev;
 	fa->atime = inode_atime(in);
+	if (!in->atime_kept)
+		fa->atime.tv_nsec = -1; /* a reader takes mtime */
 	fa->ctime = inode_ctime(in);
 }
 
@@ -88,7 +94,10 @@ void inode_set_fattr(struct inode *in, const struct objfs_fattr *fa,
 	}
 	ctime = (mask & OBJFS_FATTR_CTIME) ? fa->ctime : mtime;
 	in->mtime = mtime;
-	in->atime = (mask & OBJFS_FATTR_ATIME) ? fa->atime : mtime;
+	if (mask & OBJFS_FATTR_ATIME) {
+		in->atime = fa->atime;
+		in->atime_kept = true;
+	}       /* else this mount's (its creation) or, unset, mtime */
 	/* ctime never goes back: a change this mount made and keeps in
 	 * memory only (a plain rename's) outlives a revalidation that reads
 	 * the stored, older one */
