@@ -36,7 +36,7 @@
  * mount knows (linked inodes) that the listing does not show yet; without
  * a snapshot, the count of the last one (dir_listed()) kept by
  * dir_entry_changed(); a directory never listed here has 2.  Files have
- * one link (hard links: see the hlink branch).
+ * one link per name (hard links: hardlink.c, the set's entry count).
  */
 #include "config.h"
 
