@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,26 @@ void objfs_kslot_foreign_gone(struct objfs_kslot *s)
 	try_give(s);
 }
 
+static void on_server_msg(struct objfs_kslot *s, int fd);
+
+/* What a dead server sent before it died (its FUSE fd, the INIT reply,
+ * ready, bye) counts: the messages still queued on its socket are taken
+ * before the death is handled (the reaping can come first). */
+static void drain_server(struct objfs_kslot *s)
+{
+	struct pollfd p;
+	int fd;
+
+	while (s->ssock >= 0) {
+		p = (struct pollfd){ .fd = s->ssock, .events = POLLIN };
+		if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+			return;
+		if (objfs_kmsg_recv(s->ssock, &s->msg, &fd) != 0)
+			return;
+		on_server_msg(s, fd);
+	}
+}
+
 /* Reaping: handles a death of the server or the successor. */
 bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 {
@@ -385,6 +406,7 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 	}
 	if (pid != s->server)
 		return false;
+	drain_server(s);
 	close_fd(&s->ssock);
 	s->server = 0;
 	s->ready = false;
