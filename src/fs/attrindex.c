@@ -37,6 +37,14 @@
  * Locks: fs->aidx_mu (a leaf) guards the pending entries and the
  * sequence; no lock is held across store I/O; entries of a snapshot are
  * filled under fs->lock.
+ *
+ * Zero-byte objects have no entries (none is written, none applied):
+ * every one has the ETag of the empty body, and a hard link's name
+ * (hardlink.c) overwrites a file with a zero-byte object of its own, in
+ * the second the file was made (touch; ln), which the listing's ETag
+ * and Last-Modified cannot tell from it: an entry of the plain file
+ * would describe the name (a plain file of one link).  Empty files,
+ * FIFOs, sockets and devices cost a HEAD when listed.
  */
 #include "config.h"
 
@@ -400,7 +408,8 @@ static int resolve_lm(struct objfs_fs *fs, struct objfs_attrseg *seg,
 			if (!objfs_key_child(dir, le->key, false, name, sizeof(name)))
 				continue;
 			while (i < seg->n && (c = strcmp(seg->e[i].name, name)) <= 0) {
-				if (c == 0 && strcmp(seg->e[i].etag, le->etag) == 0) {
+				if (c == 0 && le->size > 0 &&
+				    strcmp(seg->e[i].etag, le->etag) == 0) {
 					seg->e[i].lm = ts_ns(&le->mtime);
 					ok[i] = true;
 				}
@@ -540,9 +549,9 @@ static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
 	if (!found)
 		return false;
 	d = &s->e[i];
-	if (d->is_dir || strcmp(d->etag, e->etag) != 0 ||
+	if (d->is_dir || d->size == 0 || strcmp(d->etag, e->etag) != 0 ||
 	    ts_ns(&d->mtime) != e->lm)
-		return false;
+		return false;   /* zero bytes: see the top of this file */
 	if (d->ict >= e->ct)
 		return true;    /* a later entry was applied already */
 	mode = (e->have & OBJFS_ATTRSEG_MODE) ? e->mode :

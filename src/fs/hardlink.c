@@ -653,7 +653,7 @@ int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	pthread_mutex_lock(&fs->lock);
 	if (S_ISDIR(in->mode))
 		err = EPERM;            /* POSIX: no links to directories */
-	else if (!S_ISREG(in->mode))
+	else if (S_ISLNK(in->mode))
 		err = EPERM;            /* symlinks: one name (docs) */
 	else if (!in->linked && !in->hl_data)
 		err = ENOENT;           /* unlinked while open */

@@ -20,6 +20,7 @@ import random
 import select
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -1682,6 +1683,105 @@ def t_hardlink_two_mounts(env):
     check(hl_keys(env, url) == [], "after the race, no hidden object left: %s" % hl_keys(env, url))
 
 
+def t_hardlink_attrs_special(env):
+    """A file linked while its attributes are on their way (touch -d then
+    ln; utime and chmod on the open file, then ln, then close; a chmod
+    whose copy is deferred, then ln) and links of a FIFO, a device and a
+    socket: a fresh mount shows one inode and nlink 2 on both names, by
+    `ls -l` (the attribute index) and by stat; removing the names leaves
+    nothing under .objfs/links/.  Zero-byte plain files and the names of
+    a link set have one ETag: an attribute index entry of the file made
+    the first name a plain file of one link on the next mount."""
+    url = env.volume("hlattr")
+    m = env.mount(url)
+    d = m["dir"]
+    p = subprocess.run(["touch", "-d", "2020-01-01", d + "/e"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    check(p.returncode == 0, "touch -d: %s" % p.stdout.decode())
+    e_mtime = os.stat(d + "/e").st_mtime_ns
+    os.link(d + "/e", d + "/f")
+    # a new file: utime and chmod through the open handle, link, close
+    fd = os.open(d + "/g", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.utime(fd, ns=(10**18, 10**18))
+    os.fchmod(fd, 0o640)
+    os.link(d + "/g", d + "/h")
+    os.close(fd)
+    # a stored file open: chmod and utime (a deferred copy), link, a
+    # write through the handle after the link, close
+    wfile(d + "/k", b"data")
+    fd = os.open(d + "/k", os.O_RDWR)
+    os.fchmod(fd, 0o600)
+    os.utime(d + "/k", ns=(2 * 10**18, 2 * 10**18))
+    os.link(d + "/k", d + "/l")
+    os.pwrite(fd, b"DATA", 0)
+    os.close(fd)
+    # a chmod by name just before the link, a chown through the new name
+    wfile(d + "/m", b"")
+    os.chmod(d + "/m", 0o700)
+    os.link(d + "/m", d + "/n")
+    os.chown(d + "/n", 1234, 5678)
+    # special files
+    os.mkfifo(d + "/p", 0o640)
+    os.link(d + "/p", d + "/q")
+    os.mknod(d + "/c", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    os.link(d + "/c", d + "/c2")
+    so = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    so.bind(d + "/s")
+    so.close()
+    os.link(d + "/s", d + "/s2")
+    os.symlink("e", d + "/y")
+    expect_errno(lambda: os.link(d + "/y", d + "/y2", follow_symlinks=False), (errno.EPERM,),
+                 "link of a symlink")
+    env.umount(m)
+    want = {   # first name, second name, type, permissions, size, mtime, uid, rdev
+        "e": ("f", stat.S_IFREG, 0o644, 0, e_mtime, 0, 0),
+        "g": ("h", stat.S_IFREG, 0o640, 0, 10**18, 0, 0),
+        "k": ("l", stat.S_IFREG, 0o600, 4, None, 0, 0),
+        "m": ("n", stat.S_IFREG, 0o700, 0, None, 1234, 0),
+        "p": ("q", stat.S_IFIFO, 0o640, 0, None, 0, 0),
+        "c": ("c2", stat.S_IFCHR, 0o600, 0, None, 0, os.makedev(1, 3)),
+        "s": ("s2", stat.S_IFSOCK, None, 0, None, 0, 0),
+    }
+    for rnd in range(2):
+        # a fresh mount each: first what `ls -l` shows (readdirplus, the
+        # attribute index), then stat by name on one that never listed
+        m = env.mount(url)
+        d = m["dir"]
+        seen = listing_attrs(d) if rnd == 0 else None
+        for a, (b, typ, perm, size, mtime, uid, rdev) in sorted(want.items()):
+            sa, sb = os.lstat(d + "/" + a), os.lstat(d + "/" + b)
+            for st, n in ((sa, a), (sb, b)):
+                what = "%s (%s): mode %o nlink %d size %d mtime %d uid %d rdev %d" % (
+                    n, "ls -l" if rnd == 0 else "stat", st.st_mode, st.st_nlink, st.st_size,
+                    st.st_mtime_ns, st.st_uid, st.st_rdev)
+                check(stat.S_IFMT(st.st_mode) == typ and st.st_nlink == 2 and
+                      (perm is None or stat.S_IMODE(st.st_mode) == perm) and st.st_size == size and
+                      (mtime is None or st.st_mtime_ns == mtime) and st.st_uid == uid and
+                      st.st_rdev == rdev, what)
+                if seen is not None:
+                    check(seen[n][0] == st.st_mode and seen[n][3] == st.st_size,
+                          "ls -l agrees with stat: %s %s" % (seen[n], what))
+            check(sa.st_ino == sb.st_ino, "%s and %s: one inode (%d, %d)" % (a, b, sa.st_ino, sb.st_ino))
+        if rnd == 1:
+            check(rfile(d + "/l") == b"DATA", "written through the handle after the link")
+            # the FIFO works through either name
+            got = []
+            th = threading.Thread(target=lambda: got.append(rfile(d + "/q")))
+            th.start()
+            wfile(d + "/p", b"through the fifo")
+            th.join(30)
+            check(got == [b"through the fifo"], "a linked FIFO: %s" % got)
+            for a, (b, *_rest) in want.items():
+                os.unlink(d + "/" + a)
+                check(os.lstat(d + "/" + b).st_nlink == 1, "%s: nlink 1 after unlinking %s" % (b, a))
+                os.unlink(d + "/" + b)
+        env.umount(m)
+    check(hl_keys(env, url) == [], "every name removed: nothing left: %s" % hl_keys(env, url))
+    m = env.mount(url)
+    check(sorted(os.listdir(m["dir"])) == ["y"], "only the symlink left: %s" % os.listdir(m["dir"]))
+    env.umount(m)
+
+
 def t_hardlink_rsync(env):
     """rsync -aH of a tree with hard links onto the mount and back: the same
     tree, the same link groups."""
@@ -1751,6 +1851,7 @@ TESTS = [
     t_hardlink_rename,
     t_hardlink_two_mounts,
     t_hardlink_rsync,
+    t_hardlink_attrs_special,
     t_small_reads,
     t_rm_rf,
     t_rename_tree_index,

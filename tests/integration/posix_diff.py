@@ -301,7 +301,18 @@ def _steps():
     add(ROOT, "rename", "h2/d", "h1/e", tags=hl)
     add(ROOT, "unlink", "h2/c", tags=hl)
     add(U3, "link", "h1/e", "d/u3link", tags=hl)
-    add(ROOT, "link", "d/fifo2", "d/fifolink", tags=hl)
+    # a file linked in the second it was made (touch -d; ln), special
+    # files (Linux links them; only symlinks have one name on objfs)
+    add(ROOT, "creat", "h1/t", 0o644, 0)
+    add(ROOT, "utime", "h1/t", (1200000000, 5), (1200000000, 6))
+    add(ROOT, "link", "h1/t", "h2/t2")
+    add(ROOT, "link", "sticky/fifo", "d/fifolink")
+    add(ROOT, "mknod", "h1/chr", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    add(ROOT, "link", "h1/chr", "h2/chr2")
+    add(ROOT, "chown", "h2/chr2", 1001, 1002)
+    add(ROOT, "bind", "h1/sock")
+    add(ROOT, "link", "h1/sock", "h1/sock2")
+    add(ROOT, "unlink", "h1/sock")
     return s
 
 
