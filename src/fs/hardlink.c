@@ -2,15 +2,16 @@
  * hardlink.c - hard links: several names of one file, on plain objects.
  *
  * The format (volume/hlink.h): a file with one name is a plain object.
- * link(2) makes it a link set with a random id: its data and attributes
- * move to .objfs/links/ID/data, every name becomes a zero-byte object
- * whose metadata holds ID and a token T of its own, and each name has an
- * entry .objfs/links/ID/names/T (body: the key it was made at).  st_nlink
- * is the number of entries.  No counter is read, changed and written
- * back: two mounts linking and unlinking one file at once only add and
- * delete their own entries, which cannot lose an update; a rename (of a
- * name, or of a directory above names) copies the metadata, so the token
- * and its entry stay right.
+ * link(2) makes it (a regular file, FIFO, socket or device; not a
+ * symlink, not a directory) a link set with a random id: its data and
+ * attributes move to .objfs/links/ID/data, every name becomes a
+ * zero-byte object whose metadata holds ID and a token T of its own,
+ * and each name has an entry .objfs/links/ID/names/T (body: the key it
+ * was made at).  st_nlink is the number of entries.  No counter is
+ * read, changed and written back: two mounts linking and unlinking one
+ * file at once only add and delete their own entries, which cannot lose
+ * an update; a rename (of a name, or of a directory above names) copies
+ * the metadata, so the token and its entry stay right.
  *
  * In a mount: a name of a link set is a name inode (in the tree, hl_id
  * set, never told to the kernel); do_lookup() hands the kernel the data
@@ -54,6 +55,13 @@
  * it (ENOENT), as if the unlink had come after.  A write to the old name
  * by another mount between the copy and its overwrite is replaced by the
  * link (last writer wins, as for any two writers of one file).
+ *
+ * Names and empty files share the ETag of the empty body: the
+ * attribute index keeps no entry of zero-byte objects (attrindex.c), so
+ * a name is never taken for the plain file it replaced.  No write goes
+ * to a name once its file is a data inode: link_first() stores a pending
+ * upload or deferred attribute copy under in->mu before the names are
+ * written, and inode_key() of a data inode is the data key.
  *
  * Locks: the entry points are called with fs->ns held (read: link,
  * unlink; write: rename) but hl_resolve() and hl_revalidate(); in->mu of
