@@ -588,7 +588,9 @@ def t_fuse_log(env):
 
 def t_detached_log(env):
     """Started without -f (as mount(8) runs it), objfs-mount's log lines
-    go to log_file= once it detaches, not to the closed stderr."""
+    go to log_file= once it detaches, not to the closed stderr, and the
+    detached process ends cleanly: its last line says so (it forked after
+    the hedge timer started once, and crashed joining it at exit)."""
     url = env.volume("detached")
     mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
     logf = os.path.join(env.work, "detached.log")
@@ -607,13 +609,15 @@ def t_detached_log(env):
     text = ""
     while time.time() < deadline:
         text = open(logf).read() if os.path.exists(logf) else ""
-        if "stopping" in text:
+        if "exiting with status" in text:
             break
         time.sleep(0.2)
     recs = [json.loads(line) for line in text.splitlines()]
     msgs = [r["msg"] for r in recs]
     check(any("mounted on" in m for m in msgs) and any("stopping" in m for m in msgs),
           "log_file lacks the mount's lines: %r" % msgs)
+    check(msgs[-1] == "exiting with status 0",
+          "the detached process did not end cleanly (a crash at exit?): %r" % msgs[-3:])
 
 
 def t_crash(env):
