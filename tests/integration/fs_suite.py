@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -39,6 +40,25 @@ SUITE_TIMEOUT = int(os.environ.get("OBJFS_FS_SUITE_TIMEOUT", "900"))
 
 class Fail(Exception):
     pass
+
+
+# The only signal tests kill a server with: os.kill/killpg, and crash_at's
+# own end (state_crash_point: SIGKILL).
+TEST_SIGNALS = (signal.SIGKILL,)
+
+
+def check_server_deaths(log_text, where, allowed=TEST_SIGNALS):
+    """Fails on a server of a resumable mount killed by a signal no test
+    sent: the keeper resumes the mount invisibly, and logs every death by
+    a signal as "killed by signal N" (kslot.c)."""
+    for line in log_text.splitlines():
+        try:
+            msg = json.loads(line).get("msg", "")
+        except (ValueError, AttributeError):
+            continue
+        mt = re.search(r"killed by signal (\d+)", msg)
+        if mt and int(mt.group(1)) not in allowed:
+            raise Fail("%s: a server crashed: %s" % (where, msg))
 
 
 def check(cond, msg):
@@ -130,7 +150,9 @@ class Env:
             raise Fail("mount of %s not ready (log %s):\n%s" % (url, log.name, open(log.name).read()))
         return m
 
-    def umount(self, m, kill=False):
+    def umount(self, m, kill=False, signals=TEST_SIGNALS):
+        """Unmounts m (kill: SIGKILL to the mount's processes instead);
+        fails on a server that died of a signal but those in signals."""
         if m not in self.mounts:
             return
         self.mounts.remove(m)
@@ -142,6 +164,7 @@ class Env:
                 pass
             p.wait(timeout=30)
             subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
+            check_server_deaths(open(m["log"]).read(), m["dir"], signals)
             return
         subprocess.run(["fusermount3", "-u", m["dir"]], stderr=subprocess.DEVNULL, timeout=60)
         try:
@@ -153,6 +176,7 @@ class Env:
             raise Fail("mount %s did not exit after unmount" % m["dir"])
         if p.returncode != 0:
             raise Fail("objfs-mount exited %d; its log:\n%s" % (p.returncode, open(m["log"]).read()[-4000:]))
+        check_server_deaths(open(m["log"]).read(), m["dir"], signals)
 
     def cleanup(self):
         for m in list(self.mounts):
