@@ -495,7 +495,7 @@ int main(int argc, char *argv[])
 	bool metrics_dir_made = false;
 	struct settings s;
 	struct cli c;
-	int ret = 1, err, mounted = 0, log_fd = -1;
+	int ret = 1, err, mounted = 0, log_fd = -1, detach_fd = -1;
 	sigset_t term;
 
 	/* Dozens of worker threads would each get a malloc arena that keeps
@@ -572,6 +572,18 @@ int main(int argc, char *argv[])
 		s.ready_fd = -1;
 		ret = objfs_keeper_run(&kc);
 		goto out;
+	}
+	/* Detached (without -f): fork now, before the store's threads (the
+	 * hedge timer).  fuse_daemonize() forked after them: the child had
+	 * no timer (no hedged GET) and crashed joining it at exit.  A
+	 * keeper's server is never detached: the keeper is the daemon. */
+	if (!co.foreground && getenv(OBJFS_KEEPER_ENV) == NULL) {
+		err = objfs_detach_begin(&detach_fd);
+		if (err != 0) {
+			objfs_error(log, "mount", "detaching: %s",
+				    objfs_strerror(err));
+			goto out;
+		}
 	}
 	if (s.metrics) {
 		err = objfs_metrics_create(&reg);
@@ -686,9 +698,16 @@ int main(int argc, char *argv[])
 		if (rs != NULL)
 			stdio_to_null();
 	}
-	/* under a keeper, the keeper is the daemon */
-	if (fuse_daemonize(co.foreground || rs != NULL) != 0)
+	/* forked already (or under a keeper, the daemon): chdir("/") */
+	if (fuse_daemonize(1) != 0)
 		goto out_unmount;
+	if (detach_fd >= 0) {
+		/* as fuse_daemonize(0) did: the caller returns now */
+		stdio_to_null();
+		(void)!write(detach_fd, "R", 1);
+		close(detach_fd);
+		detach_fd = -1;
+	}
 	err = objfs_fs_start(fs);
 	if (err != 0) {
 		objfs_error(log, "mount", "starting workers: %s", objfs_strerror(err));
@@ -784,6 +803,8 @@ out:
 		rmdir(metrics_dir);
 	if (s.ready_fd >= 0)
 		close(s.ready_fd);
+	if (detach_fd >= 0)
+		close(detach_fd);       /* never ready: the caller exits 1 */
 	if (lc != NULL)
 		fuse_loop_cfg_destroy(lc);
 	if (se != NULL)
@@ -797,8 +818,13 @@ out:
 		if (objfs_store_requests(store, &rq) == 0 &&
 		    objfs_store_requests_format(&rq, rbuf, sizeof(rbuf)) == 0)
 			objfs_info(log, "mount", "store requests: %s", rbuf);
+		objfs_store_destroy(store);
+		/* the last line: the end of a detached process, which
+		 * nobody waits for, shows in its log (a crash in the
+		 * teardown leaves it out) */
+		objfs_info(log, "mount", "exiting with status %d",
+			   ret == 0 ? 0 : 1);
 	}
-	objfs_store_destroy(store);
 	objfs_metrics_destroy(reg);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);

@@ -45,19 +45,20 @@ int objfs_self_exe(char *buf, size_t cap)
 	return 0;
 }
 
-/* Background mode: the calling process waits until the first server is
- * ready, the keeper goes on detached.  Returns in the keeper only. */
-static int detach(struct keeper *k)
+int objfs_detach_begin(int *ready)
 {
-	int p[2], fd;
+	int p[2];
 	pid_t pid;
 	char b = 0;
 
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return errno;
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
 		return errno;
+	}
 	if (pid > 0) {
 		close(p[1]);
 		while (read(p[0], &b, 1) < 0 && errno == EINTR)
@@ -66,6 +67,19 @@ static int detach(struct keeper *k)
 	}
 	close(p[0]);
 	setsid();
+	*ready = p[1];
+	return 0;
+}
+
+/* Background mode: the calling process waits until the first server is
+ * ready, the keeper goes on detached.  Returns in the keeper only. */
+static int detach(struct keeper *k)
+{
+	int fd, err;
+
+	err = objfs_detach_begin(&k->detach_fd);
+	if (err != 0)
+		return err;
 	if (chdir("/") != 0)
 		return errno;
 	/* the first server's errors before it is ready reach the caller */
@@ -80,7 +94,6 @@ static int detach(struct keeper *k)
 		if (fd > STDERR_FILENO)
 			close(fd);
 	}
-	k->detach_fd = p[1];
 	return 0;
 }
 

@@ -43,6 +43,15 @@ struct objfs_keeper_conf {
  * the mount over to it.  Returns the exit status for main(). */
 int objfs_keeper_run(const struct objfs_keeper_conf *conf);
 
+/* Detaching without a thread made before the fork (a thread does not
+ * survive fork(), and joining it in the child crashes): forks; the
+ * calling process waits until the child writes "R" to *ready (and closes
+ * it), then exits 0, or 1 when the child ends without it.  Returns in the
+ * child only, in a new session, stdio and cwd untouched (the caller's
+ * stderr gets the child's errors until it is ready).  0 or an errno (in
+ * the calling process: nothing forked). */
+int objfs_detach_begin(int *ready);
+
 /* The binary this process runs, for servers exec'd later: a binary
  * replaced by an upgrade is the new one at the same path.  0 or an errno. */
 int objfs_self_exe(char *buf, size_t cap);

@@ -17,6 +17,7 @@ import errno
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -40,6 +41,25 @@ SUITE_TIMEOUT = int(os.environ.get("OBJFS_FS_SUITE_TIMEOUT", "900"))
 
 class Fail(Exception):
     pass
+
+
+# The only signal tests kill a server with: os.kill/killpg, and crash_at's
+# own end (state_crash_point: SIGKILL).
+TEST_SIGNALS = (signal.SIGKILL,)
+
+
+def check_server_deaths(log_text, where, allowed=TEST_SIGNALS):
+    """Fails on a server of a resumable mount killed by a signal no test
+    sent: the keeper resumes the mount invisibly, and logs every death by
+    a signal as "killed by signal N" (kslot.c)."""
+    for line in log_text.splitlines():
+        try:
+            msg = json.loads(line).get("msg", "")
+        except (ValueError, AttributeError):
+            continue
+        mt = re.search(r"killed by signal (\d+)", msg)
+        if mt and int(mt.group(1)) not in allowed:
+            raise Fail("%s: a server crashed: %s" % (where, msg))
 
 
 def check(cond, msg):
@@ -131,7 +151,9 @@ class Env:
             raise Fail("mount of %s not ready (log %s):\n%s" % (url, log.name, open(log.name).read()))
         return m
 
-    def umount(self, m, kill=False):
+    def umount(self, m, kill=False, signals=TEST_SIGNALS):
+        """Unmounts m (kill: SIGKILL to the mount's processes instead);
+        fails on a server that died of a signal but those in signals."""
         if m not in self.mounts:
             return
         self.mounts.remove(m)
@@ -143,6 +165,7 @@ class Env:
                 pass
             p.wait(timeout=30)
             subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
+            check_server_deaths(open(m["log"]).read(), m["dir"], signals)
             return
         subprocess.run(["fusermount3", "-u", m["dir"]], stderr=subprocess.DEVNULL, timeout=60)
         try:
@@ -154,6 +177,7 @@ class Env:
             raise Fail("mount %s did not exit after unmount" % m["dir"])
         if p.returncode != 0:
             raise Fail("objfs-mount exited %d; its log:\n%s" % (p.returncode, open(m["log"]).read()[-4000:]))
+        check_server_deaths(open(m["log"]).read(), m["dir"], signals)
 
     def cleanup(self):
         for m in list(self.mounts):
@@ -589,7 +613,9 @@ def t_fuse_log(env):
 
 def t_detached_log(env):
     """Started without -f (as mount(8) runs it), objfs-mount's log lines
-    go to log_file= once it detaches, not to the closed stderr."""
+    go to log_file= once it detaches, not to the closed stderr, and the
+    detached process ends cleanly: its last line says so (it forked after
+    the hedge timer started once, and crashed joining it at exit)."""
     url = env.volume("detached")
     mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
     logf = os.path.join(env.work, "detached.log")
@@ -608,13 +634,15 @@ def t_detached_log(env):
     text = ""
     while time.time() < deadline:
         text = open(logf).read() if os.path.exists(logf) else ""
-        if "stopping" in text:
+        if "exiting with status" in text:
             break
         time.sleep(0.2)
     recs = [json.loads(line) for line in text.splitlines()]
     msgs = [r["msg"] for r in recs]
     check(any("mounted on" in m for m in msgs) and any("stopping" in m for m in msgs),
           "log_file lacks the mount's lines: %r" % msgs)
+    check(msgs[-1] == "exiting with status 0",
+          "the detached process did not end cleanly (a crash at exit?): %r" % msgs[-3:])
 
 
 def t_crash(env):

@@ -9,6 +9,7 @@ took around the event (the pause) is printed.
 """
 import json
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -422,6 +423,38 @@ def t_resume_stream(env):
     fs.check(env.get(url, "s") == want, "streamed file stored whole")
 
 
+def t_resume_crash_noticed(env):
+    """A server that crashes (here a SIGABRT from outside, as a failed
+    assert or glibc's heap checks end one; not SIGSEGV, which ASan turns
+    into an exit status) is replaced invisibly, but the keeper logs the
+    signal, and the suite's unmount fails on it unless the test sent it:
+    a crash cannot hide behind a resume."""
+    fs = _fs()
+    url = env.volume("rescrash")
+    m = env.mount(url, ["resume"])
+    d, keeper = m["dir"], m["proc"].pid
+    # the kernel's INIT done: a mount is resumable from then on
+    fs.wfile(d + "/before", b"before")
+    old = server_pid(keeper)
+    # no core file left behind (in / by default)
+    resource.prlimit(old, resource.RLIMIT_CORE, (0, 0))
+    os.kill(old, signal.SIGABRT)
+    wait_successor(keeper, old)
+    fs.wfile(d + "/f", b"after")
+    fs.check(open(d + "/f", "rb").read() == b"after" and
+             open(d + "/before", "rb").read() == b"before", "the successor serves")
+    log = open(m["log"]).read()
+    fs.check("pid %d killed by signal %d (" % (old, signal.SIGABRT) in log,
+             "the keeper names the signal: %s" % log[-2000:])
+    try:
+        fs.check_server_deaths(log, d)
+        raise fs.Fail("a SIGABRT death passed the check")
+    except fs.Fail as e:
+        fs.check("a server crashed" in str(e), "the check names the crash: %s" % e)
+    fs.check_server_deaths(log, d, (signal.SIGKILL, signal.SIGABRT))
+    env.umount(m, signals=(signal.SIGKILL, signal.SIGABRT))
+
+
 def t_resume_detached_log(env):
     """A resumable mount started without -f (as mount(8) runs it): the
     first server's errors before it is ready reach the caller's stderr;
@@ -473,9 +506,10 @@ def t_resume_detached_log(env):
         time.sleep(0.2)
     for want in ("mounted on", "died", "taken over", "the FUSE connection ended"):
         fs.check(any(want in m for m in msgs), "log_file lacks %r: %r" % (want, msgs))
+    fs.check_server_deaths(text, mnt)
     fs.check(b"mounted on" not in p.stderr and b"died" not in p.stderr,
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
 TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_link, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
-         t_resume_detached_log, t_resume_sigterm]
+         t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed]
