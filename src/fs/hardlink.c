@@ -2,8 +2,8 @@
  * hardlink.c - hard links: several names of one file, on plain objects.
  *
  * The format (volume/hlink.h): a file with one name is a plain object.
- * link(2) makes it (a regular file, FIFO, socket or device; not a
- * symlink, not a directory) a link set with a random id: its data and
+ * link(2) makes it (anything but a directory: a regular file, symlink,
+ * FIFO, socket or device) a link set with a random id: its data and
  * attributes move to .objfs/links/ID/data, every name becomes a
  * zero-byte object whose metadata holds ID and a token T of its own,
  * and each name has an entry .objfs/links/ID/names/T (body: the key it
@@ -661,8 +661,6 @@ int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	pthread_mutex_lock(&fs->lock);
 	if (S_ISDIR(in->mode))
 		err = EPERM;            /* POSIX: no links to directories */
-	else if (S_ISLNK(in->mode))
-		err = EPERM;            /* symlinks: one name (docs) */
 	else if (!in->linked && !in->hl_data)
 		err = ENOENT;           /* unlinked while open */
 	else if (find_child(fs, dir, newname) != NULL)

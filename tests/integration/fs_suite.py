@@ -446,9 +446,7 @@ def t_symlink_attrs(env):
     os.chmod(d + "/dd", 0o700)
     os.chown(d + "/dd", 42, 43)
     os.chmod(d, 0o711)
-    # hard links of files: t_hardlink_*; a symlink has one name
-    expect_errno(lambda: os.link(d + "/l", d + "/hard", follow_symlinks=False),
-                 (errno.EPERM,), "hard link of a symlink")
+    # hard links, of symlinks too: t_hardlink_*
     env.umount(m)
     m = env.mount(url)
     d = m["dir"]
@@ -1762,8 +1760,8 @@ def t_hardlink_attrs_special(env):
     so.close()
     os.link(d + "/s", d + "/s2")
     os.symlink("e", d + "/y")
-    expect_errno(lambda: os.link(d + "/y", d + "/y2", follow_symlinks=False), (errno.EPERM,),
-                 "link of a symlink")
+    os.link(d + "/y", d + "/y2", follow_symlinks=False)     # as Linux does
+    os.symlink("only/one", d + "/z")
     env.umount(m)
     want = {   # first name, second name, type, permissions, size, mtime, uid, rdev
         "e": ("f", stat.S_IFREG, 0o644, 0, e_mtime, 0, 0),
@@ -1773,6 +1771,7 @@ def t_hardlink_attrs_special(env):
         "p": ("q", stat.S_IFIFO, 0o640, 0, None, 0, 0),
         "c": ("c2", stat.S_IFCHR, 0o600, 0, None, 0, os.makedev(1, 3)),
         "s": ("s2", stat.S_IFSOCK, None, 0, None, 0, 0),
+        "y": ("y2", stat.S_IFLNK, None, 1, None, 0, 0),
     }
     for rnd in range(2):
         # a fresh mount each: first what `ls -l` shows (readdirplus, the
@@ -1803,6 +1802,8 @@ def t_hardlink_attrs_special(env):
             wfile(d + "/p", b"through the fifo")
             th.join(30)
             check(got == [b"through the fifo"], "a linked FIFO: %s" % got)
+            check(os.readlink(d + "/y") == "e" and os.readlink(d + "/y2") == "e",
+                  "a linked symlink reads its target through both names")
             for a, (b, *_rest) in want.items():
                 os.unlink(d + "/" + a)
                 check(os.lstat(d + "/" + b).st_nlink == 1, "%s: nlink 1 after unlinking %s" % (b, a))
@@ -1810,7 +1811,8 @@ def t_hardlink_attrs_special(env):
         env.umount(m)
     check(hl_keys(env, url) == [], "every name removed: nothing left: %s" % hl_keys(env, url))
     m = env.mount(url)
-    check(sorted(os.listdir(m["dir"])) == ["y"], "only the symlink left: %s" % os.listdir(m["dir"]))
+    check(sorted(os.listdir(m["dir"])) == ["z"] and os.readlink(m["dir"] + "/z") == "only/one",
+          "only the unlinked symlink left: %s" % os.listdir(m["dir"]))
     env.umount(m)
 
 

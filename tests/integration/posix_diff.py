@@ -302,11 +302,13 @@ def _steps():
     add(ROOT, "unlink", "h2/c", tags=hl)
     add(U3, "link", "h1/e", "d/u3link", tags=hl)
     # a file linked in the second it was made (touch -d; ln), special
-    # files (Linux links them; only symlinks have one name on objfs)
+    # files and symlinks (Linux links them, objfs too)
     add(ROOT, "creat", "h1/t", 0o644, 0)
     add(ROOT, "utime", "h1/t", (1200000000, 5), (1200000000, 6))
     add(ROOT, "link", "h1/t", "h2/t2")
     add(ROOT, "link", "sticky/fifo", "d/fifolink")
+    add(ROOT, "symlink", "some/target", "h1/sl")
+    add(ROOT, "link", "h1/sl", "h2/sl2")
     add(ROOT, "mknod", "h1/chr", stat.S_IFCHR | 0o600, os.makedev(1, 3))
     add(ROOT, "link", "h1/chr", "h2/chr2")
     add(ROOT, "chown", "h2/chr2", 1001, 1002)
@@ -352,7 +354,7 @@ OPS = {
     "bind": lambda p: _bind(p[0]),
     "rename": lambda p: os.rename(p[0], p[1]),
     "unlink": lambda p: os.unlink(p[0]),
-    "link": lambda p: os.link(p[0], p[1]),
+    "link": lambda p: os.link(p[0], p[1], follow_symlinks=False),   # link(2)
     "stat": lambda p: os.lstat(p[0]),
 }
 
