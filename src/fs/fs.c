@@ -720,7 +720,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		charge_force(fs, in, 0);
 		attrs_done(fs, in);
 		par = detach(fs, in);
-		in->ctime = now_real();
+		inode_changed(in, false);
 		snap_note(par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);

@@ -508,10 +508,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	err = in->linked ? inode_key(fs, in, false, key1, sizeof(key1)) : ENOENT;
 	in_store = in->in_store;
 	snprintf(etag, sizeof(etag), "%s", in->etag);
-	fa.mode = in->mode;
-	fa.uid = in->uid;
-	fa.gid = in->gid;
-	fa.mtime = in->mtime;
+	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0 && !in_store)
 		err = EIO;      /* not uploaded (cannot be once synced) */
@@ -572,7 +569,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 		snprintf(in->spool->base_etag,
 			 sizeof(in->spool->base_etag), "%s", cinfo.etag);
 	in->hl_nlink = 2;
-	in->ctime = now_real();
+	inode_changed(in, false);
 	in->attr_time = now_mono();
 	/* the data, two entries and the new name */
 	fs->objects += 4;
@@ -612,10 +609,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_lock(&fs->lock);
 	snprintf(id, sizeof(id), "%s", in->hl_id);
 	err = hl_data_key(in, dkey, sizeof(dkey));
-	fa.mode = in->mode;
-	fa.uid = in->uid;
-	fa.gid = in->gid;
-	fa.mtime = in->mtime;
+	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0)
 		err = objfs_hlink_token_new(tok2);
@@ -635,7 +629,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 		nlink = 0;      /* what this mount knows then */
 	pthread_mutex_lock(&fs->lock);
 	in->hl_nlink = nlink != 0 ? nlink : in->hl_nlink + 1;
-	in->ctime = now_real();
+	inode_changed(in, false);
 	fs->objects += 2;
 	fs->scan_obj_delta += 2;
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
@@ -701,7 +695,7 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 	in = find_data(fs, id);
 	if (in != NULL) {
 		in->refs++;
-		in->ctime = now_real();
+		inode_changed(in, false);
 		in->hl_nlink = nlink;
 	}
 	pthread_mutex_unlock(&fs->lock);

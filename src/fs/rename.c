@@ -283,7 +283,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			ddir->refs++;
 			sib_link(ddir, src);
 			name_hash(fs, src);
-			src->ctime = now_real();
+			inode_changed(src, false);
 			state_note(fs, src);
 		}
 	}
