@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/tree.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
@@ -84,34 +85,22 @@
 
 /* ---- the link set in the store ---------------------------------------- */
 
+static int count_page(void *arg, const struct objfs_list_page *page)
+{
+	*(unsigned *)arg += (unsigned)page->n_entries;
+	return 0;
+}
+
 /* *n: the entries (names) of set id.  0 or an errno. */
 static int count_names(struct objfs_fs *fs, const char *id, unsigned *n)
 {
 	char prefix[KEYBUF];
-	char *token = NULL;
 	int err;
 
 	*n = 0;
 	err = objfs_hlink_names_prefix(id, prefix, sizeof(prefix));
-	while (err == 0) {
-		struct objfs_list_req rq = { prefix, NULL, token, NULL, 0 };
-		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
-
-		err = objfs_store_list(fs->store, &rq, &pg);
-		free(token);
-		token = NULL;
-		if (err == 0) {
-			*n += (unsigned)pg.n_entries;
-			if (pg.next != NULL) {
-				token = pg.next;
-				pg.next = NULL;
-			}
-		}
-		objfs_list_page_release(&pg);
-		if (token == NULL)
-			break;
-	}
-	free(token);
+	if (err == 0)
+		err = objfs_tree_walk(fs->store, prefix, 0, count_page, n);
 	return err;
 }
 
