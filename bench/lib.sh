@@ -3,7 +3,9 @@
 # tests/s3server/$OBJFS_BENCH_SERVER.sh: swift, the default, or rgw; or the
 # one OBJFS_BENCH_S3_ENV=path/to/env describes), the work directory $W and
 # its cleanup, and mounting, unmounting and measuring objfs, s3fs and
-# rclone.  Callers set nothing before sourcing it but the environment.
+# rclone.  Callers set nothing before sourcing it but the environment;
+# OBJFS_BENCH_OPTS=a=1,b=2 adds objfs-mount -o options (to compare
+# settings: OBJFS_BENCH_OPTS=readahead_chunks=8 sh bench/fs.sh).
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SERVER=${OBJFS_BENCH_SERVER:-swift}
 B=${OBJFS_BUILDDIR:-$HERE}
@@ -77,7 +79,7 @@ do_mount() {
 	mkdir -p "$3"
 	case "$1" in
 	objfs|objfs-unsigned|objfs-nometrics)
-		o="spool_dir=$W,log_level=info"
+		o="spool_dir=$W,log_level=info${OBJFS_BENCH_OPTS:+,$OBJFS_BENCH_OPTS}"
 		[ "$1" = objfs-unsigned ] && o="$o,unsigned_payload"
 		# what the metrics cost: TOOLS="objfs objfs-nometrics"
 		[ "$1" = objfs-nometrics ] && o="$o,metrics=off"
