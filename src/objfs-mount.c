@@ -118,8 +118,9 @@ static void usage(const char *prog)
 "  dir_ttl=SECONDS        directory listing cache lifetime (default: 1)\n"
 "                         (the defaults give close-to-open consistency;\n"
 "                         every open revalidates the file with a HEAD)\n"
-"  mem_limit=BYTES        read-ahead memory bound (default: 12M; raise it\n"
-"                         for a distant S3: it bounds the bytes in flight)\n"
+"  mem_limit=BYTES        read-ahead memory bound (default: 12M, or\n"
+"                         readahead x readahead_chunks; raise it for a\n"
+"                         distant S3: it bounds the bytes in flight)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
 "  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3)\n"
 "  part_size=BYTES        multipart upload part size (default: 32M)\n"
@@ -250,6 +251,27 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.ra_chunks = (unsigned)mo->readahead_chunks;
 	if (HAS(UPLOAD_PARALLEL))
 		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
+	if (HAS(READAHEAD) || HAS(READAHEAD_CHUNKS)) {
+		/* Read-ahead buffers come out of mem_limit: one that does not
+		 * fit there is never taken, and every read becomes a GET of
+		 * its own.  Unset, mem_limit grows to what was asked for;
+		 * set too small, it is an error naming both. */
+		uint64_t chunk = s->fo.ra_chunk ? s->fo.ra_chunk : 1ULL << 20;
+		uint64_t want = chunk * (s->fo.ra_chunks < 1 ? 1 :
+			       s->fo.ra_chunks > 16 ? 16 : s->fo.ra_chunks);
+
+		if (!HAS(MEM_LIMIT) && want > s->fo.mem_limit) {
+			s->fo.mem_limit = want;
+		} else if (HAS(MEM_LIMIT) && chunk > s->fo.mem_limit) {
+			fprintf(stderr, "objfs-mount: -o readahead=%llu is over "
+				"mem_limit=%llu: no read-ahead buffer would fit; "
+				"raise mem_limit to readahead x readahead_chunks "
+				"(%llu)\n", (unsigned long long)chunk,
+				(unsigned long long)s->fo.mem_limit,
+				(unsigned long long)want);
+			return EINVAL;
+		}
+	}
 	if (HAS(THREADS))
 		s->fo.threads = mo->threads ? (unsigned)mo->threads : 1;
 	if (HAS(SPOOL_DIR))
