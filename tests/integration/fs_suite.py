@@ -719,6 +719,33 @@ def t_small_reads(env):
         check(int(r.get("get", 0)) <= 2 + 1 + 21 + 1 + 3 + 2, "one GET per file: %s" % r)
 
 
+def t_readahead_mem(env):
+    """A readahead over the default mem_limit grows mem_limit (before, no
+    buffer fit and every read was a GET of its own); a mem_limit set below
+    one readahead is refused, naming both."""
+    url = env.volume("ramem")
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    p = subprocess.run([MOUNT, "-f", "-o", "mem_limit=4M,readahead=8M", url, mnt],
+                       env=dict(env.tool_env), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    err = p.stderr.decode()
+    check(p.returncode != 0 and "mem_limit" in err and "readahead" in err,
+          "mem_limit below readahead refused, naming both: %r" % err)
+    m = env.mount(url)
+    data = os.urandom(48 << 20)
+    wfile(m["dir"] + "/big", data)
+    env.umount(m)
+    b = env.mount(url, ["log_level=info", "readahead=16M", "readahead_chunks=2"])
+    check(rfile(b["dir"] + "/big") == data, "read back")
+    env.umount(b)
+    r = store_requests(env, b)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        # 3 chunks of 16 MiB, the mount's own (usage, volume record,
+        # index), hedges of slow answers; reads without a buffer were 40+
+        check(int(r.get("get", 0)) <= 3 + 3 + 4, "16 MiB GETs: %s" % r)
+
+
 def t_rm_rf(env):
     """`rm -rf` of a tree on a fresh mount: each directory's marker and
     attribute index go in one DeleteObjects, without listing the index
@@ -1887,6 +1914,7 @@ TESTS = [
     t_hardlink_rsync,
     t_hardlink_attrs_special,
     t_small_reads,
+    t_readahead_mem,
     t_rm_rf,
     t_rename_tree_index,
 ]
