@@ -103,16 +103,32 @@ int objfs_credprov_create(const struct objfs_credprov_config *cfg,
 		return ENOMEM;
 	if (c != NULL && (c->access_key != NULL || c->secret_key != NULL)) {
 		p->kind = K_STATIC;
-		if (c->access_key == NULL || c->secret_key == NULL)
+		if (c->access_key == NULL || c->secret_key == NULL) {
+			objfs_error(log, "creds", "an access key without a secret "
+				    "key, or a secret key without an access key: "
+				    "give both");
 			goto inval;
+		}
 	} else if (c != NULL && (c->role_arn != NULL || c->web_identity_token_file != NULL)) {
 		p->kind = K_WEB;
-		if (c->role_arn == NULL || c->web_identity_token_file == NULL)
+		if (c->role_arn == NULL || c->web_identity_token_file == NULL) {
+			objfs_error(log, "creds", "%s without %s: a role is "
+				    "assumed with both (AWS_ROLE_ARN and "
+				    "AWS_WEB_IDENTITY_TOKEN_FILE)",
+				    c->role_arn == NULL ? "a web identity token file" :
+				    "a role ARN", c->role_arn == NULL ? "a role ARN" :
+				    "a web identity token file");
 			goto inval;
+		}
 	} else if (c != NULL && c->container_uri != NULL) {
 		p->kind = K_CONTAINER;
-		if (!objfs_credprov_uri_allowed(c->container_uri))
+		if (!objfs_credprov_uri_allowed(c->container_uri)) {
+			/* not echoed: a URI may carry a token */
+			objfs_error(log, "creds", "the container credentials URI "
+				    "is refused: https, or http to a loopback or "
+				    "container-link address only");
 			goto inval;
+		}
 	}
 	if (c != NULL && objfs_creds_copy(c, &p->src) != 0)
 		fail = true;

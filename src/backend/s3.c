@@ -990,28 +990,52 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 {
 	struct objfs_store *s = NULL;
 	struct s3_ctx *c = NULL;
-	const char *ep, *hp, *slash;
-	size_t hl;
+	const char *ep, *hp, *slash = NULL;
+	size_t hl = 0;
 	bool fail = false, mu_init = false, cv_init = false, global = false;
 	int rc;
 
 	*out = NULL;
-	if (cfg == NULL || cfg->endpoint == NULL || cfg->bucket == NULL ||
-	    !bucket_name_ok(cfg->bucket) ||
-	    (cfg->access_key == NULL) != (cfg->secret_key == NULL))
+	if (cfg == NULL || cfg->endpoint == NULL || cfg->bucket == NULL)
 		return EINVAL;
+	/* each refusal names its cause: EINVAL alone reaches the user as
+	 * "Invalid argument" */
+	if (!bucket_name_ok(cfg->bucket)) {
+		objfs_error(log, "s3", "bucket name \"%s\" is not one S3 takes "
+			    "(1-255 of a-z, A-Z, 0-9, '.', '-', '_')",
+			    cfg->bucket);
+		return EINVAL;
+	}
+	if ((cfg->access_key == NULL) != (cfg->secret_key == NULL)) {
+		objfs_error(log, "s3", "an access key without a secret key, or "
+			    "a secret key without an access key: give both "
+			    "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+			    "both lines of the credentials file)");
+		return EINVAL;
+	}
 	ep = cfg->endpoint;
 	if (strncmp(ep, "http://", 7) == 0)
 		hp = ep + 7;
 	else if (strncmp(ep, "https://", 8) == 0)
 		hp = ep + 8;
 	else
+		hp = NULL;
+	if (hp != NULL) {
+		slash = strchr(hp, '/');
+		hl = slash != NULL ? (size_t)(slash - hp) : strlen(hp);
+	}
+	if (hp != NULL && memchr(hp, '@', hl) != NULL) {
+		/* not echoed: user:password@ is a secret */
+		objfs_error(log, "s3", "the endpoint carries user@ (keys go in "
+			    "the credentials, never in the endpoint)");
 		return EINVAL;
-	slash = strchr(hp, '/');
-	hl = slash != NULL ? (size_t)(slash - hp) : strlen(hp);
-	if (hl == 0 || hl > 255 || (slash != NULL && slash[1] != '\0') ||
-	    memchr(hp, '@', hl) != NULL)
+	}
+	if (hp == NULL || hl == 0 || hl > 255 ||
+	    (slash != NULL && slash[1] != '\0')) {
+		objfs_error(log, "s3", "endpoint \"%s\" is not http[s]://HOST"
+			    "[:PORT] (no path)", ep);
 		return EINVAL;
+	}
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return ENOMEM;

@@ -272,6 +272,12 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 	if (cfg == NULL)
 		return EINVAL;
 	rc = objfs_store_url_parse(cfg->url, &scheme, &bucket, &prefix);
+	if (rc == EINVAL)
+		objfs_error(log, "store", "\"%s\" is not a store location: "
+			    "s3://BUCKET[/PREFIX] (a bucket name of a-z, A-Z, "
+			    "0-9, '.', '-', '_') or file:///DIR (absolute, no "
+			    "'.' or '..'); no '?', '#' or control characters",
+			    cfg->url != NULL ? cfg->url : "");
 	if (rc != 0)
 		return rc;
 	if (strcmp(scheme, "s3") == 0) {

@@ -594,6 +594,38 @@ def t_sigterm(env):
     check(env.get(url, "open") == data, "open dirty file saved on SIGTERM")
 
 
+def t_config_errors(env):
+    """A store location, endpoint or credentials objfs-mount cannot use is
+    refused with a message naming the cause, never "Invalid argument"
+    alone, and never echoing a secret."""
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    base = {k: v for k, v in env.tool_env.items()
+            if not k.startswith("AWS_") and not k.startswith("OBJFS_TEST_S3")}
+    ep = "endpoint=http://127.0.0.1:9"
+    cases = [
+        ("ftp://b/x", [], {}, "is not a store location"),
+        ("s3://b!d/x", [ep], {}, "is not a store location"),
+        ("s3://b/x", ["endpoint=ftp://127.0.0.1:9"],
+         {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s"}, "is not http[s]://HOST"),
+        ("s3://b/x", ["endpoint=http://u:hunter2@127.0.0.1:9"],
+         {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s"}, "carries user@"),
+        ("s3://b/x", [ep], {"AWS_ACCESS_KEY_ID": "a"}, "without a secret key"),
+        ("s3://b/x", [ep], {"AWS_ROLE_ARN": "arn:aws:iam::1:role/r"},
+         "without a web identity token file"),
+        ("s3://b/x", [ep], {"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://hunter2.example/x"},
+         "container credentials URI is refused"),
+    ]
+    for url, opts, extra, want in cases:
+        e = dict(base)
+        e.update(extra)
+        p = subprocess.run([MOUNT, "-f", "-o", ",".join(["spool_dir=" + env.work] + opts),
+                            url, mnt], env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode()
+        check(p.returncode != 0 and want in err, "%s %s: %r in %r" % (url, opts, want, err))
+        check("hunter2" not in err, "no secret echoed: %r" % err)
+
+
 def t_fuse_log(env):
     """libfuse's own messages reach objfs's JSON log, one record a line."""
     url = env.volume("fuselog")
@@ -1901,6 +1933,7 @@ TESTS = [
     t_sigterm,
     t_crash,
     t_fuse_log,
+    t_config_errors,
     t_many_small_and_listing,
     t_attr_index,
     t_attr_index_two_mounts,
