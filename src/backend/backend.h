@@ -216,7 +216,8 @@ struct objfs_list_req {
 	const char *delimiter;          /* NULL for a flat listing, usually "/" */
 	const char *continuation;       /* token from a previous page, or NULL */
 	const char *start_after;        /* key, or NULL */
-	unsigned max_keys;              /* 1..1000; 0 means 1000 */
+	unsigned max_keys;              /* 1..1000; 0 means 1000 (the delq
+					   layer may return more: delq.c) */
 };
 
 struct objfs_list_entry {

@@ -19,7 +19,11 @@
  *   list                       leaves it out; a common prefix is left out
  *                              when every key under it is pending (one
  *                              flat listing of it tells); a page left empty
- *                              with more to come is followed by the next
+ *                              with more to come is followed by the next,
+ *                              of up to 1,000 keys (so a page may then hold
+ *                              more than max_keys: an rmdir's LIST of 2
+ *                              keys after `rm` of 1,000 is 2 LISTs, not
+ *                              500)
  *   put, copy to it, mpu_create, mpu_complete
  *                              cancels it while queued (the write replaces
  *                              the object anyway; a put with if_none_match
@@ -34,7 +38,10 @@
  * Pending keys are in a hash table (by key) and, while queued, in a FIFO
  * in the order they were queued (seq); the batch in flight is an array.
  * One mutex guards everything; store requests are made without it.  The
- * done callback (resume's state log) is called without it.
+ * done callback (resume's state log) is called without it, once per
+ * del_deferred (a key queued twice: the second at once), under tell_mu
+ * so objfs_delq_set_done(NULL) returns after any call running; a batch's
+ * keys are told before a barrier waiting for them returns.
  *
  * This layer sits at the top of a stack (stack.c), above prefix, so the
  * keys it holds are the volume's; with delay 0 it is not built and
@@ -97,8 +104,9 @@ struct delq {
 	struct objfs_delq_config cfg;
 	struct objfs_store *inner;      /* s->inner */
 	struct objfs_log *log;
-	objfs_delq_done_fn done_fn;
-	void *done_arg;
+	pthread_mutex_t tell_mu;        /* held while done_fn runs */
+	objfs_delq_done_fn done_fn;     /* tell_mu */
+	void *done_arg;                 /* tell_mu */
 	struct objfs_metric *m_keys, *m_batches, *m_pending;
 
 	pthread_mutex_t mu;
@@ -189,8 +197,10 @@ static bool pending(struct delq *q, const char *key)
 
 static void tell(struct delq *q, const char *key, int err)
 {
+	pthread_mutex_lock(&q->tell_mu);
 	if (q->done_fn != NULL)
 		q->done_fn(q->done_arg, key, err);
+	pthread_mutex_unlock(&q->tell_mu);
 }
 
 /* Makes key writable: a delete of it in flight is waited for; a queued
@@ -339,14 +349,15 @@ static void *sender(void *arg)
 			if (e != 0)
 				q->failed++;
 		}
+		pthread_mutex_unlock(&q->mu);
+		/* told before a barrier may return */
+		for (i = 0; i < n; i++)
+			tell(q, q->batch[i]->key, errs != NULL ? errs[i] : ENOMEM);
+		pthread_mutex_lock(&q->mu);
+		for (i = 0; i < n; i++)
+			dkey_free(q->batch[i]);
 		q->nbatch = 0;
 		pthread_cond_broadcast(&q->answered);
-		pthread_mutex_unlock(&q->mu);
-		for (i = 0; i < n; i++) {
-			tell(q, q->batch[i]->key, errs != NULL ? errs[i] : ENOMEM);
-			dkey_free(q->batch[i]);
-		}
-		pthread_mutex_lock(&q->mu);
 	}
 	pthread_mutex_unlock(&q->mu);
 	free(keys);
@@ -365,8 +376,11 @@ static int delq_del_deferred(struct objfs_store *s, const char *key)
 	err = objfs_key_valid(key);
 	if (err != 0)
 		return err;
-	if (q->cfg.delay_ms == 0)
-		return objfs_store_del(s->inner, key);
+	if (q->cfg.delay_ms == 0) {
+		err = objfs_store_del(s->inner, key);
+		tell(q, key, err);
+		return err;
+	}
 	e = calloc(1, sizeof(*e));
 	if (e == NULL || (e->key = strdup(key)) == NULL) {
 		free(e);
@@ -379,6 +393,7 @@ static int delq_del_deferred(struct objfs_store *s, const char *key)
 		if (old != NULL && old->st == D_QUEUED) {       /* once is enough */
 			pthread_mutex_unlock(&q->mu);
 			dkey_free(e);
+			tell(q, key, 0);
 			return 0;
 		}
 		if (old == NULL && q->queued < q->cfg.queue_max)
@@ -626,6 +641,7 @@ static int delq_list(struct objfs_store *s, const struct objfs_list_req *req,
 		objfs_list_page_release(page);
 		r.continuation = cont;
 		r.start_after = NULL;
+		r.max_keys = OBJFS_DELETE_BATCH;
 	}
 }
 
@@ -644,6 +660,7 @@ static void delq_destroy(struct objfs_store *s)
 			pthread_join(q->sender, NULL);
 		}
 		pthread_mutex_destroy(&q->mu);
+		pthread_mutex_destroy(&q->tell_mu);
 		pthread_cond_destroy(&q->work);
 		pthread_cond_destroy(&q->answered);
 		free(q->batch);
@@ -679,10 +696,10 @@ int objfs_delq_set_done(struct objfs_store *s, objfs_delq_done_fn fn,
 	if (s == NULL || s->ops != &delq_ops)
 		return ENOENT;
 	q = q_of(s);
-	pthread_mutex_lock(&q->mu);
+	pthread_mutex_lock(&q->tell_mu);
 	q->done_fn = fn;
 	q->done_arg = arg;
-	pthread_mutex_unlock(&q->mu);
+	pthread_mutex_unlock(&q->tell_mu);
 	return 0;
 }
 
@@ -735,6 +752,7 @@ int objfs_delq_store_create(struct objfs_store *inner,
 	if (err != 0)
 		goto fail;
 	pthread_mutex_init(&q->mu, NULL);
+	pthread_mutex_init(&q->tell_mu, NULL);
 	pthread_cond_init(&q->work, NULL);
 	pthread_cond_init(&q->answered, NULL);
 	s->ops = &delq_ops;

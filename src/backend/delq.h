@@ -19,10 +19,12 @@
 #define OBJFS_DELQ_BATCH OBJFS_DELETE_BATCH
 #define OBJFS_DELQ_QUEUE_MAX 10000
 
-/* Told once per deferred key when the layer is done with it: err 0 (the
- * store deleted it, or a write to the key cancelled it) or the errno of
- * a delete that failed (the key is visible again).  Runs on the sender
- * thread or on the writer's, with no lock of the layer held. */
+/* Told once per del_deferred call when the layer is done with it: err 0
+ * (the store deleted it, a write to the key cancelled it, or it was queued
+ * already) or the errno of a delete that failed (the key is visible
+ * again).  Runs on the sender thread or on the caller's, with no lock of
+ * the layer held but its own (the callback may not call the layer); for
+ * keys a barrier waits for, before the barrier returns. */
 typedef void (*objfs_delq_done_fn)(void *arg, const char *key, int err);
 
 struct objfs_delq_config {
@@ -38,7 +40,8 @@ int objfs_delq_store_create(struct objfs_store *inner,
 
 /* Sets the done callback of the delq layer s (one made by
  * objfs_delq_store_create); ENOENT when s is not one.  Set it before the
- * first deferred delete. */
+ * first deferred delete; once it returns, the old callback runs no more
+ * (fn NULL: none). */
 int objfs_delq_set_done(struct objfs_store *s, objfs_delq_done_fn fn,
 			void *arg);
 
