@@ -7,7 +7,7 @@
  *   del_deferred(key)  queues key (waits while queue_max keys are queued)
  *   sender thread      one batch in flight: sends the oldest keys when the
  *                      oldest has waited delay_ms, at once when a batch is
- *                      full or a barrier waits; objfs_store_del_many()
+ *                      full, the queue is full or a barrier waits; objfs_store_del_many()
  *                      below (the retry layer retries it whole: deleting a
  *                      missing key succeeds)
  *   del_barrier()      waits until every key queued before it is answered;
@@ -249,7 +249,7 @@ static bool due(struct delq *q, long long now, long long *wait_ms)
 	if (q->head == NULL)
 		return false;
 	if (q->stopping || q->queued >= OBJFS_DELQ_BATCH ||
-	    q->urgent >= q->head->seq)
+	    q->queued >= q->cfg.queue_max || q->urgent >= q->head->seq)
 		return true;
 	*wait_ms = q->head->since_ms + q->cfg.delay_ms - now;
 	return *wait_ms <= 0;
