@@ -78,6 +78,31 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir)
 	}
 }
 
+/* The start of unlink and rmdir: false when it replied (a request the
+ * dead server ran, a parent gone); else *dir pinned and *err the name's
+ * check (0: go on). */
+static bool remove_start(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 struct intent_ctx *ic, struct inode **dir, int *err)
+{
+	struct objfs_fs *fs = req_fs(req);
+
+	if (intent_start(fs, ic, err)) {
+		reply_err(req, *err);   /* it ran before the server died */
+		return false;
+	}
+	*dir = pin_ino(fs, parent);
+	if (*dir == NULL) {
+		*err = ENOENT;
+		intent_end(fs, ic, err, ENOENT);
+		reply_err(req, *err);
+		return false;
+	}
+	*err = new_name_check(fs, *dir, name);
+	if (*err == EPERM)
+		*err = ENOENT;
+	return true;
+}
+
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct objfs_fs *fs = req_fs(req);
@@ -87,20 +112,8 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct intent_ctx ic;
 	int err;
 
-	if (intent_start(fs, &ic, &err)) {
-		reply_err(req, err);    /* it ran before the server died */
+	if (!remove_start(req, parent, name, &ic, &dir, &err))
 		return;
-	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		intent_end(fs, &ic, &err, ENOENT);
-		reply_err(req, err);
-		return;
-	}
-	err = new_name_check(fs, dir, name);
-	if (err == EPERM)
-		err = ENOENT;
 	if (err != 0)
 		goto out;
 	pthread_rwlock_rdlock(&fs->ns);
@@ -157,20 +170,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct intent_ctx ic;
 	int err;
 
-	if (intent_start(fs, &ic, &err)) {
-		reply_err(req, err);    /* it ran before the server died */
+	if (!remove_start(req, parent, name, &ic, &dir, &err))
 		return;
-	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		intent_end(fs, &ic, &err, ENOENT);
-		reply_err(req, err);
-		return;
-	}
-	err = new_name_check(fs, dir, name);
-	if (err == EPERM)
-		err = ENOENT;
 	if (err != 0)
 		goto out;
 	pthread_rwlock_rdlock(&fs->ns);
