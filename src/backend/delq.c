@@ -37,6 +37,10 @@
  *
  * Pending keys are in a hash table (by key) and, while queued, in a FIFO
  * in the order they were queued (seq); the batch in flight is an array.
+ * A listing holds `view` for reading from its request to its filtering,
+ * and deleted keys leave the table with it held for writing: a listing
+ * the store answered while a key was still there never sees it live
+ * (writer-preferring, so listings cannot starve the sender).
  * One mutex guards everything; store requests are made without it.  The
  * done callback (resume's state log) is called without it, once per
  * del_deferred (a key queued twice: the second at once), under tell_mu
@@ -109,6 +113,8 @@ struct delq {
 	void *done_arg;                 /* tell_mu */
 	struct objfs_metric *m_keys, *m_batches, *m_pending;
 
+	pthread_rwlock_t view;          /* read: a listing; write: keys
+					   leave the table as deleted */
 	pthread_mutex_t mu;
 	pthread_cond_t work;            /* the sender's: keys or stop */
 	pthread_cond_t answered;        /* a batch answered, a key dropped */
@@ -340,6 +346,9 @@ static void *sender(void *arg)
 		} else {
 			send_batch(q, keys, n, errs);
 		}
+		/* no listing made while they were pending may see them
+		 * live: it ends first */
+		pthread_rwlock_wrlock(&q->view);
 		pthread_mutex_lock(&q->mu);
 		for (i = 0; i < n; i++) {
 			int e = errs != NULL ? errs[i] : ENOMEM;
@@ -350,6 +359,7 @@ static void *sender(void *arg)
 				q->failed++;
 		}
 		pthread_mutex_unlock(&q->mu);
+		pthread_rwlock_unlock(&q->view);
 		/* told before a barrier may return */
 		for (i = 0; i < n; i++)
 			tell(q, q->batch[i]->key, errs != NULL ? errs[i] : ENOMEM);
@@ -616,8 +626,9 @@ static int filter(struct objfs_store *s, struct objfs_list_page *page)
 	return err;
 }
 
-static int delq_list(struct objfs_store *s, const struct objfs_list_req *req,
-		     struct objfs_list_page *page)
+/* delq_list with the view held for reading. */
+static int list_filtered(struct objfs_store *s, const struct objfs_list_req *req,
+			 struct objfs_list_page *page)
 {
 	struct objfs_list_req r = *req;
 	char *cont = NULL;
@@ -645,6 +656,18 @@ static int delq_list(struct objfs_store *s, const struct objfs_list_req *req,
 	}
 }
 
+static int delq_list(struct objfs_store *s, const struct objfs_list_req *req,
+		     struct objfs_list_page *page)
+{
+	struct delq *q = q_of(s);
+	int err;
+
+	pthread_rwlock_rdlock(&q->view);
+	err = list_filtered(s, req, page);
+	pthread_rwlock_unlock(&q->view);
+	return err;
+}
+
 /* ---- life cycle ------------------------------------------------------- */
 
 static void delq_destroy(struct objfs_store *s)
@@ -659,6 +682,7 @@ static void delq_destroy(struct objfs_store *s)
 			pthread_mutex_unlock(&q->mu);
 			pthread_join(q->sender, NULL);
 		}
+		pthread_rwlock_destroy(&q->view);
 		pthread_mutex_destroy(&q->mu);
 		pthread_mutex_destroy(&q->tell_mu);
 		pthread_cond_destroy(&q->work);
@@ -723,6 +747,7 @@ int objfs_delq_store_create(struct objfs_store *inner,
 {
 	struct objfs_store *s = NULL;
 	struct delq *q = NULL;
+	pthread_rwlockattr_t ra;
 	int err;
 
 	*out = NULL;
@@ -751,6 +776,12 @@ int objfs_delq_store_create(struct objfs_store *inner,
 					     &q->m_pending);
 	if (err != 0)
 		goto fail;
+	pthread_rwlockattr_init(&ra);
+	/* the sender waits for listings under way, not for ones after it */
+	pthread_rwlockattr_setkind_np(&ra,
+				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&q->view, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_mutex_init(&q->tell_mu, NULL);
 	pthread_cond_init(&q->work, NULL);
