@@ -104,6 +104,10 @@ static void usage(const char *prog)
 "  hedge_after=SECONDS    a GET still running after 3 times the 95th\n"
 "                         percentile of recent GETs (at most this long) is\n"
 "                         raced by a second one; 0: never (default: 1)\n"
+"  delete_delay=SECONDS   unlinks are answered at once and their deletes\n"
+"                         sent in batches (DeleteObjects) after this long;\n"
+"                         0: each delete before the unlink returns\n"
+"                         (default: 0.02)\n"
 "\n"
 "Filesystem options:\n"
 "  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
@@ -326,6 +330,17 @@ static int build_settings(struct cli *c, struct settings *s)
 			return EINVAL;
 		}
 		s->sc.hedge.ceiling_ms = (unsigned)(mo->hedge_after * 1000);
+	}
+	s->sc.delete_delay_ms = 20;
+	if (HAS(DELETE_DELAY)) {
+		if (mo->delete_delay > 60) {
+			fprintf(stderr, "objfs-mount: -o delete_delay: over a "
+				"minute\n");
+			return EINVAL;
+		}
+		s->sc.delete_delay_ms = (unsigned)(mo->delete_delay * 1000 + 0.5);
+		if (mo->delete_delay > 0 && s->sc.delete_delay_ms == 0)
+			s->sc.delete_delay_ms = 1;
 	}
 	if (HAS(STALL_TIMEOUT)) {
 		if (mo->stall_timeout > 3600) {

@@ -13,6 +13,7 @@
  *            meter  (counts and times every request, meter.c)
  *            fault  (injects errors, delays and short reads, fault.c)
  *            prefix (confines every key to a prefix, prefix.c)
+ *            delq   (deferred deletes sent in batches, delq.c)
  *
  * Built on the ops: objfs_store_upload (store.c) and the prefix-tree walk,
  * copy, move and delete (tree.h).
@@ -215,7 +216,8 @@ struct objfs_list_req {
 	const char *delimiter;          /* NULL for a flat listing, usually "/" */
 	const char *continuation;       /* token from a previous page, or NULL */
 	const char *start_after;        /* key, or NULL */
-	unsigned max_keys;              /* 1..1000; 0 means 1000 */
+	unsigned max_keys;              /* 1..1000; 0 means 1000 (the delq
+					   layer may return more: delq.c) */
 };
 
 struct objfs_list_entry {
@@ -245,7 +247,8 @@ struct objfs_part {
 
 /* ---- the interface ---------------------------------------------------- */
 
-/* Every slot must be set (layers forward with the objfs_store_* helpers).
+/* Every slot but the optional ones must be set (layers forward with the
+ * objfs_store_* helpers).
  * All ops are thread-safe on one store. */
 struct objfs_store_ops {
 	const char *name;               /* "s3", "local", "retry", ... */
@@ -309,6 +312,15 @@ struct objfs_store_ops {
 
 	/* Frees this instance and (for layers) its inner store. */
 	void (*destroy)(struct objfs_store *s);
+
+	/* Optional (NULL in every kind but delq, which sits on top of a
+	 * stack; the objfs_store_* wrappers fall back as said there). */
+	/* Deletes key later; from now on head/get/list/copy see it gone. */
+	int (*del_deferred)(struct objfs_store *s, const char *key);
+	/* Waits until every deferred delete queued before the call has been
+	 * answered by the store: 0, or EIO when one failed since the last
+	 * barrier (those keys are visible again). */
+	int (*del_barrier)(struct objfs_store *s);
 };
 
 /* An instance.  Created by each kind's constructor; freed by
@@ -339,6 +351,10 @@ int objfs_store_copy(struct objfs_store *s, const char *src, const char *dst,
 int objfs_store_del(struct objfs_store *s, const char *key);
 int objfs_store_del_many(struct objfs_store *s, const char *const *keys,
 			 size_t n, size_t *failed);
+/* A store without del_deferred deletes at once (objfs_store_del); one
+ * without del_barrier has nothing to wait for (0). */
+int objfs_store_del_deferred(struct objfs_store *s, const char *key);
+int objfs_store_del_barrier(struct objfs_store *s);
 int objfs_store_mpu_create(struct objfs_store *s, const char *key,
 			   const struct objfs_put_opts *opts, char **upload_id);
 int objfs_store_mpu_part(struct objfs_store *s, const char *key,
@@ -522,6 +538,9 @@ struct objfs_store_config {
 	struct objfs_s3_config s3;        /* bucket is taken from url */
 	struct objfs_retry_config retry;
 	struct objfs_hedge_config hedge;  /* s3 only */
+	unsigned delete_delay_ms;         /* > 0: a delq layer on top
+					     (delq.h), deferred deletes sent
+					     after this long */
 	struct objfs_metrics *metrics;    /* NULL: no meter layer, nothing
 					     counted; else also given to the
 					     retry layer and the S3 leaf.
@@ -541,7 +560,7 @@ int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
 int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 			  size_t len, bool *path_style);
 
-/* Builds prefix -> [hedge ->] retry -> [meter ->] leaf for cfg; an s3 url without an endpoint
+/* Builds [delq ->] prefix -> [hedge ->] retry -> [meter ->] leaf for cfg; an s3 url without an endpoint
  * gets AWS's (objfs_s3_aws_endpoint).  0 or an errno; *out is owned by
  * the caller (objfs_store_destroy). */
 int objfs_store_stack_create(const struct objfs_store_config *cfg,

@@ -1,8 +1,12 @@
 /*
  * stack.c - store URLs and the one function that assembles a store stack.
  *
- *   s3://BUCKET[/PREFIX]   prefix(PREFIX) -> [hedge ->] retry -> meter -> s3(BUCKET)
- *   file:///DIR[/PREFIX]   prefix(PREFIX) -> meter -> local(ROOT)
+ *   s3://BUCKET[/PREFIX]   [delq ->] prefix(PREFIX) -> [hedge ->] retry -> meter -> s3(BUCKET)
+ *   file:///DIR[/PREFIX]   [delq ->] prefix(PREFIX) -> meter -> local(ROOT)
+ *
+ * The delq layer (deferred deletes, when cfg->delete_delay_ms) is on top:
+ * the keys it holds are the ones callers gave, and objfs_store_del_deferred()
+ * finds it there.
  *
  * The meter layer is in every stack, right above the leaf, so it sees
  * each try: it counts the stack's requests (objfs_store_requests()) and,
@@ -29,6 +33,7 @@
 #include <sys/types.h>
 
 #include "backend/backend.h"
+#include "backend/delq.h"
 #include "common/log.h"
 
 #define STORE_MARKER OBJFS_LOCAL_STORE_MARKER
@@ -327,6 +332,14 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		if (rc == 0)
 			objfs_info(log, "store", "store file://%s (root %s, "
 				   "prefix \"%s\")", bucket, root, lprefix);
+	}
+	if (rc == 0 && cfg->delete_delay_ms > 0) {
+		struct objfs_delq_config dc = {
+			.delay_ms = cfg->delete_delay_ms,
+			.metrics = cfg->metrics,
+		};
+
+		rc = objfs_delq_store_create(*out, &dc, log, out);
 	}
 out:
 	free(scheme);

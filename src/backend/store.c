@@ -368,6 +368,18 @@ int objfs_store_del_many(struct objfs_store *s, const char *const *keys,
 	return s->ops->del_many(s, keys, n, failed);
 }
 
+int objfs_store_del_deferred(struct objfs_store *s, const char *key)
+{
+	if (s->ops->del_deferred == NULL)
+		return s->ops->del(s, key);
+	return s->ops->del_deferred(s, key);
+}
+
+int objfs_store_del_barrier(struct objfs_store *s)
+{
+	return s->ops->del_barrier != NULL ? s->ops->del_barrier(s) : 0;
+}
+
 int objfs_store_mpu_create(struct objfs_store *s, const char *key,
 			   const struct objfs_put_opts *opts, char **upload_id)
 {

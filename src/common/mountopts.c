@@ -62,6 +62,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(RETRY_TIMEOUT, retry_timeout, K_SECONDS),
 	OWN(STALL_TIMEOUT, stall_timeout, K_SECONDS),
 	OWN(HEDGE_AFTER, hedge_after, K_SECONDS),
+	OWN(DELETE_DELAY, delete_delay, K_SECONDS),
 	OWN(ATTR_TTL, attr_ttl, K_SECONDS),
 	OWN(ENTRY_TTL, entry_ttl, K_SECONDS),
 	OWN(NEGATIVE_TTL, negative_ttl, K_SECONDS),

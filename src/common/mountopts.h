@@ -53,6 +53,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_RETRY_TIMEOUT,
 	OBJFS_MOPT_STALL_TIMEOUT,
 	OBJFS_MOPT_HEDGE_AFTER,
+	OBJFS_MOPT_DELETE_DELAY,
 	OBJFS_MOPT_ATTR_TTL,
 	OBJFS_MOPT_ENTRY_TTL,
 	OBJFS_MOPT_NEGATIVE_TTL,
@@ -99,6 +100,7 @@ struct objfs_mount_opts {
 	uint64_t max_connections;
 	uint64_t retries;
 	double retry_timeout, stall_timeout, hedge_after;    /* seconds */
+	double delete_delay;            /* seconds deletes wait to be batched */
 	/* filesystem */
 	bool ro;
 	bool allow_other;

@@ -715,7 +715,8 @@ out:
 	objfs_tree_keys_free(keys, n);
 }
 
-int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker)
+int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,
+	      bool later)
 {
 	struct aidx_known *k;
 	char pfx[128], **keys = NULL;
@@ -746,9 +747,22 @@ int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker)
 			batched = true;
 		}
 	}
-	if (err == 0 && n > 0)
+	if (err == 0 && n > 0 && later) {
+		size_t i;
+
+		/* queued: gone to this mount now, sent in a batch */
+		for (i = 0; i < n; i++) {
+			int e = del_later(fs, keys[i]);
+
+			if (e != 0 && batched && i == n - 1)
+				batched = false;        /* at once, below */
+			else if (e != 0 && err == 0)
+				err = e;
+		}
+	} else if (err == 0 && n > 0) {
 		err = objfs_store_del_many(fs->store, (const char *const *)keys,
 					   n, NULL);
+	}
 	/* not in the batch, or the batch failed (which key is not told) */
 	if (marker != NULL && (!batched || err != 0))
 		derr = objfs_store_del(fs->store, marker);
@@ -814,7 +828,7 @@ static void drop_run(void *arg)
 {
 	struct drop_task *t = arg;
 
-	(void)aidx_drop(t->fs, t->dir, NULL);
+	(void)aidx_drop(t->fs, t->dir, NULL, false);
 }
 
 void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to)
@@ -835,7 +849,7 @@ void aidx_drop_tree(struct objfs_fs *fs, const char *from, const char *to)
 		objfs_warn(fs->log, SUB, "finding the directories moved to "
 			   "\"%s\": %s (their old attribute index stays)", to,
 			   objfs_strerror(err));
-		(void)aidx_drop(fs, from, NULL);
+		(void)aidx_drop(fs, from, NULL, false);
 	}
 	objfs_group_init(&g);
 	for (i = 0; tasks != NULL && i < t.n; i++) {

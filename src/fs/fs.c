@@ -378,12 +378,9 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 	return key_room_check(fs, parent, name);
 }
 
-/* Puts a zero-byte object (a marker or a symlink body) with attributes. */
-/* Creates key (EEXIST when the store has it: a conditional PUT where the
- * store has one, backend/s3.c) with the attributes fa. */
-static int put_with_attrs(struct objfs_fs *fs, const char *key,
-			  const struct objfs_fattr *fa, const void *body,
-			  size_t len, struct objfs_obj_info *info)
+int put_with_attrs(struct objfs_fs *fs, const char *key,
+		   const struct objfs_fattr *fa, const void *body,
+		   size_t len, struct objfs_obj_info *info)
 {
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_put_opts po = { NULL, NULL, true };
@@ -638,170 +635,6 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		reply_err(req, err);
 	else
 		fuse_reply_entry(req, &e);
-	unpin(fs, in);
-	unpin(fs, dir);
-}
-
-/* Keeps an implied directory alive when an entry goes away, by writing
- * its marker once (ns held): cheaper than asking the store, at every
- * unlink, whether the entry was the last one. */
-void keep_dir(struct objfs_fs *fs, struct inode *dir)
-{
-	struct objfs_fattr fa;
-	char dkey[KEYBUF];
-	bool need;
-	int err;
-
-	fs_assert_ns_held(fs);
-	pthread_mutex_lock(&fs->lock);
-	need = dir != fs->root && dir->linked && !dir->in_store;
-	err = need ? inode_key(fs, dir, true, dkey, sizeof(dkey)) : 0;
-	inode_fattr(dir, &fa);
-	pthread_mutex_unlock(&fs->lock);
-	if (!need || err != 0)
-		return;
-	err = put_with_attrs(fs, dkey, &fa, "", 0, NULL);
-	if (err == 0 || err == EEXIST) {   /* another client's marker will do */
-		pthread_mutex_lock(&fs->lock);
-		dir->in_store = true;
-		pthread_mutex_unlock(&fs->lock);
-	}
-}
-
-static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct inode *dir, *in = NULL, *par;
-	char key[KEYBUF], hl_id[33] = "", hl_tok[17] = "";
-	bool in_store;
-	struct intent_ctx ic;
-	int err;
-
-	if (intent_start(fs, &ic, &err)) {
-		reply_err(req, err);    /* it ran before the server died */
-		return;
-	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		intent_end(fs, &ic, &err, ENOENT);
-		reply_err(req, err);
-		return;
-	}
-	err = new_name_check(fs, dir, name);
-	if (err == EPERM)
-		err = ENOENT;
-	if (err != 0)
-		goto out;
-	pthread_rwlock_rdlock(&fs->ns);
-	err = do_lookup(fs, dir, name, true, &in);
-	if (err == 0 && S_ISDIR(in->mode))
-		err = EISDIR;
-	if (err == 0)
-		err = keep_open_data(fs, in);
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		in_store = in->in_store;
-		err = inode_key(fs, in, false, key, sizeof(key));
-		if (in->hl_id != NULL && !in->hl_pending) {
-			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
-			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
-		}
-		pthread_mutex_unlock(&fs->lock);
-	}
-	if (err == 0 && in_store)
-		err = objfs_store_del(fs->store, key);
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		if (in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
-		}
-		charge_force(fs, in, 0);
-		attrs_done(fs, in);
-		par = detach(fs, in);
-		inode_changed(in, false);
-		snap_note(par, name, false, false);
-		pthread_mutex_unlock(&fs->lock);
-		keep_dir(fs, dir);
-		if (hl_id[0] != '\0')  /* a hard link's name */
-			hl_name_gone(fs, hl_id, hl_tok);
-	}
-	pthread_rwlock_unlock(&fs->ns);
-out:
-	intent_end(fs, &ic, &err, ENOENT);
-	state_crash_point(fs, "unlink", name);
-	reply_err(req, err);
-	unpin(fs, in);
-	unpin(fs, dir);
-}
-
-static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct inode *dir, *in = NULL, *par;
-	char dkey[KEYBUF];
-	bool used = false, local_children, listed_empty = false;
-	struct intent_ctx ic;
-	int err;
-
-	if (intent_start(fs, &ic, &err)) {
-		reply_err(req, err);    /* it ran before the server died */
-		return;
-	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		intent_end(fs, &ic, &err, ENOENT);
-		reply_err(req, err);
-		return;
-	}
-	err = new_name_check(fs, dir, name);
-	if (err == EPERM)
-		err = ENOENT;
-	if (err != 0)
-		goto out;
-	pthread_rwlock_rdlock(&fs->ns);
-	err = do_lookup(fs, dir, name, true, &in);
-	if (err == 0 && !S_ISDIR(in->mode))
-		err = ENOTDIR;
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		err = inode_key(fs, in, true, dkey, sizeof(dkey));
-		local_children = false;
-		for (par = in->child; par != NULL; par = par->sib_next) {
-			if (par->linked && (par->dirty || !par->in_store))
-				local_children = true;
-		}
-		/* a listing within dir_ttl that names nothing is trusted,
-		 * as lookups trust it (rm -rf listed it just before) */
-		listed_empty = snap_empty_fresh(fs, in);
-		pthread_mutex_unlock(&fs->lock);
-		if (local_children)
-			err = ENOTEMPTY;
-	}
-	if (err == 0 && !listed_empty)
-		err = prefix_used(fs, dkey, true, &used);
-	if (err == 0 && used)
-		err = ENOTEMPTY;
-	if (err == 0)   /* the marker and the index: one request */
-		err = aidx_drop(fs, dkey, dkey);
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		if (in->in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
-		}
-		par = detach(fs, in);
-		snap_note(par, name, false, true);
-		snap_drop(in);
-		pthread_mutex_unlock(&fs->lock);
-		keep_dir(fs, dir);
-	}
-	pthread_rwlock_unlock(&fs->ns);
-out:
-	intent_end(fs, &ic, &err, ENOENT);
-	reply_err(req, err);
 	unpin(fs, in);
 	unpin(fs, dir);
 }
@@ -1470,6 +1303,7 @@ static const struct fuse_lowlevel_ops objfs_ops = {
 	.mkdir = op_mkdir,
 	.unlink = op_unlink,
 	.rmdir = op_rmdir,
+	.fsyncdir = op_fsyncdir,
 	.symlink = op_symlink,
 	.rename = op_rename,
 	.link = op_link,
@@ -1604,6 +1438,11 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 	if (err != 0)
 		objfs_error(fs->log, SUB, "saving dirty files: %s",
 			    objfs_strerror(err));
+	/* the deletes unlinks deferred (remove.c): a failed one was logged
+	 * and its name is visible again, nothing is lost */
+	if (objfs_store_del_barrier(fs->store) != 0)
+		objfs_warn(fs->log, SUB, "some deferred deletes failed (logged "
+			   "above): those names are visible again");
 	return err;
 }
 

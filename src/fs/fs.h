@@ -116,7 +116,8 @@ void *objfs_fs_io_ctx(struct objfs_fs *fs);
  * private, so it goes through a thread-local variable (its worker thread
  * reads a request and processes it before reading the next). */
 void objfs_fs_set_unique(uint64_t unique);
-/* Uploads every dirty file.  The spool of a file that cannot be uploaded
+/* Uploads every dirty file and waits for the deletes unlinks deferred
+ * (remove.c).  The spool of a file that cannot be uploaded
  * is given a name in the spool directory (objfs-unsaved-PID-INO.N), which
  * is logged as an error, so that stopping the mount never drops unsaved
  * data silently.  0 or the first error. */

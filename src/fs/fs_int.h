@@ -24,6 +24,8 @@
  *                directory's link count
  *   special.c    FIFOs, sockets, character and block devices (mknod)
  *   hardlink.c   hard links: names pointing at a link set's data object
+ *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
+ *                delq layer), the barrier at fsyncdir and unmount
  *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
@@ -85,6 +87,7 @@
 #define RA_MAX 16
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
 #define LINK_MAX_LEN 4096
+#define ST_DKEY_HASH 4096
 #define SUB "fs"
 
 struct dent {
@@ -329,6 +332,9 @@ struct objfs_fs {
 		uint64_t hid;           /* the handle it opened, or 0 */
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
+	/* deferred deletes not yet done, by key (fs->lock; state.c) */
+	struct st_dkey *st_dkeys[ST_DKEY_HASH];
+	bool st_delq;                   /* the store tells when one is done */
 
 	/* the attribute index (attrindex.c) */
 	pthread_mutex_t aidx_mu;        /* leaf */
@@ -712,9 +718,11 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
 /* Deletes the index of the directory whose key is dir and, with marker
  * (not NULL), that key too, in one request when the segments are known
  * from a recent listing (else the index is listed first).  0, or the
- * errno of deleting marker (a failed index delete is only logged).  No
- * lock held. */
-int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker);
+ * errno of deleting marker (a failed index delete is only logged).  later:
+ * every key through the store's deferred deletes (objfs_store_del_deferred).
+ * No lock held. */
+int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,
+	      bool later);
 /* After a directory rename moved every key under from to to (both
  * ending in "/"): deletes the index of every directory of the old tree,
  * found by listing to.  No lock held (fs->ns may be). */
@@ -813,6 +821,9 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume);
 /* Closes the log; when clean (everything uploaded, the mount ended), the
  * directory is removed.  No lock; after the session. */
 void state_stop(struct objfs_fs *fs, bool clean);
+/* Records a key deferred by del_later() (done false, before the reply) or
+ * done with (the store's callback).  Takes fs->lock. */
+void state_delq(struct objfs_fs *fs, const char *key, bool done);
 /* Records what the kernel and a successor need of in (name, parent,
  * nlookup, mode, owner, size, spool, dirty, and the times when
  * in->times_set) / that in is gone.  Nothing when not resumable.
@@ -901,8 +912,26 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
  * and replies the entry; an intent.  No lock held. */
 void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, dev_t rdev, const char *link);
+/* Creates key (EEXIST when the store has it: a conditional PUT where the
+ * store has one, backend/s3.c) with the attributes fa: a zero-byte object
+ * (a marker or a symlink body).  No lock held. */
+int put_with_attrs(struct objfs_fs *fs, const char *key,
+		   const struct objfs_fattr *fa, const void *body,
+		   size_t len, struct objfs_obj_info *info);
+
+/* ---- remove.c: unlink, rmdir, and the deferred deletes' barrier ---- */
+
 /* Writes the marker of an implied directory that lost its last entry.
  * fs->ns held; takes fs->lock. */
 void keep_dir(struct objfs_fs *fs, struct inode *dir);
+/* Deletes key later (objfs_store_del_deferred), written to the state log
+ * first for a successor.  0 or an errno.  No lock held. */
+int del_later(struct objfs_fs *fs, const char *key);
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+/* fsync of a directory: waits for the deletes deferred before it (EIO
+ * when one failed). */
+void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
 
 #endif

@@ -30,14 +30,14 @@ enum {
 	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
 	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
 	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
-	OP_STATFS, OP_CREATE, OP_COUNT
+	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
 	"lookup", "forget", "forget_multi", "getattr", "setattr", "readlink",
 	"mknod", "mkdir", "unlink", "rmdir", "symlink", "rename", "link",
 	"open", "read", "write", "flush", "release", "fsync", "opendir",
-	"readdir", "readdirplus", "releasedir", "statfs", "create",
+	"readdir", "readdirplus", "releasedir", "statfs", "create", "fsyncdir",
 };
 
 /* fs.c's fs_errno() set, then everything else. */
@@ -290,6 +290,9 @@ METERED(create, OP_CREATE,
 	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	 struct fuse_file_info *fi),
 	(req, parent, name, mode, fi))
+METERED(fsyncdir, OP_FSYNCDIR,
+	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
+	(req, ino, datasync, fi))
 #undef METERED
 
 /* Writes also count their bytes: an accepted write took all of them. */
@@ -343,6 +346,7 @@ static const struct fuse_lowlevel_ops metered_ops = {
 	.releasedir = m_releasedir,
 	.statfs = m_statfs,
 	.create = m_create,
+	.fsyncdir = m_fsyncdir,
 };
 
 const struct fuse_lowlevel_ops *objfs_fs_metered_ops(void)

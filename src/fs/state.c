@@ -21,6 +21,11 @@
  * leaves the old one).  The log is compacted the same way when it grows
  * past LOG_COMPACT bytes and four times its live records.
  *
+ * Deferred deletes (remove.c, backend/delq.c): a key an unlink queued is
+ * recorded before the reply and again (SF_DONE) when the store's delq
+ * layer is done with it; a successor queues again the keys not done.
+ * fs->st_dkeys counts them per key for compaction.
+ *
  * Intents: rename, unlink, rmdir, mkdir, symlink, mknod, link and create are
  * not idempotent, and the kernel sends again a request the dead server ran
  * but did not answer.  Each is recorded when it starts and when it ends,
@@ -42,6 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/delq.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
@@ -49,7 +55,7 @@
 #define LOG_COMPACT (16u << 20)
 
 enum { SR_INODE = 1, SR_FREE, SR_OPEN, SR_CLOSE, SR_NEXT, SR_INTENT,
-       SR_TIMES, SR_STREAM, SR_PART, SR_PUNCH };
+       SR_TIMES, SR_STREAM, SR_PART, SR_PUNCH, SR_DELQ };
 enum { SF_DIRTY = 1, SF_IN_STORE = 2, SF_SEQ = 4, SF_DIR = 8, SF_DONE = 16,
        SF_HLINK = 32 };
 
@@ -72,7 +78,9 @@ struct srec {
 				   at its start; name: key, NUL, upload id;
 				   SF_DONE: ended); PART: ino, number, bytes
 				   (name: ETag); PUNCH: ino, bytes only the
-				   parts hold */
+				   parts hold; DELQ: times deferred, 0
+				   meaning 1 (name: the key; SF_DONE:
+				   once done with) */
 	/* the name follows, without its NUL */
 };
 
@@ -193,6 +201,85 @@ static void rec_punch(struct objfs_fs *fs, fuse_ino_t ino, uint64_t off)
 
 /* Writes the whole table as a new log and puts it in place (fs->lock;
  * no stream runs: see maybe_compact()). */
+/* ---- deferred deletes --------------------------------------------------- */
+
+struct st_dkey {
+	struct st_dkey *next;
+	uint64_t n;             /* deferred, not yet done */
+	char key[];
+};
+
+static unsigned dkey_hash(const char *k)
+{
+	unsigned h = 5381;
+
+	for (; *k != '\0'; k++)
+		h = h * 33 + (unsigned char)*k;
+	return h % ST_DKEY_HASH;
+}
+
+/* Counts key deferred n times more, or done once (fs->lock). */
+static int dkey_count(struct objfs_fs *fs, const char *key, size_t kl,
+		      uint64_t n, bool done)
+{
+	struct st_dkey **pp, *d;
+	char k[OBJFS_KEY_MAX + 1];
+
+	if (kl > OBJFS_KEY_MAX)
+		return EPROTO;
+	memcpy(k, key, kl);
+	k[kl] = '\0';
+	for (pp = &fs->st_dkeys[dkey_hash(k)]; *pp != NULL; pp = &(*pp)->next)
+		if (strcmp((*pp)->key, k) == 0)
+			break;
+	d = *pp;
+	if (done) {
+		if (d != NULL && --d->n == 0) {
+			*pp = d->next;
+			free(d);
+		}
+		return 0;
+	}
+	if (d == NULL) {
+		d = calloc(1, sizeof(*d) + kl + 1);
+		if (d == NULL)
+			return ENOMEM;
+		memcpy(d->key, k, kl + 1);
+		*pp = d;
+	}
+	d->n += n;
+	return 0;
+}
+
+static void rec_delq(struct objfs_fs *fs, const char *key, uint64_t n,
+		     bool done)
+{
+	struct srec_buf b;
+	size_t kl = strlen(key);
+
+	memset(&b.r, 0, sizeof(b.r));
+	b.r.type = SR_DELQ;
+	b.r.flags = done ? SF_DONE : 0;
+	b.r.a = n;
+	memcpy(b.name, key, kl);
+	b.r.len = (uint32_t)(sizeof(b.r) + kl);
+	log_write(fs, &b, b.r.len);
+}
+
+static void dkeys_free(struct objfs_fs *fs)
+{
+	unsigned h;
+
+	for (h = 0; h < ST_DKEY_HASH; h++) {
+		while (fs->st_dkeys[h] != NULL) {
+			struct st_dkey *d = fs->st_dkeys[h];
+
+			fs->st_dkeys[h] = d->next;
+			free(d);
+		}
+	}
+}
+
 static int compact(struct objfs_fs *fs)
 {
 	struct srec_buf b;
@@ -259,6 +346,12 @@ static int compact(struct objfs_fs *fs)
 		b.r.c = fs->intents[h].ino;
 		b.r.d = fs->intents[h].hid;
 		log_write(fs, &b, b.r.len);
+	}
+	for (h = 0; h < ST_DKEY_HASH; h++) {
+		const struct st_dkey *d;
+
+		for (d = fs->st_dkeys[h]; d != NULL; d = d->next)
+			rec_delq(fs, d->key, d->n, false);
 	}
 	bytes = fs->st_bytes;
 	if (rename(tmp, path) != 0) {
@@ -698,6 +791,9 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		if (in != NULL && in->stream != NULL)
 			in->stream->punched = r->b;
 		break;
+	case SR_DELQ:
+		return dkey_count(fs, name, nl, r->a > 0 ? r->a : 1,
+				  (r->flags & SF_DONE) != 0);
 	case SR_CLOSE:
 		for (struct hid **pp = opens; *pp != NULL;
 		     pp = &(*pp)->next) {
@@ -871,6 +967,71 @@ out:
 	return err;
 }
 
+void state_delq(struct objfs_fs *fs, const char *key, bool done)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (fs->st_fd >= 0 && fs->st_delq &&
+	    dkey_count(fs, key, strlen(key), 1, done) == 0) {
+		rec_delq(fs, key, 1, done);
+		maybe_compact(fs);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void delq_done(void *arg, const char *key, int err)
+{
+	(void)err;      /* a failed one is visible again: nothing to redo */
+	state_delq(arg, key, true);
+}
+
+/* Queues again the deletes a dead server deferred and did not see done. */
+static void requeue(struct objfs_fs *fs)
+{
+	size_t n = 0, i;
+	char **keys = NULL;
+	uint64_t *times = NULL;
+	unsigned h;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = 0; h < ST_DKEY_HASH; h++)
+		for (const struct st_dkey *d = fs->st_dkeys[h]; d != NULL; d = d->next)
+			n++;
+	keys = calloc(n + 1, sizeof(*keys));
+	times = calloc(n + 1, sizeof(*times));
+	n = 0;
+	for (h = 0; h < ST_DKEY_HASH && keys != NULL && times != NULL; h++) {
+		for (const struct st_dkey *d = fs->st_dkeys[h]; d != NULL; d = d->next) {
+			keys[n] = strdup(d->key);
+			times[n] = d->n;
+			if (keys[n] != NULL)
+				n++;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (n > 0)
+		objfs_info(fs->log, SUB, "state: %zu deletes the last server "
+			   "deferred queued again", n);
+	for (i = 0; i < n; i++) {
+		for (uint64_t t = 0; t < times[i]; t++) {
+			int err = objfs_store_del_deferred(fs->store, keys[i]);
+
+			if (err != 0)
+				objfs_warn(fs->log, SUB, "deleting \"%s\" again: %s",
+					   keys[i], objfs_strerror(err));
+			/* done already, unless the store tells */
+			pthread_mutex_lock(&fs->lock);
+			if (err != 0 || !fs->st_delq) {
+				dkey_count(fs, keys[i], strlen(keys[i]), 1, true);
+				rec_delq(fs, keys[i], 1, true);
+			}
+			pthread_mutex_unlock(&fs->lock);
+		}
+		free(keys[i]);
+	}
+	free(keys);
+	free(times);
+}
+
 int state_start(struct objfs_fs *fs, const char *dir, bool resume)
 {
 	char path[4200];
@@ -899,14 +1060,27 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume)
 	pthread_mutex_lock(&fs->lock);
 	err = compact(fs);
 	pthread_mutex_unlock(&fs->lock);
-	if (err != 0)
+	if (err != 0) {
 		objfs_error(fs->log, SUB, "writing %s: %s", path, objfs_strerror(err));
-	return err;
+		return err;
+	}
+	/* with the store's word on each deferred delete, or none: deletes
+	 * are synchronous there */
+	if (objfs_delq_set_done(fs->store, delq_done, fs) == 0) {
+		pthread_mutex_lock(&fs->lock);
+		fs->st_delq = true;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	requeue(fs);
+	return 0;
 }
 
 void state_stop(struct objfs_fs *fs, bool clean)
 {
 	char path[4200];
+
+	(void)objfs_delq_set_done(fs->store, NULL, NULL);
+	dkeys_free(fs);
 
 	if (fs->st_fd >= 0)
 		close(fs->st_fd);

@@ -779,9 +779,10 @@ def t_readahead_mem(env):
 
 
 def t_rm_rf(env):
-    """`rm -rf` of a tree on a fresh mount: each directory's marker and
-    attribute index go in one DeleteObjects, without listing the index
-    again or the directory it listed just before; nothing is left behind.
+    """`rm -rf` of a tree on a fresh mount: the files, each directory's
+    marker and attribute index go in DeleteObjects batches (no DELETE),
+    without listing the index again or the directory it listed just
+    before; nothing is left behind.
     An rmdir after the listing aged (dir_ttl) still sees a name another
     tool added: ENOTEMPTY."""
     url = env.volume("rmrf")
@@ -806,11 +807,14 @@ def t_rm_rf(env):
     r = store_requests(env, b)
     if env.kind == "s3":
         check(r is not None, "the mount logged its store requests")
-        # 7 directories: one DeleteObjects each (marker and index); a
+        # 7 directories: at most one DeleteObjects each (markers, index
+        # and files, batched by delete_delay); a
         # LIST each to read it and one of its index; 1 for the mount, 2
         # for t's lookups (a HEAD and a LIST at once; the last: ENOENT)
+        print("  rm -rf: %s" % r, flush=True)
         check(int(r.get("del_many", 0)) <= 7, "a batch per directory: %s" % r)
-        check(int(r.get("del", 0)) <= 24, "a DELETE per file: %s" % r)
+        # the files' deletes are deferred and go in those batches too
+        check(int(r.get("del", 0)) == 0, "no DELETE per file: %s" % r)
         check(int(r.get("list", 0)) <= 2 * 7 + 3, "LISTs per directory: %s" % r)
     c = env.mount(url)
     os.listdir(c["dir"] + "/e")
@@ -820,6 +824,97 @@ def t_rm_rf(env):
                  "rmdir of a directory another tool filled")
     env.umount(c)
     check(env.keys(url, "e/") == ["e/", "e/late"], "e kept: %s" % env.keys(url, "e/"))
+
+
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def t_rm_batched(env):
+    """`rm` of N files sends their deletes in DeleteObjects batches, not a
+    DELETE each (delete_delay=2 s: one batch however slow the machine),
+    and asks the store nothing else per file; the names are gone at once
+    and the keys after the barrier of the unmount."""
+    n = 120
+    url = env.volume("rmb")
+    m = env.mount(url)
+    os.mkdir(m["dir"] + "/d")
+    for i in range(n):
+        wfile(m["dir"] + "/d/f%03d" % i, b"x")
+    env.umount(m)
+    b = env.mount(url, ["delete_delay=2", "dir_ttl=30", "entry_ttl=30", "attr_ttl=30"])
+    names = sorted(os.listdir(b["dir"] + "/d"))
+    check(len(names) == n, "listed: %d" % len(names))
+    subprocess.run(["rm"] + [b["dir"] + "/d/" + x for x in names], check=True, timeout=120)
+    check(os.listdir(b["dir"] + "/d") == [], "names gone at once")
+    env.umount(b)
+    check(env.keys(url, "d/") == ["d/"], "left behind: %s" % env.keys(url, "d/")[:5])
+    r = store_requests(env, b)
+    check(r is not None, "the mount logged its store requests")
+    # the mount's own (volume record, usage, the root) and d's listing
+    # and index: a handful; per file nothing but its share of a batch
+    print("  rm of %d files: %s" % (n, r), flush=True)
+    check(int(r.get("del", 0)) == 0, "no DELETE per file: %s" % r)
+    check(1 <= int(r.get("del_many", 0)) <= 2, "one DeleteObjects: %s" % r)
+    check(int(r.get("total", 0)) <= 15, "requests for rm of %d files: %s" % (n, r))
+
+
+def t_unlink_recreate(env):
+    """A name unlinked and made again while its delete is still queued
+    keeps the new file (the write cancels the delete); the same for a
+    tree removed with rm -rf and made again; fsync of a directory waits
+    for the queued deletes."""
+    url = env.volume("unre")
+    m = env.mount(url, ["delete_delay=5"])
+    d = m["dir"]
+    wfile(d + "/f", b"old")
+    os.unlink(d + "/f")
+    check(not os.path.exists(d + "/f"), "unlinked")
+    check("f" in env.keys(url), "the delete waits in the queue")
+    wfile(d + "/f", b"new")
+    check(rfile(d + "/f") == b"new", "made again")
+    os.makedirs(d + "/t/a/b")
+    for p in ("t/x", "t/a/y", "t/a/b/z"):
+        wfile(d + "/" + p, b"tree")
+    fsync_dir(d)
+    subprocess.run(["rm", "-rf", d + "/t"], check=True, timeout=60)
+    check(not os.path.exists(d + "/t"), "tree removed")
+    os.mkdir(d + "/t")
+    wfile(d + "/t/x", b"again")
+    os.mkdir(d + "/t/a")
+    check(sorted(os.listdir(d + "/t")) == ["a", "x"], "tree made again: %s" % os.listdir(d + "/t"))
+    wfile(d + "/g", b"gone")
+    os.unlink(d + "/g")
+    check("g" in env.keys(url), "queued")
+    fsync_dir(d)                        # the barrier, long before 5 s
+    check("g" not in env.keys(url), "fsync of the directory sent the delete")
+    env.umount(m)
+    check(env.get(url, "f") == b"new", "the new f kept")
+    check(sorted(k for k in env.keys(url, "t/") if not k.startswith(".objfs")) ==
+          ["t/", "t/a/", "t/x"], "t as made again: %s" % env.keys(url, "t/"))
+    check(env.get(url, "t/x") == b"again", "t/x is the new one")
+
+
+def t_unlink_other_mount(env):
+    """Another mount sees an unlinked name gone after delete_delay plus a
+    request (its own caches aside: here 0)."""
+    url = env.volume("unvis")
+    a = env.mount(url)
+    b = env.mount(url, ["entry_ttl=0", "attr_ttl=0", "negative_ttl=0", "dir_ttl=0"])
+    wfile(a["dir"] + "/f", b"x")
+    check(rfile(b["dir"] + "/f") == b"x", "seen on B")
+    os.unlink(a["dir"] + "/f")
+    deadline = time.time() + 5
+    while os.path.exists(b["dir"] + "/f") and time.time() < deadline:
+        time.sleep(0.05)
+    check(not os.path.exists(b["dir"] + "/f"), "gone on B")
+    check("f" not in os.listdir(b["dir"]), "not listed on B")
+    env.umount(a)
+    env.umount(b)
 
 
 def t_rename_tree_index(env):
@@ -1949,6 +2044,9 @@ TESTS = [
     t_small_reads,
     t_readahead_mem,
     t_rm_rf,
+    t_rm_batched,
+    t_unlink_recreate,
+    t_unlink_other_mount,
     t_rename_tree_index,
 ]
 # need a network store to cut (fs_s3.sh)

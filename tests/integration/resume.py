@@ -320,6 +320,38 @@ def crash_in_requests(env, vol, opts, ops):
     return logs
 
 
+def t_resume_delq(env):
+    """The server killed right after an unlink whose delete (and the
+    deletes of the names unlinked before it) still waited in the queue
+    (delete_delay=5): the successor reads them from the state log and
+    sends them; nothing unlinked is left in the store, nothing else is
+    lost (a name unlinked and made again keeps its new bytes)."""
+    fs = _fs()
+    url = env.volume("crashdelq")
+    m = env.mount(url, ["resume"])
+    d = m["dir"]
+    for n in ("a", "b", "c", "u", "keep", "again"):
+        fs.wfile(d + "/" + n, n.encode())
+    env.umount(m)
+    m = env.mount(url, ["resume", "delete_delay=5", "crash_at=unlink:u"])
+    d, keeper = m["dir"], m["proc"].pid
+    first = server_pid(keeper)
+    os.unlink(d + "/again")
+    fs.wfile(d + "/again", b"new bytes")
+    for n in ("a", "b", "c", "u"):
+        os.unlink(d + "/" + n)
+    fs.check(server_pid(keeper) != first, "the server was killed in the unlink")
+    for n in ("a", "b", "c", "u"):
+        fs.check(not os.path.exists(d + "/" + n), "%s unlinked across the crash" % n)
+    env.umount(m)
+    log = open(m["log"]).read()
+    fs.check("4 deletes the last server deferred queued again" in log,
+             "the successor queued the deletes again")
+    left = [k for k in env.keys(url) if not k.startswith(".objfs")]
+    fs.check(sorted(left) == ["again", "keep"], "in the store: %s" % left)
+    fs.check(env.get(url, "again") == b"new bytes", "the name made again kept")
+
+
 def t_resume_sigterm(env):
     """SIGTERM to the keeper (what the node plugin sends at unstage) saves
     everything and unmounts, also after a successor took over."""
@@ -511,5 +543,5 @@ def t_resume_detached_log(env):
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_link, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_delq, t_resume_link, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed]
