@@ -359,18 +359,30 @@ static void read_init(struct objfs_kslot *s)
 	s->peek_server = s->peek_next = false;
 }
 
-/* Writes a server's INIT reply to the kernel: 0 or an errno. */
-static int write_init_reply(struct objfs_kslot *s, const struct objfs_kinit *got)
+/* Whether got is a reply to the INIT the keeper read. */
+static bool init_reply_ok(struct objfs_kslot *s, const struct objfs_kinit *got)
 {
 	struct objfs_kinit *ki = kinit_of(&s->init);
 	struct fuse_in_header in;
 	struct fuse_out_header out;
-	ssize_t n;
 
+	if (!s->have_init || s->msg.len != sizeof(*got) ||
+	    got->req_len != ki->req_len ||
+	    memcmp(got->req, ki->req, ki->req_len) != 0 ||
+	    got->rep_len < sizeof(out) || got->rep_len > sizeof(got->rep))
+		return false;
 	memcpy(&in, ki->req, sizeof(in));
 	memcpy(&out, got->rep, sizeof(out));
-	if (out.len != got->rep_len || out.unique != in.unique || out.error != 0)
-		return EPROTO;
+	return out.len == got->rep_len && out.unique == in.unique && out.error == 0;
+}
+
+/* Writes a server's INIT reply to the kernel, then records it: 0 or an
+ * errno. */
+static int write_init_reply(struct objfs_kslot *s, const struct objfs_kinit *got)
+{
+	struct objfs_kinit *ki = kinit_of(&s->init);
+	ssize_t n;
+
 	do
 		n = write(s->fuse_fd, got->rep, got->rep_len);
 	while (n < 0 && errno == EINTR);
@@ -391,15 +403,13 @@ static int write_init_reply(struct objfs_kslot *s, const struct objfs_kinit *got
 static void on_init_reply(struct objfs_kslot *s, int sock)
 {
 	struct objfs_kinit got;
-	struct objfs_kinit *ki = kinit_of(&s->init);
 	int status = 0;
 
 	memcpy(&got, s->msg.blob, sizeof(got));
-	if (!s->have_init || s->msg.len != sizeof(got) ||
-	    got.req_len != ki->req_len || memcmp(got.req, ki->req, ki->req_len) != 0 ||
-	    got.rep_len < sizeof(struct fuse_out_header) ||
-	    got.rep_len > sizeof(got.rep)) {
+	if (!init_reply_ok(s, &got)) {
 		status = EPROTO;
+		objfs_error(s->log, SUB, "%s: a malformed INIT reply: not written",
+			    s->name);
 	} else if (!s->init_answered) {
 		status = write_init_reply(s, &got);
 		if (status != 0)
@@ -408,9 +418,6 @@ static void on_init_reply(struct objfs_kslot *s, int sock)
 		else
 			objfs_info(s->log, SUB, "%s: INIT answered", s->name);
 	}
-	if (status == EPROTO)
-		objfs_error(s->log, SUB, "%s: a malformed INIT reply: not written",
-			    s->name);
 	s->msg = s->init;
 	s->msg.status = status;
 	(void)objfs_kmsg_send(sock, &s->msg, -1);
