@@ -668,8 +668,9 @@ int main(int argc, char *argv[])
 	}
 	if (rs != NULL) {
 		successor = objfs_resume_successor(rs);
-		if (successor)
-			s.ready_fd = -1;        /* the first server's, long gone */
+		/* the keeper writes ready_fd once a server serves (the first
+		 * may die before): the number in argv is not ours */
+		s.ready_fd = -1;
 		/* a detached keeper's successors have no terminal: their log
 		 * goes where a detached objfs-mount's goes from the start */
 		if (successor && !co.foreground)
@@ -701,6 +702,8 @@ int main(int argc, char *argv[])
 			err = objfs_fs_state_start(fs, state_dir, true);
 		if (err == 0)
 			err = objfs_resume_slots(rs, state_dir, s.user_resend);
+		if (err == 0)
+			err = objfs_resume_answer_init(rs);
 		if (err != 0) {
 			objfs_error(log, "mount", "taking the mount over: %s",
 				    objfs_strerror(err));
@@ -720,6 +723,8 @@ int main(int argc, char *argv[])
 			if (err == 0)
 				err = objfs_resume_slots(rs, state_dir,
 							 s.user_resend);
+			if (err == 0)
+				err = objfs_resume_answer_init(rs);
 			if (err != 0) {
 				objfs_error(log, "mount", "resumable mount: %s",
 					    objfs_strerror(err));

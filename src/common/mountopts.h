@@ -121,7 +121,8 @@ struct objfs_mount_opts {
 	const char *metrics;            /* off, unix or [ADDR:]PORT */
 	bool resume;                    /* a keeper holds the FUSE fd */
 	const char *state_dir;          /* what a successor reads */
-	const char *crash_at;           /* test only: abort() in a request */
+	const char *crash_at;           /* test only: SIGKILL in a request, or
+					   at INIT (crash_at=init) */
 	bool user_resend;               /* test only: the userspace RESEND */
 	/* the supervisor's */
 	uint64_t ready_fd;

@@ -1018,6 +1018,11 @@ static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
 	state_crash_point(fs, op, name);
 }
 
+void objfs_fs_crash_point(struct objfs_fs *fs, const char *op)
+{
+	state_crash_point(fs, op, NULL);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {

@@ -65,11 +65,12 @@ struct objfs_fs_opts {
 				       (larger directories are listed in
 				       windows, with names only) */
 	const char *crash_at;       /* test only, "read:NAME", "write:NAME",
-				       "rename:NAME" or "unlink:NAME": the
+				       "rename:NAME", "unlink:NAME"...: the
 				       process kills itself
 				       in the middle of that request on a file
-				       called NAME, once per state directory
-				       (resumable mounts): NULL */
+				       called NAME, or "init" (resumable
+				       mounts: objfs_fs_crash_point()), once
+				       per state directory: NULL */
 };
 void objfs_fs_opts_default(struct objfs_fs_opts *o);
 
@@ -116,6 +117,10 @@ void *objfs_fs_io_ctx(struct objfs_fs *fs);
  * private, so it goes through a thread-local variable (its worker thread
  * reads a request and processes it before reading the next). */
 void objfs_fs_set_unique(uint64_t unique);
+/* Test only: crash_at=OP (a point outside the FUSE operations, such as
+ * the resumable mount's "init"): kills the process with SIGKILL, once per
+ * state directory (after objfs_fs_state_start()). */
+void objfs_fs_crash_point(struct objfs_fs *fs, const char *op);
 /* Uploads every dirty file and waits for the deletes unlinks deferred
  * (remove.c).  The spool of a file that cannot be uploaded
  * is given a name in the spool directory (objfs-unsaved-PID-INO.N), which

@@ -869,8 +869,9 @@ struct intent_ctx {
 bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
 void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
 		int gone);
-/* Test only (-o crash_at=OP:NAME): kills the process with SIGKILL when op
- * runs on a file named name, once per state directory.  No lock. */
+/* Test only (-o crash_at=OP:NAME, or OP when name is NULL): kills the
+ * process with SIGKILL when op runs on a file named name, once per state
+ * directory.  No lock. */
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
 
 /* ---- fsmetrics.c: hooks, each a no-op while fs->metrics is NULL ---- */

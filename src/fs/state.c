@@ -551,16 +551,18 @@ void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
 	size_t n = strlen(op);
 	int fd;
 
-	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0 ||
-	    c[n] != ':' || strcmp(c + n + 1, name) != 0)
+	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0)
+		return;
+	if (name != NULL ? c[n] != ':' || strcmp(c + n + 1, name) != 0 :
+	    c[n] != '\0')
 		return;
 	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
 	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;         /* once: the successor runs the request */
 	close(fd);
-	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s of %s",
-		   op, name);
+	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s%s%s",
+		   op, name != NULL ? " of " : "", name != NULL ? name : "");
 	kill(getpid(), SIGKILL);
 }
 

@@ -30,6 +30,7 @@ struct keeper {
 	char exe[4096];                 /* the binary path, read at start */
 	int sfd;                        /* signalfd */
 	int detach_fd;                  /* background: the waiting parent */
+	int ready_fd;                   /* the supervisor's, or -1 */
 	struct objfs_kslot slot;
 };
 
@@ -152,6 +153,10 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	k.c = conf;
 	k.log = conf->log;
 	k.detach_fd = k.sfd = -1;
+	/* ours, not the servers': the first may die before it serves */
+	k.ready_fd = conf->ready_fd;
+	if (k.ready_fd >= 0)
+		(void)fcntl(k.ready_fd, F_SETFD, FD_CLOEXEC);
 	objfs_kslot_init(s);
 	s->name = "mount";
 	s->exe = k.exe;
@@ -164,8 +169,6 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	err = keeper_setup(&k);
 	if (err == 0)
 		err = objfs_kslot_start(s);
-	if (conf->ready_fd >= 0)
-		close(conf->ready_fd);  /* the first server has it */
 	if (err != 0) {
 		objfs_error(k.log, SUB, "starting: %s", strerror(err));
 		goto out;
@@ -190,6 +193,11 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 			while (read(k.sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				on_signal(&k, &si);
 		}
+		if ((s->events & KSLOT_EV_READY) && k.ready_fd >= 0) {
+			(void)!write(k.ready_fd, "R", 1);
+			close(k.ready_fd);
+			k.ready_fd = -1;
+		}
 		if ((s->events & KSLOT_EV_READY) && k.detach_fd >= 0) {
 			(void)!write(k.detach_fd, "R", 1);
 			close(k.detach_fd);
@@ -209,6 +217,8 @@ out:
 	objfs_kslot_close(s, SIGTERM);
 	if (k.detach_fd >= 0)
 		close(k.detach_fd);
+	if (k.ready_fd >= 0)
+		close(k.ready_fd);      /* never ready: the caller sees EOF */
 	if (k.sfd >= 0)
 		close(k.sfd);
 	return status;

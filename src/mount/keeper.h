@@ -21,9 +21,11 @@ struct objfs_log;
 struct objfs_keeper_conf {
 	char *const *argv;              /* objfs-mount's own argv, reused as is
 					   for every server */
-	int ready_fd;                   /* the supervisor's, or -1: the first
-					   server writes it; the keeper only
-					   closes its copy */
+	int ready_fd;                   /* the supervisor's, or -1 (taken):
+					   the keeper writes it once a server
+					   serves, the first or a successor of
+					   one that died before; servers do
+					   not inherit it */
 	int creds_fd;                   /* the credentials file, open (taken;
 					   -1: none): every server reads it, so
 					   a successor still can after the file

@@ -2,7 +2,10 @@
  * kslot.c - the messages of a resumable mount and the state machine of a
  * mount slot (see kslot.h).
  *
- * A slot never reads the fuse fd: it polls it with events = 0, so POLLERR
+ * A slot reads one request from the fuse fd, the kernel's INIT (at once
+ * when the first server hands the fd over, polling POLLIN should it not
+ * be there yet), and writes one reply, INIT's (the exactly-once rule is
+ * in kslot.h).  Otherwise it polls the fd with events = 0, so POLLERR
  * says the connection is gone (unmounted or aborted).  A successor (next)
  * is started on a death, for a planned handover (upgrade) or a takeover;
  * it asks for the fd (KOP_GET) and gets it only once the current server is
@@ -14,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -151,6 +155,11 @@ static void kmsg_init(struct objfs_kmsg *m, uint32_t op)
 	m->op = op;
 }
 
+static struct objfs_kinit *kinit_of(struct objfs_kmsg *m)
+{
+	return (struct objfs_kinit *)(void *)m->blob;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -272,6 +281,8 @@ static void give_fd(struct objfs_kslot *s)
 	s->next_wants = false;
 	s->stop_sent = false;
 	s->ready = false;
+	s->peek_server = s->peek_next;
+	s->peek_next = false;
 }
 
 /* The successor asked and nothing stands in the way: give it the fd. */
@@ -296,15 +307,142 @@ static void check_released(struct objfs_kslot *s)
 		s->events |= KSLOT_EV_RELEASED;
 }
 
+/* Sends the INIT as the keeper has it (a KOP_PEEK's answer). */
+static void send_init(struct objfs_kslot *s, int sock)
+{
+	(void)objfs_kmsg_send(sock, &s->init, -1);
+}
+
+/* Reads the kernel's INIT request, queued in the fd since mount(2), when
+ * it is there (never blocks), and answers the KOP_PEEKs that wait. */
+static void read_init(struct objfs_kslot *s)
+{
+	union {
+		uint64_t align;
+		uint8_t b[FUSE_MIN_READ_BUFFER];
+	} buf;
+	struct objfs_kinit *ki = kinit_of(&s->init);
+	struct fuse_in_header in;
+	struct pollfd p = { .fd = s->fuse_fd, .events = POLLIN };
+	ssize_t n;
+
+	if (s->have_init || s->fuse_fd < 0 || poll(&p, 1, 0) <= 0 ||
+	    !(p.revents & POLLIN))
+		return;
+	/* buf: what the kernel takes for a read before INIT (8 KiB) */
+	n = read(s->fuse_fd, buf.b, sizeof(buf.b));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	memset(&in, 0, sizeof(in));
+	if (n >= (ssize_t)sizeof(in))
+		memcpy(&in, buf.b, sizeof(in));
+	if (n < (ssize_t)sizeof(in) || in.opcode != FUSE_INIT ||
+	    (size_t)n > sizeof(ki->req)) {
+		objfs_error(s->log, SUB, "%s: the kernel's first request is not INIT "
+			    "(%s, opcode %u, %zd bytes): the mount cannot be served",
+			    s->name, n < 0 ? strerror(errno) : "read", in.opcode, n);
+		ended(s, 1);
+		return;
+	}
+	memset(&s->init, 0, sizeof(s->init));
+	s->init.op = KOP_INIT;
+	s->init.len = sizeof(*ki);
+	memcpy(ki->req, buf.b, (size_t)n);
+	ki->req_len = (uint32_t)n;
+	s->have_init = true;
+	objfs_debug(s->log, SUB, "%s: the kernel's INIT read (%zd bytes)",
+		    s->name, n);
+	if (s->peek_server && s->ssock >= 0)
+		send_init(s, s->ssock);
+	if (s->peek_next && s->nsock >= 0)
+		send_init(s, s->nsock);
+	s->peek_server = s->peek_next = false;
+}
+
+/* Whether got is a reply to the INIT the keeper read. */
+static bool init_reply_ok(struct objfs_kslot *s, const struct objfs_kinit *got)
+{
+	struct objfs_kinit *ki = kinit_of(&s->init);
+	struct fuse_in_header in;
+	struct fuse_out_header out;
+
+	if (!s->have_init || s->msg.len != sizeof(*got) ||
+	    got->req_len != ki->req_len ||
+	    memcmp(got->req, ki->req, ki->req_len) != 0 ||
+	    got->rep_len < sizeof(out) || got->rep_len > sizeof(got->rep))
+		return false;
+	memcpy(&in, ki->req, sizeof(in));
+	memcpy(&out, got->rep, sizeof(out));
+	return out.len == got->rep_len && out.unique == in.unique && out.error == 0;
+}
+
+/* Writes a server's INIT reply to the kernel, then records it: 0 or an
+ * errno. */
+static int write_init_reply(struct objfs_kslot *s, const struct objfs_kinit *got)
+{
+	struct objfs_kinit *ki = kinit_of(&s->init);
+	ssize_t n;
+
+	do
+		n = write(s->fuse_fd, got->rep, got->rep_len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno;
+	if (n != (ssize_t)got->rep_len)
+		return EIO;
+	/* written, then recorded: nobody writes it again */
+	memcpy(ki->rep, got->rep, got->rep_len);
+	ki->rep_len = got->rep_len;
+	s->init_answered = true;
+	return 0;
+}
+
+/* KOP_INIT from a server (sock; the current one, maybe dead by now, or a
+ * successor): its INIT reply, written if INIT is not answered yet; the
+ * answer is the exchange recorded and the status. */
+static void on_init_reply(struct objfs_kslot *s, int sock)
+{
+	struct objfs_kinit got;
+	int status = 0;
+
+	memcpy(&got, s->msg.blob, sizeof(got));
+	if (!init_reply_ok(s, &got)) {
+		status = EPROTO;
+		objfs_error(s->log, SUB, "%s: a malformed INIT reply: not written",
+			    s->name);
+	} else if (!s->init_answered) {
+		status = write_init_reply(s, &got);
+		if (status != 0)
+			objfs_error(s->log, SUB, "%s: writing the INIT reply: %s",
+				    s->name, strerror(status));
+		else
+			objfs_info(s->log, SUB, "%s: INIT answered", s->name);
+	}
+	s->msg = s->init;
+	s->msg.status = status;
+	(void)objfs_kmsg_send(sock, &s->msg, -1);
+}
+
+/* A KOP_PEEK on sock: the INIT now, or once it is read. */
+static void on_peek(struct objfs_kslot *s, int sock, bool *waits)
+{
+	if (s->have_init)
+		send_init(s, sock);
+	else
+		*waits = true;
+}
+
 /* A successor for a server that died (false: none can be started). */
 static bool replace(struct objfs_kslot *s)
 {
 	double t = now_mono();
 	unsigned i, recent = 0;
 
+	if (s->fuse_fd >= 0 && !s->have_init)
+		read_init(s);
 	if (s->fuse_fd < 0 || !s->have_init) {
-		objfs_error(s->log, SUB, "%s: the server died before the mount was "
-			    "live: nothing to resume", s->name);
+		objfs_error(s->log, SUB, "%s: the server died before it handed the "
+			    "mount over: nothing to resume", s->name);
 		return false;
 	}
 	if (s->conn_gone) {
@@ -345,7 +483,14 @@ int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 		return errno;
 	}
 	s->init = *init;
-	s->have_init = true;
+	if (init->len != sizeof(struct objfs_kinit) ||
+	    kinit_of(&s->init)->rep_len == 0) {
+		close_fd(&s->fuse_fd);
+		if (foreign_pidfd >= 0)
+			close(foreign_pidfd);
+		return EPROTO;
+	}
+	s->have_init = s->init_answered = true;
 	s->foreign = true;
 	s->foreign_pidfd = foreign_pidfd;
 	s->next = spawn(s, true, &s->nsock);
@@ -400,6 +545,7 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 		close_fd(&s->nsock);
 		s->next = 0;
 		s->next_wants = false;
+		s->peek_next = false;
 		if (s->releasing) {
 			check_released(s);
 		} else if (s->foreign) {
@@ -412,6 +558,7 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 	}
 	drain_server(s);
 	close_fd(&s->ssock);
+	s->peek_server = false;
 	s->server = 0;
 	s->ready = false;
 	if (s->bye) {
@@ -472,7 +619,7 @@ void objfs_kslot_end(struct objfs_kslot *s, int sig)
 
 int objfs_kslot_upgrade(struct objfs_kslot *s)
 {
-	if (s->next != 0 || s->server == 0 || !s->have_init || s->ending ||
+	if (s->next != 0 || s->server == 0 || !s->init_answered || s->ending ||
 	    s->releasing)
 		return EBUSY;
 	objfs_info(s->log, SUB, "%s: handing the mount to %s", s->name, s->exe);
@@ -529,10 +676,14 @@ static void on_server_msg(struct objfs_kslot *s, int fd)
 		close_fd(&s->fuse_fd);
 		s->fuse_fd = fd;
 		fd = -1;
+		s->have_init = s->init_answered = false;
+		read_init(s);
+		break;
+	case KOP_PEEK:
+		on_peek(s, s->ssock, &s->peek_server);
 		break;
 	case KOP_INIT:
-		s->init = *m;
-		s->have_init = true;
+		on_init_reply(s, s->ssock);
 		break;
 	case KOP_READY:
 		s->ready = true;
@@ -554,7 +705,11 @@ static void on_server_msg(struct objfs_kslot *s, int fd)
 static void on_next_msg(struct objfs_kslot *s)
 {
 	if (s->msg.op == KOP_PEEK) {
-		(void)objfs_kmsg_send(s->nsock, &s->init, -1);
+		on_peek(s, s->nsock, &s->peek_next);
+		return;
+	}
+	if (s->msg.op == KOP_INIT) {
+		on_init_reply(s, s->nsock);
 		return;
 	}
 	if (s->msg.op != KOP_GET)
@@ -585,7 +740,7 @@ int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 	if (s->nsock >= 0)
 		ADD(s->nsock, POLLIN, PK_NSOCK);
 	if (s->fuse_fd >= 0 && !s->conn_gone)
-		ADD(s->fuse_fd, 0, PK_FUSE);
+		ADD(s->fuse_fd, s->have_init ? 0 : POLLIN, PK_FUSE);
 	if (s->foreign && s->foreign_pidfd >= 0)
 		ADD(s->foreign_pidfd, POLLIN, PK_FOREIGN);
 #undef ADD
@@ -626,6 +781,8 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 				objfs_info(s->log, SUB, "%s: the FUSE connection ended",
 					   s->name);
 				s->conn_gone = true;
+			} else if (s->fuse_fd == p->fd && (p->revents & POLLIN)) {
+				read_init(s);
 			}
 			break;
 		case PK_FOREIGN:

@@ -11,6 +11,27 @@
  * successor and hands both over.  While the keeper holds the fd the kernel
  * keeps the connection: applications block, they do not fail.
  *
+ * INIT, exactly once.  The kernel queues its INIT request in the fd at
+ * mount(2) and sends it once per connection.  The keeper, not a server,
+ * reads it (the first server mounts, hands the fd over with KOP_PUT and
+ * reads nothing from it before INIT is answered), so a server that dies
+ * before its reply reached the kernel takes nothing with it.  Every server
+ * asks for the INIT (KOP_PEEK) and feeds it to libfuse, which answers into
+ * a hook that keeps the reply instead of writing it:
+ *   - not answered yet (rep_len 0): the server sends request and reply
+ *     (KOP_INIT); the keeper writes the reply to the fd, the one write of
+ *     an INIT reply the kernel ever gets, only for the first KOP_INIT that
+ *     comes (from whichever server, even one dead since: its queued
+ *     messages are read before its death is handled), records it, and
+ *     answers KOP_INIT with the exchange recorded and the write's status;
+ *     a server whose reply differs from the recorded one refuses to serve;
+ *   - answered (rep_len > 0): the server compares libfuse's reply with the
+ *     recorded one (not a byte reaches the kernel) and serves; a
+ *     difference (a binary that negotiates otherwise) refuses.
+ * The keeper is single-threaded and writes before it records: a keeper
+ * that dies in between takes the mount with it (the fd), so no state has
+ * the reply written twice or never.
+ *
  * One SOCK_SEQPACKET socket pair per server; every message is one struct
  * objfs_kmsg (fixed size: neither side allocates), with at most one fd
  * attached (SCM_RIGHTS).  A successor also sees $OBJFS_RESUME=1; a mount
@@ -19,14 +40,20 @@
  * mount was started with is gone).
  *
  *   server -> keeper                       keeper -> server
- *   KOP_PUT   + the /dev/fuse fd (mounted)
- *   KOP_INIT  blob: INIT request + reply   (sent before the reply reaches
- *                                           the kernel)
+ *   KOP_PUT   + the /dev/fuse fd (mounted,
+ *             INIT unread)
+ *   KOP_PEEK  (every server) the INIT      KOP_INIT blob: struct
+ *                                          objfs_kinit (once the keeper
+ *                                          has read the request; a
+ *                                          successor gets it before its
+ *                                          KOP_GET: a binary that would
+ *                                          negotiate otherwise gives up
+ *                                          before anything stops)
+ *   KOP_INIT  blob: request + reply, not   KOP_INIT blob: the exchange
+ *             written (INIT not answered)  recorded, status: 0 or the
+ *                                          errno of the write
  *   KOP_READY serving (the mount is live)
  *   KOP_BYE   status: the mount ended cleanly, do not resume
- *   KOP_PEEK  (successor) the INIT first   KOP_INIT blob (at once: a binary
- *                                          that would negotiate otherwise
- *                                          gives up before anything stops)
  *   KOP_GET   (successor) give me the fd   KOP_FD + fd, blob: the INIT
  *                                          (only once the previous server
  *                                          is dead: sending RESEND is then
@@ -54,8 +81,10 @@
  *             asks the owner to have it stopped; objfs_kslot_foreign_gone()
  *             or the end of the pidfd given to objfs_kslot_adopt() opens the
  *             gate)
- * Five deaths within 30 s (planned handovers do not count) give up: the fd
- * is closed, the mount fails (ENOTCONN) and the node's watchdog remounts.
+ * A server that dies once the keeper has the fd and the INIT request is
+ * resumed, whether INIT was answered or not.  Five deaths within 30 s
+ * (planned handovers do not count) give up: the fd is closed, the mount
+ * fails (ENOTCONN) and the node's watchdog remounts.
  */
 #ifndef OBJFS_MOUNT_KSLOT_H
 #define OBJFS_MOUNT_KSLOT_H
@@ -78,6 +107,16 @@ enum objfs_kop {
 };
 
 #define OBJFS_KBLOB_MAX 1024
+
+/* The blob of KOP_INIT and KOP_FD: the kernel's INIT request as read
+ * (fuse_in_header + fuse_init_in) and the reply it got (fuse_out_header +
+ * fuse_init_out; rep_len 0: not answered yet). */
+#define OBJFS_KINIT_HALF 256
+struct objfs_kinit {
+	uint32_t req_len, rep_len;
+	uint8_t req[OBJFS_KINIT_HALF];
+	uint8_t rep[OBJFS_KINIT_HALF];
+};
 
 struct objfs_kmsg {
 	uint32_t op;                    /* enum objfs_kop */
@@ -132,8 +171,10 @@ struct objfs_kslot {
 
 	/* State (read-only for the owner). */
 	int fuse_fd;                    /* our reference, or -1 */
-	bool have_init;
-	struct objfs_kmsg init;         /* KOP_INIT as the server sent it */
+	bool have_init;                 /* the kernel's INIT request read */
+	bool init_answered;             /* its reply written to fuse_fd */
+	struct objfs_kmsg init;         /* KOP_INIT: struct objfs_kinit */
+	bool peek_server, peek_next;    /* a KOP_PEEK waits for the INIT */
 	pid_t server;                   /* 0: none */
 	int ssock;
 	bool ready;                     /* the current server said KOP_READY */
@@ -163,10 +204,11 @@ struct objfs_kslot {
 void objfs_kslot_init(struct objfs_kslot *s);
 /* Starts the first server (it mounts).  0 or an errno. */
 int objfs_kslot_start(struct objfs_kslot *s);
-/* Takeover: s gets a live mount's fd and INIT (both duplicated) while
- * another holder's server (foreign_pidfd, taken; -1: unknown) still
- * serves it, and starts a successor that takes the mount once the foreign
- * server is gone.  0 or an errno. */
+/* Takeover: s gets a live mount's fd and INIT exchange (answered; both
+ * duplicated) while another holder's server (foreign_pidfd, taken; -1:
+ * unknown) still serves it, and starts a successor that takes the mount
+ * once the foreign server is gone.  0, EPROTO (INIT not answered) or an
+ * errno. */
 int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 		      const struct objfs_kmsg *init, int foreign_pidfd);
 /* The foreign server is gone (its holder reaped it, or that holder is

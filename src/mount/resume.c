@@ -2,12 +2,13 @@
  * resume.c - the server's side of a resumable mount (see resume.h and
  * docs/design/mount-resume.md).
  *
- * INIT capture: the custom read hook keeps the kernel's INIT request, the
- * writev hook sends request and reply to the keeper (KOP_INIT) before the
- * reply reaches the kernel, so a keeper that has the fd of a live mount
- * always has its INIT.  Replay: the saved request, with a unique the
- * kernel never uses, goes through fuse_session_process_buf() from the
- * main thread before any worker runs; its reply is swallowed.
+ * INIT: no server reads it from the fd; the keeper does (kslot.h: the
+ * exactly-once rule).  Every server, the first too, gets the request from
+ * the keeper (KOP_PEEK) and puts it through fuse_session_process_buf()
+ * from the main thread before any worker runs; the writev hook keeps
+ * libfuse's reply instead of writing it.  Not answered yet: the reply
+ * goes to the keeper (KOP_INIT), which writes it, once; answered: it is
+ * compared with the reply the kernel got.
  *
  * Userspace RESEND (kernels before 6.9, without FUSE_HAS_RESEND in INIT's
  * flags2, or forced by the test-only user_resend): each request that
@@ -54,9 +55,7 @@
 /* Linux 6.9 (protocol 7.40); older linux/fuse.h lack them */
 #define NOTIFY_RESEND 7
 #define UNIQUE_RESEND (1ULL << 63)
-/* a unique the kernel never hands out */
-#define SYNTH_UNIQUE (1ULL << 62)
-#define INIT_HALF 256
+#define INIT_HALF OBJFS_KINIT_HALF
 /* FUSE_HAS_RESEND: bit 39 of the INIT flags, bit 7 of flags2 */
 #define HAS_RESEND2 (1u << 7)
 #define INIT_EXT (1u << 30)
@@ -74,24 +73,16 @@ struct slot {
 	/* the request from byte 4096 of the slot */
 };
 
-struct init_blob {
-	uint32_t req_len, rep_len;
-	uint8_t req[INIT_HALF];         /* fuse_in_header + fuse_init_in */
-	uint8_t rep[INIT_HALF];         /* fuse_out_header + fuse_init_out */
-};
-
 struct objfs_resume {
 	struct objfs_log *log;
 	struct objfs_fs *fs;
 	int sock;                       /* the keeper's connection */
 	bool successor;
 	int fuse_fd;
-	pthread_mutex_t mu;             /* the INIT fields */
-	struct init_blob ib;
-	bool have_req, sent;
-	uint64_t init_unique;
-	bool swallow;                   /* replaying: the reply is ours */
-	uint8_t replay[INIT_HALF];
+	struct objfs_kinit ib;          /* the keeper's INIT (rep_len 0: not
+					   answered yet) */
+	uint64_t init_unique;           /* while INIT is processed, else 0 */
+	uint8_t replay[INIT_HALF];      /* libfuse's reply to it */
 	uint32_t replay_len;
 	struct fuse_session *se;
 	pthread_t main_thread, watcher;
@@ -138,9 +129,9 @@ static bool kernel_resends(const uint8_t *req, size_t len)
 	return (in.flags & INIT_EXT) && (in.flags2 & HAS_RESEND2);
 }
 
-/* Maps STATE_DIR/resend, made on tmpfs when create (first server).
- * 0 or an errno. */
-static int slots_map(struct objfs_resume *r, bool create)
+/* Maps STATE_DIR/resend, made on tmpfs when missing (the first server,
+ * or a successor of one that died before it made it).  0 or an errno. */
+static int slots_map(struct objfs_resume *r)
 {
 	char link[4200], real[64];
 	size_t size = (size_t)SLOTS * SLOT_SIZE;
@@ -149,7 +140,7 @@ static int slots_map(struct objfs_resume *r, bool create)
 
 	snprintf(link, sizeof(link), "%s/resend", r->state_dir);
 	fd = open(link, O_RDWR | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && create) {
+	if (fd < 0 && errno == ENOENT) {
 		snprintf(real, sizeof(real), "/dev/shm/objfs-resend.XXXXXX");
 		fd = mkostemp(real, O_CLOEXEC);
 		if (fd >= 0 && symlink(real, link) != 0) {
@@ -175,10 +166,10 @@ static int slots_map(struct objfs_resume *r, bool create)
 	return 0;
 }
 
-/* Starts the userspace RESEND: the slots mapped (made when create). */
-static void slots_start(struct objfs_resume *r, bool create)
+/* Starts the userspace RESEND: the slots mapped. */
+static void slots_start(struct objfs_resume *r)
 {
-	int err = slots_map(r, create);
+	int err = slots_map(r);
 
 	if (err != 0)
 		objfs_error(r->log, SUB, "userspace RESEND: %s/resend: %s; "
@@ -244,33 +235,17 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *ud)
 	struct objfs_resume *r = objfs_fs_io_ctx(ud);
 	ssize_t n = read(fd, buf, len);
 
+	/* INIT never comes here: the keeper read it */
 	if (n >= (ssize_t)sizeof(struct fuse_in_header)) {
 		struct fuse_in_header *in = buf;
+		uint8_t *base = __atomic_load_n(&r->slots, __ATOMIC_ACQUIRE);
 
 		objfs_fs_set_unique(in->unique);
-		if (in->opcode == FUSE_INIT && (size_t)n <= sizeof(r->ib.req)) {
-			pthread_mutex_lock(&r->mu);
-			if (!r->have_req) {
-				memcpy(r->ib.req, buf, (size_t)n);
-				r->ib.req_len = (uint32_t)n;
-				r->init_unique = in->unique;
-				r->have_req = true;
-				/* the kernel sends nothing else before our
-				 * answer: the slots are ready for what follows */
-				if (r->state_dir[0] != '\0' &&
-				    (r->force_user || !kernel_resends(buf, (size_t)n)))
-					slots_start(r, true);
-			}
-			pthread_mutex_unlock(&r->mu);
-		} else {
-			uint8_t *base = __atomic_load_n(&r->slots, __ATOMIC_ACQUIRE);
-
-			if (in->unique & UNIQUE_RESEND)
-				objfs_debug(r->log, SUB, "re-sent request: "
-					    "opcode %u", in->opcode);
-			if (base != NULL)
-				slot_fill(r, base, buf, (size_t)n);
-		}
+		if (in->unique & UNIQUE_RESEND)
+			objfs_debug(r->log, SUB, "re-sent request: opcode %u",
+				    in->opcode);
+		if (base != NULL)
+			slot_fill(r, base, buf, (size_t)n);
 	}
 	return n;
 }
@@ -293,29 +268,9 @@ static ssize_t io_writev(int fd, struct iovec *iov, int cnt, void *ud)
 			slot_clear(base, out->unique);
 		return w;
 	}
-	pthread_mutex_lock(&r->mu);
-	if (r->swallow) {
-		r->replay_len = (uint32_t)flatten(iov, cnt, r->replay,
-						  sizeof(r->replay));
-		pthread_mutex_unlock(&r->mu);
-		return total;   /* never reaches the kernel */
-	}
-	if (!r->sent) {
-		struct objfs_kmsg m;
-
-		r->ib.rep_len = (uint32_t)flatten(iov, cnt, r->ib.rep,
-						  sizeof(r->ib.rep));
-		memset(&m, 0, sizeof(m));
-		m.op = KOP_INIT;
-		m.len = sizeof(r->ib);
-		memcpy(m.blob, &r->ib, sizeof(r->ib));
-		if (objfs_kmsg_send(r->sock, &m, -1) != 0)
-			objfs_error(r->log, SUB, "the keeper did not take INIT: "
-				    "this mount cannot be resumed");
-		r->sent = true;
-	}
-	pthread_mutex_unlock(&r->mu);
-	return writev(fd, iov, cnt);
+	/* INIT's reply (main thread, before the loop): kept, not written */
+	r->replay_len = (uint32_t)flatten(iov, cnt, r->replay, sizeof(r->replay));
+	return total;
 }
 
 static const struct fuse_custom_io resume_io = {
@@ -346,7 +301,6 @@ int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 	r->sock = (int)fd;
 	r->fuse_fd = -1;
 	r->successor = res != NULL && strcmp(res, "1") == 0;
-	pthread_mutex_init(&r->mu, NULL);
 	/* the servers after us must not inherit them */
 	unsetenv(OBJFS_KEEPER_ENV);
 	unsetenv(OBJFS_RESUME_ENV);
@@ -370,7 +324,6 @@ void objfs_resume_destroy(struct objfs_resume *r)
 	close(r->sock);
 	if (r->slots != NULL)
 		munmap(r->slots, (size_t)SLOTS * SLOT_SIZE);
-	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
 
@@ -381,11 +334,11 @@ int objfs_resume_slots(struct objfs_resume *r, const char *state_dir,
 		return 0;
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s", state_dir);
 	r->force_user = force;
-	/* a successor knows the kernel from the INIT it replayed; the slots
-	 * are the dead server's, replayed in objfs_resume_serving() */
-	if (r->successor &&
-	    (force || !kernel_resends(r->ib.req, r->ib.req_len)))
-		slots_start(r, false);
+	/* every server knows the kernel from the INIT the keeper gave it,
+	 * before a request comes; a successor's slots are the dead server's,
+	 * replayed in objfs_resume_serving() */
+	if (force || !kernel_resends(r->ib.req, r->ib.req_len))
+		slots_start(r);
 	return 0;
 }
 
@@ -445,73 +398,19 @@ bool objfs_resume_successor(const struct objfs_resume *r)
 	return r != NULL && r->successor;
 }
 
-int objfs_resume_attach(struct objfs_resume *r, struct fuse_session *se)
-{
-	struct objfs_kmsg m;
-	int fd = fuse_session_fd(se), err;
-
-	if (fuse_session_custom_io(se, &resume_io, fd) != 0)
-		return EIO;
-	memset(&m, 0, sizeof(m));
-	m.op = KOP_PUT;
-	err = objfs_kmsg_send(r->sock, &m, fd);
-	if (err != 0)
-		return err;
-	r->fuse_fd = fd;
-	r->se = se;
-	return 0;
-}
-
 static void no_op(int sig)
 {
 	(void)sig;
 }
 
-/* Replays the saved INIT into libfuse (main thread, before the loop). */
-static int replay_init(struct objfs_resume *r, struct fuse_session *se)
-{
-	union {
-		uint64_t align;
-		uint8_t b[INIT_HALF];
-	} req;
-	struct fuse_in_header *in = (void *)req.b;
-	struct fuse_buf fb = { .mem = req.b, .size = r->ib.req_len };
-	struct fuse_out_header oh;
-
-	if (r->ib.req_len < sizeof(*in) || r->ib.req_len > sizeof(req.b) ||
-	    r->ib.rep_len < sizeof(struct fuse_out_header) ||
-	    r->ib.rep_len > sizeof(r->ib.rep))
-		return EPROTO;
-	memcpy(req.b, r->ib.req, r->ib.req_len);
-	in->unique = SYNTH_UNIQUE;
-	r->init_unique = SYNTH_UNIQUE;
-	r->have_req = r->sent = true;
-	r->swallow = true;
-	fuse_session_process_buf(se, &fb);
-	r->swallow = false;
-	r->init_unique = 0;
-	memcpy(&oh, r->replay, sizeof(oh));     /* replay[] is bytes:
-						   not aligned for it */
-	if (r->replay_len != r->ib.rep_len || oh.error != 0 ||
-	    memcmp(r->replay + sizeof(struct fuse_out_header),
-		   r->ib.rep + sizeof(struct fuse_out_header),
-		   r->ib.rep_len - sizeof(struct fuse_out_header)) != 0) {
-		objfs_error(r->log, SUB, "this binary negotiates INIT otherwise "
-			    "than the mount did: not taking it over");
-		return EPROTO;
-	}
-	return 0;
-}
-
-/* Sends op and waits for the answer want: 0 or an errno; *fd gets an
- * attached fd or -1. */
-static int ask(struct objfs_resume *r, uint32_t op, uint32_t want,
-	       struct objfs_kmsg *m, int *fd)
+/* Sends m (op, blob) and waits for the answer want, its blob a struct
+ * objfs_kinit: 0 or an errno; *fd gets an attached fd or -1. */
+static int ask(struct objfs_resume *r, struct objfs_kmsg *m, uint32_t want,
+	       int *fd)
 {
 	int err;
 
-	memset(m, 0, sizeof(*m));
-	m->op = op;
+	*fd = -1;
 	err = objfs_kmsg_send(r->sock, m, -1);
 	while (err == 0) {
 		err = objfs_kmsg_recv(r->sock, m, fd);
@@ -522,6 +421,90 @@ static int ask(struct objfs_resume *r, uint32_t op, uint32_t want,
 		*fd = -1;
 	}
 	return err;
+}
+
+/* Sends a message without a blob (op) and waits for want. */
+static int ask_op(struct objfs_resume *r, uint32_t op, uint32_t want,
+		  struct objfs_kmsg *m, int *fd)
+{
+	memset(m, 0, sizeof(*m));
+	m->op = op;
+	return ask(r, m, want, fd);
+}
+
+/* Whether libfuse's INIT reply (r->replay) negotiates what rep does (the
+ * headers aside: only the unique could differ). */
+static bool same_reply(const struct objfs_resume *r, const uint8_t *rep,
+		       uint32_t rep_len)
+{
+	struct fuse_out_header oh;
+
+	memcpy(&oh, r->replay, sizeof(oh));     /* replay[] is bytes:
+						   not aligned for it */
+	return r->replay_len == rep_len && oh.error == 0 &&
+	       memcmp(r->replay + sizeof(oh), rep + sizeof(oh),
+		      rep_len - sizeof(oh)) == 0;
+}
+
+/* Asks the keeper for the kernel's INIT and puts it through libfuse
+ * (main thread, before the loop): libfuse's reply is kept in r->replay;
+ * an INIT answered already must get the same one.  0 or an errno
+ * (EPROTO: this binary negotiates otherwise). */
+static int process_init(struct objfs_resume *r, struct fuse_session *se)
+{
+	union {
+		uint64_t align;
+		uint8_t b[INIT_HALF];
+	} req;
+	struct fuse_in_header in;
+	struct fuse_buf fb = { .mem = req.b };
+	struct objfs_kmsg m;
+	int fd, err;
+
+	err = ask_op(r, KOP_PEEK, KOP_INIT, &m, &fd);
+	if (fd >= 0)
+		close(fd);
+	if (err != 0)
+		return err;
+	memcpy(&r->ib, m.blob, sizeof(r->ib));
+	if (r->ib.req_len < sizeof(in) || r->ib.req_len > sizeof(req.b) ||
+	    r->ib.rep_len > sizeof(r->ib.rep) ||
+	    (r->ib.rep_len != 0 && r->ib.rep_len < sizeof(struct fuse_out_header)))
+		return EPROTO;
+	memcpy(req.b, r->ib.req, r->ib.req_len);
+	memcpy(&in, req.b, sizeof(in));
+	fb.size = r->ib.req_len;
+	/* the kernel's unique: a reply not yet answered goes to it */
+	r->init_unique = in.unique;
+	r->replay_len = 0;
+	fuse_session_process_buf(se, &fb);
+	r->init_unique = 0;
+	if (r->replay_len < sizeof(struct fuse_out_header))
+		return EPROTO;
+	if (r->ib.rep_len != 0 && !same_reply(r, r->ib.rep, r->ib.rep_len)) {
+		objfs_error(r->log, SUB, "this binary negotiates INIT otherwise "
+			    "than the mount did: not taking it over");
+		return EPROTO;
+	}
+	return 0;
+}
+
+int objfs_resume_attach(struct objfs_resume *r, struct fuse_session *se)
+{
+	struct objfs_kmsg m;
+	int fd = fuse_session_fd(se), err;
+
+	if (fuse_session_custom_io(se, &resume_io, fd) != 0)
+		return EIO;
+	/* the kernel's INIT is in the fd, unread: the keeper reads it */
+	memset(&m, 0, sizeof(m));
+	m.op = KOP_PUT;
+	err = objfs_kmsg_send(r->sock, &m, fd);
+	if (err != 0)
+		return err;
+	r->fuse_fd = fd;
+	r->se = se;
+	return process_init(r, se);
 }
 
 int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se)
@@ -537,23 +520,65 @@ int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se)
 	if (fuse_session_custom_io(se, &resume_io, r->fuse_fd) != 0)
 		return EIO;
 	r->se = se;
-	err = ask(r, KOP_PEEK, KOP_INIT, &m, &fd);
-	if (err != 0)
-		return err;
-	memcpy(&r->ib, m.blob, sizeof(r->ib));
-	err = replay_init(r, se);
+	err = process_init(r, se);
 	if (err != 0)
 		return err;
 	/* the fd: once the previous server is gone; it takes the stand-in's
 	 * number, which the session uses */
-	err = ask(r, KOP_GET, KOP_FD, &m, &fd);
+	err = ask_op(r, KOP_GET, KOP_FD, &m, &fd);
 	if (err == 0 && fd < 0)
 		err = EPROTO;
 	if (err == 0 && dup3(fd, r->fuse_fd, O_CLOEXEC) < 0)
 		err = errno;
 	if (fd >= 0)
 		close(fd);
+	/* the INIT may have been answered since (by the server that died) */
+	if (err == 0)
+		memcpy(&r->ib, m.blob, sizeof(r->ib));
 	return err;
+}
+
+int objfs_resume_answer_init(struct objfs_resume *r)
+{
+	struct objfs_kmsg m;
+	struct objfs_kinit *ki;
+	int fd, err;
+
+	if (r == NULL)
+		return 0;
+	if (r->ib.rep_len == 0) {
+		/* test only: killed with the reply in hand, before the
+		 * kernel has it */
+		objfs_fs_crash_point(r->fs, "init");
+		memset(&m, 0, sizeof(m));
+		m.op = KOP_INIT;
+		m.len = sizeof(*ki);
+		ki = (struct objfs_kinit *)(void *)m.blob;
+		*ki = r->ib;
+		memcpy(ki->rep, r->replay, r->replay_len);
+		ki->rep_len = r->replay_len;
+		err = ask(r, &m, KOP_INIT, &fd);
+		if (fd >= 0)
+			close(fd);
+		if (err == 0 && m.status != 0)
+			err = m.status;
+		if (err != 0) {
+			objfs_error(r->log, SUB, "the keeper did not answer INIT: %s",
+				    objfs_strerror(err));
+			return err;
+		}
+		memcpy(&r->ib, m.blob, sizeof(r->ib));
+	}
+	/* someone else's reply reached the kernel (a successor's, the dead
+	 * server's): it must negotiate what ours does */
+	if (r->ib.rep_len < sizeof(struct fuse_out_header) ||
+	    r->ib.rep_len > sizeof(r->ib.rep) ||
+	    !same_reply(r, r->ib.rep, r->ib.rep_len)) {
+		objfs_error(r->log, SUB, "INIT was answered otherwise than this "
+			    "binary negotiates: not serving");
+		return EPROTO;
+	}
+	return 0;
 }
 
 static void *watch_main(void *arg)

@@ -1,16 +1,19 @@
 /*
  * resume.h - the server's side of a resumable mount (-o resume): the
- * first server gives the keeper (mount/keeper.h) its /dev/fuse fd and the
- * INIT exchange; a successor takes them, replays INIT into libfuse and
- * asks the kernel to send again what the dead server had read
- * (FUSE_NOTIFY_RESEND, Linux 6.9 and later).
+ * first server gives the keeper (mount/kslot.h) its /dev/fuse fd, with
+ * the kernel's INIT request unread in it; every server gets the INIT from
+ * the keeper and puts it through libfuse, and a reply the kernel has not
+ * had yet goes to the keeper, which writes it exactly once; a successor
+ * takes the fd and asks the kernel to send again what the dead server had
+ * read (FUSE_NOTIFY_RESEND, Linux 6.9 and later).
  *
  * libfuse 3.14 keeps the negotiated parameters (got_init, proto_minor,
  * want, bufsize) private and answers every request with EIO until it has
- * seen INIT; the kernel sends INIT once per connection.  So a successor
- * calls fuse_session_custom_io() on the inherited fd and feeds it the
- * saved INIT request: the custom writev hook swallows libfuse's reply and
- * compares it byte for byte with the reply the kernel got; a difference
+ * seen INIT; the kernel sends INIT once per connection.  So a server
+ * calls fuse_session_custom_io() on the fd (a successor: on a stand-in
+ * until it has the fd) and feeds it the INIT request: the custom writev
+ * hook keeps libfuse's reply instead of writing it, and compares it byte
+ * for byte with the reply the kernel got, if it got one; a difference
  * (another binary negotiating otherwise) refuses the takeover.
  * clone_fd must stay off: a cloned fd dies with its process and the
  * requests read on it end with ECONNABORTED.
@@ -33,13 +36,14 @@ int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 void objfs_resume_destroy(struct objfs_resume *r);
 /* A successor ($OBJFS_RESUME): it takes a live mount. */
 bool objfs_resume_successor(const struct objfs_resume *r);
-/* First server, after fuse_session_mount(): installs the hooks that
- * record INIT and gives the keeper a reference to the fd.  0 or an
- * errno. */
+/* First server, after fuse_session_mount(): installs the hooks, gives
+ * the keeper a reference to the fd (it reads INIT from it) and puts the
+ * keeper's INIT through libfuse.  0 or an errno. */
 int objfs_resume_attach(struct objfs_resume *r, struct fuse_session *se);
-/* Successor: waits for the fd (the keeper answers once the previous
- * server is dead) and replays INIT.  0, or an errno (EPROTO: the INIT
- * reply would differ).  Load the state after this, before serving. */
+/* Successor: puts the keeper's INIT through libfuse, then waits for the
+ * fd (the keeper answers once the previous server is dead).  0, or an
+ * errno (EPROTO: the INIT reply would differ).  Load the state after
+ * this, before serving. */
 int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se);
 /* After the state directory is started (r NULL: nothing): where the
  * userspace RESEND keeps requests (STATE_DIR/resend), used when the
@@ -47,6 +51,13 @@ int objfs_resume_take(struct objfs_resume *r, struct fuse_session *se);
  * successor maps the dead server's.  0 or an errno. */
 int objfs_resume_slots(struct objfs_resume *r, const char *state_dir,
 		       bool force);
+/* After objfs_resume_slots(), before serving (r NULL: nothing): an INIT
+ * not answered yet is answered, through the keeper (its reply reaches the
+ * kernel once, whoever sends it: kslot.h); either way the reply the
+ * kernel got must be the one libfuse made.  Test only: crash_at=init
+ * kills the process before it hands its reply over.  0 or an errno
+ * (EPROTO: the kernel got another reply). */
+int objfs_resume_answer_init(struct objfs_resume *r);
 /* A clean end: the slot file goes (before the state directory). */
 void objfs_resume_slots_drop(struct objfs_resume *r);
 /* The state is loaded and the session is about to serve: a successor

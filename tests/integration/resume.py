@@ -352,6 +352,121 @@ def t_resume_delq(env):
     fs.check(env.get(url, "again") == b"new bytes", "the name made again kept")
 
 
+def t_resume_crash_init(env):
+    """The first server killed with the kernel's INIT processed by libfuse
+    and its reply in hand, not yet at the kernel (crash_at=init): the
+    keeper had read INIT from the fd itself, so the successor gets it,
+    answers it (the kernel gets one INIT reply, the successor's) and the
+    mount works: ready, stat, write, read, no ENOTCONN; the data reaches
+    the store."""
+    fs = _fs()
+    url = env.volume("resinit")
+    t0 = time.monotonic()
+    m = env.mount(url, ["resume", "crash_at=init"])
+    took = time.monotonic() - t0
+    d, keeper = m["dir"], m["proc"].pid
+    log = open(m["log"]).read()
+    fs.check("killed in the middle of init" in log, "the first server was killed at INIT: %s"
+             % log[-2000:])
+    deaths = [line for line in log.splitlines() if "killed by signal %d" % signal.SIGKILL in line]
+    fs.check(len(deaths) == 1, "one server death: %r" % deaths)
+    fs.check(os.path.ismount(d), "mounted")
+    st = os.stat(d)
+    fs.check(stat.S_ISDIR(st.st_mode), "stat of the mount's root")
+    data = os.urandom(300000)
+    fs.wfile(d + "/f", data)
+    fs.check(fs.rfile(d + "/f") == data, "read back what was written")
+    fs.check(os.stat(d + "/f").st_size == len(data), "stat of the file written")
+    fs.check(os.listdir(d) == ["f"], "listing: %r" % os.listdir(d))
+    # a second death, after INIT: the successor of the successor replays it
+    old = server_pid(keeper)
+    os.kill(old, signal.SIGKILL)
+    wait_successor(keeper, old)
+    fs.check(fs.rfile(d + "/f") == data, "read after a second death")
+    log = open(m["log"]).read()
+    answered = [line for line in log.splitlines() if "INIT answered" in line]
+    fs.check(len(answered) == 1, "one INIT reply written: %r" % answered)
+    print("  crash at INIT: ready after %.3f s" % took, flush=True)
+    env.umount(m)
+    fs.check(env.get(url, "f") == data, "the file stored")
+
+
+# objfs-holder's protocol (src/mount/holder.h): struct objfs_hmsg
+HMSG = "<IiQqQQ80sII12288s1040s"
+HOP_OK, HOP_START, HOP_STOP = 1, 3, 5
+
+
+def holder_call(path, op, name, spec=(), arg=0, timeout=60):
+    """One request to the holder at path; the answer's (op, status)."""
+    import socket
+    import struct
+    blob = b"".join(x.encode() + b"\0" for x in spec)
+    req = struct.pack(HMSG, op, 0, 0, 0, 0, arg, name.encode(), len(blob), 0, blob, b"")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as c:
+        c.settimeout(timeout)
+        c.connect(path)
+        c.send(req)
+        rep = c.recv(struct.calcsize(HMSG))
+    return struct.unpack(HMSG, rep)[:2]
+
+
+def t_resume_holder_crash_init(env):
+    """The same on objfs-holder, the keeper of every mount of a node (the
+    same slot code, kslot.c): a mount started with crash_at=init is
+    answered live once the successor serves, and works."""
+    import tempfile
+    fs = _fs()
+    url = env.volume("holdinit")
+    hdir = tempfile.mkdtemp(prefix="holder-", dir=env.work)
+    mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
+    spool = tempfile.mkdtemp(prefix="spool-", dir=env.work)
+    sock, ready, slog = hdir + "/holder.sock", hdir + "/ready", hdir + "/server.log"
+    hlog = open(hdir + "/holder.log", "wb")
+    holder = subprocess.Popen([os.path.join(fs.BUILD, "objfs-holder"), "--socket", sock,
+                               "--ready-file", ready], env=dict(env.tool_env),
+                              stdout=hlog, stderr=hlog, start_new_session=True)
+    try:
+        for _ in range(300):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.1)
+        fs.check(os.path.exists(ready), "the holder is ready")
+        op, status = holder_call(sock, HOP_START, "m", (
+            fs.MOUNT, "resume,crash_at=init,spool_dir=" + spool, url, mnt, slog))
+        text = open(hdir + "/holder.log").read() + open(slog).read()
+        fs.check(op == HOP_OK, "the mount is live (%d, status %d): %s" % (op, status, text[-3000:]))
+        fs.check("killed in the middle of init" in text and
+                 len([ln for ln in text.splitlines()
+                      if "killed by signal %d" % signal.SIGKILL in ln]) == 1,
+                 "the first server was killed at INIT: %s" % text[-3000:])
+        data = os.urandom(100000)
+        fs.check(stat.S_ISDIR(os.stat(mnt).st_mode), "stat of the mount's root")
+        fs.wfile(mnt + "/f", data)
+        fs.check(fs.rfile(mnt + "/f") == data, "read back what was written")
+        op, status = holder_call(sock, HOP_STOP, "m", arg=signal.SIGTERM)
+        fs.check(op == HOP_OK, "stop accepted (%d, status %d)" % (op, status))
+        for _ in range(600):
+            if not os.path.ismount(mnt):
+                break
+            time.sleep(0.1)
+        fs.check(not os.path.ismount(mnt), "unmounted at the stop")
+        fs.check(env.get(url, "f") == data, "the file stored")
+        text = open(hdir + "/holder.log").read()
+        fs.check(len([ln for ln in text.splitlines() if "INIT answered" in ln]) == 1,
+                 "one INIT reply written: %s" % text[-3000:])
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        try:
+            holder.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(holder.pid, signal.SIGKILL)
+            holder.wait(timeout=30)
+        if os.path.ismount(mnt):
+            subprocess.run(["umount", "-l", mnt], stderr=subprocess.DEVNULL, timeout=30)
+    fs.check(holder.returncode == 0, "the holder exited cleanly (%d)" % holder.returncode)
+    fs.check_server_deaths(open(hdir + "/holder.log").read(), mnt)
+
+
 def t_resume_sigterm(env):
     """SIGTERM to the keeper (what the node plugin sends at unstage) saves
     everything and unmounts, also after a successor took over."""
@@ -543,5 +658,7 @@ def t_resume_detached_log(env):
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_delq, t_resume_link, t_resume_user_resend, t_resume_dirty_attrs, t_resume_stream,
+TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
+         t_resume_holder_crash_init, t_resume_delq, t_resume_link, t_resume_user_resend,
+         t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed]
