@@ -92,6 +92,16 @@ static int put(char *buf, size_t cap, int n)
 	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
 }
 
+int objfs_hlink_name_body(const char *id, const char *token, char *buf,
+			  size_t cap)
+{
+	if (!objfs_hlink_id_valid(id) || !objfs_hlink_token_valid(token) ||
+	    cap < OBJFS_HLINK_BODY_LEN + 1)
+		return EINVAL;
+	snprintf(buf, cap, "objfs-link %s %s\n", id, token);
+	return 0;
+}
+
 int objfs_hlink_data_key(const char *id, char *buf, size_t cap)
 {
 	if (!objfs_hlink_id_valid(id))

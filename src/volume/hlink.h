@@ -14,14 +14,22 @@
  *                                      digits), the body the key the name
  *                                      had when made.  st_nlink is their
  *                                      count.
- *   PREFIX/NAME                        each name: a zero-byte object whose
- *                                      user metadata OBJFS_META_HLINK holds
- *                                      ID and OBJFS_META_HLINK_TOKEN its T
+ *   PREFIX/NAME                        each name: an object whose user
+ *                                      metadata OBJFS_META_HLINK holds ID
+ *                                      and OBJFS_META_HLINK_TOKEN its T
  *                                      (and mode/uid/gid/mtime as they were
  *                                      when the name was made, for other
- *                                      tools)
+ *                                      tools), its body
+ *                                      "objfs-link ID T\n"
+ *                                      (objfs_hlink_name_body())
  * The token travels with the name's metadata: a rename (of the name or of
  * a directory above it: a server-side copy) leaves its entry right.
+ *
+ * The metadata is what makes a name; the body only makes its ETag and
+ * size differ from those of any file it replaced (the attribute index,
+ * fs/attrindex.c, tells versions of an object apart by ETag and
+ * Last-Modified only).  Names written before the body came are zero-byte
+ * objects and stay valid.
  */
 #ifndef OBJFS_VOLUME_HLINK_H
 #define OBJFS_VOLUME_HLINK_H
@@ -54,6 +62,13 @@ bool objfs_hlink_from_meta(const struct objfs_meta *m, char *id,
 /* Writes both into m.  0 or ENOMEM/EINVAL. */
 int objfs_hlink_to_meta(const char *id, const char *token,
 			struct objfs_meta *m);
+
+/* The body of the name whose set is id and token token into buf
+ * (OBJFS_HLINK_BODY_LEN + 1 bytes with its NUL).  0 or EINVAL. */
+#define OBJFS_HLINK_BODY_LEN \
+	(sizeof("objfs-link") + OBJFS_HLINK_ID_LEN + 1 + OBJFS_HLINK_TOKEN_LEN + 1)
+int objfs_hlink_name_body(const char *id, const char *token, char *buf,
+			  size_t cap);
 
 /* Keys of the link set id, relative to the volume, into buf: its data,
  * the prefix of its names' entries, the entry of the name whose token is
