@@ -656,7 +656,9 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 		snprintf(e.etag, sizeof(e.etag), "%s", d->etag);
 		e.lm = ts_ns(&d->mtime);
 		e.ct = d->ict;
+		e.size = d->size;       /* as listed: zero bytes need it */
 		entry_from_fattr(&e, &d->fa, d->meta_mask);
+		e.have |= OBJFS_ATTRSEG_SIZE;
 		e.link = d->link;
 		err = objfs_attrseg_add(out, &e);
 	}
