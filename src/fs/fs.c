@@ -378,9 +378,9 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 	return key_room_check(fs, parent, name);
 }
 
-/* Puts a zero-byte object (a marker or a symlink body) with attributes. */
 /* Creates key (EEXIST when the store has it: a conditional PUT where the
- * store has one, backend/s3.c) with the attributes fa. */
+ * store has one, backend/s3.c) with the attributes fa and body (a
+ * symlink's target; empty for a marker or a special file). */
 static int put_with_attrs(struct objfs_fs *fs, const char *key,
 			  const struct objfs_fattr *fa, const void *body,
 			  size_t len, struct objfs_obj_info *info)

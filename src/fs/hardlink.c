@@ -57,10 +57,11 @@
  * by another mount between the copy and its overwrite is replaced by the
  * link (last writer wins, as for any two writers of one file).
  *
- * A name's body gives it an ETag and a size no file has (names made
- * before were zero-byte objects, as empty files are): an attribute index
- * entry of the file a name replaced never matches the name in a listing
- * (attrindex.c), so a name is never taken for the plain file it replaced.
+ * A name's body (with the set's random id) gives it an ETag and a size
+ * other than those of the file it replaces (names made before were
+ * zero-byte objects, as empty files are): an attribute index entry of
+ * that file never matches the name in a listing (attrindex.c), so a name
+ * is never taken for the plain file it replaced, whatever the timing.
  * No write goes to a name once its file is a data inode: link_first()
  * stores a pending upload or deferred attribute copy under in->mu before
  * the names are written, and inode_key() of a data inode is the data key.
