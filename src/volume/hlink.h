@@ -78,4 +78,14 @@ int objfs_hlink_names_prefix(const char *id, char *buf, size_t cap);
 int objfs_hlink_name_key(const char *id, const char *token, char *buf,
 			 size_t cap);
 
+/* What key (relative to the volume) is: OBJFS_HLINK_DATA a set's data,
+ * OBJFS_HLINK_ENTRY the entry of one of its names (id, OBJFS_HLINK_ID_LEN
+ * + 1 bytes, gets the set's id), OBJFS_HLINK_OTHER anything else. */
+enum objfs_hlink_kind {
+	OBJFS_HLINK_OTHER,
+	OBJFS_HLINK_DATA,
+	OBJFS_HLINK_ENTRY,
+};
+enum objfs_hlink_kind objfs_hlink_key_kind(const char *key, char *id);
+
 #endif

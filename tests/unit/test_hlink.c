@@ -111,6 +111,29 @@ static void test_body(void **state)
 			 EINVAL);
 }
 
+static void test_key_kind(void **state)
+{
+	char id[OBJFS_HLINK_ID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/data", id),
+			 OBJFS_HLINK_DATA);
+	assert_string_equal(id, ID);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/names/" TOK,
+					      id), OBJFS_HLINK_ENTRY);
+	assert_string_equal(id, ID);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/names/x", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/data2", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/XYZ/data", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind("a/" ID "/data", id),
+			 OBJFS_HLINK_OTHER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +141,7 @@ int main(void)
 		cmocka_unit_test(test_meta),
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_body),
+		cmocka_unit_test(test_key_kind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
