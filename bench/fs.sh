@@ -17,8 +17,9 @@
 #   du       `du -s` of it on a fresh mount
 #   rm       `rm` of the FILES files on a fresh mount
 #   VmHWM    peak resident memory of the mount process over all of the above
-# The LS_FILES files are written through an objfs mount (16 writers), so
-# they carry objfs's attributes as a volume in use does.
+# The LS_FILES files (LS_BYTES bytes each, 100 unless told; 0: empty
+# files, zero-byte objects) are written through an objfs mount (16
+# writers), so they carry objfs's attributes as a volume in use does.
 #
 # Beside the times: objfs's requests (counted by its retry layer, logged at
 # unmount) per file or per GiB, the CPU seconds of each mount process per
@@ -36,6 +37,7 @@ set -eu
 SIZE_MB=${SIZE_MB:-1024}
 FILES=${FILES:-1000}
 LS_FILES=${LS_FILES:-10000}
+LS_BYTES=${LS_BYTES:-100}
 TOOLS=${TOOLS:-"objfs s3fs rclone"}
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -64,13 +66,13 @@ fi
 # the listing directory, written through objfs by 16 writers
 do_mount objfs "$RUN-ls" "$W/mnt-setup"
 mkdir -p "$W/mnt-setup/d"
-/usr/bin/python3 - "$W/mnt-setup/d" "$LS_FILES" <<'EOF'
+/usr/bin/python3 - "$W/mnt-setup/d" "$LS_FILES" "$LS_BYTES" <<'EOF'
 import sys
 from concurrent.futures import ThreadPoolExecutor
-d, n = sys.argv[1], int(sys.argv[2])
+d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def one(i):
     with open("%s/f%06d" % (d, i), "wb") as f:
-        f.write(b"y" * 100)
+        f.write(b"y" * size)
 with ThreadPoolExecutor(16) as ex:
     list(ex.map(one, range(n)))
 EOF
@@ -157,7 +159,7 @@ for i in range(n):
 done
 
 echo
-echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create and rm $FILES x 4 KiB, ls -l/find -ls/du of $LS_FILES"
+echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create and rm $FILES x 4 KiB, ls -l/find -ls/du of $LS_FILES x $LS_BYTES bytes"
 awk -v size="$SIZE_MB" -v files="$FILES" -v lsf="$LS_FILES" -v floorf="$W/floor" '
 BEGIN {
 	while ((getline l < floorf) > 0) { split(l, a, " "); fl[a[1]] = a[2] }

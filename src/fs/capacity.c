@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "fs/fs_int.h"
 #include "volume/docstore.h"
+#include "volume/hlink.h"
 #include "volume/volrec.h"
 
 /* ---- capacity (fs->lock) ---------------------------------------------- */
@@ -141,10 +142,57 @@ int charge(struct objfs_fs *fs, struct inode *in, uint64_t size)
 	return err;
 }
 
+/* A listing of the volume.  Link sets (volume/hlink.h) are user data
+ * under the reserved prefix: counted like files (the mount counts them
+ * so, hardlink.c), and checked on the way: the keys of a set come
+ * together, its data before its entries, so a set whose data has no
+ * entry (the last unlink's DELETE of the data failed, or raced a link)
+ * is an orphan: counted and logged, not deleted (a link on another mount
+ * may be adding its entry right then: docs/objfs-mount.md). */
 struct usage_scan {
 	struct objfs_fs *fs;
 	uint64_t bytes, count;
+	char set[OBJFS_HLINK_ID_LEN + 1];       /* the set being listed */
+	bool set_data, set_names;
+	uint64_t set_bytes;
+	uint64_t sets, orphans, orphan_bytes, no_data;
 };
+
+/* The set u->set ends (a key of another one, or the end). */
+static void set_end(struct usage_scan *u)
+{
+	if (u->set[0] == '\0')
+		return;
+	u->sets++;
+	if (u->set_data && !u->set_names) {
+		u->orphans++;
+		u->orphan_bytes += u->set_bytes;
+	}
+	if (!u->set_data)
+		u->no_data++;   /* a first link under way, or a stale entry */
+	u->set[0] = '\0';
+}
+
+static void set_key(struct usage_scan *u, const struct objfs_list_entry *e)
+{
+	char id[OBJFS_HLINK_ID_LEN + 1];
+	enum objfs_hlink_kind k = objfs_hlink_key_kind(e->key, id);
+
+	if (k == OBJFS_HLINK_OTHER)
+		return;
+	if (strcmp(id, u->set) != 0) {
+		set_end(u);
+		memcpy(u->set, id, sizeof(id));
+		u->set_data = u->set_names = false;
+		u->set_bytes = 0;
+	}
+	if (k == OBJFS_HLINK_DATA) {
+		u->set_data = true;
+		u->set_bytes = e->size;
+	} else {
+		u->set_names = true;
+	}
+}
 
 static int usage_page(void *arg, const struct objfs_list_page *pg)
 {
@@ -153,8 +201,11 @@ static int usage_page(void *arg, const struct objfs_list_page *pg)
 	size_t i;
 
 	for (i = 0; i < pg->n_entries; i++) {
-		if (strncmp(pg->entries[i].key, OBJFS_RESERVED_NAME "/",
-			    sizeof(OBJFS_RESERVED_NAME)) == 0)
+		if (strncmp(pg->entries[i].key, OBJFS_HLINK_PREFIX,
+			    strlen(OBJFS_HLINK_PREFIX)) == 0)
+			set_key(u, &pg->entries[i]);
+		else if (strncmp(pg->entries[i].key, OBJFS_RESERVED_NAME "/",
+				 sizeof(OBJFS_RESERVED_NAME)) == 0)
 			continue;
 		u->bytes += pg->entries[i].size;
 		u->count++;
@@ -167,11 +218,23 @@ static int usage_page(void *arg, const struct objfs_list_page *pg)
 
 static int scan_usage(struct objfs_fs *fs, uint64_t *bytes, uint64_t *count)
 {
-	struct usage_scan u = { fs, 0, 0 };
-	int err = objfs_tree_walk(fs->store, NULL, 0, usage_page, &u);
+	struct usage_scan u;
+	int err;
 
+	memset(&u, 0, sizeof(u));
+	u.fs = fs;
+	err = objfs_tree_walk(fs->store, NULL, 0, usage_page, &u);
+	set_end(&u);
 	*bytes = u.bytes;
 	*count = u.count;
+	if (err == 0 && u.orphans > 0)
+		objfs_warn(fs->log, SUB, "hard links: %" PRIu64 " of %" PRIu64
+			   " link sets have data but no name (%" PRIu64
+			   " bytes): orphans, kept (docs/objfs-mount.md)",
+			   u.orphans, u.sets, u.orphan_bytes);
+	else if (err == 0 && u.sets > 0)
+		objfs_debug(fs->log, SUB, "hard links: %" PRIu64 " link sets, "
+			    "%" PRIu64 " without data", u.sets, u.no_data);
 	return err;
 }
 

@@ -914,8 +914,9 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, dev_t rdev, const char *link);
 /* Creates key (EEXIST when the store has it: a conditional PUT where the
- * store has one, backend/s3.c) with the attributes fa: a zero-byte object
- * (a marker or a symlink body).  No lock held. */
+ * store has one, backend/s3.c) with the attributes fa and body (a
+ * symlink's target; empty for a marker or a special file).  No lock
+ * held. */
 int put_with_attrs(struct objfs_fs *fs, const char *key,
 		   const struct objfs_fattr *fa, const void *body,
 		   size_t len, struct objfs_obj_info *info);

@@ -4,8 +4,9 @@
  * The format (volume/hlink.h): a file with one name is a plain object.
  * link(2) makes it (anything but a directory: a regular file, symlink,
  * FIFO, socket or device) a link set with a random id: its data and
- * attributes move to .objfs/links/ID/data, every name becomes a
- * zero-byte object whose metadata holds ID and a token T of its own,
+ * attributes move to .objfs/links/ID/data, every name becomes a small
+ * object whose metadata holds ID and a token T of its own (its body
+ * "objfs-link ID T": never the ETag or size of a file it replaces),
  * and each name has an entry .objfs/links/ID/names/T (body: the key it
  * was made at).  st_nlink is the number of entries.  No counter is
  * read, changed and written back: two mounts linking and unlinking one
@@ -56,12 +57,14 @@
  * by another mount between the copy and its overwrite is replaced by the
  * link (last writer wins, as for any two writers of one file).
  *
- * Names and empty files share the ETag of the empty body: the
- * attribute index keeps no entry of zero-byte objects (attrindex.c), so
- * a name is never taken for the plain file it replaced.  No write goes
- * to a name once its file is a data inode: link_first() stores a pending
- * upload or deferred attribute copy under in->mu before the names are
- * written, and inode_key() of a data inode is the data key.
+ * A name's body (with the set's random id) gives it an ETag and a size
+ * other than those of the file it replaces (names made before were
+ * zero-byte objects, as empty files are): an attribute index entry of
+ * that file never matches the name in a listing (attrindex.c), so a name
+ * is never taken for the plain file it replaced, whatever the timing.
+ * No write goes to a name once its file is a data inode: link_first()
+ * stores a pending upload or deferred attribute copy under in->mu before
+ * the names are written, and inode_key() of a data inode is the data key.
  *
  * Locks: the entry points are called with fs->ns held (read: link,
  * unlink; write: rename) but hl_resolve() and hl_revalidate(); in->mu of
@@ -125,9 +128,9 @@ static int entry_set(struct objfs_fs *fs, const char *id, const char *tok,
 	return objfs_store_put(fs->store, ekey, &src, &po, NULL);
 }
 
-/* Writes the name key of set id with token tok (a zero-byte object; fa
- * for other tools), failing with EEXIST when the key exists and excl.  0
- * or an errno. */
+/* Writes the name key of set id with token tok (its body
+ * objfs_hlink_name_body(); fa for other tools), failing with EEXIST when
+ * the key exists and excl.  0 or an errno. */
 static int name_put(struct objfs_fs *fs, const char *key, const char *id,
 		    const char *tok, const struct objfs_fattr *fa, bool excl,
 		    struct objfs_obj_info *info)
@@ -135,14 +138,17 @@ static int name_put(struct objfs_fs *fs, const char *key, const char *id,
 	struct objfs_meta meta = OBJFS_META_INIT;
 	struct objfs_put_opts po = { NULL, NULL, excl };
 	struct objfs_source src;
+	char body[OBJFS_HLINK_BODY_LEN + 1];
 	int err;
 
-	err = objfs_fattr_to_meta(fa, &meta);
+	err = objfs_hlink_name_body(id, tok, body, sizeof(body));
+	if (err == 0)
+		err = objfs_fattr_to_meta(fa, &meta);
 	if (err == 0)
 		err = objfs_hlink_to_meta(id, tok, &meta);
 	if (err == 0) {
 		po.meta = &meta;
-		objfs_source_mem(&src, "", 0);
+		objfs_source_mem(&src, body, strlen(body));
 		err = objfs_store_put(fs->store, key, &src, &po, info);
 	}
 	objfs_meta_release(&meta);

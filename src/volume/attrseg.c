@@ -202,6 +202,8 @@ int objfs_attrseg_format(const struct objfs_attrseg *s, char **out,
 			put_field(&o, "ctime", e->ctime);
 		if (e->have & OBJFS_ATTRSEG_RDEV)
 			put_field(&o, "rdev", (int64_t)e->rdev);
+		if (e->have & OBJFS_ATTRSEG_SIZE)
+			put_field(&o, "size", (int64_t)e->size);
 		put_field(&o, "ct", e->ct);
 		if (e->link != NULL) {
 			put(&o, " link=", 6);
@@ -346,6 +348,10 @@ static int parse_entry(const char *p, size_t n, struct objfs_attrseg *s)
 				   v >= 0) {
 				e.rdev = (uint64_t)v;
 				e.have |= OBJFS_ATTRSEG_RDEV;
+			} else if (kl == 4 && memcmp(f, "size", 4) == 0 &&
+				   v >= 0) {
+				e.size = (uint64_t)v;
+				e.have |= OBJFS_ATTRSEG_SIZE;
 			}
 		}
 	}

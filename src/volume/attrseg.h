@@ -24,15 +24,18 @@
  *
  *   objfs-attrs 1
  *   dir <D>
- *   e <name> etag=<ETag> lm=<ns> mode=<st_mode> uid=<n> gid=<n> mtime=<ns> [atime=<ns>] [ctime=<ns>] [rdev=<n>] ct=<ns> [link=<target>]
+ *   e <name> etag=<ETag> lm=<ns> mode=<st_mode> uid=<n> gid=<n> mtime=<ns> [atime=<ns>] [ctime=<ns>] [rdev=<n>] [size=<n>] ct=<ns> [link=<target>]
  *
  * <ns> is signed nanoseconds since the epoch.  Names and values are
  * percent-escaped: bytes <= 0x20, '%', '=' and 0x7f as %XX.  mtime, atime
  * and ctime are absent when the object has none (its Last-Modified stands
  * for it); rdev only for character and block devices (decimal dev_t);
- * link only for symlinks.  atime, ctime and rdev came later in version 1:
- * older readers ignore them (and take the entry of a FIFO, socket or
- * device for no entry at all).  Extensible: readers ignore lines of other
+ * link only for symlinks.  size is the object's size as the listing
+ * that gave lm showed it (bytes).  atime, ctime, rdev and size came later
+ * in version 1: older readers ignore them (and take the entry of a FIFO,
+ * socket or device for no entry at all).  An entry without size is not
+ * used for a zero-byte object (fs/attrindex.c: such entries were written
+ * before hard-link names had a body of their own).  Extensible: readers ignore lines of other
  * kinds and fields they do not know (a later writer may add `nlink=`...);
  * a segment whose first line names another major version is ignored as a
  * whole (EPROTO).
@@ -60,6 +63,7 @@
 #define OBJFS_ATTRSEG_RDEV 0x10u
 #define OBJFS_ATTRSEG_ATIME 0x20u
 #define OBJFS_ATTRSEG_CTIME 0x40u
+#define OBJFS_ATTRSEG_SIZE 0x80u
 
 struct objfs_attrseg_entry {
 	char *name;                     /* owned */
@@ -74,6 +78,7 @@ struct objfs_attrseg_entry {
 	int64_t atime;                  /* ns */
 	int64_t ctime;                  /* ns */
 	uint64_t rdev;
+	uint64_t size;                  /* bytes, as listed with lm */
 	char *link;                     /* owned; NULL but for symlinks */
 };
 

@@ -92,6 +92,16 @@ static int put(char *buf, size_t cap, int n)
 	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
 }
 
+int objfs_hlink_name_body(const char *id, const char *token, char *buf,
+			  size_t cap)
+{
+	if (!objfs_hlink_id_valid(id) || !objfs_hlink_token_valid(token) ||
+	    cap < OBJFS_HLINK_BODY_LEN + 1)
+		return EINVAL;
+	snprintf(buf, cap, "objfs-link %s %s\n", id, token);
+	return 0;
+}
+
 int objfs_hlink_data_key(const char *id, char *buf, size_t cap)
 {
 	if (!objfs_hlink_id_valid(id))
@@ -115,4 +125,26 @@ int objfs_hlink_name_key(const char *id, const char *token, char *buf,
 		return EINVAL;
 	return put(buf, cap, snprintf(buf, cap, "%s%s/names/%s",
 				      OBJFS_HLINK_PREFIX, id, token));
+}
+
+enum objfs_hlink_kind objfs_hlink_key_kind(const char *key, char *id)
+{
+	const size_t pl = strlen(OBJFS_HLINK_PREFIX);
+	const char *rest;
+
+	if (strncmp(key, OBJFS_HLINK_PREFIX, pl) != 0 ||
+	    strlen(key) < pl + OBJFS_HLINK_ID_LEN + 1 ||
+	    key[pl + OBJFS_HLINK_ID_LEN] != '/')
+		return OBJFS_HLINK_OTHER;
+	memcpy(id, key + pl, OBJFS_HLINK_ID_LEN);
+	id[OBJFS_HLINK_ID_LEN] = '\0';
+	if (!objfs_hlink_id_valid(id))
+		return OBJFS_HLINK_OTHER;
+	rest = key + pl + OBJFS_HLINK_ID_LEN + 1;
+	if (strcmp(rest, "data") == 0)
+		return OBJFS_HLINK_DATA;
+	if (strncmp(rest, "names/", 6) == 0 &&
+	    objfs_hlink_token_valid(rest + 6))
+		return OBJFS_HLINK_ENTRY;
+	return OBJFS_HLINK_OTHER;
 }

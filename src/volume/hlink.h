@@ -14,14 +14,22 @@
  *                                      digits), the body the key the name
  *                                      had when made.  st_nlink is their
  *                                      count.
- *   PREFIX/NAME                        each name: a zero-byte object whose
- *                                      user metadata OBJFS_META_HLINK holds
- *                                      ID and OBJFS_META_HLINK_TOKEN its T
+ *   PREFIX/NAME                        each name: an object whose user
+ *                                      metadata OBJFS_META_HLINK holds ID
+ *                                      and OBJFS_META_HLINK_TOKEN its T
  *                                      (and mode/uid/gid/mtime as they were
  *                                      when the name was made, for other
- *                                      tools)
+ *                                      tools), its body
+ *                                      "objfs-link ID T\n"
+ *                                      (objfs_hlink_name_body())
  * The token travels with the name's metadata: a rename (of the name or of
  * a directory above it: a server-side copy) leaves its entry right.
+ *
+ * The metadata is what makes a name; the body only makes its ETag and
+ * size differ from those of any file it replaced (the attribute index,
+ * fs/attrindex.c, tells versions of an object apart by ETag and
+ * Last-Modified only).  Names written before the body came are zero-byte
+ * objects and stay valid.
  */
 #ifndef OBJFS_VOLUME_HLINK_H
 #define OBJFS_VOLUME_HLINK_H
@@ -55,6 +63,13 @@ bool objfs_hlink_from_meta(const struct objfs_meta *m, char *id,
 int objfs_hlink_to_meta(const char *id, const char *token,
 			struct objfs_meta *m);
 
+/* The body of the name whose set is id and token token into buf
+ * (OBJFS_HLINK_BODY_LEN + 1 bytes with its NUL).  0 or EINVAL. */
+#define OBJFS_HLINK_BODY_LEN \
+	(sizeof("objfs-link") + OBJFS_HLINK_ID_LEN + 1 + OBJFS_HLINK_TOKEN_LEN + 1)
+int objfs_hlink_name_body(const char *id, const char *token, char *buf,
+			  size_t cap);
+
 /* Keys of the link set id, relative to the volume, into buf: its data,
  * the prefix of its names' entries, the entry of the name whose token is
  * token.  0, EINVAL (id or token malformed) or ENAMETOOLONG (cap). */
@@ -62,5 +77,15 @@ int objfs_hlink_data_key(const char *id, char *buf, size_t cap);
 int objfs_hlink_names_prefix(const char *id, char *buf, size_t cap);
 int objfs_hlink_name_key(const char *id, const char *token, char *buf,
 			 size_t cap);
+
+/* What key (relative to the volume) is: OBJFS_HLINK_DATA a set's data,
+ * OBJFS_HLINK_ENTRY the entry of one of its names (id, OBJFS_HLINK_ID_LEN
+ * + 1 bytes, gets the set's id), OBJFS_HLINK_OTHER anything else. */
+enum objfs_hlink_kind {
+	OBJFS_HLINK_OTHER,
+	OBJFS_HLINK_DATA,
+	OBJFS_HLINK_ENTRY,
+};
+enum objfs_hlink_kind objfs_hlink_key_kind(const char *key, char *id);
 
 #endif

@@ -5,7 +5,8 @@
  *
  *   objfs-store-tool URL get KEY          object bytes to stdout
  *   objfs-store-tool URL put KEY [N=V..]  stdin to KEY with metadata N=V
- *   objfs-store-tool URL head KEY         "size N", "etag E", "meta N V" lines
+ *   objfs-store-tool URL head KEY         "size N", "etag E", "mtime S.NS"
+ *                                         (Last-Modified), "meta N V" lines
  *   objfs-store-tool URL list [PREFIX]    every key under PREFIX, one a line
  *   objfs-store-tool URL del KEY
  *   objfs-store-tool URL capacity BYTES   writes the volume record
@@ -270,7 +271,9 @@ int main(int argc, char **argv)
 		if (err == 0) {
 			size_t i;
 
-			printf("size %" PRIu64 "\netag %s\n", info.size, info.etag);
+			printf("size %" PRIu64 "\netag %s\nmtime %lld.%09ld\n",
+			       info.size, info.etag,
+			       (long long)info.mtime.tv_sec, info.mtime.tv_nsec);
 			for (i = 0; i < info.meta.n; i++)
 				printf("meta %s %s\n", info.meta.items[i].name,
 				       info.meta.items[i].value);

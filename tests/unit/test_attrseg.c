@@ -66,6 +66,14 @@ static void test_round_trip(void **state)
 			e.have |= OBJFS_ATTRSEG_RDEV | OBJFS_ATTRSEG_ATIME |
 				  OBJFS_ATTRSEG_CTIME;
 		}
+		if (i == 6) {           /* a size: zero counts */
+			e.size = 0;
+			e.have |= OBJFS_ATTRSEG_SIZE;
+		}
+		if (i == 7) {
+			e.size = 5000000000ULL;
+			e.have |= OBJFS_ATTRSEG_SIZE;
+		}
 		assert_int_equal(objfs_attrseg_add(&s, &e), 0);
 	}
 	assert_int_equal(objfs_attrseg_format(&s, &text, &len), 0);
@@ -90,6 +98,8 @@ static void test_round_trip(void **state)
 			assert_true(r.e[i].atime == s.e[i].atime);
 		if (s.e[i].have & OBJFS_ATTRSEG_CTIME)
 			assert_true(r.e[i].ctime == s.e[i].ctime);
+		if (s.e[i].have & OBJFS_ATTRSEG_SIZE)
+			assert_true(r.e[i].size == s.e[i].size);
 		if (s.e[i].link != NULL)
 			assert_string_equal(r.e[i].link, s.e[i].link);
 		else

@@ -1,7 +1,7 @@
 /* Unit tests of the hard-link keys and metadata (volume/hlink.h): ids and
  * tokens drawn and checked, the id and token a name's metadata holds
  * (malformed or missing ones mean a plain object), and the keys of a link
- * set, which never leave .objfs/links/ID/. */
+ * set, which never leave .objfs/links/ID/; a name's body, never empty. */
 #include "config.h"
 
 #include <errno.h>
@@ -95,12 +95,53 @@ static void test_keys(void **state)
 	assert_int_equal(objfs_hlink_data_key(ID, buf, 20), ENAMETOOLONG);
 }
 
+static void test_body(void **state)
+{
+	char buf[OBJFS_HLINK_BODY_LEN + 1];
+
+	(void)state;
+	assert_int_equal(objfs_hlink_name_body(ID, TOK, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "objfs-link " ID " " TOK "\n");
+	assert_int_equal(strlen(buf), OBJFS_HLINK_BODY_LEN);
+	assert_int_equal(objfs_hlink_name_body(ID, TOK, buf, sizeof(buf) - 1),
+			 EINVAL);
+	assert_int_equal(objfs_hlink_name_body("x", TOK, buf, sizeof(buf)),
+			 EINVAL);
+	assert_int_equal(objfs_hlink_name_body(ID, "", buf, sizeof(buf)),
+			 EINVAL);
+}
+
+static void test_key_kind(void **state)
+{
+	char id[OBJFS_HLINK_ID_LEN + 1];
+
+	(void)state;
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/data", id),
+			 OBJFS_HLINK_DATA);
+	assert_string_equal(id, ID);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/names/" TOK,
+					      id), OBJFS_HLINK_ENTRY);
+	assert_string_equal(id, ID);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/names/x", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/" ID "/data2", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/XYZ/data", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind(".objfs/links/", id),
+			 OBJFS_HLINK_OTHER);
+	assert_int_equal(objfs_hlink_key_kind("a/" ID "/data", id),
+			 OBJFS_HLINK_OTHER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_id),
 		cmocka_unit_test(test_meta),
 		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_body),
+		cmocka_unit_test(test_key_kind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
