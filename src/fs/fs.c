@@ -42,6 +42,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->mem_limit = 12ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 3;
+	o->prefetch = 8;
 	o->part_size = 32ULL << 20;
 	o->upload_parallel = 2;
 	o->threads = 32;
@@ -213,6 +214,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 				FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME |
 				FUSE_SET_ATTR_ATIME_NOW);
 	pthread_rwlock_rdlock(&fs->ns);
+	pf_drop_inode(fs, in);
 	pthread_mutex_lock(&in->mu);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (!S_ISREG(in->mode)) {
@@ -483,6 +485,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	pf_drop_name(fs, dir, name);
 	memset(&fa, 0, sizeof(fa));
 	fa.gid = new_group(fs, ctx, dir, &mode);
 	fa.mode = mode;
@@ -621,6 +624,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	      new_name_check(fs, dir, newname);
 	if (err == 0) {
 		pthread_rwlock_rdlock(&fs->ns);
+		pf_drop_inode(fs, in);
+		pf_drop_name(fs, dir, newname);
 		err = hl_link(fs, in, dir, newname);
 		pthread_rwlock_unlock(&fs->ns);
 	}
@@ -711,6 +716,8 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (err == 0 && in_store)
 		err = objfs_store_del(fs->store, key);
+	if (err == 0)
+		pf_drop_name(fs, dir, name);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in_store) {
@@ -905,6 +912,10 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_lock(&fs->lock);
 	local = in->dirty || in->spool != NULL || !in->in_store;
 	pthread_mutex_unlock(&fs->lock);
+	if (writing)
+		pf_drop_inode(fs, in);
+	else if (!local)
+		pf_opened(fs, in);      /* a scan's next files, in parallel */
 	if (!local) {
 		/* close-to-open: a reopened file is revalidated */
 		err = ra_open_revalidate(fs, in, !writing, &ro);
@@ -1036,6 +1047,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	pf_drop_name(fs, dir, name);
 	/* an existing name (stale negative entry) is opened, not replaced;
 	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);
@@ -1738,6 +1750,11 @@ int objfs_fs_start(struct objfs_fs *fs)
 
 	if (fs->pool != NULL)
 		return 0;
+	if (fs->pf == NULL) {
+		err = pf_init(fs);      /* freed at destroy */
+		if (err != 0)
+			return err;
+	}
 	err = objfs_pool_create(fs->o.threads, &fs->pool);
 	if (err != 0)
 		return err;
@@ -1777,6 +1794,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 		pthread_join(fs->aidx_thread, NULL);
 	aidx_flush(fs, true);
 	objfs_pool_destroy(fs->pool);
+	pf_destroy(fs);         /* no prefetch runs any more */
 	while (fs->handles != NULL)
 		fh_free(fs->handles);   /* the kernel never released them */
 	while (fs->dirhandles != NULL)
