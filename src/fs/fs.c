@@ -1719,6 +1719,11 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		}
 	}
 	fs->o.cache_dir = NULL;         /* not kept: the cache has its own copy */
+	err = pf_init(fs);
+	if (err != 0) {
+		objfs_dcache_destroy(fs->dcache);
+		goto err_root;
+	}
 	*out = fs;
 	return 0;
 
@@ -1750,11 +1755,6 @@ int objfs_fs_start(struct objfs_fs *fs)
 
 	if (fs->pool != NULL)
 		return 0;
-	if (fs->pf == NULL) {
-		err = pf_init(fs);      /* freed at destroy */
-		if (err != 0)
-			return err;
-	}
 	err = objfs_pool_create(fs->o.threads, &fs->pool);
 	if (err != 0)
 		return err;

@@ -708,8 +708,6 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
  * every name under it.  Take fs->lock (not held). */
 void pf_drop_inode(struct objfs_fs *fs, struct inode *in);
 void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name);
-/* The cache's counts (zeros when off).  No lock. */
-void pf_stats(struct objfs_fs *fs, struct objfs_pfcache_stats *out);
 
 /* ---- rename.c: rename ---- */
 

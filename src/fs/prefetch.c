@@ -138,10 +138,11 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 		if (!s->e[j].is_dir)
 			seq = false;
 	dir->pf_next = i + 1;
-	if (!seq) {
-		dir->pf_upto = i + 1;
+	/* out of order: nothing now (what was prefetched before is not
+	 * fetched again: a reader going back over the listing finds it in
+	 * the page cache) */
+	if (!seq)
 		goto out;
-	}
 	for (j = i + 1; j < s->n && files < fs->o.prefetch; j++) {
 		const struct dent *d = &s->e[j];
 
@@ -241,11 +242,4 @@ void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name)
 	if (err == 0)
 		err = objfs_key_join(dkey, name, false, key, sizeof(key));
 	pf_drop_key(fs, err, key);
-}
-
-void pf_stats(struct objfs_fs *fs, struct objfs_pfcache_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (fs->pf != NULL)
-		objfs_pfcache_stats(fs->pf, out);
 }
