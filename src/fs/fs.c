@@ -8,7 +8,8 @@
  *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
  * every open of a clean file revalidates it with a HEAD (a small file read
- * whole by a GET instead: readahead.c); the kernel page
+ * whole by a GET instead: readahead.c; or by a prefetch's GET sent at most
+ * attr_ttl ago: prefetch.c); the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
  * data it caches (cache_etag), and attributes are invalidated when it
  * changed.  Listings are cached for dir_ttl and dropped on local changes.

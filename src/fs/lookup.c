@@ -10,7 +10,8 @@
  * local state (dirty, spooled, or created and not yet uploaded) is never
  * replaced by what the store says; a clean one gone from the store or of
  * another type is detached.  revalidate() re-reads a clean inode's
- * attributes after attr_ttl (and at every open: close-to-open).  No lock
+ * attributes after attr_ttl (and at every open: close-to-open), from a
+ * prefetch's GET (prefetch.c) when one was sent within attr_ttl.  No lock
  * is held across store I/O; fs->lock is taken around table work.
  */
 #include "config.h"
