@@ -92,8 +92,10 @@ static bool pf_candidate(struct objfs_fs *fs, struct inode *dir,
 {
 	struct inode *c;
 
+	/* what an open reads whole (ra_open_revalidate) */
 	if (d->is_dir || d->hlink || d->etag[0] == '\0' ||
-	    d->size >= PF_FILE_MAX || (d->have_attr && !S_ISREG(d->fa.mode)))
+	    d->size >= PF_FILE_MAX || d->size >= fs->o.ra_chunk ||
+	    fs->o.ra_chunks == 0 || (d->have_attr && !S_ISREG(d->fa.mode)))
 		return false;
 	c = find_child(fs, dir, d->name);
 	return c == NULL || (S_ISREG(c->mode) && !c->dirty && c->spool == NULL &&
