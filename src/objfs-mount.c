@@ -125,7 +125,7 @@ static void usage(const char *prog)
 "  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3)\n"
 "  prefetch=N             a reader going through a directory's files in\n"
 "                         order gets its next N small files (< 1 MiB)\n"
-"                         fetched in parallel (default: 8; 0: off; max 64)\n"
+"                         fetched in parallel (default: 16; 0: off; max 64)\n"
 "  part_size=BYTES        multipart upload part size (default: 32M)\n"
 "  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"

@@ -43,7 +43,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->mem_limit = 12ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 3;
-	o->prefetch = 8;
+	o->prefetch = 16;
 	o->part_size = 32ULL << 20;
 	o->upload_parallel = 2;
 	o->threads = 32;

@@ -52,7 +52,7 @@ struct objfs_fs_opts {
 	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 3 */
 	unsigned prefetch;          /* a directory's next small files fetched
 				       ahead of a reader going through it in
-				       order (0: off): 8 */
+				       order (0: off): 16 */
 	uint64_t part_size;         /* multipart part size: 32 MiB */
 	unsigned upload_parallel;   /* parts in flight per upload: 2 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */

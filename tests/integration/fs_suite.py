@@ -764,7 +764,7 @@ def prefetch_tree(env, url, dirs, files):
 
 
 def t_prefetch_cp(env):
-    """`cp -r` out of a fresh mount (prefetch=8, the default): a
+    """`cp -r` out of a fresh mount (prefetch=16, the default): a
     byte-identical copy, one GET per file and no HEAD per file (the files
     each open would GET in turn come from prefetches started by the open
     before, in parallel), and the prefetches used."""
