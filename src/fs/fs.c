@@ -1319,6 +1319,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		s = NULL;
 		pthread_mutex_lock(&fs->lock);
+		pf_dir_wait(fs, dir);   /* being listed ahead: that listing */
 		if (dir->snap != NULL &&
 		    now_mono() - dir->snap->time < fs->o.dir_ttl) {
 			s = dir->snap;
@@ -1416,6 +1417,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pos += need;
 	}
+	if (plus && !windowed && err == 0)
+		pf_dir_read(fs, dir, s, off == 0);
 	pthread_mutex_unlock(&fs->lock);
 out:
 	if (err != 0 && pos == 0)
@@ -1770,7 +1773,7 @@ int objfs_fs_start(struct objfs_fs *fs)
 	if (err != 0)
 		return err;     /* the scan and pool stop at destroy */
 	fs->aidx_started = true;
-	return 0;
+	return pf_start(fs);    /* stopped at destroy */
 }
 
 void objfs_fs_destroy(struct objfs_fs *fs)
@@ -1794,6 +1797,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	if (fs->aidx_started)
 		pthread_join(fs->aidx_thread, NULL);
 	aidx_flush(fs, true);
+	pf_stop(fs);            /* its listers use the pool */
 	objfs_pool_destroy(fs->pool);
 	pf_destroy(fs);         /* no prefetch runs any more */
 	while (fs->handles != NULL)

@@ -87,6 +87,8 @@
 #define KEYBUF (OBJFS_KEY_MAX + 2)
 #define RA_MAX 16
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
+#define PF_DIRQ 16              /* directories queued to list ahead */
+#define PF_LISTERS 2            /* threads listing them */
 #define LINK_MAX_LEN 4096
 #define SUB "fs"
 
@@ -172,6 +174,11 @@ struct inode {
 					    positions count in (its time) */
 	size_t pf_next, pf_upto;         /* the position after the last file
 					    opened / prefetched (prefetch.c) */
+	size_t pf_dnext, pf_dupto;       /* the same for subdirectories read
+					    / listed ahead */
+	bool pf_listing;                 /* being listed ahead (prefetch.c) */
+	bool pf_walk;                    /* read in a tree walk: its own
+					    subdirectories are listed ahead */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
 	bool dir_times;                  /* a directory's mtime and ctime
@@ -278,6 +285,14 @@ struct objfs_fs {
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
 	struct objfs_pfcache *pf;       /* NULL: prefetch=0 (prefetch.c) */
+	/* listings read ahead (prefetch.c; fs->lock) */
+	pthread_cond_t pf_cv;           /* one ended, or queued, or stop */
+	struct inode *pf_dirq[PF_DIRQ]; /* directories to list (pinned) */
+	unsigned pf_dirq_n;
+	bool pf_stop;
+	unsigned pf_nthreads;
+	uint64_t pf_listed;             /* directories listed ahead */
+	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
 	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
 	struct fhandle *handles;        /* open files (fs->lock), freed at
@@ -703,6 +718,20 @@ void pf_opened(struct objfs_fs *fs, struct inode *in);
 bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 		   const struct objfs_sink *sink, struct probe *p,
 		   double *when);
+/* Starts / stops the threads that list directories ahead (prefetch on).
+ * 0 or an errno.  No lock (start; destroy, before the pool goes). */
+int pf_start(struct objfs_fs *fs);
+void pf_stop(struct objfs_fs *fs);
+/* readdirplus served entries of dir from its whole listing s (first: from
+ * its start): when dir is read in its parent's order after a sibling (a
+ * tree walk), the next subdirectories of its parent and its own first
+ * ones (with inodes so far) are queued to be listed ahead.  fs->lock
+ * held. */
+void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+		 const struct dirsnap *s, bool first);
+/* Waits while dir is being listed ahead (its listing is then fresh).
+ * fs->lock held (released while waiting). */
+void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);
 /* A name changes here (written, truncated, removed, renamed, linked,
  * created): its prefetched data goes, and, for a directory, that of
  * every name under it.  Take fs->lock (not held). */

@@ -167,6 +167,10 @@ static const struct objfs_metric_def defs[] = {
 	{ .name = "objfs_fs_prefetch_bytes",
 	  .help = "Bytes prefetched files hold (at most 8 MiB).",
 	  .type = OBJFS_METRIC_GAUGE },
+#define D_PF_LISTED 24
+	{ .name = "objfs_fs_prefetch_listings_total",
+	  .help = "Directories listed ahead of a tree walk (prefetch=N).",
+	  .type = OBJFS_METRIC_COUNTER },
 };
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -430,6 +434,9 @@ static void collect(void *arg)
 		for (i = 0; i < 6; i++)
 			objfs_metric_set(m->m[D_PF], i, (int64_t)v[i]);
 		objfs_metric_set(m->m[D_PF_BYTES], 0, (int64_t)st.bytes);
+		pthread_mutex_lock(&fs->lock);
+		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf_listed);
+		pthread_mutex_unlock(&fs->lock);
 	}
 }
 
@@ -449,7 +456,7 @@ int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
 		if (fs->dcache == NULL && i >= D_DC_HITS && i <= D_DC_BYTES)
 			continue;
 		/* prefetch's only when it is on */
-		if (fs->pf == NULL && i >= D_PF && i <= D_PF_BYTES)
+		if (fs->pf == NULL && i >= D_PF && i <= D_PF_LISTED)
 			continue;
 		err = objfs_metrics_register(reg, &defs[i], &m->m[i]);
 	}

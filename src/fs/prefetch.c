@@ -41,19 +41,190 @@
 #define PF_MEM (8ULL << 20)             /* bytes held at most */
 #define PF_FILE_MAX (1ULL << 20)        /* a larger file is not prefetched */
 #define PF_ENTRIES 256
+#define PF_DIRS_AHEAD 4                 /* subdirectories listed ahead */
 
 int pf_init(struct objfs_fs *fs)
 {
+	int err;
+
+	pthread_cond_init(&fs->pf_cv, NULL);
 	if (fs->o.prefetch == 0)
 		return 0;
-	return objfs_pfcache_create(PF_MEM, PF_ENTRIES, sizeof(struct probe),
-				    &fs->pf);
+	err = objfs_pfcache_create(PF_MEM, PF_ENTRIES, sizeof(struct probe),
+				   &fs->pf);
+	if (err != 0)
+		pthread_cond_destroy(&fs->pf_cv);
+	return err;
 }
 
 void pf_destroy(struct objfs_fs *fs)
 {
 	objfs_pfcache_destroy(fs->pf);
 	fs->pf = NULL;
+	pthread_cond_destroy(&fs->pf_cv);
+}
+
+/* ---- listings read ahead ---------------------------------------------- */
+
+/* A lister: lists the queued directories, with their entries' attributes
+ * (what readdirplus fetches), until pf_stop. */
+static void *pf_lister(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		struct dirsnap *s = NULL;
+		struct inode *c;
+
+		while (!fs->pf_stop && fs->pf_dirq_n == 0)
+			pthread_cond_wait(&fs->pf_cv, &fs->lock);
+		if (fs->pf_stop)
+			break;
+		c = fs->pf_dirq[0];
+		memmove(&fs->pf_dirq[0], &fs->pf_dirq[1],
+			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
+		pthread_mutex_unlock(&fs->lock);
+		if (snap_build(fs, c, NULL, &s) == 0 && !s->more && s->base == 0)
+			snap_fetch_attrs(fs, c, s);
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(s);
+		fs->pf_listed++;
+		c->pf_listing = false;
+		pthread_cond_broadcast(&fs->pf_cv);
+		pthread_mutex_unlock(&fs->lock);
+		unpin(fs, c);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int pf_start(struct objfs_fs *fs)
+{
+	int err = 0;
+
+	while (fs->pf != NULL && fs->pf_nthreads < PF_LISTERS && err == 0) {
+		err = pthread_create(&fs->pf_threads[fs->pf_nthreads], NULL,
+				     pf_lister, fs);
+		if (err == 0)
+			fs->pf_nthreads++;
+	}
+	return err;
+}
+
+void pf_stop(struct objfs_fs *fs)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->pf_stop = true;
+	pthread_cond_broadcast(&fs->pf_cv);
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < fs->pf_nthreads; i++)
+		pthread_join(fs->pf_threads[i], NULL);
+	fs->pf_nthreads = 0;
+	pthread_mutex_lock(&fs->lock);
+	while (fs->pf_dirq_n > 0) {
+		struct inode *c = fs->pf_dirq[--fs->pf_dirq_n];
+
+		c->pf_listing = false;
+		pthread_mutex_unlock(&fs->lock);
+		unpin(fs, c);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void pf_dir_wait(struct objfs_fs *fs, struct inode *dir)
+{
+	fs_assert_locked(fs);
+	while (dir->pf_listing)
+		pthread_cond_wait(&fs->pf_cv, &fs->lock);
+}
+
+/* Queues the subdirectory of dir listing entry d to be listed ahead: false
+ * when it cannot be (no inode yet, the queue full), true when queued or
+ * not needed (listed, fresh, or being listed).  fs->lock held. */
+static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d)
+{
+	struct inode *c = find_child(fs, dir, d->name);
+
+	if (c == NULL || !S_ISDIR(c->mode) || fs->pf_dirq_n == PF_DIRQ)
+		return false;
+	if (c->pf_listing || (c->snap != NULL &&
+			      now_mono() - c->snap->time < fs->o.dir_ttl))
+		return true;
+	c->refs++;
+	c->pf_listing = true;
+	fs->pf_dirq[fs->pf_dirq_n++] = c;
+	pthread_cond_broadcast(&fs->pf_cv);
+	return true;
+}
+
+/* Queues the subdirectories of dir's whole listing s from position from
+ * on, up to PF_DIRS_AHEAD of them counted from position `count_from`,
+ * those before dir->pf_dupto queued already.  fs->lock held. */
+static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
+			  const struct dirsnap *s, size_t count_from)
+{
+	size_t j, dirs = 0;
+
+	for (j = count_from; j < s->n && dirs < PF_DIRS_AHEAD; j++) {
+		if (!s->e[j].is_dir)
+			continue;
+		dirs++;
+		if (j >= dir->pf_dupto && !pf_queue_dir(fs, dir, &s->e[j]))
+			break;
+		if (j + 1 > dir->pf_dupto)
+			dir->pf_dupto = j + 1;
+	}
+}
+
+/* dir's scan positions count in listing s (a new listing starts them
+ * over).  fs->lock held. */
+static void pf_positions(struct inode *dir, const struct dirsnap *s)
+{
+	if (dir->pf_time != s->time) {
+		dir->pf_time = s->time;
+		dir->pf_next = dir->pf_upto = 0;
+		dir->pf_dnext = dir->pf_dupto = 0;
+	}
+}
+
+void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+		 const struct dirsnap *s, bool first)
+{
+	struct inode *p = dir->parent;
+	const struct dirsnap *ps;
+	size_t i, j;
+	bool found, seq;
+
+	fs_assert_locked(fs);
+	if (fs->pf_nthreads == 0 || s->more || s->base != 0)
+		return;
+	ps = p != NULL ? p->snap : NULL;
+	if (first && ps != NULL && !ps->more && ps->base == 0) {
+		/* after the sibling read before it: a tree walk */
+		i = snap_find(ps, dir->name, &found);
+		pf_positions(p, ps);
+		seq = found && p->pf_dnext > 0 && i >= p->pf_dnext;
+		for (j = p->pf_dnext; seq && j < i; j++)
+			if (ps->e[j].is_dir)
+				seq = false;
+		if (found)
+			p->pf_dnext = i + 1;
+		dir->pf_walk = seq;
+		if (seq)
+			pf_queue_dirs(fs, p, ps, i + 1);
+	} else if (first) {
+		dir->pf_walk = false;
+	}
+	if (dir->pf_walk) {
+		pf_positions(dir, s);
+		pf_queue_dirs(fs, dir, s, 0);
+	}
 }
 
 struct pf_task {
@@ -129,10 +300,7 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	i = snap_find(s, in->name, &found);
 	if (!found)
 		goto out;
-	if (dir->pf_time != s->time) {
-		dir->pf_time = s->time;
-		dir->pf_next = dir->pf_upto = 0;
-	}
+	pf_positions(dir, s);
 	/* in order: no file of the listing skipped since the last open */
 	if (i < dir->pf_next)
 		seq = false;

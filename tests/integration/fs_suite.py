@@ -784,6 +784,9 @@ def t_prefetch_cp(env):
     # per directory of 12 (13) files the first is read by its open: the
     # rest come from prefetches
     check(used >= 30 and used <= started, "prefetches used: %s of %s" % (used, started))
+    # t/d1 read after t/d0: t/d2 listed ahead (and its listing used)
+    check(mt.get("objfs_fs_prefetch_listings_total", 0) >= 1,
+          "directories listed ahead: %s" % mt)
     env.umount(b)
     shutil.rmtree(out)
     r = store_requests(env, b)
@@ -796,6 +799,8 @@ def t_prefetch_cp(env):
         # (4), "empty" (no index entry for a zero-byte object)
         check(int(r.get("get", 0)) <= 2 + 5 + n + 2, "one GET per file: %s" % r)
         check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2, "no HEAD per file: %s" % r)
+        # a LIST and its index's per directory (6), t's lookup: none twice
+        check(int(r.get("list", 0)) <= 2 * 6 + 1, "a directory listed once: %s" % r)
 
 
 def t_prefetch_stale(env):
