@@ -24,9 +24,22 @@
  * unlink, rename, link, create) drops its entry, loading ones too (a GET
  * that started before the change never lands after it).
  *
+ * Listings ahead: a tree walk reads a directory's subdirectories in its
+ * listing order too, each costing a LIST, its index and its
+ * subdirectories' marker HEADs in series.  When readdirplus reads a
+ * directory after the sibling before it (the second one of a walk on),
+ * its parent's next PF_DIRS_AHEAD subdirectories and its own first ones
+ * are queued (pinned, pf_listing) for PF_LISTERS threads of their own
+ * (snap_fetch_attrs() waits for tasks on the pool, which a pool task may
+ * not do) that list them as readdirplus would; a readdir of a directory
+ * being listed ahead waits for that listing (pf_dir_wait()), fresh for
+ * dir_ttl like any other.
+ *
  * Per directory (fs->lock): pf_time names the listing the positions
  * count in (its time), pf_next the position after the last file opened,
- * pf_upto the position up to which prefetches were started.
+ * pf_upto the position up to which prefetches were started, pf_dnext and
+ * pf_dupto the same for subdirectories read and listed ahead, pf_walk
+ * that it was read in a walk.
  */
 #include "config.h"
 
