@@ -1417,8 +1417,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pos += need;
 	}
-	if (plus && !windowed && err == 0)
-		pf_dir_read(fs, dir, s, off == 0);
+	if (!windowed && err == 0)
+		pf_dir_read(fs, dir, s, plus, off == 0);
 	pthread_mutex_unlock(&fs->lock);
 out:
 	if (err != 0 && pos == 0)

@@ -179,6 +179,9 @@ struct inode {
 	bool pf_listing;                 /* being listed ahead (prefetch.c) */
 	bool pf_walk;                    /* read in a tree walk: its own
 					    subdirectories are listed ahead */
+	bool pf_scanned;                 /* its listing (pf_time) was read by
+					    a readdir: its files may be
+					    prefetched */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
 	bool dir_times;                  /* a directory's mtime and ctime
@@ -722,13 +725,14 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
  * 0 or an errno.  No lock (start; destroy, before the pool goes). */
 int pf_start(struct objfs_fs *fs);
 void pf_stop(struct objfs_fs *fs);
-/* readdirplus served entries of dir from its whole listing s (first: from
- * its start): when dir is read in its parent's order after a sibling (a
- * tree walk), the next subdirectories of its parent and its own first
- * ones (with inodes so far) are queued to be listed ahead.  fs->lock
- * held. */
+/* readdir (plus: readdirplus) served entries of dir from its whole
+ * listing s (first: from its start): a reader of that listing's files in
+ * order may get them prefetched; with plus, when dir is read in its
+ * parent's order after a sibling (a tree walk), the next subdirectories
+ * of its parent and its own first ones (with inodes so far) are queued to
+ * be listed ahead.  fs->lock held. */
 void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-		 const struct dirsnap *s, bool first);
+		 const struct dirsnap *s, bool plus, bool first);
 /* Waits while dir is being listed ahead (its listing is then fresh).
  * fs->lock held (released while waiting). */
 void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);

@@ -203,11 +203,12 @@ static void pf_positions(struct inode *dir, const struct dirsnap *s)
 		dir->pf_time = s->time;
 		dir->pf_next = dir->pf_upto = 0;
 		dir->pf_dnext = dir->pf_dupto = 0;
+		dir->pf_scanned = false;
 	}
 }
 
 void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-		 const struct dirsnap *s, bool first)
+		 const struct dirsnap *s, bool plus, bool first)
 {
 	struct inode *p = dir->parent;
 	const struct dirsnap *ps;
@@ -215,7 +216,11 @@ void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 	bool found, seq;
 
 	fs_assert_locked(fs);
-	if (fs->pf_nthreads == 0 || s->more || s->base != 0)
+	if (fs->pf == NULL || s->more || s->base != 0)
+		return;
+	pf_positions(dir, s);
+	dir->pf_scanned = true;
+	if (!plus || fs->pf_nthreads == 0)
 		return;
 	ps = p != NULL ? p->snap : NULL;
 	if (first && ps != NULL && !ps->more && ps->base == 0) {
@@ -314,6 +319,10 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	if (!found)
 		goto out;
 	pf_positions(dir, s);
+	/* a scan reads the directory first (not, say, rsync's receiver
+	 * reopening a file it just wrote) */
+	if (!dir->pf_scanned)
+		goto out;
 	/* in order: no file of the listing skipped since the last open */
 	if (i < dir->pf_next)
 		seq = false;

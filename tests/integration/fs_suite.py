@@ -767,7 +767,8 @@ def t_prefetch_cp(env):
     """`cp -r` out of a fresh mount (prefetch=16, the default): a
     byte-identical copy, one GET per file and no HEAD per file (the files
     each open would GET in turn come from prefetches started by the open
-    before, in parallel), and the prefetches used."""
+    before, in parallel), and the prefetches used.  Files opened by name
+    in order without a readdir of their directory prefetch nothing."""
     url = env.volume("pfcp")
     data = prefetch_tree(env, url, 3, 12)
     b = env.mount(url, ["log_level=info"])
@@ -786,7 +787,8 @@ def t_prefetch_cp(env):
     check(used >= 30 and used <= started, "prefetches used: %s of %s" % (used, started))
     # t/d1 read after t/d0: t/d2 listed ahead (and its listing used)
     check(mt.get("objfs_fs_prefetch_listings_total", 0) >= 1,
-          "directories listed ahead: %s" % mt)
+          "directories listed ahead: %s" %
+          {k: v for k, v in mt.items() if "prefetch" in k})
     env.umount(b)
     shutil.rmtree(out)
     r = store_requests(env, b)
@@ -801,6 +803,22 @@ def t_prefetch_cp(env):
         check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2, "no HEAD per file: %s" % r)
         # a LIST and its index's per directory (6), t's lookup: none twice
         check(int(r.get("list", 0)) <= 2 * 6 + 1, "a directory listed once: %s" % r)
+    # files opened by name in order, their directory listed by a lookup
+    # but never read (rsync's receiver reopening what it wrote): nothing
+    # prefetched
+    c = env.mount(url)
+    os.mkdir(c["dir"] + "/n")
+    for i in range(6):
+        wfile(c["dir"] + "/n/f%d" % i, b"%d" % i)
+    time.sleep(1.2)                     # past dir_ttl: the next lookup lists n
+    check(not os.path.exists(c["dir"] + "/n/missing"), "a lookup of a missing name")
+    for i in range(6):
+        check(rfile(c["dir"] + "/n/f%d" % i) == b"%d" % i, "n/f%d read by name" % i)
+    mt = scrape(c)
+    check(mt.get('objfs_fs_prefetch_total{result="started"}', 0) == 0,
+          "no prefetch without a readdir: %s" %
+          {k: v for k, v in mt.items() if "prefetch" in k})
+    env.umount(c)
 
 
 def t_prefetch_stale(env):
