@@ -4,9 +4,10 @@
  * A reader that goes through a directory's files in its listing order
  * (cp -r, tar c, rsync, grep -r: readdir, then open, read and close of
  * each name in turn) pays one GET per file at its open (readahead.c), one
- * after the other.  When a file is opened for reading and every file of
- * its directory's listing (dir->snap) between the one opened before and
- * this one was opened too (or it is the first), the next N small files of
+ * after the other.  When a file is opened for reading, a readdir read its
+ * directory's listing (dir->snap: pf_scanned), and every file of that
+ * listing between the one opened before and this one was opened too (or
+ * it is the first), the next N small files of
  * the listing (at most PF_FILE_MAX bytes each, as listed; clean, no hard
  * links) are fetched whole on the pool, in parallel, each by one GET that
  * also brings the object's attributes and ETag (pfcache.c holds them,
