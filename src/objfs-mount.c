@@ -121,12 +121,16 @@ static void usage(const char *prog)
 "  negative_ttl=SECONDS   missing-name cache lifetime (default: 1)\n"
 "  dir_ttl=SECONDS        directory listing cache lifetime (default: 1)\n"
 "                         (the defaults give close-to-open consistency;\n"
-"                         every open revalidates the file with a HEAD)\n"
+"                         every open revalidates the file with a HEAD,\n"
+"                         or uses a prefetch sent at most attr_ttl ago)\n"
 "  mem_limit=BYTES        read-ahead memory bound (default: 12M, or\n"
 "                         readahead x readahead_chunks; raise it for a\n"
 "                         distant S3: it bounds the bytes in flight)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
 "  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3)\n"
+"  prefetch=N             a reader going through a directory's files in\n"
+"                         order gets its next N small files (< 1 MiB)\n"
+"                         fetched in parallel (default: 16; 0: off; max 64)\n"
 "  part_size=BYTES        multipart upload part size (default: 32M)\n"
 "  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
@@ -253,6 +257,10 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.part_size = mo->part_size;
 	if (HAS(READAHEAD_CHUNKS))
 		s->fo.ra_chunks = (unsigned)mo->readahead_chunks;
+	if (HAS(PREFETCH))
+		s->fo.prefetch = mo->prefetch > OBJFS_PREFETCH_MAX ?
+				 OBJFS_PREFETCH_MAX :
+				 (unsigned)mo->prefetch;
 	if (HAS(UPLOAD_PARALLEL))
 		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
 	if (HAS(READAHEAD) || HAS(READAHEAD_CHUNKS)) {

@@ -69,6 +69,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(DIR_TTL, dir_ttl, K_SECONDS),
 	OWN(READAHEAD, readahead, K_BYTES),
 	OWN(READAHEAD_CHUNKS, readahead_chunks, K_NUM),
+	OWN(PREFETCH, prefetch, K_NUM),
 	OWN(PART_SIZE, part_size, K_BYTES),
 	OWN(UPLOAD_PARALLEL, upload_parallel, K_NUM),
 	OWN(THREADS, threads, K_NUM),

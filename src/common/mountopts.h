@@ -60,6 +60,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_DIR_TTL,
 	OBJFS_MOPT_READAHEAD,
 	OBJFS_MOPT_READAHEAD_CHUNKS,
+	OBJFS_MOPT_PREFETCH,
 	OBJFS_MOPT_PART_SIZE,
 	OBJFS_MOPT_UPLOAD_PARALLEL,
 	OBJFS_MOPT_THREADS,
@@ -111,7 +112,7 @@ struct objfs_mount_opts {
 	double attr_ttl, entry_ttl, negative_ttl, dir_ttl;   /* seconds */
 	double volrec_ttl, usage_refresh;                    /* seconds */
 	uint64_t mem_limit, readahead, part_size, spool_limit, cache_size;
-	uint64_t readahead_chunks, upload_parallel, threads;
+	uint64_t readahead_chunks, upload_parallel, threads, prefetch;
 	const char *spool_dir;
 	double unsaved_keep;            /* seconds kept spools are kept */
 	double creds_refresh;           /* renew keys this long before expiry */

@@ -13,7 +13,8 @@
  * has another ETag by then is dropped.  A crash before the flush loses
  * only hints: those names cost a HEAD later.
  *
- * Reading: snap_fetch_attrs() calls aidx_fill() before its HEADs: the
+ * Reading: snap_fetch_attrs() calls aidx_fill() before its HEADs of files
+ * (those of subdirectories' markers run meanwhile): the
  * directory's segments are listed and fetched in parallel, and each entry
  * whose ETag and Last-Modified match the listing fills that name (the
  * latest ct wins).  A directory with AIDX_COMPACT segments or more is

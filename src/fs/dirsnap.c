@@ -10,7 +10,9 @@
  * when handles share it.  A snapshot is freed with its last reference;
  * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
  * entry attributes from the attribute index (attrindex.c), then the rest
- * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot.
+ * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot; the
+ * HEADs of subdirectories' markers (never in the index) run while the
+ * index is read.
  */
 #include "config.h"
 
@@ -370,32 +372,16 @@ static void head_run(void *arg)
 
 #define HEAD_BATCH 256          /* HEAD tasks queued at once */
 
-/* Fetches the attributes of every entry the kernel will need (readdirplus):
- * parallel HEADs for names without fresh inode attributes, queued in
- * batches so a huge directory does not queue a task per name at once. */
-void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap *s)
+/* Queues HEADs (in g) for the entries of s that are directories (dirs)
+ * or not, and that have no attributes, fresh in their inode or from the
+ * index; waits for each HEAD_BATCH of them (*queued counts them). */
+static void queue_heads(struct objfs_fs *fs, struct inode *dir,
+			const char *dkey, struct dirsnap *s, bool dirs,
+			double now, struct objfs_group *g, size_t *queued)
 {
-	struct objfs_group g;
-	char dkey[KEYBUF];
-	double now = now_mono();
-	size_t i, queued;
-	int err;
+	size_t i;
 
-	pthread_mutex_lock(&fs->lock);
-	if (s->attrs_done) {
-		pthread_mutex_unlock(&fs->lock);
-		return;
-	}
-	s->attrs_done = true;
-	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
-	pthread_mutex_unlock(&fs->lock);
-	if (err != 0)
-		return;
-	/* what the attribute index says needs no HEAD */
-	aidx_fill(fs, dkey, s);
-	objfs_group_init(&g);
-	for (i = 0, queued = 0; i < s->n; i++) {
+	for (i = 0; i < s->n; i++) {
 		struct dent *d = &s->e[i];
 		char key[KEYBUF];
 		struct inode *c;
@@ -404,7 +390,7 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 
 		pthread_mutex_lock(&fs->lock);
 		c = find_child(fs, dir, d->name);
-		skip = d->have_attr ||
+		skip = d->is_dir != dirs || d->have_attr ||
 		       (c != NULL && (c->dirty || c->spool != NULL || !c->in_store ||
 				      now - c->attr_time < fs->o.attr_ttl));
 		pthread_mutex_unlock(&fs->lock);
@@ -417,13 +403,44 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		t->fs = fs;
 		t->d = d;
 		strcpy(t->key, key);
-		if (objfs_pool_submit(fs->pool, &g, head_run, t) != 0)
+		if (objfs_pool_submit(fs->pool, g, head_run, t) != 0)
 			head_run(t);
-		if (++queued % HEAD_BATCH == 0) {
-			objfs_group_wait(&g);
-			objfs_group_init(&g);
+		if (++*queued % HEAD_BATCH == 0) {
+			objfs_group_wait(g);
+			objfs_group_init(g);
 		}
 	}
+}
+
+/* Fetches the attributes of every entry the kernel will need (readdirplus):
+ * parallel HEADs for names without fresh inode attributes, queued in
+ * batches so a huge directory does not queue a task per name at once.
+ * Subdirectories' markers (which the index never describes) are asked for
+ * while the index is read; files the index did not describe after. */
+void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s)
+{
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	double now = now_mono();
+	size_t queued = 0;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	if (s->attrs_done) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	s->attrs_done = true;
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		return;
+	objfs_group_init(&g);
+	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
+	/* what the attribute index says needs no HEAD */
+	aidx_fill(fs, dkey, s);
+	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
 	objfs_group_wait(&g);
 }
 

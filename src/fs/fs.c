@@ -8,7 +8,8 @@
  *
  * Consistency: attributes and names are trusted for attr_ttl/entry_ttl;
  * every open of a clean file revalidates it with a HEAD (a small file read
- * whole by a GET instead: readahead.c); the kernel page
+ * whole by a GET instead: readahead.c; or by a prefetch's GET sent at most
+ * attr_ttl ago: prefetch.c); the kernel page
  * cache is kept (FOPEN_KEEP_CACHE) only while the ETag is the one whose
  * data it caches (cache_etag), and attributes are invalidated when it
  * changed.  Listings are cached for dir_ttl and dropped on local changes.
@@ -42,6 +43,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->mem_limit = 12ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 3;
+	o->prefetch = 16;
 	o->part_size = 32ULL << 20;
 	o->upload_parallel = 2;
 	o->threads = 32;
@@ -213,6 +215,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 				FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME |
 				FUSE_SET_ATTR_ATIME_NOW);
 	pthread_rwlock_rdlock(&fs->ns);
+	pf_drop_inode(fs, in);
 	pthread_mutex_lock(&in->mu);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		if (!S_ISREG(in->mode)) {
@@ -480,6 +483,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	pf_drop_name(fs, dir, name);
 	memset(&fa, 0, sizeof(fa));
 	fa.gid = new_group(fs, ctx, dir, &mode);
 	fa.mode = mode;
@@ -618,6 +622,8 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	      new_name_check(fs, dir, newname);
 	if (err == 0) {
 		pthread_rwlock_rdlock(&fs->ns);
+		pf_drop_inode(fs, in);
+		pf_drop_name(fs, dir, newname);
 		err = hl_link(fs, in, dir, newname);
 		pthread_rwlock_unlock(&fs->ns);
 	}
@@ -738,6 +744,10 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_lock(&fs->lock);
 	local = in->dirty || in->spool != NULL || !in->in_store;
 	pthread_mutex_unlock(&fs->lock);
+	if (writing)
+		pf_drop_inode(fs, in);
+	else if (!local)
+		pf_opened(fs, in);      /* a scan's next files, in parallel */
 	if (!local) {
 		/* close-to-open: a reopened file is revalidated */
 		err = ra_open_revalidate(fs, in, !writing, &ro);
@@ -869,6 +879,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = new_name_check(fs, dir, name);
 	if (err != 0)
 		goto out;
+	pf_drop_name(fs, dir, name);
 	/* an existing name (stale negative entry) is opened, not replaced;
 	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);
@@ -1144,6 +1155,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		s = NULL;
 		pthread_mutex_lock(&fs->lock);
+		pf_dir_wait(fs, dir);   /* being listed ahead: that listing */
 		if (dir->snap != NULL &&
 		    now_mono() - dir->snap->time < fs->o.dir_ttl) {
 			s = dir->snap;
@@ -1241,6 +1253,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pos += need;
 	}
+	if (!windowed && err == 0)
+		pf_dir_read(fs, dir, s, plus, off == 0);
 	pthread_mutex_unlock(&fs->lock);
 out:
 	if (err != 0 && pos == 0)
@@ -1551,6 +1565,11 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 		}
 	}
 	fs->o.cache_dir = NULL;         /* not kept: the cache has its own copy */
+	err = pf_init(fs);
+	if (err != 0) {
+		objfs_dcache_destroy(fs->dcache);
+		goto err_root;
+	}
 	*out = fs;
 	return 0;
 
@@ -1596,7 +1615,7 @@ int objfs_fs_start(struct objfs_fs *fs)
 	if (err != 0)
 		return err;     /* the scan and pool stop at destroy */
 	fs->aidx_started = true;
-	return 0;
+	return pf_start(fs);    /* stopped at destroy */
 }
 
 void objfs_fs_destroy(struct objfs_fs *fs)
@@ -1620,7 +1639,9 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	if (fs->aidx_started)
 		pthread_join(fs->aidx_thread, NULL);
 	aidx_flush(fs, true);
+	pf_stop(fs);            /* its listers use the pool */
 	objfs_pool_destroy(fs->pool);
+	pf_destroy(fs);         /* no prefetch runs any more */
 	while (fs->handles != NULL)
 		fh_free(fs->handles);   /* the kernel never released them */
 	while (fs->dirhandles != NULL)

@@ -31,6 +31,8 @@ struct objfs_log;
 struct objfs_metrics;
 struct objfs_store;
 
+#define OBJFS_PREFETCH_MAX 64        /* prefetch's bound */
+
 /* Options; objfs_fs_opts_default() fills the defaults noted here. */
 struct objfs_fs_opts {
 	uid_t uid;                  /* owner of objects without metadata: getuid() */
@@ -48,6 +50,9 @@ struct objfs_fs_opts {
 	uint64_t mem_limit;         /* bytes of read-ahead buffers: 12 MiB */
 	uint64_t ra_chunk;          /* read-ahead GET size: 4 MiB */
 	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 3 */
+	unsigned prefetch;          /* a directory's next small files fetched
+				       ahead of a reader going through it in
+				       order (0: off): 16 */
 	uint64_t part_size;         /* multipart part size: 32 MiB */
 	unsigned upload_parallel;   /* parts in flight per upload: 2 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */

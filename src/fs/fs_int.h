@@ -14,6 +14,8 @@
  *   writeback.c  spools, uploads, streaming parts, inode_sync, the spool
  *                bound and its relief
  *   readahead.c  read-ahead chunks and reads of clean files from the store
+ *   prefetch.c   a directory's next small files fetched ahead of a reader
+ *                going through them in order (pfcache.c holds them)
  *   capacity.c   charges against the volume capacity, the volume record,
  *                the usage scan
  *   rename.c     rename, and the directory rename's copy and delete of a
@@ -78,6 +80,7 @@
 #include "fs/attr.h"
 #include "fs/dcache.h"
 #include "fs/fs.h"
+#include "fs/pfcache.h"
 #include "fs/spool.h"
 #include "volume/layout.h"
 
@@ -86,6 +89,8 @@
 #define KEYBUF (OBJFS_KEY_MAX + 2)
 #define RA_MAX 16
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
+#define PF_DIRQ 16              /* directories queued to list ahead */
+#define PF_LISTERS 2            /* threads listing them */
 #define LINK_MAX_LEN 4096
 #define ST_DKEY_HASH 4096
 #define SUB "fs"
@@ -168,6 +173,18 @@ struct inode {
 	bool atime_kept;                 /* atime set by utimensat or read
 					    from the store: stored (times.c) */
 	dev_t rdev;                      /* character and block devices */
+	double pf_time;                  /* a directory: the listing its scan
+					    positions count in (its time) */
+	size_t pf_next, pf_upto;         /* the position after the last file
+					    opened / prefetched (prefetch.c) */
+	size_t pf_dnext, pf_dupto;       /* the same for subdirectories read
+					    / listed ahead */
+	bool pf_listing;                 /* being listed ahead (prefetch.c) */
+	bool pf_walk;                    /* read in a tree walk: its own
+					    subdirectories are listed ahead */
+	bool pf_scanned;                 /* its listing (pf_time) was read by
+					    a readdir: its files may be
+					    prefetched */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
 	bool dir_times;                  /* a directory's mtime and ctime
@@ -273,6 +290,15 @@ struct objfs_fs {
 	struct fuse_session *se;
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
+	struct objfs_pfcache *pf;       /* NULL: prefetch=0 (prefetch.c) */
+	/* listings read ahead (prefetch.c; fs->lock) */
+	pthread_cond_t pf_cv;           /* one ended, or queued, or stop */
+	struct inode *pf_dirq[PF_DIRQ]; /* directories to list (pinned) */
+	unsigned pf_dirq_n;
+	bool pf_stop;
+	unsigned pf_nthreads;
+	uint64_t pf_listed;             /* directories listed ahead */
+	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
 	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
 	struct fhandle *handles;        /* open files (fs->lock), freed at
@@ -683,6 +709,44 @@ int ra_open_revalidate(struct objfs_fs *fs, struct inode *in, bool reading,
 void ra_open_install(struct fhandle *fh, struct ra_open *ro);
 /* Gives back what ra_open_install did not take. */
 void ra_open_release(struct objfs_fs *fs, struct ra_open *ro);
+
+/* ---- prefetch.c: a scan's next small files ---- */
+
+/* Makes / frees fs->pf (prefetch > 0).  0 or ENOMEM.  No lock (create;
+ * destroy after the pool). */
+int pf_init(struct objfs_fs *fs);
+void pf_destroy(struct objfs_fs *fs);
+/* in (a clean file, pinned) is being opened for reading: when its
+ * directory is being read in listing order, starts GETs of the next
+ * o.prefetch small files on the pool.  Takes fs->lock. */
+void pf_opened(struct objfs_fs *fs, struct inode *in);
+/* What a prefetch of key brought, started at most attr_ttl ago and not
+ * before attr_time: true with *p (its attributes) and *when (its GET's
+ * start); with sink (an open) its bytes written to sink, waiting for a
+ * prefetch still loading and taking the entry.  No lock held. */
+bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
+		   const struct objfs_sink *sink, struct probe *p,
+		   double *when);
+/* Starts / stops the threads that list directories ahead (prefetch on).
+ * 0 or an errno.  No lock (start; destroy, before the pool goes). */
+int pf_start(struct objfs_fs *fs);
+void pf_stop(struct objfs_fs *fs);
+/* readdir (plus: readdirplus) served entries of dir from its whole
+ * listing s (first: from its start): a reader of that listing's files in
+ * order may get them prefetched; with plus, when dir is read in its
+ * parent's order after a sibling (a tree walk), the next subdirectories
+ * of its parent and its own first ones (with inodes so far) are queued to
+ * be listed ahead.  fs->lock held. */
+void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+		 const struct dirsnap *s, bool plus, bool first);
+/* Waits while dir is being listed ahead (its listing is then fresh).
+ * fs->lock held (released while waiting). */
+void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);
+/* A name changes here (written, truncated, removed, renamed, linked,
+ * created): its prefetched data goes, and, for a directory, that of
+ * every name under it.  Take fs->lock (not held). */
+void pf_drop_inode(struct objfs_fs *fs, struct inode *in);
+void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name);
 
 /* ---- rename.c: rename ---- */
 

@@ -55,6 +55,9 @@ static const char *const errno_names[N_ERRNOS + 1] = {
 
 static const char *const read_sources[] = { "readahead", "store", "local" };
 static const char *const open_results[] = { "kept", "invalidated" };
+static const char *const pf_results[] = {
+	"started", "used", "evicted", "expired", "dropped", "failed",
+};
 
 #define OPS_LABEL { { "op", op_names, OP_COUNT } }
 
@@ -155,6 +158,19 @@ static const struct objfs_metric_def defs[] = {
 	{ .name = "objfs_fs_disk_cache_bytes",
 	  .help = "Bytes the on-disk cache holds.",
 	  .type = OBJFS_METRIC_GAUGE },
+#define D_PF 22
+	{ .name = "objfs_fs_prefetch_total",
+	  .help = "Small files fetched ahead of a reader going through a directory in order (prefetch=N), by what became of them: started, used (by an open or a getattr instead of a request), evicted (pushed out unused), expired (older than attr_ttl when looked up), dropped (the name changed here), failed (the GET failed).",
+	  .type = OBJFS_METRIC_COUNTER,
+	  .labels = { { "result", pf_results, 6 } }, .n_labels = 1 },
+#define D_PF_BYTES 23
+	{ .name = "objfs_fs_prefetch_bytes",
+	  .help = "Bytes prefetched files hold (at most 8 MiB).",
+	  .type = OBJFS_METRIC_GAUGE },
+#define D_PF_LISTED 24
+	{ .name = "objfs_fs_prefetch_listings_total",
+	  .help = "Directories listed ahead of a tree walk (prefetch=N).",
+	  .type = OBJFS_METRIC_COUNTER },
 };
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -407,6 +423,25 @@ static void collect(void *arg)
 		objfs_metric_set(m->m[D_DC_EVICTIONS], 0, (int64_t)st.evictions);
 		objfs_metric_set(m->m[D_DC_BYTES], 0, (int64_t)st.bytes);
 	}
+	if (fs->pf != NULL) {
+		struct objfs_pfcache_stats st;
+		uint64_t v[6];
+		size_t i;
+
+		objfs_pfcache_stats(fs->pf, &st);
+		v[0] = st.reserved;
+		v[1] = st.hits;
+		v[2] = st.evicted;
+		v[3] = st.expired;
+		v[4] = st.dropped;
+		v[5] = st.failed;
+		for (i = 0; i < 6; i++)
+			objfs_metric_set(m->m[D_PF], i, (int64_t)v[i]);
+		objfs_metric_set(m->m[D_PF_BYTES], 0, (int64_t)st.bytes);
+		pthread_mutex_lock(&fs->lock);
+		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf_listed);
+		pthread_mutex_unlock(&fs->lock);
+	}
 }
 
 int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
@@ -423,6 +458,9 @@ int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
 	for (i = 0; i < N_DEFS && err == 0; i++) {
 		/* the on-disk cache's only when there is one */
 		if (fs->dcache == NULL && i >= D_DC_HITS && i <= D_DC_BYTES)
+			continue;
+		/* prefetch's only when it is on */
+		if (fs->pf == NULL && i >= D_PF && i <= D_PF_LISTED)
 			continue;
 		err = objfs_metrics_register(reg, &defs[i], &m->m[i]);
 	}

@@ -10,7 +10,8 @@
  * local state (dirty, spooled, or created and not yet uploaded) is never
  * replaced by what the store says; a clean one gone from the store or of
  * another type is detached.  revalidate() re-reads a clean inode's
- * attributes after attr_ttl (and at every open: close-to-open).  No lock
+ * attributes after attr_ttl (and at every open: close-to-open), from a
+ * prefetch's GET (prefetch.c) when one was sent within attr_ttl.  No lock
  * is held across store I/O; fs->lock is taken around table work.
  */
 #include "config.h"
@@ -407,7 +408,8 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	char key[KEYBUF];
 	struct probe p;
-	bool need;
+	double attr_time, pf_when = 0;
+	bool need, reg;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
@@ -419,10 +421,15 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	       in->linked && (in->in_store || S_ISDIR(in->mode)) &&
 	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
 	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
+	attr_time = in->attr_time;
+	reg = S_ISREG(in->mode) && !in->attr_dirty && in->hl_id == NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
-	if (sink != NULL && !S_ISDIR(in->mode)) {
+	if (reg && pf_revalidate(fs, key, attr_time, sink, &p, &pf_when)) {
+		/* a prefetch's GET (prefetch.c) */
+		*fetched = sink != NULL;
+	} else if (sink != NULL && !S_ISDIR(in->mode)) {
 		struct objfs_get_opts go = { 0, len, NULL, NULL };
 
 		memset(&p, 0, sizeof(p));
@@ -441,9 +448,11 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 				&p);
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (err == 0 && same_type(p.fa.mode, in->mode))
+	if (err == 0 && same_type(p.fa.mode, in->mode)) {
 		apply_probe(fs, in, &p);
-	else if (err == 0)
+		if (pf_when > 0 && in->attr_time > pf_when)
+			in->attr_time = pf_when;        /* as of its GET */
+	} else if (err == 0)
 		err = ESTALE;
 	if (err != 0 || strcmp(in->etag, p.etag) != 0)
 		*fetched = false;

@@ -13,7 +13,8 @@
  * A small file opened for reading is read whole at its open: the GET
  * of its first chunk that revalidates it (instead of a HEAD) fills the
  * handle's first chunk, so `cp -r` or a build reading many small files
- * pays one request per file (ra_open_revalidate).
+ * pays one request per file (ra_open_revalidate); prefetch.c sends those
+ * GETs ahead of the reader, in parallel.
  */
 #include "config.h"
 

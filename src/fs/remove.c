@@ -136,6 +136,8 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (err == 0 && in_store)
 		err = later ? del_later(fs, key) : objfs_store_del(fs->store, key);
+	if (err == 0)
+		pf_drop_name(fs, dir, name);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in_store) {

@@ -114,6 +114,9 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err != 0)
 		goto out_nolock;
 	pthread_rwlock_wrlock(&fs->ns);
+	/* no open (which takes fs->ns) starts a prefetch meanwhile */
+	pf_drop_name(fs, sdir, name);
+	pf_drop_name(fs, ddir, newname);
 	err = do_lookup(fs, sdir, name, true, &src);
 	if (err != 0)
 		goto out;

@@ -778,6 +778,155 @@ def t_readahead_mem(env):
         check(int(r.get("get", 0)) <= 3 + 3 + 4, "16 MiB GETs: %s" % r)
 
 
+def scrape(m):
+    """The mount's metrics (its unix socket), as a dict of series to
+    values."""
+    import glob
+    path = glob.glob(m["spool"] + "/objfs-state.*/metrics.sock")[0]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(path)
+    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: objfs\r\n\r\n")
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    s.close()
+    out = {}
+    for line in buf.decode().split("\r\n\r\n", 1)[-1].splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def prefetch_tree(env, url, dirs, files):
+    """Writes a tree of dirs directories of files small files each (and a
+    subdirectory and an empty file in the first) through a mount; returns
+    {relative path: bytes}."""
+    m = env.mount(url)
+    rnd = random.Random(18)
+    data = {}
+    for j in range(dirs):
+        os.makedirs(m["dir"] + "/t/d%d" % j)
+        for i in range(files):
+            data["t/d%d/f%02d" % (j, i)] = os.urandom(rnd.randint(1, 40000))
+    os.makedirs(m["dir"] + "/t/d0/sub")
+    data["t/d0/sub/x"] = b"sub"
+    data["t/d0/empty"] = b""
+    for k, b in data.items():
+        wfile(m["dir"] + "/" + k, b)
+    env.umount(m)
+    return data
+
+
+def t_prefetch_cp(env):
+    """`cp -r` out of a fresh mount (prefetch=16, the default): a
+    byte-identical copy, one GET per file and no HEAD per file (the files
+    each open would GET in turn come from prefetches started by the open
+    before, in parallel), and the prefetches used.  Files opened by name
+    in order without a readdir of their directory prefetch nothing."""
+    url = env.volume("pfcp")
+    data = prefetch_tree(env, url, 3, 12)
+    b = env.mount(url, ["log_level=info"])
+    out = os.path.join(env.work, "pf-out")
+    subprocess.run(["cp", "-r", b["dir"] + "/t", out], check=True, timeout=120)
+    for k, v in data.items():
+        check(rfile(os.path.join(out, k[2:])) == v, "%s copied intact" % k)
+    got = sorted(os.path.relpath(os.path.join(r, f), out)
+                 for r, _, fs in os.walk(out) for f in fs)
+    check(got == sorted(k[2:] for k in data), "the same names: %s" % got)
+    mt = scrape(b)
+    used = mt.get('objfs_fs_prefetch_total{result="used"}', 0)
+    started = mt.get('objfs_fs_prefetch_total{result="started"}', 0)
+    # per directory of 12 (13) files the first is read by its open: the
+    # rest come from prefetches
+    check(used >= 30 and used <= started, "prefetches used: %s of %s" % (used, started))
+    # t/d1 read after t/d0: t/d2 listed ahead (and its listing used)
+    check(mt.get("objfs_fs_prefetch_listings_total", 0) >= 1,
+          "directories listed ahead: %s" %
+          {k: v for k, v in mt.items() if "prefetch" in k})
+    env.umount(b)
+    shutil.rmtree(out)
+    r = store_requests(env, b)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        n = len(data)
+        # GETs: the mount (2: usage, volume record), an index segment per
+        # directory (5), one per file, 2 hedges of a slow answer; HEADs:
+        # the root's attributes, t's lookup (2), a marker per directory
+        # (4), "empty" (no index entry for a zero-byte object)
+        check(int(r.get("get", 0)) <= 2 + 5 + n + 2, "one GET per file: %s" % r)
+        check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2, "no HEAD per file: %s" % r)
+        # a LIST and its index's per directory (6), t's lookup: none twice
+        check(int(r.get("list", 0)) <= 2 * 6 + 1, "a directory listed once: %s" % r)
+    # files opened by name in order, their directory listed by a lookup
+    # but never read (rsync's receiver reopening what it wrote): nothing
+    # prefetched
+    c = env.mount(url)
+    os.mkdir(c["dir"] + "/n")
+    for i in range(6):
+        wfile(c["dir"] + "/n/f%d" % i, b"%d" % i)
+    time.sleep(1.2)                     # past dir_ttl: the next lookup lists n
+    check(not os.path.exists(c["dir"] + "/n/missing"), "a lookup of a missing name")
+    for i in range(6):
+        check(rfile(c["dir"] + "/n/f%d" % i) == b"%d" % i, "n/f%d read by name" % i)
+    mt = scrape(c)
+    check(mt.get('objfs_fs_prefetch_total{result="started"}', 0) == 0,
+          "no prefetch without a readdir: %s" %
+          {k: v for k, v in mt.items() if "prefetch" in k})
+    env.umount(c)
+
+
+def t_prefetch_stale(env):
+    """A prefetched file is never served past attr_ttl (1 s): rewritten by
+    another mount or another tool after the prefetch, it reads anew once
+    the window has passed.  A name written, truncated, renamed over or
+    removed and made again here loses its prefetch at once."""
+    url = env.volume("pfst")
+    data = prefetch_tree(env, url, 1, 12)
+    a = env.mount(url)
+    other = env.mount(url)
+    d = a["dir"] + "/t/d0"
+    names = sorted(os.listdir(d))                 # as cp -r does
+    check(rfile(d + "/" + names[0]) == data["t/d0/" + names[0]], "first read")
+
+    def settled():
+        # every prefetch started has landed (or failed)
+        t0 = time.time()
+        while time.time() - t0 < 30:
+            mt = scrape(a)
+            if mt.get("objfs_fs_prefetch_bytes", 0) > 0 or \
+                    mt.get('objfs_fs_prefetch_total{result="started"}', 0) > 0:
+                return mt
+            time.sleep(0.05)
+        raise Fail("no prefetch started: %s" % mt)
+    settled()
+    # the next files of the listing are prefetched now: change them
+    wfile(other["dir"] + "/t/d0/f00", b"from the other mount")
+    env.tool(url, "put", "t/d0/f01", data=b"from another tool")
+    wfile(d + "/f02", b"written here")
+    os.truncate(d + "/f03", 3)
+    os.rename(d + "/f05", d + "/f04")
+    os.unlink(d + "/f06")
+    wfile(d + "/f06", b"made again")
+    check(rfile(d + "/f02") == b"written here", "written here: read back")
+    check(rfile(d + "/f03") == data["t/d0/f03"][:3], "truncated here: read back")
+    check(rfile(d + "/f04") == data["t/d0/f05"], "renamed over here: the new bytes")
+    check(rfile(d + "/f06") == b"made again", "removed and made again here")
+    time.sleep(1.2)                     # past attr_ttl
+    check(rfile(d + "/f00") == b"from the other mount", "rewritten by another mount")
+    check(rfile(d + "/f01") == b"from another tool", "rewritten by another tool")
+    check(rfile(d + "/f07") == data["t/d0/f07"], "untouched: intact")
+    mt = scrape(a)
+    check(mt.get('objfs_fs_prefetch_total{result="dropped"}', 0) >= 3,
+          "changes here dropped prefetches: %s" % mt)
+    env.umount(other)
+    env.umount(a)
+
+
 def t_rm_rf(env):
     """`rm -rf` of a tree on a fresh mount: the files, each directory's
     marker and attribute index go in DeleteObjects batches (no DELETE),
@@ -2209,6 +2358,10 @@ TESTS = [
     t_hardlink_orphans,
     t_small_reads,
     t_readahead_mem,
+
+
+    t_prefetch_cp,
+    t_prefetch_stale,
     t_rm_rf,
     t_rm_batched,
     t_unlink_recreate,

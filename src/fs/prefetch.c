@@ -1,0 +1,438 @@
+/*
+ * prefetch.c - sequential-scan prefetch of small files (prefetch=N).
+ *
+ * A reader that goes through a directory's files in its listing order
+ * (cp -r, tar c, rsync, grep -r: readdir, then open, read and close of
+ * each name in turn) pays one GET per file at its open (readahead.c), one
+ * after the other.  When a file is opened for reading, a readdir read its
+ * directory's listing (dir->snap: pf_scanned), and every file of that
+ * listing between the one opened before and this one was opened too (or
+ * it is the first), the next N small files of
+ * the listing (at most PF_FILE_MAX bytes each, as listed; clean, no hard
+ * links) are fetched whole on the pool, in parallel, each by one GET that
+ * also brings the object's attributes and ETag (pfcache.c holds them,
+ * PF_MEM bytes at most, the oldest pushed out first).
+ *
+ * revalidate() (the HEAD, or the GET of an open) takes what a prefetch
+ * brought instead, when its GET started at most attr_ttl ago and not
+ * before the inode's attributes were last set: a GET is as good as a HEAD
+ * at the moment it was sent, so an open answered from it is as fresh as
+ * one that sent a HEAD attr_ttl ago (the same window getattr and the
+ * kernel's attribute cache keep).  The inode's attributes then date from
+ * that moment (attr_time).  An open waits for a prefetch still loading
+ * rather than sending the same GET again; a getattr only uses a finished
+ * one.  Every change of a name here (write or truncate at open, setattr,
+ * unlink, rename, link, create) drops its entry, loading ones too (a GET
+ * that started before the change never lands after it).
+ *
+ * Listings ahead: a tree walk reads a directory's subdirectories in its
+ * listing order too, each costing a LIST, its index and its
+ * subdirectories' marker HEADs in series.  When readdirplus reads a
+ * directory after the sibling before it (the second one of a walk on),
+ * its parent's next PF_DIRS_AHEAD subdirectories and its own first ones
+ * are queued (pinned, pf_listing) for PF_LISTERS threads of their own
+ * (snap_fetch_attrs() waits for tasks on the pool, which a pool task may
+ * not do) that list them as readdirplus would; a readdir of a directory
+ * being listed ahead waits for that listing (pf_dir_wait()), fresh for
+ * dir_ttl like any other.
+ *
+ * Per directory (fs->lock): pf_time names the listing the positions
+ * count in (its time), pf_next the position after the last file opened,
+ * pf_upto the position up to which prefetches were started, pf_dnext and
+ * pf_dupto the same for subdirectories read and listed ahead, pf_walk
+ * that it was read in a walk.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fs_int.h"
+#include "fs/pfcache.h"
+
+#define PF_MEM (8ULL << 20)             /* bytes held at most */
+#define PF_FILE_MAX (1ULL << 20)        /* a larger file is not prefetched */
+#define PF_ENTRIES 256
+#define PF_DIRS_AHEAD 4                 /* subdirectories listed ahead */
+
+int pf_init(struct objfs_fs *fs)
+{
+	int err;
+
+	pthread_cond_init(&fs->pf_cv, NULL);
+	if (fs->o.prefetch == 0)
+		return 0;
+	err = objfs_pfcache_create(PF_MEM, PF_ENTRIES, sizeof(struct probe),
+				   &fs->pf);
+	if (err != 0)
+		pthread_cond_destroy(&fs->pf_cv);
+	return err;
+}
+
+void pf_destroy(struct objfs_fs *fs)
+{
+	objfs_pfcache_destroy(fs->pf);
+	fs->pf = NULL;
+	pthread_cond_destroy(&fs->pf_cv);
+}
+
+/* ---- listings read ahead ---------------------------------------------- */
+
+/* A lister: lists the queued directories, with their entries' attributes
+ * (what readdirplus fetches), until pf_stop. */
+static void *pf_lister(void *arg)
+{
+	struct objfs_fs *fs = arg;
+
+	pthread_mutex_lock(&fs->lock);
+	for (;;) {
+		struct dirsnap *s = NULL;
+		struct inode *c;
+
+		while (!fs->pf_stop && fs->pf_dirq_n == 0)
+			pthread_cond_wait(&fs->pf_cv, &fs->lock);
+		if (fs->pf_stop)
+			break;
+		c = fs->pf_dirq[0];
+		memmove(&fs->pf_dirq[0], &fs->pf_dirq[1],
+			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
+		pthread_mutex_unlock(&fs->lock);
+		if (snap_build(fs, c, NULL, &s) == 0 && !s->more && s->base == 0)
+			snap_fetch_attrs(fs, c, s);
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(s);
+		fs->pf_listed++;
+		c->pf_listing = false;
+		pthread_cond_broadcast(&fs->pf_cv);
+		pthread_mutex_unlock(&fs->lock);
+		unpin(fs, c);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return NULL;
+}
+
+int pf_start(struct objfs_fs *fs)
+{
+	int err = 0;
+
+	while (fs->pf != NULL && fs->pf_nthreads < PF_LISTERS && err == 0) {
+		err = pthread_create(&fs->pf_threads[fs->pf_nthreads], NULL,
+				     pf_lister, fs);
+		if (err == 0)
+			fs->pf_nthreads++;
+	}
+	return err;
+}
+
+void pf_stop(struct objfs_fs *fs)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->pf_stop = true;
+	pthread_cond_broadcast(&fs->pf_cv);
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < fs->pf_nthreads; i++)
+		pthread_join(fs->pf_threads[i], NULL);
+	fs->pf_nthreads = 0;
+	pthread_mutex_lock(&fs->lock);
+	while (fs->pf_dirq_n > 0) {
+		struct inode *c = fs->pf_dirq[--fs->pf_dirq_n];
+
+		c->pf_listing = false;
+		pthread_mutex_unlock(&fs->lock);
+		unpin(fs, c);
+		pthread_mutex_lock(&fs->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void pf_dir_wait(struct objfs_fs *fs, struct inode *dir)
+{
+	fs_assert_locked(fs);
+	while (dir->pf_listing)
+		pthread_cond_wait(&fs->pf_cv, &fs->lock);
+}
+
+/* Queues the subdirectory of dir listing entry d to be listed ahead: false
+ * when it cannot be (no inode yet, the queue full), true when queued or
+ * not needed (listed, fresh, or being listed).  fs->lock held. */
+static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d)
+{
+	struct inode *c = find_child(fs, dir, d->name);
+
+	if (c == NULL || !S_ISDIR(c->mode) || fs->pf_dirq_n == PF_DIRQ)
+		return false;
+	if (c->pf_listing || (c->snap != NULL &&
+			      now_mono() - c->snap->time < fs->o.dir_ttl))
+		return true;
+	c->refs++;
+	c->pf_listing = true;
+	fs->pf_dirq[fs->pf_dirq_n++] = c;
+	pthread_cond_broadcast(&fs->pf_cv);
+	return true;
+}
+
+/* Queues the subdirectories of dir's whole listing s from position from
+ * on, up to PF_DIRS_AHEAD of them counted from position `count_from`,
+ * those before dir->pf_dupto queued already.  fs->lock held. */
+static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
+			  const struct dirsnap *s, size_t count_from)
+{
+	size_t j, dirs = 0;
+
+	for (j = count_from; j < s->n && dirs < PF_DIRS_AHEAD; j++) {
+		if (!s->e[j].is_dir)
+			continue;
+		dirs++;
+		if (j >= dir->pf_dupto && !pf_queue_dir(fs, dir, &s->e[j]))
+			break;
+		if (j + 1 > dir->pf_dupto)
+			dir->pf_dupto = j + 1;
+	}
+}
+
+/* dir's scan positions count in listing s (a new listing starts them
+ * over).  fs->lock held. */
+static void pf_positions(struct inode *dir, const struct dirsnap *s)
+{
+	if (dir->pf_time != s->time) {
+		dir->pf_time = s->time;
+		dir->pf_next = dir->pf_upto = 0;
+		dir->pf_dnext = dir->pf_dupto = 0;
+		dir->pf_scanned = false;
+	}
+}
+
+void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+		 const struct dirsnap *s, bool plus, bool first)
+{
+	struct inode *p = dir->parent;
+	const struct dirsnap *ps;
+	size_t i, j;
+	bool found, seq;
+
+	fs_assert_locked(fs);
+	if (fs->pf == NULL || s->more || s->base != 0)
+		return;
+	pf_positions(dir, s);
+	dir->pf_scanned = true;
+	if (!plus || fs->pf_nthreads == 0)
+		return;
+	ps = p != NULL ? p->snap : NULL;
+	if (first && ps != NULL && !ps->more && ps->base == 0) {
+		/* after the sibling read before it: a tree walk */
+		i = snap_find(ps, dir->name, &found);
+		pf_positions(p, ps);
+		seq = found && p->pf_dnext > 0 && i >= p->pf_dnext;
+		for (j = p->pf_dnext; seq && j < i; j++)
+			if (ps->e[j].is_dir)
+				seq = false;
+		if (found)
+			p->pf_dnext = i + 1;
+		dir->pf_walk = seq;
+		if (seq)
+			pf_queue_dirs(fs, p, ps, i + 1);
+	} else if (first) {
+		dir->pf_walk = false;
+	}
+	if (dir->pf_walk) {
+		pf_positions(dir, s);
+		pf_queue_dirs(fs, dir, s, 0);
+	}
+}
+
+struct pf_task {
+	struct objfs_fs *fs;
+	uint64_t id;
+	size_t len;
+	char key[];
+};
+
+static void pf_run(void *arg)
+{
+	struct pf_task *t = arg;
+	struct objfs_fs *fs = t->fs;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_get_opts go = { 0, t->len, NULL, NULL };
+	struct objfs_fixedbuf fb = { malloc(t->len), t->len, 0 };
+	struct objfs_sink sink;
+	struct probe p;
+	int err = ENOMEM;
+
+	memset(&p, 0, sizeof(p));
+	if (fb.data != NULL) {
+		objfs_sink_fixed(&sink, &fb);
+		err = objfs_store_get(fs->store, t->key, &go, &sink, &info);
+	}
+	if (err == 0)
+		probe_from_info(fs, &info, false, &p);
+	objfs_obj_info_release(&info);
+	objfs_pfcache_fill(fs->pf, t->id, err, fb.data, fb.got, &p);
+	free(t);
+}
+
+/* Whether listing entry d of dir may be prefetched (fs->lock held). */
+static bool pf_candidate(struct objfs_fs *fs, struct inode *dir,
+			 const struct dent *d)
+{
+	struct inode *c;
+
+	/* what an open reads whole (ra_open_revalidate) */
+	if (d->is_dir || d->hlink || d->etag[0] == '\0' ||
+	    d->size >= PF_FILE_MAX || d->size >= fs->o.ra_chunk ||
+	    fs->o.ra_chunks == 0 || (d->have_attr && !S_ISREG(d->fa.mode)))
+		return false;
+	c = find_child(fs, dir, d->name);
+	return c == NULL || (S_ISREG(c->mode) && !c->dirty && c->spool == NULL &&
+			     c->in_store && !c->attr_dirty && c->hl_id == NULL &&
+			     !c->hl_data && !c->hl_pending);
+}
+
+void pf_opened(struct objfs_fs *fs, struct inode *in)
+{
+	struct pf_start {
+		char key[KEYBUF];
+		size_t len;
+	} *starts;
+	char dkey[KEYBUF];
+	struct inode *dir;
+	struct dirsnap *s;
+	size_t i, j, n = 0, files = 0;
+	bool found, seq = true;
+
+	if (fs->pf == NULL)
+		return;
+	starts = malloc(fs->o.prefetch * sizeof(*starts));
+	if (starts == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	dir = in->parent;
+	s = dir != NULL && in->linked ? dir->snap : NULL;
+	if (s == NULL || s->more || s->base != 0 ||
+	    inode_key(fs, dir, true, dkey, sizeof(dkey)) != 0)
+		goto out;
+	i = snap_find(s, in->name, &found);
+	if (!found)
+		goto out;
+	pf_positions(dir, s);
+	/* a scan reads the directory first (not, say, rsync's receiver
+	 * reopening a file it just wrote) */
+	if (!dir->pf_scanned)
+		goto out;
+	/* in order: no file of the listing skipped since the last open */
+	if (i < dir->pf_next)
+		seq = false;
+	for (j = dir->pf_next; seq && j < i; j++)
+		if (!s->e[j].is_dir)
+			seq = false;
+	dir->pf_next = i + 1;
+	/* out of order: nothing now (what was prefetched before is not
+	 * fetched again: a reader going back over the listing finds it in
+	 * the page cache) */
+	if (!seq)
+		goto out;
+	for (j = i + 1; j < s->n && files < fs->o.prefetch; j++) {
+		const struct dent *d = &s->e[j];
+
+		if (d->is_dir)
+			continue;
+		files++;
+		if (j < dir->pf_upto || !pf_candidate(fs, dir, d) ||
+		    objfs_key_join(dkey, d->name, false, starts[n].key,
+				   sizeof(starts[n].key)) != 0)
+			continue;
+		/* one byte more than listed: a file grown since shows */
+		starts[n++].len = (size_t)d->size + 1;
+	}
+	if (j > dir->pf_upto)
+		dir->pf_upto = j;
+out:
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		size_t kl = strlen(starts[i].key);
+		struct pf_task *t = malloc(sizeof(*t) + kl + 1);
+
+		if (t == NULL)
+			break;
+		t->fs = fs;
+		t->len = starts[i].len;
+		memcpy(t->key, starts[i].key, kl + 1);
+		t->id = objfs_pfcache_reserve(fs->pf, t->key, t->len, now_mono());
+		if (t->id == 0) {
+			free(t);
+			continue;
+		}
+		if (objfs_pool_submit(fs->pool, NULL, pf_run, t) != 0) {
+			objfs_pfcache_fill(fs->pf, t->id, ENOMEM, NULL, 0, NULL);
+			free(t);
+		}
+	}
+	free(starts);
+}
+
+bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
+		   const struct objfs_sink *sink, struct probe *p,
+		   double *when)
+{
+	double not_before = now_mono() - fs->o.attr_ttl;
+	char *data = NULL;
+	size_t len = 0;
+	bool hit;
+
+	if (fs->pf == NULL)
+		return false;
+	if (attr_time > not_before)
+		not_before = attr_time;
+	hit = objfs_pfcache_get(fs->pf, key, sink != NULL, sink != NULL,
+				not_before, p, when, &data, &len);
+	/* only a whole regular file, no hard link's name */
+	if (hit && (p->is_dir || !S_ISREG(p->fa.mode) || p->hl_id[0] != '\0' ||
+		    p->size != len))
+		hit = false;
+	if (hit && sink != NULL && len > 0 &&
+	    sink->write_at(sink->arg, 0, data, len) != 0)
+		hit = false;
+	free(data);
+	return hit;
+}
+
+/* Drops the entries of key and of every key it begins (a directory's
+ * tree; a name it prefixes besides costs only a GET again). */
+static void pf_drop_key(struct objfs_fs *fs, int err, const char *key)
+{
+	if (err == 0)
+		objfs_pfcache_drop_prefix(fs->pf, key);
+}
+
+void pf_drop_inode(struct objfs_fs *fs, struct inode *in)
+{
+	char key[KEYBUF];
+	int err;
+
+	if (fs->pf == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, in, false, key, sizeof(key));
+	pthread_mutex_unlock(&fs->lock);
+	pf_drop_key(fs, err, key);
+}
+
+void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name)
+{
+	char dkey[KEYBUF], key[KEYBUF];
+	int err;
+
+	if (fs->pf == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0)
+		err = objfs_key_join(dkey, name, false, key, sizeof(key));
+	pf_drop_key(fs, err, key);
+}
