@@ -2358,8 +2358,6 @@ TESTS = [
     t_hardlink_orphans,
     t_small_reads,
     t_readahead_mem,
-
-
     t_prefetch_cp,
     t_prefetch_stale,
     t_rm_rf,
