@@ -18,12 +18,13 @@
  *   head, get, copy from it    ENOENT, without asking the store
  *   list                       leaves it out; a common prefix is left out
  *                              when every key under it is pending (one
- *                              flat listing of it tells); a page left empty
- *                              with more to come is followed by the next,
- *                              of up to 1,000 keys (so a page may then hold
- *                              more than max_keys: an rmdir's LIST of 2
- *                              keys after `rm` of 1,000 is 2 LISTs, not
- *                              500)
+ *                              flat listing of it tells); with keys pending
+ *                              under the prefix, pages of 1,000 keys are
+ *                              asked for (so a page may hold more than
+ *                              max_keys: an rmdir's LIST of 2 keys after
+ *                              `rm` of 1,000 is 1 LIST, not 500), and a
+ *                              page left empty with more to come is
+ *                              followed by the next
  *   put, copy to it, mpu_create, mpu_complete
  *                              cancels it while queued (the write replaces
  *                              the object anyway; a put with if_none_match
@@ -630,10 +631,18 @@ static int filter(struct objfs_store *s, struct objfs_list_page *page)
 static int list_filtered(struct objfs_store *s, const struct objfs_list_req *req,
 			 struct objfs_list_page *page)
 {
+	struct delq *q = q_of(s);
 	struct objfs_list_req r = *req;
+	const char *p = req->prefix != NULL ? req->prefix : "";
 	char *cont = NULL;
 	int err;
 
+	/* pending keys under the prefix: a whole page at once, so that "is
+	 * anything there" (max_keys 1 or 2) costs one request, not two */
+	pthread_mutex_lock(&q->mu);
+	if (q->queued + q->nbatch > 0 && pending_under(q, p, strlen(p)))
+		r.max_keys = OBJFS_DELETE_BATCH;
+	pthread_mutex_unlock(&q->mu);
 	for (;;) {
 		err = objfs_store_list(s->inner, &r, page);
 		free(cont);

@@ -247,7 +247,8 @@ static void test_backpressure_and_sync_del(void **state)
 		assert_int_equal(objfs_store_del_deferred(e->store, key), 0);
 	}
 	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_DEL_MANY) >= 2);
-	assert_true(objfs_delq_pending(e->store) <= 10);
+	/* the queue, and a batch of it in flight */
+	assert_true(objfs_delq_pending(e->store) <= 20);
 	assert_int_equal(objfs_store_del_barrier(e->store), 0);
 	assert_int_equal(objfs_store_head(e->below, "f24", NULL), ENOENT);
 
