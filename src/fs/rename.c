@@ -1,6 +1,7 @@
 /*
  * rename.c - rename.  A file is copied to its new key and the old key
- * deleted; a directory's dirty files are uploaded (sync_under()), then
+ * deleted (deferred, as an unlink's is, when it is neither a hard link's
+ * name nor open: remove.c); a directory's dirty files are uploaded (sync_under()), then
  * every key under it is moved by backend/tree.h: copied in parallel on the
  * mount's pool, all or nothing (the copies are deleted on failure), then
  * the old keys deleted in batches.
@@ -187,9 +188,14 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err == 0)
 			aidx_drop_tree(fs, skey, dkey);
 	} else {
+		bool later;
+
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
 		pending = !src->in_store;
+		/* the source's delete is deferred as an unlink's is (remove.c):
+		 * not a hard link's name, not an open file */
+		later = src_hl[0] == '\0' && src->nopen == 0;
 		pthread_mutex_unlock(&fs->lock);
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
@@ -222,7 +228,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				pthread_mutex_unlock(&fs->lock);
 			}
 			if (err == 0)
-				err = objfs_store_del(fs->store, skey);
+				err = later ? del_later(fs, skey) :
+				      objfs_store_del(fs->store, skey);
 			if (err == 0) {
 				struct objfs_fattr fa;
 				unsigned mask;

@@ -1012,6 +1012,36 @@ def t_rm_batched(env):
     check(int(r.get("total", 0)) <= 15, "requests for rm of %d files: %s" % (n, r))
 
 
+def t_rename_deferred(env):
+    """A file renamed (rsync's temporary name, an editor's save) is copied
+    to its new key and its old key's delete queued as an unlink's is: no
+    DELETE per rename, the old name gone at once and from the store after
+    the barrier; renaming a name back over a queued old key, and opening
+    the new name for reading, see the new object."""
+    n = 40
+    url = env.volume("rend")
+    m = env.mount(url, ["delete_delay=2"])
+    d = m["dir"]
+    os.mkdir(d + "/d")
+    for i in range(n):
+        wfile(d + "/d/.t%03d" % i, b"v%d" % i)
+        os.rename(d + "/d/.t%03d" % i, d + "/d/f%03d" % i)
+    check(sorted(os.listdir(d + "/d")) == ["f%03d" % i for i in range(n)],
+          "old names gone at once")
+    check(rfile(d + "/d/f007") == b"v7", "new name read")
+    os.rename(d + "/d/f000", d + "/d/.t000")        # back over a queued key
+    check(rfile(d + "/d/.t000") == b"v0", "renamed back over its queued delete")
+    env.umount(m)
+    keys = env.keys(url, "d/")
+    want = ["d/", "d/.t000"] + ["d/f%03d" % i for i in range(1, n)]
+    check(keys == want, "in the store: %s" % keys[:6])
+    check(env.get(url, "d/.t000") == b"v0", "the name renamed back kept its bytes")
+    r = store_requests(env, m)
+    check(r is not None, "the mount logged its store requests")
+    check(int(r.get("del", 0)) == 0, "no DELETE per rename: %s" % r)
+    check(1 <= int(r.get("del_many", 0)) <= 3, "DeleteObjects batches: %s" % r)
+
+
 def t_unlink_recreate(env):
     """A name unlinked and made again while its delete is still queued
     keeps the new file (the write cancels the delete); the same for a
@@ -2364,6 +2394,7 @@ TESTS = [
     t_rm_rf,
     t_rm_batched,
     t_unlink_recreate,
+    t_rename_deferred,
     t_unlink_other_mount,
     t_rename_tree_index,
 ]
