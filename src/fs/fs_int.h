@@ -198,6 +198,8 @@ struct inode {
 					    the same ETag and this renews them */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
+	double put_time;                 /* when this mount's own upload of
+					  * it was answered (0: never) */
 	bool in_store;                   /* the object (or marker) exists */
 	bool attr_dirty;                 /* attributes set here, not yet in
 					    the store's copy (a clean file

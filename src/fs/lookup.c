@@ -417,9 +417,14 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 		pthread_mutex_unlock(&fs->lock);
 		return hl_revalidate(fs, in, force);
 	}
+	/* an open (force) trusts this mount's own upload answered less than
+	 * attr_ttl ago as it trusts a prefetch's GET (rsync reopens the
+	 * file it just wrote): prefetch=0 keeps strict close-to-open */
 	need = in != fs->root && !in->dirty && in->spool == NULL &&
 	       in->linked && (in->in_store || S_ISDIR(in->mode)) &&
-	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
+	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl) &&
+	       !(force && fs->o.prefetch > 0 && in->put_time > 0 &&
+		 now_mono() - in->put_time < fs->o.attr_ttl);
 	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	attr_time = in->attr_time;
 	reg = S_ISREG(in->mode) && !in->attr_dirty && in->hl_id == NULL;

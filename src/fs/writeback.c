@@ -501,6 +501,7 @@ done:
 	snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
 	snprintf(in->cache_etag, sizeof(in->cache_etag), "%s", info.etag);
 	in->attr_time = now_mono();
+	in->put_time = in->attr_time;
 	in->dirty = false;
 	in->times_set = false;
 	if (!fix_attrs)
