@@ -995,6 +995,10 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir);
 /* Deletes key later (objfs_store_del_deferred), written to the state log
  * first for a successor.  0 or an errno.  No lock held. */
 int del_later(struct objfs_fs *fs, const char *key);
+/* Whether in's object may be deleted later (del_later) when its name goes
+ * (unlink, or the old name of a rename): not a hard link's name (its set
+ * is counted in the store) and not open.  fs->lock held. */
+bool del_may_defer(const struct inode *in);
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* fsync of a directory: waits for the deletes deferred before it (EIO

@@ -41,6 +41,11 @@ int del_later(struct objfs_fs *fs, const char *key)
 	return err;
 }
 
+bool del_may_defer(const struct inode *in)
+{
+	return in->hl_id == NULL && in->nopen == 0;
+}
+
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi)
 {
@@ -130,8 +135,7 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
 			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
 		}
-		/* a hard link's name and an open file: at once, as ever */
-		later = in->hl_id == NULL && in->nopen == 0;
+		later = del_may_defer(in);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (err == 0 && in_store)

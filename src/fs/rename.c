@@ -193,9 +193,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
 		pending = !src->in_store;
-		/* the source's delete is deferred as an unlink's is (remove.c):
-		 * not a hard link's name, not an open file */
-		later = src_hl[0] == '\0' && src->nopen == 0;
+		later = del_may_defer(src);     /* as an unlink's (remove.c) */
 		pthread_mutex_unlock(&fs->lock);
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
