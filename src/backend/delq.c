@@ -266,13 +266,7 @@ static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long long ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	objfs_deadline_ms(CLOCK_REALTIME, ms, &ts);
 	pthread_cond_timedwait(cv, mu, &ts);
 }
 

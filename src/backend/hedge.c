@@ -339,13 +339,7 @@ static void *timer_main(void *arg)
 		} else {
 			struct timespec ts;
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += (time_t)((next - now) / 1000);
-			ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			objfs_deadline_ms(CLOCK_MONOTONIC, next - now, &ts);
 			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
 		}
 	}

@@ -71,6 +71,17 @@ long long objfs_now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void objfs_deadline_ms(clockid_t clk, long long ms, struct timespec *ts)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 unsigned long long objfs_proc_io(int pid)
 {
 	char path[64], buf[512];

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Reads exactly n bytes at off; end of file before n bytes is EIO. */
 int objfs_pread_all(int fd, void *buf, size_t n, uint64_t off);
@@ -18,6 +19,9 @@ int objfs_write_all(int fd, const void *buf, size_t n);
 int objfs_random_bytes(void *buf, size_t n);
 /* CLOCK_MONOTONIC in milliseconds. */
 long long objfs_now_ms(void);
+/* *ts = clock clk's now plus ms: the deadline of a pthread_cond_timedwait
+ * on a condition variable of that clock. */
+void objfs_deadline_ms(clockid_t clk, long long ms, struct timespec *ts);
 
 /* Bytes process pid has read and written (rchar + wchar of /proc/PID/io,
  * sockets included: a sign of progress), or 0 when unknown. */

@@ -429,13 +429,7 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 		job_put(j);
 		return err;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	objfs_deadline_ms(CLOCK_MONOTONIC, timeout_ms, &deadline);
 	pthread_mutex_lock(&j->lock);
 	while (!j->done && err == 0)
 		err = pthread_cond_timedwait(&j->cond, &j->lock, &deadline);

@@ -187,13 +187,7 @@ void *node_watchdog_main(void *arg)
 		}
 		pthread_mutex_unlock(&n->lock);
 		objfs_csi_node_check(n);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += n->m.watchdog_ms / 1000;
-		ts.tv_nsec += (long)(n->m.watchdog_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		objfs_deadline_ms(CLOCK_MONOTONIC, n->m.watchdog_ms, &ts);
 		pthread_mutex_lock(&n->lock);
 		while (!n->stopping &&
 		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
