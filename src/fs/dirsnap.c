@@ -150,13 +150,19 @@ void snap_note(struct inode *dir, const char *name, bool add,
 		e[i].name = nm;
 		e[i].is_dir = is_dir;
 		s->n++;
+		if (s->ndirs >= 0)
+			s->ndirs += is_dir;
 	} else if (add) {
+		if (s->ndirs >= 0)
+			s->ndirs += (long)is_dir - (long)s->e[i].is_dir;
 		s->e[i].is_dir = is_dir;
 		s->e[i].have_attr = false;
 		s->e[i].ict = 0;
 		free(s->e[i].link);
 		s->e[i].link = NULL;
 	} else if (found) {
+		if (s->ndirs >= 0)
+			s->ndirs -= s->e[i].is_dir;
 		free(s->e[i].name);
 		free(s->e[i].link);
 		memmove(&s->e[i], &s->e[i + 1], (s->n - i - 1) * sizeof(*s->e));
@@ -223,6 +229,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	if (s == NULL)
 		return ENOMEM;
 	s->refs = 1;
+	s->ndirs = -1;
 	if (prev != NULL) {
 		s->base = prev->base + prev->n;
 		rq.start_after = prev->after;
@@ -334,6 +341,7 @@ out:
 
 struct head_task {
 	struct objfs_fs *fs;
+	struct dirsnap *s;      /* d's listing */
 	struct dent *d;
 	char key[];
 };
@@ -361,8 +369,10 @@ static void head_run(void *arg)
 		if (!t->d->is_dir) {
 			t->d->size = p.size;
 			snprintf(t->d->etag, sizeof(t->d->etag), "%s", p.etag);
-			if (p.is_dir)
+			if (p.is_dir) {
 				t->d->is_dir = true;
+				t->s->ndirs = -1;
+			}
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -401,6 +411,7 @@ static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 		if (t == NULL)
 			break;
 		t->fs = fs;
+		t->s = s;
 		t->d = d;
 		strcpy(t->key, key);
 		if (objfs_pool_submit(fs->pool, g, head_run, t) != 0)

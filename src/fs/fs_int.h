@@ -126,6 +126,9 @@ struct dirsnap {
 	bool more;
 	char *after;
 	size_t misses;          /* lookups it could not answer (stale) */
+	long ndirs;             /* entries that are directories; -1: not
+				   counted since the last change of kind
+				   (inode_nlink counts them, fs->lock) */
 };
 
 /* A multipart upload fed while a file is written sequentially: every
@@ -154,8 +157,12 @@ struct inode {
 	struct inode *ino_next;         /* ino hash chain */
 	struct inode *name_next;        /* name hash chain (when linked) */
 	struct inode *parent;           /* pinned (refs); NULL for root/unlinked */
-	struct inode *child;            /* first child (linked ones) */
+	struct inode *child;            /* first child (linked ones): the
+					   directories first, so counting
+					   them never walks the files */
+	struct inode *last_dir;         /* the last directory child, or NULL */
 	struct inode *sib_prev, *sib_next;
+	bool sib_dir;                   /* linked among the directories */
 	char *name;
 	uint64_t nlookup;
 	unsigned nopen;

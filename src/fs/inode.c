@@ -97,23 +97,39 @@ void name_hash(struct objfs_fs *fs, struct inode *in)
 
 void sib_unlink(struct inode *in)
 {
+	struct inode *parent = in->parent;
+
+	if (in->sib_dir && parent != NULL && parent->last_dir == in)
+		parent->last_dir = in->sib_prev;  /* a directory or NULL */
 	if (in->sib_prev != NULL)
 		in->sib_prev->sib_next = in->sib_next;
-	else if (in->parent != NULL)
-		in->parent->child = in->sib_next;
+	else if (parent != NULL)
+		parent->child = in->sib_next;
 	if (in->sib_next != NULL)
 		in->sib_next->sib_prev = in->sib_prev;
 	in->sib_prev = NULL;
 	in->sib_next = NULL;
+	in->sib_dir = false;
 }
 
+/* Directories go first, files after the last directory: inode_nlink()
+ * walks the directories only (a directory of a million files stays
+ * O(subdirectories) per getattr). */
 void sib_link(struct inode *parent, struct inode *in)
 {
-	in->sib_prev = NULL;
-	in->sib_next = parent->child;
-	if (parent->child != NULL)
-		parent->child->sib_prev = in;
-	parent->child = in;
+	struct inode *after = S_ISDIR(in->mode) ? NULL : parent->last_dir;
+
+	in->sib_dir = S_ISDIR(in->mode);
+	in->sib_prev = after;
+	in->sib_next = after != NULL ? after->sib_next : parent->child;
+	if (in->sib_next != NULL)
+		in->sib_next->sib_prev = in;
+	if (after != NULL)
+		after->sib_next = in;
+	else
+		parent->child = in;
+	if (in->sib_dir && parent->last_dir == NULL)
+		parent->last_dir = in;
 }
 
 void inode_free(struct objfs_fs *fs, struct inode *in)

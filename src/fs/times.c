@@ -152,7 +152,7 @@ void dir_listed(struct inode *dir, const struct dirsnap *s)
 
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 {
-	const struct dirsnap *s = in->snap;
+	struct dirsnap *s = in->snap;
 	const struct inode *c;
 	uint32_t n;
 	size_t i;
@@ -163,11 +163,17 @@ nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 		       (in->linked || in == fs->root ? 1 : 0);
 	if (s == NULL)
 		return 2 + in->nsubdirs;
-	/* the listing's subdirectories, and those this mount knows that it
-	 * does not show (yet: listings of some stores lag behind writes) */
-	for (i = 0, n = 0; i < s->n; i++)
-		n += s->e[i].is_dir;
-	for (c = in->child; c != NULL; c = c->sib_next) {
+	/* the listing's subdirectories (counted once per listing: the
+	 * kernel asks for a directory's attributes after every create in
+	 * it), and those this mount knows that it does not show (yet:
+	 * listings of some stores lag behind writes); the child list holds
+	 * the directories first */
+	if (s->ndirs < 0) {
+		for (i = 0, s->ndirs = 0; i < s->n; i++)
+			s->ndirs += s->e[i].is_dir;
+	}
+	n = (uint32_t)s->ndirs;
+	for (c = in->child; c != NULL && c->sib_dir; c = c->sib_next) {
 		if (!c->linked || !S_ISDIR(c->mode))
 			continue;
 		i = snap_find(s, c->name, &found);
