@@ -2,8 +2,8 @@
  * Unit tests of lookup (src/fs/lookup.c) without FUSE, over the fault
  * layer and a local store: files, directory markers, implied directories,
  * missing and reserved names, names and keys too long, store errors,
- * revalidation of names that vanish or change type in the store, and
- * large directories listed in windows.
+ * revalidation of names that vanish or change type in the store,
+ * large directories listed in windows, and directory link counts.
  */
 #include "config.h"
 
@@ -291,12 +291,89 @@ static void test_windows(void **state)
 	unpin(fs, d);
 }
 
+/* Children in the list: directories first (sib_link). */
+static void check_dirs_first(const struct inode *dir)
+{
+	const struct inode *c;
+	bool files = false;
+
+	for (c = dir->child; c != NULL; c = c->sib_next) {
+		if (c->sib_dir)
+			assert_false(files);
+		else
+			files = true;
+		assert_true(c->sib_dir == (S_ISDIR(c->mode) != 0));
+		if (c->sib_dir && (c->sib_next == NULL || !c->sib_next->sib_dir))
+			assert_ptr_equal(dir->last_dir, c);
+	}
+	if (dir->child == NULL || !dir->child->sib_dir)
+		assert_null(dir->last_dir);
+}
+
+/* A directory's link count: 2, its listing's subdirectories, and those
+ * made here that the listing does not show yet; kept as names come and
+ * go without walking the files. */
+static void test_dir_nlink(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *r = fs->root, *in[6];
+	static const char *const names[6] = { "a", "L1", "b", "L2", "s1", "c" };
+	struct dirsnap *s = NULL;
+	unsigned i;
+
+	tu_put(e->store, "s1/x", "x", 1, NULL);
+	tu_put(e->store, "s2/", "", 0, NULL);
+	tu_put(e->store, "f1", "1", 1, NULL);
+	tu_put(e->store, "f2", "2", 1, NULL);
+	assert_int_equal(snap_build(fs, r, NULL, &s), 0);
+	pthread_mutex_lock(&fs->lock);
+	snap_put_locked(s);
+	assert_int_equal(inode_nlink(fs, r), 4);        /* s1, s2 */
+	for (i = 0; i < 6; i++) {
+		in[i] = inode_new(fs, r, names[i],
+				  names[i][0] == 'a' || names[i][0] == 'b' ||
+				  names[i][0] == 'c' ? S_IFREG | 0644 :
+				  S_IFDIR | 0755);
+		assert_non_null(in[i]);
+		check_dirs_first(r);
+	}
+	/* s1 is listed already: only L1 and L2 add */
+	assert_int_equal(inode_nlink(fs, r), 6);
+	(void)detach(fs, in[1]);                        /* L1, not last */
+	check_dirs_first(r);
+	assert_int_equal(inode_nlink(fs, r), 5);
+	(void)detach(fs, in[4]);                        /* s1: still listed */
+	check_dirs_first(r);
+	assert_int_equal(inode_nlink(fs, r), 5);
+	snap_note(r, "L2", true, true);                 /* listed now */
+	assert_int_equal(inode_nlink(fs, r), 5);
+	snap_note(r, "s2", false, true);
+	assert_int_equal(inode_nlink(fs, r), 4);
+	snap_note(r, "f1", true, true);                 /* a file became a dir */
+	assert_int_equal(inode_nlink(fs, r), 5);
+	snap_note(r, "f1", false, true);
+	snap_note(r, "s1", false, true);
+	(void)detach(fs, in[3]);                        /* L2, the only one */
+	check_dirs_first(r);
+	assert_null(r->last_dir);
+	assert_int_equal(inode_nlink(fs, r), 3);        /* still listed */
+	snap_note(r, "L2", false, true);
+	assert_int_equal(inode_nlink(fs, r), 2);
+	for (i = 0; i < 6; i++)
+		if (i != 1 && i != 3 && i != 4)
+			(void)detach(fs, in[i]);
+	assert_null(r->child);
+	pthread_mutex_unlock(&fs->lock);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
 	const struct CMUnitTest tests[] = {
 		T(test_file), T(test_dirs), T(test_missing),
 		T(test_key_too_long), T(test_key_at_limit), T(test_store_errors), T(test_revalidate),
+		T(test_dir_nlink),
 		cmocka_unit_test_setup_teardown(test_windows, setup_window,
 						fe_teardown_state),
 	};
