@@ -552,9 +552,26 @@ struct fill {
 };
 
 struct seg_task {
-	struct fill *f;
+	struct objfs_fs *fs;
+	const char *dir;
 	const char *key;
 	int err;
+	struct objfs_attrseg seg;       /* parsed (err 0) */
+};
+
+/* The index read of one directory started before its listing
+ * (aidx_pre_start): the segments' LIST and, when there is one segment
+ * (most directories), its GET run on the pool while the caller lists the
+ * directory; aidx_fill() takes the rest from there. */
+struct aidx_pre {
+	struct objfs_fs *fs;
+	struct objfs_group g;
+	char dir[KEYBUF];
+	int err;                        /* of the LIST */
+	char **keys;
+	size_t n;
+	struct seg_task *tasks;         /* n of them; fetched when n == 1 */
+	bool fetched;
 };
 
 /* Applies entry e to the snapshot when it matches (fs->lock). */
@@ -602,37 +619,41 @@ static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
 	return true;
 }
 
+/* Fetches and parses one segment (no lock). */
 static void seg_run(void *arg)
 {
 	struct seg_task *t = arg;
-	struct fill *f = t->f;
-	struct objfs_fs *fs = f->fs;
 	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(OBJFS_ATTRSEG_MAX);
 	struct objfs_get_opts go = OBJFS_GET_ALL;
-	struct objfs_attrseg seg = OBJFS_ATTRSEG_INIT;
 	struct objfs_sink sink;
-	size_t i;
 
 	objfs_sink_membuf(&sink, &mb);
-	t->err = objfs_store_get(fs->store, t->key, &go, &sink, NULL);
+	t->err = objfs_store_get(t->fs->store, t->key, &go, &sink, NULL);
 	if (t->err == ERANGE)
 		t->err = 0;     /* empty */
 	if (t->err == 0)
 		t->err = objfs_attrseg_parse(mb.data != NULL ? mb.data : "",
-					     mb.len, &seg);
-	if (t->err == 0 && strcmp(seg.dir, f->dir) != 0)
+					     mb.len, &t->seg);
+	if (t->err == 0 && strcmp(t->seg.dir, t->dir) != 0)
 		t->err = EPROTO;        /* another directory's (a collision) */
-	if (t->err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		for (i = 0; i < seg.n; i++) {
-			if (!apply_entry(fs, f->s, &seg.e[i]) && f->compact &&
-			    seg.e[i].ct > f->recent)
-				objfs_attrseg_add(&f->keep, &seg.e[i]);
-		}
-		pthread_mutex_unlock(&fs->lock);
-	}
-	objfs_attrseg_release(&seg);
 	objfs_membuf_release(&mb);
+}
+
+/* Applies a fetched segment's entries to f->s (takes fs->lock). */
+static void seg_apply(struct fill *f, struct seg_task *t)
+{
+	struct objfs_fs *fs = f->fs;
+	size_t i;
+
+	if (t->err != 0)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < t->seg.n; i++) {
+		if (!apply_entry(fs, f->s, &t->seg.e[i]) && f->compact &&
+		    t->seg.e[i].ct > f->recent)
+			objfs_attrseg_add(&f->keep, &t->seg.e[i]);
+	}
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* Writes one segment with every entry in use (and the recent ones kept),
@@ -689,7 +710,70 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 	free(del);
 }
 
-void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
+/* Lists the segments of pre->dir; fetches the only one (a pool task). */
+static void pre_run(void *arg)
+{
+	struct aidx_pre *pre = arg;
+	char pfx[128];
+
+	objfs_attrseg_prefix(pre->dir, pfx, sizeof(pfx));
+	pre->err = objfs_tree_keys(pre->fs->store, pfx, &pre->keys, &pre->n);
+	if (pre->err != 0 || pre->n == 0)
+		return;
+	pre->tasks = calloc(pre->n, sizeof(*pre->tasks));
+	if (pre->tasks == NULL) {
+		pre->err = ENOMEM;
+		return;
+	}
+	if (pre->n == 1) {
+		pre->tasks[0].fs = pre->fs;
+		pre->tasks[0].dir = pre->dir;
+		pre->tasks[0].key = pre->keys[0];
+		seg_run(&pre->tasks[0]);
+		pre->fetched = true;
+	}
+}
+
+struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir)
+{
+	struct aidx_pre *pre;
+
+	if (fs->pool == NULL || strlen(dir) >= KEYBUF)
+		return NULL;
+	pre = calloc(1, sizeof(*pre));
+	if (pre == NULL)
+		return NULL;
+	pre->fs = fs;
+	strcpy(pre->dir, dir);
+	objfs_group_init(&pre->g);
+	if (objfs_pool_submit(fs->pool, &pre->g, pre_run, pre) != 0) {
+		free(pre);
+		return NULL;
+	}
+	return pre;
+}
+
+static void pre_free(struct aidx_pre *pre)
+{
+	size_t i;
+
+	for (i = 0; pre->tasks != NULL && i < pre->n; i++)
+		objfs_attrseg_release(&pre->tasks[i].seg);
+	free(pre->tasks);
+	objfs_tree_keys_free(pre->keys, pre->n);
+	free(pre);
+}
+
+void aidx_pre_cancel(struct aidx_pre *pre)
+{
+	if (pre == NULL)
+		return;
+	objfs_group_wait(&pre->g);
+	pre_free(pre);
+}
+
+void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
+	       struct aidx_pre *pre)
 {
 	struct fill f;
 	struct seg_task *tasks = NULL;
@@ -699,14 +783,25 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
 	size_t n = 0, i;
 	int err;
 
-	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-	err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	if (pre != NULL && strcmp(pre->dir, dir) != 0) {
+		aidx_pre_cancel(pre);   /* renamed meanwhile: read it again */
+		pre = NULL;
+	}
+	if (pre != NULL) {
+		objfs_group_wait(&pre->g);
+		err = pre->err;
+		keys = pre->keys;
+		n = pre->n;
+		tasks = pre->tasks;
+	} else {
+		objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+		err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	}
 	if (err == 0)
 		known_set(fs, dir, keys, n);
 	if (err != 0 || n == 0)
 		goto out;
-	tasks = calloc(n, sizeof(*tasks));
-	if (tasks == NULL)
+	if (tasks == NULL && (tasks = calloc(n, sizeof(*tasks))) == NULL)
 		goto out;
 	memset(&f, 0, sizeof(f));
 	f.fs = fs;
@@ -714,16 +809,20 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s)
 	f.s = s;
 	f.recent = ts_ns(&now) - (int64_t)AIDX_RECENT * 1000000000;
 	f.compact = n >= AIDX_COMPACT && !fs->o.read_only;
-	objfs_group_init(&g);
-	for (i = 0; i < n; i++) {
-		tasks[i].f = &f;
-		tasks[i].key = keys[i];
-		if (fs->pool == NULL ||
-		    objfs_pool_submit(fs->pool, &g, seg_run, &tasks[i]) != 0)
-			seg_run(&tasks[i]);
+	if (pre == NULL || !pre->fetched) {
+		objfs_group_init(&g);
+		for (i = 0; i < n; i++) {
+			tasks[i].fs = fs;
+			tasks[i].dir = dir;
+			tasks[i].key = keys[i];
+			if (fs->pool == NULL ||
+			    objfs_pool_submit(fs->pool, &g, seg_run, &tasks[i]) != 0)
+				seg_run(&tasks[i]);
+		}
+		objfs_group_wait(&g);
 	}
-	objfs_group_wait(&g);
 	for (i = 0; i < n; i++) {
+		seg_apply(&f, &tasks[i]);
 		if (tasks[i].err != 0 && tasks[i].err != ENOENT)
 			objfs_debug(fs->log, SUB, "attribute index segment %s: "
 				    "%s (ignored)", keys[i],
@@ -736,8 +835,14 @@ out:
 	if (err != 0)
 		objfs_debug(fs->log, SUB, "listing the attribute index of "
 			    "\"%s\": %s", dir, objfs_strerror(err));
-	free(tasks);
-	objfs_tree_keys_free(keys, n);
+	if (pre != NULL) {
+		pre_free(pre);
+	} else {
+		for (i = 0; tasks != NULL && i < n; i++)
+			objfs_attrseg_release(&tasks[i].seg);
+		free(tasks);
+		objfs_tree_keys_free(keys, n);
+	}
 }
 
 int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,

@@ -428,8 +428,19 @@ static void queue_heads(struct objfs_fs *fs, struct inode *dir,
  * batches so a huge directory does not queue a task per name at once.
  * Subdirectories' markers (which the index never describes) are asked for
  * while the index is read; files the index did not describe after. */
+struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir)
+{
+	char dkey[KEYBUF];
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	return err == 0 ? aidx_pre_start(fs, dkey) : NULL;
+}
+
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap *s)
+		      struct dirsnap *s, struct aidx_pre *pre)
 {
 	struct objfs_group g;
 	char dkey[KEYBUF];
@@ -440,17 +451,20 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	pthread_mutex_lock(&fs->lock);
 	if (s->attrs_done) {
 		pthread_mutex_unlock(&fs->lock);
+		aidx_pre_cancel(pre);
 		return;
 	}
 	s->attrs_done = true;
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
 	pthread_mutex_unlock(&fs->lock);
-	if (err != 0)
+	if (err != 0) {
+		aidx_pre_cancel(pre);
 		return;
+	}
 	objfs_group_init(&g);
 	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
 	/* what the attribute index says needs no HEAD */
-	aidx_fill(fs, dkey, s);
+	aidx_fill(fs, dkey, s, pre);
 	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
 	objfs_group_wait(&g);
 }

@@ -1137,6 +1137,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct objfs_fs *fs = req_fs(req);
 	struct dhandle *dh = dh_of(req_fs(req), fi);
 	struct inode *dir = pin_ino(fs, ino);
+	struct pf_starts *pfs = NULL;
+	struct aidx_pre *pre = NULL;
 	struct dirsnap *s;
 	char *buf = NULL;
 	size_t pos = 0;
@@ -1162,8 +1164,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			s->refs++;
 		}
 		pthread_mutex_unlock(&fs->lock);
-		if (s == NULL)
+		if (s == NULL) {
+			/* readdirplus reads the index too: meanwhile */
+			pre = plus ? snap_index_start(fs, dir) : NULL;
 			err = snap_build(fs, dir, NULL, &s);
+		}
 		if (err != 0)
 			goto out;
 		pthread_mutex_lock(&fs->lock);
@@ -1189,7 +1194,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * takes bounded memory */
 	windowed = s->more || s->base > 0;
 	if (plus && !windowed)
-		snap_fetch_attrs(fs, dir, s);
+		snap_fetch_attrs(fs, dir, s, pre);
+	else
+		aidx_pre_cancel(pre);
+	pre = NULL;
 	buf = malloc(size);
 	if (buf == NULL) {
 		err = ENOMEM;
@@ -1254,9 +1262,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pos += need;
 	}
 	if (!windowed && err == 0)
-		pf_dir_read(fs, dir, s, plus, off == 0);
+		pfs = pf_dir_read(fs, dir, s, plus, off == 0);
 	pthread_mutex_unlock(&fs->lock);
+	pf_submit(fs, pfs);
 out:
+	aidx_pre_cancel(pre);   /* a listing that failed */
 	if (err != 0 && pos == 0)
 		reply_err(req, err);
 	else

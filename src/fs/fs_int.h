@@ -307,6 +307,8 @@ struct objfs_fs {
 	bool pf_stop;
 	unsigned pf_nthreads;
 	uint64_t pf_listed;             /* directories listed ahead */
+	uint64_t pf_used_ms;            /* an open last used a prefetch (mono
+					   ms; atomic, prefetch.c) */
 	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
 	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
@@ -599,10 +601,16 @@ bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir);
  * it). */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
 	       const struct dirsnap *prev, struct dirsnap **out);
+struct aidx_pre;                /* attrindex.c */
 /* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
- * once per snapshot; s is referenced by the caller.  Takes fs->lock. */
+ * once per snapshot; s is referenced by the caller; pre (NULL, or
+ * snap_index_start()'s before s was listed) is consumed.  Takes
+ * fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap *s);
+		      struct dirsnap *s, struct aidx_pre *pre);
+/* Starts reading dir's attribute index while the caller lists it (for
+ * snap_fetch_attrs); NULL when it cannot.  Takes fs->lock. */
+struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir);
 /* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
  * when out of memory.  Takes fs->lock. */
 struct dhandle *dh_new(struct objfs_fs *fs);
@@ -745,9 +753,14 @@ void pf_stop(struct objfs_fs *fs);
  * order may get them prefetched; with plus, when dir is read in its
  * parent's order after a sibling (a tree walk), the next subdirectories
  * of its parent and its own first ones (with inodes so far) are queued to
- * be listed ahead.  fs->lock held. */
-void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-		 const struct dirsnap *s, bool plus, bool first);
+ * be listed ahead.  fs->lock held.  Returns the GETs of dir's first
+ * files when the walk reads files (or NULL): the caller passes them to
+ * pf_submit() once fs->lock is released. */
+struct pf_starts;
+struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+			      const struct dirsnap *s, bool plus, bool first);
+/* Starts the GETs of st and frees it (NULL: nothing).  No lock held. */
+void pf_submit(struct objfs_fs *fs, struct pf_starts *st);
 /* Waits while dir is being listed ahead (its listing is then fresh).
  * fs->lock held (released while waiting). */
 void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);
@@ -784,10 +797,19 @@ void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 void aidx_flush(struct objfs_fs *fs, bool all);
 /* The flusher thread (arg: the fs) until fs->aidx_stop. */
 void *aidx_main(void *arg);
+/* Starts reading the index of the directory whose key is dir on the pool
+ * (its LIST, and the GET of a lone segment) while the caller lists the
+ * directory; NULL when it cannot (then aidx_fill reads it).  The result
+ * goes to aidx_fill or aidx_pre_cancel.  No lock held. */
+struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir);
+/* Waits for pre (NULL: nothing) and frees it. */
+void aidx_pre_cancel(struct aidx_pre *pre);
 /* Fills the entries of snapshot s (referenced by the caller) of the
- * directory whose key is dir from the index; compacts it when it has many
- * segments.  No lock held; takes fs->lock. */
-void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s);
+ * directory whose key is dir from the index (what pre read of it, when
+ * not NULL; pre is consumed); compacts it when it has many segments.  No
+ * lock held; takes fs->lock. */
+void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
+	       struct aidx_pre *pre);
 /* Deletes the index of the directory whose key is dir and, with marker
  * (not NULL), that key too, in one request when the segments are known
  * from a recent listing (else the index is listed first).  0, or the

@@ -36,6 +36,14 @@
  * being listed ahead waits for that listing (pf_dir_wait()), fresh for
  * dir_ttl like any other.
  *
+ * A walk that reads files: when an open used a prefetched file in the
+ * last PF_READING seconds, a readdirplus from the start of a directory
+ * read in a walk (it, or its parent, came after a sibling) starts the
+ * prefetch of its first files at once, rather than at the open of the
+ * first one (which would wait for its own GET, and the second for the
+ * prefetch that open started).  A walk that only lists (find, ls -lR, du)
+ * uses no prefetch, so it never starts one.
+ *
  * Per directory (fs->lock): pf_time names the listing the positions
  * count in (its time), pf_next the position after the last file opened,
  * pf_upto the position up to which prefetches were started, pf_dnext and
@@ -56,6 +64,19 @@
 #define PF_FILE_MAX (1ULL << 20)        /* a larger file is not prefetched */
 #define PF_ENTRIES 256
 #define PF_DIRS_AHEAD 4                 /* subdirectories listed ahead */
+#define PF_READING 2.0                  /* seconds after an open used a
+					   prefetch that a walk counts as
+					   reading files */
+
+static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
+				    const struct dirsnap *s, size_t from);
+
+/* When an open last used a prefetched file (mono seconds; no lock). */
+static double pf_last_use(struct objfs_fs *fs)
+{
+	return (double)__atomic_load_n(&fs->pf_used_ms, __ATOMIC_RELAXED) /
+	       1000.0;
+}
 
 int pf_init(struct objfs_fs *fs)
 {
@@ -89,6 +110,7 @@ static void *pf_lister(void *arg)
 	pthread_mutex_lock(&fs->lock);
 	for (;;) {
 		struct dirsnap *s = NULL;
+		struct aidx_pre *pre;
 		struct inode *c;
 
 		while (!fs->pf_stop && fs->pf_dirq_n == 0)
@@ -99,8 +121,11 @@ static void *pf_lister(void *arg)
 		memmove(&fs->pf_dirq[0], &fs->pf_dirq[1],
 			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
 		pthread_mutex_unlock(&fs->lock);
+		pre = snap_index_start(fs, c);
 		if (snap_build(fs, c, NULL, &s) == 0 && !s->more && s->base == 0)
-			snap_fetch_attrs(fs, c, s);
+			snap_fetch_attrs(fs, c, s, pre);
+		else
+			aidx_pre_cancel(pre);
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
 		fs->pf_listed++;
@@ -208,8 +233,8 @@ static void pf_positions(struct inode *dir, const struct dirsnap *s)
 	}
 }
 
-void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-		 const struct dirsnap *s, bool plus, bool first)
+struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
+			      const struct dirsnap *s, bool plus, bool first)
 {
 	struct inode *p = dir->parent;
 	const struct dirsnap *ps;
@@ -218,11 +243,11 @@ void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 
 	fs_assert_locked(fs);
 	if (fs->pf == NULL || s->more || s->base != 0)
-		return;
+		return NULL;
 	pf_positions(dir, s);
 	dir->pf_scanned = true;
 	if (!plus || fs->pf_nthreads == 0)
-		return;
+		return NULL;
 	ps = p != NULL ? p->snap : NULL;
 	if (first && ps != NULL && !ps->more && ps->base == 0) {
 		/* after the sibling read before it: a tree walk */
@@ -244,6 +269,13 @@ void pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 		pf_positions(dir, s);
 		pf_queue_dirs(fs, dir, s, 0);
 	}
+	/* a walk that reads files (a prefetched one was just used): this
+	 * directory's first files are next */
+	if (first && dir->pf_upto == 0 &&
+	    (dir->pf_walk || (p != NULL && p->pf_walk)) &&
+	    now_mono() - pf_last_use(fs) < PF_READING)
+		return pf_collect(fs, dir, s, 0);
+	return NULL;
 }
 
 struct pf_task {
@@ -293,28 +325,95 @@ static bool pf_candidate(struct objfs_fs *fs, struct inode *dir,
 			     !c->hl_data && !c->hl_pending);
 }
 
-void pf_opened(struct objfs_fs *fs, struct inode *in)
-{
+/* GETs to start, collected under fs->lock, sent without it. */
+struct pf_starts {
+	size_t n;
 	struct pf_start {
 		char key[KEYBUF];
 		size_t len;
-	} *starts;
+	} e[];
+};
+
+/* Collects the prefetch candidates of dir's listing s from position
+ * `from` on (up to o.prefetch files; those before dir->pf_upto started
+ * already) into a new batch.  fs->lock held; NULL when none or out of
+ * memory. */
+static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
+				    const struct dirsnap *s, size_t from)
+{
+	struct pf_starts *st;
 	char dkey[KEYBUF];
+	size_t j, files = 0;
+
+	fs_assert_locked(fs);
+	if (inode_key(fs, dir, true, dkey, sizeof(dkey)) != 0)
+		return NULL;
+	st = malloc(sizeof(*st) + fs->o.prefetch * sizeof(st->e[0]));
+	if (st == NULL)
+		return NULL;
+	st->n = 0;
+	for (j = from; j < s->n && files < fs->o.prefetch; j++) {
+		const struct dent *d = &s->e[j];
+
+		if (d->is_dir)
+			continue;
+		files++;
+		if (j < dir->pf_upto || !pf_candidate(fs, dir, d) ||
+		    objfs_key_join(dkey, d->name, false, st->e[st->n].key,
+				   sizeof(st->e[st->n].key)) != 0)
+			continue;
+		/* one byte more than listed: a file grown since shows */
+		st->e[st->n++].len = (size_t)d->size + 1;
+	}
+	if (j > dir->pf_upto)
+		dir->pf_upto = j;
+	if (st->n == 0) {
+		free(st);
+		st = NULL;
+	}
+	return st;
+}
+
+void pf_submit(struct objfs_fs *fs, struct pf_starts *st)
+{
+	size_t i;
+
+	for (i = 0; st != NULL && i < st->n; i++) {
+		size_t kl = strlen(st->e[i].key);
+		struct pf_task *t = malloc(sizeof(*t) + kl + 1);
+
+		if (t == NULL)
+			break;
+		t->fs = fs;
+		t->len = st->e[i].len;
+		memcpy(t->key, st->e[i].key, kl + 1);
+		t->id = objfs_pfcache_reserve(fs->pf, t->key, t->len, now_mono());
+		if (t->id == 0) {
+			free(t);
+			continue;
+		}
+		if (objfs_pool_submit(fs->pool, NULL, pf_run, t) != 0) {
+			objfs_pfcache_fill(fs->pf, t->id, ENOMEM, NULL, 0, NULL);
+			free(t);
+		}
+	}
+	free(st);
+}
+
+void pf_opened(struct objfs_fs *fs, struct inode *in)
+{
+	struct pf_starts *st = NULL;
 	struct inode *dir;
 	struct dirsnap *s;
-	size_t i, j, n = 0, files = 0;
+	size_t i, j;
 	bool found, seq = true;
 
 	if (fs->pf == NULL)
 		return;
-	starts = malloc(fs->o.prefetch * sizeof(*starts));
-	if (starts == NULL)
-		return;
 	pthread_mutex_lock(&fs->lock);
 	dir = in->parent;
 	s = dir != NULL && in->linked ? dir->snap : NULL;
-	if (s == NULL || s->more || s->base != 0 ||
-	    inode_key(fs, dir, true, dkey, sizeof(dkey)) != 0)
+	if (s == NULL || s->more || s->base != 0)
 		goto out;
 	i = snap_find(s, in->name, &found);
 	if (!found)
@@ -334,45 +433,11 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	/* out of order: nothing now (what was prefetched before is not
 	 * fetched again: a reader going back over the listing finds it in
 	 * the page cache) */
-	if (!seq)
-		goto out;
-	for (j = i + 1; j < s->n && files < fs->o.prefetch; j++) {
-		const struct dent *d = &s->e[j];
-
-		if (d->is_dir)
-			continue;
-		files++;
-		if (j < dir->pf_upto || !pf_candidate(fs, dir, d) ||
-		    objfs_key_join(dkey, d->name, false, starts[n].key,
-				   sizeof(starts[n].key)) != 0)
-			continue;
-		/* one byte more than listed: a file grown since shows */
-		starts[n++].len = (size_t)d->size + 1;
-	}
-	if (j > dir->pf_upto)
-		dir->pf_upto = j;
+	if (seq)
+		st = pf_collect(fs, dir, s, i + 1);
 out:
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; i < n; i++) {
-		size_t kl = strlen(starts[i].key);
-		struct pf_task *t = malloc(sizeof(*t) + kl + 1);
-
-		if (t == NULL)
-			break;
-		t->fs = fs;
-		t->len = starts[i].len;
-		memcpy(t->key, starts[i].key, kl + 1);
-		t->id = objfs_pfcache_reserve(fs->pf, t->key, t->len, now_mono());
-		if (t->id == 0) {
-			free(t);
-			continue;
-		}
-		if (objfs_pool_submit(fs->pool, NULL, pf_run, t) != 0) {
-			objfs_pfcache_fill(fs->pf, t->id, ENOMEM, NULL, 0, NULL);
-			free(t);
-		}
-	}
-	free(starts);
+	pf_submit(fs, st);
 }
 
 bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
@@ -397,6 +462,9 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 	if (hit && sink != NULL && len > 0 &&
 	    sink->write_at(sink->arg, 0, data, len) != 0)
 		hit = false;
+	if (hit && sink != NULL)
+		__atomic_store_n(&fs->pf_used_ms,
+				 (uint64_t)(now_mono() * 1000.0), __ATOMIC_RELAXED);
 	free(data);
 	return hit;
 }
