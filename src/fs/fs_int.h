@@ -1025,9 +1025,14 @@ void keep_dir(struct objfs_fs *fs, struct inode *dir);
  * first for a successor.  0 or an errno.  No lock held. */
 int del_later(struct objfs_fs *fs, const char *key);
 /* Whether in's object may be deleted later (del_later) when its name goes
- * (unlink, or the old name of a rename): not a hard link's name (its set
- * is counted in the store) and not open.  fs->lock held. */
-bool del_may_defer(const struct inode *in);
+ * (unlink, or the old name of a rename: renamed): not a hard link's name
+ * (its set is counted in the store); for an unlink, not open either (an
+ * open file's unlink deletes at once, as before deletes were deferred).
+ * A rename's source may be open: the kernel sends RELEASE after close()
+ * returns, so the close-then-rename of rsync or an editor often still
+ * finds its handle, and the inode's data goes on under the new key.
+ * fs->lock held. */
+bool del_may_defer(const struct inode *in, bool renamed);
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 /* fsync of a directory: waits for the deletes deferred before it (EIO

@@ -41,9 +41,9 @@ int del_later(struct objfs_fs *fs, const char *key)
 	return err;
 }
 
-bool del_may_defer(const struct inode *in)
+bool del_may_defer(const struct inode *in, bool renamed)
 {
-	return in->hl_id == NULL && in->nopen == 0;
+	return in->hl_id == NULL && (renamed || in->nopen == 0);
 }
 
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -135,7 +135,7 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
 			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
 		}
-		later = del_may_defer(in);
+		later = del_may_defer(in, false);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	if (err == 0 && in_store)

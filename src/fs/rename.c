@@ -193,7 +193,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
 		pending = !src->in_store;
-		later = del_may_defer(src);     /* as an unlink's (remove.c) */
+		later = del_may_defer(src, true);
 		pthread_mutex_unlock(&fs->lock);
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };

@@ -1033,7 +1033,8 @@ def t_rename_deferred(env):
     to its new key and its old key's delete queued as an unlink's is: no
     DELETE per rename, the old name gone at once and from the store after
     the barrier; renaming a name back over a queued old key, and opening
-    the new name for reading, see the new object."""
+    the new name for reading, see the new object.  A file renamed while
+    still open is no different."""
     n = 40
     url = env.volume("rend")
     m = env.mount(url, ["delete_delay=2"])
@@ -1047,9 +1048,18 @@ def t_rename_deferred(env):
     check(rfile(d + "/d/f007") == b"v7", "new name read")
     os.rename(d + "/d/f000", d + "/d/.t000")        # back over a queued key
     check(rfile(d + "/d/.t000") == b"v0", "renamed back over its queued delete")
+    # renamed while still open (the kernel's RELEASE of a closed file can
+    # come after the rename too): deferred all the same
+    with open(d + "/d/.open", "wb") as f:
+        f.write(b"open")
+        f.flush()
+        os.fsync(f.fileno())                    # in the store, still open
+        os.rename(d + "/d/.open", d + "/d/open")
+        f.write(b" and after")
+    check(rfile(d + "/d/open") == b"open and after", "written on after its rename")
     env.umount(m)
     keys = env.keys(url, "d/")
-    want = ["d/", "d/.t000"] + ["d/f%03d" % i for i in range(1, n)]
+    want = ["d/", "d/.t000"] + ["d/f%03d" % i for i in range(1, n)] + ["d/open"]
     check(keys == want, "in the store: %s" % keys[:6])
     check(env.get(url, "d/.t000") == b"v0", "the name renamed back kept its bytes")
     r = store_requests(env, m)
