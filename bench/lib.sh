@@ -119,7 +119,10 @@ do_umount() {
 	CPU=$(cpu "$2")
 	fusermount3 -u "$1" 2>/dev/null || umount -l "$1"
 	i=0
-	while kill -0 "$2" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	# polled every 10 ms (at most 60 s): a step is timed until its mount
+	# process is gone, and a coarser poll would add up to its period to
+	# every tool's time
+	while kill -0 "$2" 2>/dev/null && [ $i -lt 6000 ]; do sleep 0.01; i=$((i + 1)); done
 	kill -9 "$2" 2>/dev/null || true
 	REQ=-
 	case $MTOOL in
