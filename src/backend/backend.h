@@ -189,8 +189,10 @@ struct objfs_get_opts {
 	uint64_t len;             /* bytes wanted, or OBJFS_LEN_ALL */
 	const char *if_match;     /* ETag the object must have, or NULL (ESTALE) */
 	struct objfs_cancel *cancel;    /* NULL, or see above */
+	bool background;          /* nobody waits on it yet (a prefetch): a
+				     slow answer is not raced by a hedge */
 };
-#define OBJFS_GET_ALL { 0, OBJFS_LEN_ALL, NULL, NULL }
+#define OBJFS_GET_ALL { 0, OBJFS_LEN_ALL, NULL, NULL, false }
 
 struct objfs_put_opts {
 	const struct objfs_meta *meta;   /* NULL for none */

@@ -199,7 +199,8 @@ static void *primary_main(void *arg)
 {
 	struct hget *g = arg;
 	struct hedge *h = g->h;
-	struct objfs_get_opts go = { g->off, g->len, g->if_match, &g->pcancel };
+	struct objfs_get_opts go = { g->off, g->len, g->if_match, &g->pcancel,
+				     false };
 	struct objfs_sink gate = { gate_write, g };
 	long long end;
 	int err;
@@ -233,7 +234,8 @@ static void *hedge_main(void *arg)
 {
 	struct hget *g = arg;
 	struct hedge *h = g->h;
-	struct objfs_get_opts go = { g->off, g->len, g->if_match, &g->hcancel };
+	struct objfs_get_opts go = { g->off, g->len, g->if_match, &g->hcancel,
+				     false };
 	struct objfs_sink sink;
 	int err;
 
@@ -369,7 +371,8 @@ static int hedge_get(struct objfs_store *s, const char *key,
 	int err;
 
 	if (h->cfg.ceiling_ms == 0 || opts == NULL || opts->len == 0 ||
-	    opts->len > h->cfg.max_len || opts->cancel != NULL)
+	    opts->len > h->cfg.max_len || opts->cancel != NULL ||
+	    opts->background)
 		return objfs_store_get(s->inner, key, opts, sink, info);
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)

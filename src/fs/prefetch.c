@@ -290,7 +290,7 @@ static void pf_run(void *arg)
 	struct pf_task *t = arg;
 	struct objfs_fs *fs = t->fs;
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
-	struct objfs_get_opts go = { 0, t->len, NULL, NULL };
+	struct objfs_get_opts go = { 0, t->len, NULL, NULL, true };
 	struct objfs_fixedbuf fb = { malloc(t->len), t->len, 0 };
 	struct objfs_sink sink;
 	struct probe p;

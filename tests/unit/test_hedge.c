@@ -3,7 +3,8 @@
  * GET that hangs (objfs_fault_stall) is raced by a second one, which
  * answers with the right bytes and info while the hung one is cancelled;
  * GETs that answer in time are never hedged; a primary that answers
- * first wins and its hedge is cancelled.
+ * first wins and its hedge is cancelled; a background GET (a prefetch)
+ * is never hedged.
  */
 #include "config.h"
 
@@ -57,12 +58,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A ranged GET of [off, off+len) of obj, checked. */
-static void get_range(struct env *e, uint64_t off, size_t len, int want_err)
+/* A ranged GET of [off, off+len) of obj, checked (background: a
+ * prefetch's). */
+static void get_range_bg(struct env *e, uint64_t off, size_t len,
+			 int want_err, bool background)
 {
 	struct objfs_membuf mb = OBJFS_MEMBUF_INIT(0);
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
-	struct objfs_get_opts go = { off, len, NULL, NULL };
+	struct objfs_get_opts go = { off, len, NULL, NULL, background };
 	struct objfs_sink sink;
 
 	objfs_sink_membuf(&sink, &mb);
@@ -76,6 +79,11 @@ static void get_range(struct env *e, uint64_t off, size_t len, int want_err)
 	}
 	objfs_membuf_release(&mb);
 	objfs_obj_info_release(&info);
+}
+
+static void get_range(struct env *e, uint64_t off, size_t len, int want_err)
+{
+	get_range_bg(e, off, len, want_err, false);
 }
 
 static void test_stalled_get_hedged(void **state)
@@ -121,12 +129,36 @@ static void test_primary_wins(void **state)
 	assert_int_equal(hedged, 1);
 }
 
+/* A background GET (a prefetch: nobody waits on it yet) that answers
+ * past the threshold is not raced: a burst of prefetches on a loaded
+ * server would otherwise double its own requests. */
+static void test_background_not_hedged(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged, won;
+
+	objfs_fault_stall(e->fault, 1, 500);    /* past the 200 ms ceiling */
+	get_range_bg(e, 100, 1000, 0, true);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, 0);
+	/* the same GET in the foreground is raced */
+	objfs_fault_stall(e->fault, 1, 60000);
+	get_range(e, 100, 1000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, 1);
+	assert_int_equal(won, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stalled_get_hedged, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_primary_wins,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_background_not_hedged,
 						setup, teardown),
 	};
 
