@@ -423,11 +423,6 @@ static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 	}
 }
 
-/* Fetches the attributes of every entry the kernel will need (readdirplus):
- * parallel HEADs for names without fresh inode attributes, queued in
- * batches so a huge directory does not queue a task per name at once.
- * Subdirectories' markers (which the index never describes) are asked for
- * while the index is read; files the index did not describe after. */
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir)
 {
 	char dkey[KEYBUF];
@@ -439,6 +434,11 @@ struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir)
 	return err == 0 ? aidx_pre_start(fs, dkey) : NULL;
 }
 
+/* Fetches the attributes of every entry the kernel will need (readdirplus):
+ * parallel HEADs for names without fresh inode attributes, queued in
+ * batches so a huge directory does not queue a task per name at once.
+ * Subdirectories' markers (which the index never describes) are asked for
+ * while the index is read; files the index did not describe after. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s, struct aidx_pre *pre)
 {

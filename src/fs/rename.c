@@ -1,10 +1,10 @@
 /*
  * rename.c - rename.  A file is copied to its new key and the old key
- * deleted (deferred, as an unlink's is, when it is neither a hard link's
- * name nor open: remove.c); a directory's dirty files are uploaded (sync_under()), then
- * every key under it is moved by backend/tree.h: copied in parallel on the
- * mount's pool, all or nothing (the copies are deleted on failure), then
- * the old keys deleted in batches.
+ * deleted (deferred, as an unlink's is, unless it is a hard link's name:
+ * del_may_defer() in remove.c); a directory's dirty files are uploaded
+ * (sync_under()), then every key under it is moved by backend/tree.h:
+ * copied in parallel on the mount's pool, all or nothing (the copies are
+ * deleted on failure), then the old keys deleted in batches.
  * fs->ns is held for writing throughout, so no upload writes to an old
  * key meanwhile.  A hard link's name (hardlink.c) is moved as any file
  * (its object is small; its set's entry follows its token, in the
