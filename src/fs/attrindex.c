@@ -559,10 +559,10 @@ struct seg_task {
 	struct objfs_attrseg seg;       /* parsed (err 0) */
 };
 
-/* The index read of one directory started before its listing
- * (aidx_pre_start): the segments' LIST and, when there is one segment
- * (most directories), its GET run on the pool while the caller lists the
- * directory; aidx_fill() takes the rest from there. */
+/* The index read of one directory: the segments' LIST and, when there is
+ * one segment (most directories), its GET (pre_run).  aidx_pre_start runs
+ * it on the pool while the caller lists the directory; aidx_fill runs it
+ * itself when given none, and takes the rest from there. */
 struct aidx_pre {
 	struct objfs_fs *fs;
 	struct objfs_group g;
@@ -570,7 +570,8 @@ struct aidx_pre {
 	int err;                        /* of the LIST */
 	char **keys;
 	size_t n;
-	struct seg_task *tasks;         /* n of them; fetched when n == 1 */
+	struct seg_task *tasks;         /* n of them (NULL: out of memory);
+					   fetched when n == 1 */
 	bool fetched;
 };
 
@@ -710,35 +711,11 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 	free(del);
 }
 
-/* Lists the segments of pre->dir; fetches the only one (a pool task). */
-static void pre_run(void *arg)
-{
-	struct aidx_pre *pre = arg;
-	char pfx[128];
-
-	objfs_attrseg_prefix(pre->dir, pfx, sizeof(pfx));
-	pre->err = objfs_tree_keys(pre->fs->store, pfx, &pre->keys, &pre->n);
-	if (pre->err != 0 || pre->n == 0)
-		return;
-	pre->tasks = calloc(pre->n, sizeof(*pre->tasks));
-	if (pre->tasks == NULL) {
-		pre->err = ENOMEM;
-		return;
-	}
-	if (pre->n == 1) {
-		pre->tasks[0].fs = pre->fs;
-		pre->tasks[0].dir = pre->dir;
-		pre->tasks[0].key = pre->keys[0];
-		seg_run(&pre->tasks[0]);
-		pre->fetched = true;
-	}
-}
-
-struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir)
+static struct aidx_pre *pre_new(struct objfs_fs *fs, const char *dir)
 {
 	struct aidx_pre *pre;
 
-	if (fs->pool == NULL || strlen(dir) >= KEYBUF)
+	if (strlen(dir) >= KEYBUF)
 		return NULL;
 	pre = calloc(1, sizeof(*pre));
 	if (pre == NULL)
@@ -746,9 +723,42 @@ struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir)
 	pre->fs = fs;
 	strcpy(pre->dir, dir);
 	objfs_group_init(&pre->g);
-	if (objfs_pool_submit(fs->pool, &pre->g, pre_run, pre) != 0) {
+	return pre;
+}
+
+/* Lists the segments of pre->dir, makes their tasks (none when out of
+ * memory) and fetches the only one: on the pool for aidx_pre_start, in
+ * the caller for aidx_fill without one. */
+static void pre_run(void *arg)
+{
+	struct aidx_pre *pre = arg;
+	char pfx[128];
+	size_t i;
+
+	objfs_attrseg_prefix(pre->dir, pfx, sizeof(pfx));
+	pre->err = objfs_tree_keys(pre->fs->store, pfx, &pre->keys, &pre->n);
+	if (pre->err != 0 || pre->n == 0)
+		return;
+	pre->tasks = calloc(pre->n, sizeof(*pre->tasks));
+	for (i = 0; pre->tasks != NULL && i < pre->n; i++) {
+		pre->tasks[i].fs = pre->fs;
+		pre->tasks[i].dir = pre->dir;
+		pre->tasks[i].key = pre->keys[i];
+	}
+	if (pre->tasks != NULL && pre->n == 1) {
+		seg_run(&pre->tasks[0]);
+		pre->fetched = true;
+	}
+}
+
+struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir)
+{
+	struct aidx_pre *pre = fs->pool != NULL ? pre_new(fs, dir) : NULL;
+
+	if (pre != NULL &&
+	    objfs_pool_submit(fs->pool, &pre->g, pre_run, pre) != 0) {
 		free(pre);
-		return NULL;
+		pre = NULL;
 	}
 	return pre;
 }
@@ -776,32 +786,31 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 	       struct aidx_pre *pre)
 {
 	struct fill f;
-	struct seg_task *tasks = NULL;
+	struct seg_task *tasks;
 	struct objfs_group g;
-	char pfx[128], **keys = NULL;
+	char **keys;
 	struct timespec now = now_real();
-	size_t n = 0, i;
+	size_t n, i;
 	int err;
 
 	if (pre != NULL && strcmp(pre->dir, dir) != 0) {
 		aidx_pre_cancel(pre);   /* renamed meanwhile: read it again */
 		pre = NULL;
 	}
-	if (pre != NULL) {
-		objfs_group_wait(&pre->g);
-		err = pre->err;
-		keys = pre->keys;
-		n = pre->n;
-		tasks = pre->tasks;
-	} else {
-		objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-		err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+	if (pre == NULL) {
+		pre = pre_new(fs, dir);
+		if (pre == NULL)
+			return;
+		pre_run(pre);
 	}
+	objfs_group_wait(&pre->g);
+	err = pre->err;
+	keys = pre->keys;
+	n = pre->n;
+	tasks = pre->tasks;
 	if (err == 0)
 		known_set(fs, dir, keys, n);
-	if (err != 0 || n == 0)
-		goto out;
-	if (tasks == NULL && (tasks = calloc(n, sizeof(*tasks))) == NULL)
+	if (err != 0 || n == 0 || tasks == NULL)
 		goto out;
 	memset(&f, 0, sizeof(f));
 	f.fs = fs;
@@ -809,12 +818,9 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 	f.s = s;
 	f.recent = ts_ns(&now) - (int64_t)AIDX_RECENT * 1000000000;
 	f.compact = n >= AIDX_COMPACT && !fs->o.read_only;
-	if (pre == NULL || !pre->fetched) {
+	if (!pre->fetched) {
 		objfs_group_init(&g);
 		for (i = 0; i < n; i++) {
-			tasks[i].fs = fs;
-			tasks[i].dir = dir;
-			tasks[i].key = keys[i];
 			if (fs->pool == NULL ||
 			    objfs_pool_submit(fs->pool, &g, seg_run, &tasks[i]) != 0)
 				seg_run(&tasks[i]);
@@ -835,14 +841,7 @@ out:
 	if (err != 0)
 		objfs_debug(fs->log, SUB, "listing the attribute index of "
 			    "\"%s\": %s", dir, objfs_strerror(err));
-	if (pre != NULL) {
-		pre_free(pre);
-	} else {
-		for (i = 0; tasks != NULL && i < n; i++)
-			objfs_attrseg_release(&tasks[i].seg);
-		free(tasks);
-		objfs_tree_keys_free(keys, n);
-	}
+	pre_free(pre);
 }
 
 int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,
