@@ -844,10 +844,10 @@ void inode_changed(struct inode *in, bool data);
  * ctime are now; subdirs +1 / -1 when the entry is a directory that
  * appeared / went (0: the same number).  fs->lock held. */
 void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs);
-/* dir was listed whole into s: its subdirectories counted and, unless
- * its times are this mount's own already, taken from the newest entry.
- * fs->lock held. */
-void dir_listed(struct inode *dir, const struct dirsnap *s);
+/* dir was listed whole into s: its subdirectories counted (into
+ * dir->nsubdirs and s->ndirs) and, unless its times are this mount's own
+ * already, taken from the newest entry.  fs->lock held. */
+void dir_listed(struct inode *dir, struct dirsnap *s);
 /* st_nlink of in.  fs->lock held. */
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);
 

@@ -128,7 +128,7 @@ void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
 		dir->nsubdirs--;
 }
 
-void dir_listed(struct inode *dir, const struct dirsnap *s)
+void dir_listed(struct inode *dir, struct dirsnap *s)
 {
 	struct timespec newest = { 0, 0 };
 	uint32_t n = 0;
@@ -141,6 +141,7 @@ void dir_listed(struct inode *dir, const struct dirsnap *s)
 			newest = s->e[i].mtime;
 	}
 	dir->nsubdirs = n;
+	s->ndirs = n;           /* inode_nlink counts no more */
 	if (dir->dir_times)
 		return;         /* changes here since: dir_entry_changed() */
 	dir->dir_times = true;
