@@ -86,6 +86,17 @@ static void get_range(struct env *e, uint64_t off, size_t len, int want_err)
 	get_range_bg(e, off, len, want_err, false);
 }
 
+/* GET [100, 1100) of obj while the next n GETs hang ms each; *hedged
+ * and *won: the hedge counters after. */
+static void stalled_get(struct env *e, unsigned n, unsigned ms,
+			bool background, uint64_t *hedged, uint64_t *won)
+{
+	objfs_fault_stall(e->fault, n, ms);
+	get_range_bg(e, 100, 1000, 0, background);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, hedged, won);
+}
+
 static void test_stalled_get_hedged(void **state)
 {
 	struct env *e = *state;
@@ -116,10 +127,7 @@ static void test_primary_wins(void **state)
 	/* the primary hangs past the threshold (the ceiling: no samples
 	 * yet), and so does its hedge, longer: the primary answers and the
 	 * hedge is cancelled (else it would hold the destroy a minute) */
-	objfs_fault_stall(e->fault, 2, 600);
-	get_range(e, 100, 1000, 0);
-	objfs_fault_stall(e->fault, 0, 0);
-	objfs_hedge_stats(e->store, &hedged, &won);
+	stalled_get(e, 2, 600, false, &hedged, &won);
 	assert_int_equal(hedged, 1);
 	assert_int_equal(won, 0);
 	/* a failure before the threshold is the answer, unhedged */
@@ -137,16 +145,11 @@ static void test_background_not_hedged(void **state)
 	struct env *e = *state;
 	uint64_t hedged, won;
 
-	objfs_fault_stall(e->fault, 1, 500);    /* past the 200 ms ceiling */
-	get_range_bg(e, 100, 1000, 0, true);
-	objfs_fault_stall(e->fault, 0, 0);
-	objfs_hedge_stats(e->store, &hedged, &won);
+	/* hangs past the 200 ms ceiling */
+	stalled_get(e, 1, 500, true, &hedged, &won);
 	assert_int_equal(hedged, 0);
 	/* the same GET in the foreground is raced */
-	objfs_fault_stall(e->fault, 1, 60000);
-	get_range(e, 100, 1000, 0);
-	objfs_fault_stall(e->fault, 0, 0);
-	objfs_hedge_stats(e->store, &hedged, &won);
+	stalled_get(e, 1, 60000, false, &hedged, &won);
 	assert_int_equal(hedged, 1);
 	assert_int_equal(won, 1);
 }
