@@ -35,8 +35,20 @@
  * only (its entries match no object of a later directory of that name
  * unless ETag and Last-Modified both do, that is, the very object).
  *
- * Locks: fs->aidx_mu (a leaf) guards the pending entries and the
- * sequence; no lock is held across store I/O; entries of a snapshot are
+ * The catalogue: a walk reads one directory's index after another, each
+ * costing a LIST of its segments.  When a second directory's segments
+ * are needed within dir_ttl of the first, the whole index of the volume
+ * is listed once instead (one page, AIDX_CAT_KEYS keys: the segments of
+ * most volumes) and answers every directory's LIST while it is fresh
+ * (dir_ttl, like a listing), with the segments this mount wrote since and
+ * without those it deleted.  A segment another mount wrote meanwhile is
+ * missed for that long: its names cost a HEAD, as after a crash, and an
+ * rmdir leaves it behind, as with known segments.  A volume whose index
+ * outgrows one page lists it per directory again for AIDX_CAT_RETRY
+ * seconds.  aidx_seg_keys() is the one way to a directory's segments.
+ *
+ * Locks: fs->aidx_mu (a leaf) guards the pending entries, the known
+ * segments, the catalogue and the sequence; no lock is held across store I/O; entries of a snapshot are
  * filled under fs->lock.
  *
  * Zero-byte objects (empty files, symlinks, FIFOs, sockets, devices)
@@ -87,6 +99,10 @@
 				   survives a compaction */
 #define AIDX_KNOWN_TTL 60.0     /* seconds a listing of segments is used */
 #define AIDX_KNOWN_MAX 256      /* directories whose segments are known */
+#define AIDX_CAT_KEYS 1000      /* segment keys of the volume's one-page
+				   catalogue */
+#define AIDX_CAT_RETRY 60.0     /* seconds without a catalogue once the
+				   index outgrew one page */
 
 /* The segment keys of one directory as last listed, with the ones this
  * mount wrote since (fs->aidx_mu). */
@@ -95,6 +111,18 @@ struct aidx_known {
 	char *dir;
 	double time;                    /* when listed */
 	char **keys;
+	size_t n, cap;
+};
+
+/* The volume's whole index as one LIST showed it (fs->aidx_mu; see the
+ * top of this file). */
+struct aidx_cat {
+	double time;                    /* when its LIST was sent; 0: none */
+	double last_list;               /* when a directory's LIST was sent */
+	double retry;                   /* no catalogue before this */
+	bool loading;                   /* a thread lists it: wait on cv */
+	pthread_cond_t cv;
+	char **keys;                    /* sorted */
 	size_t n, cap;
 };
 
@@ -183,7 +211,7 @@ static int known_add(struct aidx_known *k, const char *key)
 /* Records the n segment keys just listed for dir (forgets it when out of
  * memory); the oldest record goes past AIDX_KNOWN_MAX. */
 static void known_set(struct objfs_fs *fs, const char *dir, char **keys,
-		      size_t n)
+		      size_t n, double listed)
 {
 	struct aidx_known *k = calloc(1, sizeof(*k)), **pp;
 	size_t i, count = 0;
@@ -196,7 +224,7 @@ static void known_set(struct objfs_fs *fs, const char *dir, char **keys,
 	pthread_mutex_lock(&fs->aidx_mu);
 	known_free(known_take(fs, dir));
 	if (k != NULL && err == 0) {
-		k->time = now_mono();
+		k->time = listed;
 		k->next = fs->aidx_known;
 		fs->aidx_known = k;
 		k = NULL;
@@ -230,6 +258,194 @@ static void known_note(struct objfs_fs *fs, const char *dir, const char *key)
 	pthread_mutex_unlock(&fs->aidx_mu);
 }
 
+/* ---- the catalogue (fs->aidx_mu) -------------------------------------- */
+
+static void cat_clear(struct aidx_cat *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->keys[i]);
+	free(c->keys);
+	c->keys = NULL;
+	c->n = c->cap = 0;
+	c->time = 0;
+}
+
+/* The index of the first key not below key. */
+static size_t cat_find(const struct aidx_cat *c, const char *key)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(c->keys[mid], key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool cat_fresh(const struct objfs_fs *fs, const struct aidx_cat *c,
+		      double now)
+{
+	return c->time > 0 && now - c->time < fs->o.dir_ttl;
+}
+
+/* Copies the catalogue's keys under pfx into *keys, *n (aidx_mu). */
+static int cat_copy(const struct aidx_cat *c, const char *pfx, char ***keys,
+		    size_t *n)
+{
+	size_t i, cap = 0, pl = strlen(pfx);
+	int err = 0;
+
+	*keys = NULL;
+	*n = 0;
+	for (i = cat_find(c, pfx); i < c->n && err == 0 &&
+	     strncmp(c->keys[i], pfx, pl) == 0; i++)
+		err = strs_push(keys, n, &cap, strdup(c->keys[i]));
+	return err;
+}
+
+/* A segment this mount wrote: into the catalogue, if there is one. */
+static void cat_note(struct objfs_fs *fs, const char *key)
+{
+	struct aidx_cat *c = fs->aidx_cat;
+	size_t i;
+	char *dup;
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	i = cat_find(c, key);
+	if (c->time > 0 && (i == c->n || strcmp(c->keys[i], key) != 0)) {
+		dup = strdup(key);
+		if (dup == NULL || strs_push(&c->keys, &c->n, &c->cap, dup) != 0) {
+			cat_clear(c);   /* strs_push freed dup */
+		} else {
+			memmove(c->keys + i + 1, c->keys + i,
+				(c->n - 1 - i) * sizeof(*c->keys));
+			c->keys[i] = dup;
+		}
+	}
+	pthread_mutex_unlock(&fs->aidx_mu);
+}
+
+/* The segments of a directory (its prefix pfx) this mount deletes: out of
+ * the catalogue. */
+static void cat_forget(struct objfs_fs *fs, const char *pfx)
+{
+	struct aidx_cat *c = fs->aidx_cat;
+	size_t i, j, pl = strlen(pfx);
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	i = cat_find(c, pfx);
+	for (j = i; j < c->n && strncmp(c->keys[j], pfx, pl) == 0; j++)
+		free(c->keys[j]);
+	if (j > i) {
+		memmove(c->keys + i, c->keys + j,
+			(c->n - j) * sizeof(*c->keys));
+		c->n -= j - i;
+	}
+	pthread_mutex_unlock(&fs->aidx_mu);
+}
+
+/* Lists the whole index into the catalogue (c->loading set by the
+ * caller, who holds no lock). */
+static void cat_load(struct objfs_fs *fs)
+{
+	struct aidx_cat *c = fs->aidx_cat;
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_list_req req;
+	double sent = now_mono();
+	char **keys = NULL;
+	size_t n = 0, cap = 0, i;
+	int err;
+
+	memset(&req, 0, sizeof(req));
+	req.prefix = OBJFS_ATTR_INDEX_PREFIX;
+	req.max_keys = AIDX_CAT_KEYS;
+	err = objfs_store_list(fs->store, &req, &page);
+	if (err == 0 && (page.next != NULL || page.n_entries > AIDX_CAT_KEYS))
+		err = EFBIG;
+	for (i = 0; err == 0 && i < page.n_entries; i++)
+		err = strs_push(&keys, &n, &cap, strdup(page.entries[i].key));
+	objfs_list_page_release(&page);
+	pthread_mutex_lock(&fs->aidx_mu);
+	cat_clear(c);
+	if (err == 0) {
+		c->keys = keys;
+		c->n = n;
+		c->cap = cap;
+		c->time = sent;
+		keys = NULL;
+		n = 0;
+	} else {
+		/* too big: per directory for a while; else at the next walk */
+		c->retry = sent + (err == EFBIG ? AIDX_CAT_RETRY :
+				   fs->o.dir_ttl);
+	}
+	c->loading = false;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&fs->aidx_mu);
+	objfs_debug(fs->log, SUB, "attribute index catalogue: %s",
+		    err == 0 ? "listed" : objfs_strerror(err));
+	objfs_tree_keys_free(keys, n);
+}
+
+/* Copies dir's segments (prefix pfx) from a fresh catalogue, loading it
+ * when a walk reads indexes; true when it answered (*err, ENOMEM only). */
+static bool cat_keys(struct objfs_fs *fs, const char *pfx, char ***keys,
+		     size_t *n, double *listed, int *err)
+{
+	struct aidx_cat *c = fs->aidx_cat;
+	bool load = false, tried = false;
+	double now;
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	for (;;) {
+		now = now_mono();
+		if (cat_fresh(fs, c, now)) {
+			*err = cat_copy(c, pfx, keys, n);
+			*listed = c->time;
+			pthread_mutex_unlock(&fs->aidx_mu);
+			return true;
+		}
+		if (c->loading) {
+			pthread_cond_wait(&c->cv, &fs->aidx_mu);
+			continue;
+		}
+		if (tried)
+			break;
+		/* a second directory's index within dir_ttl: a walk */
+		load = fs->o.dir_ttl > 0 && now >= c->retry &&
+		       c->last_list > 0 && now - c->last_list < fs->o.dir_ttl;
+		if (!load)
+			break;
+		c->loading = true;
+		pthread_mutex_unlock(&fs->aidx_mu);
+		cat_load(fs);
+		pthread_mutex_lock(&fs->aidx_mu);
+		tried = true;
+	}
+	c->last_list = now;
+	pthread_mutex_unlock(&fs->aidx_mu);
+	return false;
+}
+
+int aidx_seg_keys(struct objfs_fs *fs, const char *dir, char ***keys,
+		  size_t *n, double *listed)
+{
+	char pfx[128];
+	int err;
+
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	if (cat_keys(fs, pfx, keys, n, listed, &err))
+		return err;
+	*listed = now_mono();
+	return objfs_tree_keys(fs->store, pfx, keys, n);
+}
+
 int aidx_init(struct objfs_fs *fs)
 {
 	uint64_t w;
@@ -239,6 +455,10 @@ int aidx_init(struct objfs_fs *fs)
 	if (err != 0)
 		return err;
 	snprintf(fs->writer, sizeof(fs->writer), "%016" PRIx64, w);
+	fs->aidx_cat = calloc(1, sizeof(*fs->aidx_cat));
+	if (fs->aidx_cat == NULL)
+		return ENOMEM;
+	pthread_cond_init(&fs->aidx_cat->cv, NULL);
 	pthread_mutex_init(&fs->aidx_mu, NULL);
 	pthread_cond_init(&fs->aidx_cv, NULL);
 	return 0;
@@ -258,6 +478,12 @@ void aidx_destroy(struct objfs_fs *fs)
 
 		fs->aidx_known = k->next;
 		known_free(k);
+	}
+	if (fs->aidx_cat != NULL) {
+		cat_clear(fs->aidx_cat);
+		pthread_cond_destroy(&fs->aidx_cat->cv);
+		free(fs->aidx_cat);
+		fs->aidx_cat = NULL;
 	}
 	pthread_cond_destroy(&fs->aidx_cv);
 	pthread_mutex_destroy(&fs->aidx_mu);
@@ -387,8 +613,10 @@ static int put_seg(struct objfs_fs *fs, const struct objfs_attrseg *seg)
 	objfs_source_mem(&src, text, len);
 	err = objfs_store_put(fs->store, key, &src, &po, NULL);
 	free(text);
-	if (err == 0)
+	if (err == 0) {
 		known_note(fs, seg->dir, key);
+		cat_note(fs, key);
+	}
 	return err;
 }
 
@@ -570,6 +798,7 @@ struct aidx_pre {
 	int err;                        /* of the LIST */
 	char **keys;
 	size_t n;
+	double listed;                  /* when the LIST was sent */
 	struct seg_task *tasks;         /* n of them (NULL: out of memory);
 					   fetched when n == 1 */
 	bool fetched;
@@ -664,6 +893,7 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 {
 	struct objfs_attrseg *out = &f->keep;
 	const char **del = NULL;
+	char pfx[128];
 	size_t i, nd = 0;
 	int err = 0;
 
@@ -691,6 +921,8 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 	pthread_mutex_lock(&fs->aidx_mu);
 	known_free(known_take(fs, f->dir));     /* listed again when needed */
 	pthread_mutex_unlock(&fs->aidx_mu);
+	objfs_attrseg_prefix(f->dir, pfx, sizeof(pfx));
+	cat_forget(fs, pfx);    /* the merged one is noted as it is written */
 	if (err == 0 && out->n > 0)
 		err = put_seg(fs, out);
 	if (err == 0)
@@ -732,11 +964,10 @@ static struct aidx_pre *pre_new(struct objfs_fs *fs, const char *dir)
 static void pre_run(void *arg)
 {
 	struct aidx_pre *pre = arg;
-	char pfx[128];
 	size_t i;
 
-	objfs_attrseg_prefix(pre->dir, pfx, sizeof(pfx));
-	pre->err = objfs_tree_keys(pre->fs->store, pfx, &pre->keys, &pre->n);
+	pre->err = aidx_seg_keys(pre->fs, pre->dir, &pre->keys, &pre->n,
+				 &pre->listed);
 	if (pre->err != 0 || pre->n == 0)
 		return;
 	pre->tasks = calloc(pre->n, sizeof(*pre->tasks));
@@ -809,7 +1040,7 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 	n = pre->n;
 	tasks = pre->tasks;
 	if (err == 0)
-		known_set(fs, dir, keys, n);
+		known_set(fs, dir, keys, n, pre->listed);
 	if (err != 0 || n == 0 || tasks == NULL)
 		goto out;
 	memset(&f, 0, sizeof(f));
@@ -850,6 +1081,7 @@ int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,
 	struct aidx_known *k;
 	char pfx[128], **keys = NULL;
 	bool batched = false;
+	double listed;
 	size_t n = 0;
 	int err = 0, derr = 0;
 
@@ -862,10 +1094,11 @@ int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,
 		k->keys = NULL;
 		k->n = 0;
 	} else {
-		objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
-		err = objfs_tree_keys(fs->store, pfx, &keys, &n);
+		err = aidx_seg_keys(fs, dir, &keys, &n, &listed);
 	}
 	known_free(k);
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	cat_forget(fs, pfx);
 	if (err == 0 && marker != NULL) {
 		char **nk = realloc(keys, (n + 1) * sizeof(*nk));
 

@@ -379,6 +379,8 @@ struct objfs_fs {
 	struct aidx_dir *aidx;          /* pending entries (aidx_mu) */
 	struct aidx_known *aidx_known;  /* segment keys known per directory
 					   (aidx_mu; attrindex.c) */
+	struct aidx_cat *aidx_cat;      /* the volume's index in one listing
+					   (aidx_mu; attrindex.c) */
 	uint64_t aidx_seq;              /* segments written (aidx_mu) */
 	bool aidx_stop;                 /* aidx_mu */
 	bool aidx_started;
@@ -797,6 +799,12 @@ void aidx_note(struct objfs_fs *fs, const char *key, const char *etag,
 void aidx_flush(struct objfs_fs *fs, bool all);
 /* The flusher thread (arg: the fs) until fs->aidx_stop. */
 void *aidx_main(void *arg);
+/* The keys of the segments of the directory whose key is dir into *keys,
+ * *n (objfs_tree_keys_free them, also after an error), from the
+ * catalogue while it is fresh, else by a LIST; *listed: when the answer
+ * was listed (now_mono()).  0 or an errno.  No lock held. */
+int aidx_seg_keys(struct objfs_fs *fs, const char *dir, char ***keys,
+		  size_t *n, double *listed);
 /* Starts reading the index of the directory whose key is dir on the pool
  * (its LIST, and the GET of a lone segment) while the caller lists the
  * directory; NULL when it cannot (then aidx_fill reads it).  The result

@@ -1,0 +1,163 @@
+/*
+ * Unit tests of the attribute index's catalogue (src/fs/attrindex.c)
+ * without FUSE, over the fault layer and a local store: a walk's second
+ * directory lists the volume's whole index once, which then answers the
+ * following directories without a LIST of their own while it is fresh
+ * (dir_ttl), with the segments this mount writes and without those it
+ * deletes; an index too big for one page is listed per directory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend/tree.h"
+#include "fs_testutil.h"
+#include "store_testutil.h"
+#include "volume/attrseg.h"
+
+#define TTL 2.0                 /* dir_ttl of these tests, seconds */
+
+static void tune(struct objfs_fs_opts *o)
+{
+	o->dir_ttl = TTL;
+}
+
+static int setup(void **state)
+{
+	return fe_setup_state(state, tune);
+}
+
+/* Puts a segment named name of directory dir (its body is not read). */
+static void put_seg(struct fs_env *e, const char *dir, const char *name)
+{
+	char pfx[128], key[256];
+
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	snprintf(key, sizeof(key), "%s%s", pfx, name);
+	tu_put(e->store, key, "objfs-attrs 1\n", 14, NULL);
+}
+
+static uint64_t lists(struct fs_env *e)
+{
+	return objfs_fault_calls(e->fault, OBJFS_FOP_LIST);
+}
+
+/* Asserts that dir's segments are n, each named in names (NULL-ended)
+ * or, with mine, written by this mount; returns the LISTs it cost. */
+static uint64_t expect(struct fs_env *e, const char *dir, size_t n,
+		       const char *const *names, bool mine)
+{
+	uint64_t before = lists(e);
+	char **keys = NULL, pfx[128];
+	size_t got = 0, i, j;
+	double listed;
+
+	assert_int_equal(aidx_seg_keys(e->fs, dir, &keys, &got, &listed), 0);
+	assert_int_equal(got, n);
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	for (i = 0; i < got; i++) {
+		const char *name = keys[i] + strlen(pfx);
+		bool found = false;
+
+		assert_true(strncmp(keys[i], pfx, strlen(pfx)) == 0);
+		for (j = 0; names != NULL && names[j] != NULL; j++)
+			found = found || strcmp(name, names[j]) == 0;
+		if (mine)
+			found = found || strncmp(name, e->fs->writer,
+						 strlen(e->fs->writer)) == 0;
+		assert_true(found);
+	}
+	objfs_tree_keys_free(keys, got);
+	return lists(e) - before;
+}
+
+static void test_catalogue(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	static const char *const a[] = { "w1-1", NULL };
+	static const char *const b[] = { "w1-2", "w2-1", NULL };
+	static const char *const c[] = { "w2-2", NULL };
+	static const char *const c2[] = { "w2-2", "w3-1", NULL };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_fattr fa;
+	uint64_t before;
+
+	put_seg(e, "a/", "w1-1");
+	put_seg(e, "b/", "w1-2");
+	put_seg(e, "b/", "w2-1");
+	put_seg(e, "c/", "w2-2");
+	/* the first directory lists its own; the second lists the whole
+	 * index, which answers the rest, a directory without one too */
+	assert_true(expect(e, "a/", 1, a, false) == 1);
+	assert_true(expect(e, "b/", 2, b, false) == 1);
+	assert_true(expect(e, "c/", 1, c, false) == 0);
+	assert_true(expect(e, "d/", 0, NULL, false) == 0);
+	assert_true(expect(e, "a/", 1, a, false) == 0);
+	/* another writer's new segment: missed while the catalogue is fresh
+	 * (its names cost a HEAD), seen once dir_ttl has passed */
+	put_seg(e, "c/", "w3-1");
+	assert_true(expect(e, "c/", 1, c, false) == 0);
+	usleep((useconds_t)(TTL * 1e6) + 100000);
+	assert_true(expect(e, "c/", 2, c2, false) == 1);
+	assert_true(expect(e, "b/", 2, b, false) == 1);
+	assert_true(expect(e, "a/", 1, a, false) == 0);
+	/* a segment this mount writes is in it at once (the flush's one
+	 * LIST is of the directory, for Last-Modified) */
+	tu_put(e->store, "c/f", "x", 1, NULL);
+	assert_int_equal(objfs_store_head(e->store, "c/f", &info), 0);
+	memset(&fa, 0, sizeof(fa));
+	fa.mode = S_IFREG | 0640;
+	aidx_note(fs, "c/f", info.etag, &fa, OBJFS_FATTR_MODE, NULL);
+	objfs_obj_info_release(&info);
+	before = lists(e);
+	aidx_flush(fs, true);
+	assert_true(lists(e) - before == 1);
+	assert_true(expect(e, "c/", 3, c2, true) == 0);
+	/* one it deletes is not */
+	assert_int_equal(aidx_drop(fs, "b/", NULL, false), 0);
+	assert_true(expect(e, "b/", 0, NULL, false) == 0);
+	assert_true(expect(e, "c/", 3, c2, true) == 0);
+}
+
+/* A volume whose index holds more than one page of segments: a LIST per
+ * directory, and the whole index is not listed again for a while. */
+static void test_catalogue_too_big(void **state)
+{
+	struct fs_env *e = *state;
+	static const char *const a[] = { "w1-1", NULL };
+	char name[32];
+	int i;
+
+	put_seg(e, "a/", "w1-1");
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "w9-%d", i);
+		put_seg(e, "many/", name);
+	}
+	assert_true(expect(e, "a/", 1, a, false) == 1);
+	/* its own LIST after the catalogue's */
+	assert_true(expect(e, "a/", 1, a, false) == 2);
+	assert_true(expect(e, "a/", 1, a, false) == 1);
+	assert_true(expect(e, "b/", 0, NULL, false) == 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_catalogue, setup,
+						fe_teardown_state),
+		cmocka_unit_test_setup_teardown(test_catalogue_too_big, setup,
+						fe_teardown_state),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
