@@ -63,6 +63,7 @@
 #include "backend/delq.h"
 #include "backend/store_error.h"
 #include "common/io.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
@@ -77,7 +78,7 @@ struct dkey {
 	uint64_t seq;
 	long long since_ms;
 	enum dstate st;
-	struct dkey *prev, *next;       /* the FIFO, while queued */
+	struct objfs_list fifo;         /* in q->fifo, while queued */
 	struct dkey *hnext;             /* hash chain */
 };
 
@@ -123,7 +124,7 @@ struct delq {
 	bool started;
 	bool stopping;                  /* mu */
 	struct dkey *buckets[NBUCKETS]; /* mu: every pending key */
-	struct dkey *head, *tail;       /* mu: the queued ones, by seq */
+	struct objfs_list fifo;         /* mu: the queued ones, by seq */
 	size_t queued;                  /* mu */
 	struct dkey **batch;            /* mu: in flight, OBJFS_DELQ_BATCH */
 	size_t nbatch;                  /* mu */
@@ -170,18 +171,20 @@ static void unhash(struct delq *q, struct dkey *e)
 	objfs_metric_sub(q->m_pending, 0, 1);
 }
 
+#define DKEY(l) objfs_list_entry(l, struct dkey, fifo)
+
+/* The oldest queued key, or NULL (mu held). */
+static struct dkey *fifo_first(struct delq *q)
+{
+	struct objfs_list *l = objfs_list_first(&q->fifo);
+
+	return l != NULL ? DKEY(l) : NULL;
+}
+
 /* Takes queued e out of the FIFO (mu held). */
 static void unqueue(struct delq *q, struct dkey *e)
 {
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		q->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		q->tail = e->prev;
-	e->prev = e->next = NULL;
+	objfs_list_remove(&e->fifo);
 	q->queued--;
 }
 
@@ -252,13 +255,15 @@ static void settle(struct delq *q, const char *key, bool must_be_gone)
  * long until it should, when not. */
 static bool due(struct delq *q, long long now, long long *wait_ms)
 {
+	struct dkey *head = fifo_first(q);
+
 	*wait_ms = -1;
-	if (q->head == NULL)
+	if (head == NULL)
 		return false;
 	if (q->stopping || q->queued >= OBJFS_DELQ_BATCH ||
-	    q->queued >= q->cfg.queue_max || q->urgent >= q->head->seq)
+	    q->queued >= q->cfg.queue_max || q->urgent >= head->seq)
 		return true;
-	*wait_ms = q->head->since_ms + q->cfg.delay_ms - now;
+	*wait_ms = head->since_ms + q->cfg.delay_ms - now;
 	return *wait_ms <= 0;
 }
 
@@ -323,8 +328,9 @@ static void *sender(void *arg)
 				wait_ms(&q->work, &q->mu, w);
 			continue;
 		}
-		for (n = 0; n < OBJFS_DELQ_BATCH && q->head != NULL; n++) {
-			struct dkey *e = q->head;
+		for (n = 0; n < OBJFS_DELQ_BATCH && fifo_first(q) != NULL;
+		     n++) {
+			struct dkey *e = fifo_first(q);
 
 			unqueue(q, e);
 			e->st = D_SENDING;
@@ -410,12 +416,7 @@ static int delq_del_deferred(struct objfs_store *s, const char *key)
 	e->seq = ++q->seq;
 	e->since_ms = objfs_now_ms();
 	e->st = D_QUEUED;
-	e->prev = q->tail;
-	if (q->tail != NULL)
-		q->tail->next = e;
-	else
-		q->head = e;
-	q->tail = e;
+	objfs_list_push_back(&q->fifo, &e->fifo);
 	q->queued++;
 	e->hnext = q->buckets[hash(key)];
 	q->buckets[hash(key)] = e;
@@ -437,7 +438,7 @@ static int delq_del_barrier(struct objfs_store *s)
 	if (q->urgent < target)
 		q->urgent = target;
 	pthread_cond_signal(&q->work);
-	while ((q->head != NULL && q->head->seq <= target) ||
+	while ((fifo_first(q) != NULL && fifo_first(q)->seq <= target) ||
 	       (q->nbatch > 0 && q->batch[0]->seq <= target))
 		pthread_cond_wait(&q->answered, &q->mu);
 	err = q->failed > 0 ? EIO : 0;
@@ -538,11 +539,11 @@ static int delq_mpu_abort(struct objfs_store *s, const char *key,
 /* Whether a pending key starts with prefix (mu held). */
 static bool pending_under(struct delq *q, const char *prefix, size_t pl)
 {
-	struct dkey *e;
+	struct objfs_list *l;
 	size_t i;
 
-	for (e = q->head; e != NULL; e = e->next)
-		if (strncmp(e->key, prefix, pl) == 0)
+	objfs_list_each(l, &q->fifo)
+		if (strncmp(DKEY(l)->key, prefix, pl) == 0)
 			return true;
 	for (i = 0; i < q->nbatch; i++)
 		if (strncmp(q->batch[i]->key, prefix, pl) == 0)
@@ -765,6 +766,7 @@ int objfs_delq_store_create(struct objfs_store *inner,
 		err = ENOMEM;
 		goto fail;
 	}
+	objfs_list_init(&q->fifo);
 	q->cfg = *cfg;
 	if (q->cfg.queue_max == 0)
 		q->cfg.queue_max = OBJFS_DELQ_QUEUE_MAX;

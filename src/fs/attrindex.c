@@ -748,12 +748,7 @@ void *aidx_main(void *arg)
 	while (!fs->aidx_stop) {
 		struct timespec until;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 250000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		objfs_deadline_ms(CLOCK_REALTIME, 250, &until);
 		pthread_cond_timedwait(&fs->aidx_cv, &fs->aidx_mu, &until);
 		if (fs->aidx_stop)
 			continue;

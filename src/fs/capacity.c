@@ -32,6 +32,7 @@
 
 #include "backend/tree.h"
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
 #include "volume/docstore.h"
@@ -356,8 +357,7 @@ void *scan_main(void *arg)
 		wait = err == 0 ? fs->o.usage_refresh - age : 10;
 		if (wait < 1)
 			wait = 1;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)wait;
+		objfs_deadline_ms(CLOCK_REALTIME, (long long)wait * 1000, &until);
 		while (!fs->stopping &&
 		       pthread_cond_timedwait(&fs->scan_cv, &fs->lock, &until) == 0)
 			;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/list.h"
 #include "fs/dcache.h"
 
 #define DC_BUCKETS 4096
@@ -26,8 +27,10 @@ struct dc_entry {
 	uint64_t id;
 	uint64_t size;
 	struct dc_entry *hnext;
-	struct dc_entry *prev, *next;   /* LRU */
+	struct objfs_list lru;          /* in c->lru */
 };
+
+#define DC_ENTRY(l) objfs_list_entry(l, struct dc_entry, lru)
 
 struct objfs_dcache {
 	pthread_mutex_t mu;
@@ -38,7 +41,7 @@ struct objfs_dcache {
 	uint64_t seq;                   /* mu: temp names */
 	uint64_t hits, misses, evictions;       /* mu */
 	struct dc_entry *tab[DC_BUCKETS];
-	struct dc_entry *head, *tail;
+	struct objfs_list lru;          /* most recent first */
 };
 
 static uint64_t dc_id(const char *key, const char *etag, uint64_t off)
@@ -88,6 +91,7 @@ int objfs_dcache_create(const char *dir, uint64_t limit,
 		return ENOMEM;
 	}
 	pthread_mutex_init(&c->mu, NULL);
+	objfs_list_init(&c->lru);
 	c->limit = limit;
 	*out = c;
 	return 0;
@@ -107,30 +111,6 @@ static struct dc_entry **dc_slot(struct objfs_dcache *c, uint64_t id)
 	return pp;
 }
 
-static void lru_unlink(struct objfs_dcache *c, struct dc_entry *e)
-{
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_front(struct objfs_dcache *c, struct dc_entry *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head != NULL)
-		c->head->prev = e;
-	c->head = e;
-	if (c->tail == NULL)
-		c->tail = e;
-}
-
 /* Removes e from the table and the list and deletes its file (mu held). */
 static void dc_drop(struct objfs_dcache *c, struct dc_entry *e)
 {
@@ -139,7 +119,7 @@ static void dc_drop(struct objfs_dcache *c, struct dc_entry *e)
 
 	if (*pp == e)
 		*pp = e->hnext;
-	lru_unlink(c, e);
+	objfs_list_remove(&e->lru);
 	c->used -= e->size;
 	c->count--;
 	dc_path(c, e->id, path, sizeof(path));
@@ -151,8 +131,8 @@ void objfs_dcache_destroy(struct objfs_dcache *c)
 {
 	if (c == NULL)
 		return;
-	while (c->head != NULL)
-		dc_drop(c, c->head);
+	while (!objfs_list_empty(&c->lru))
+		dc_drop(c, DC_ENTRY(c->lru.next));
 	rmdir(c->dir);
 	pthread_mutex_destroy(&c->mu);
 	free(c->dir);
@@ -178,8 +158,8 @@ bool objfs_dcache_get(struct objfs_dcache *c, const char *key,
 	pthread_mutex_lock(&c->mu);
 	e = *dc_slot(c, id);
 	if (e != NULL) {
-		lru_unlink(c, e);
-		lru_front(c, e);
+		objfs_list_remove(&e->lru);
+		objfs_list_push_front(&c->lru, &e->lru);
 	}
 	if (e == NULL)
 		c->misses++;
@@ -254,11 +234,11 @@ void objfs_dcache_put(struct objfs_dcache *c, const char *key,
 	e->id = id;
 	e->size = len;
 	*pp = e;
-	lru_front(c, e);
+	objfs_list_push_front(&c->lru, &e->lru);
 	c->used += len;
 	c->count++;
-	while (c->used > c->limit && c->tail != NULL && c->tail != e) {
-		dc_drop(c, c->tail);
+	while (c->used > c->limit && c->lru.prev != &e->lru) {
+		dc_drop(c, DC_ENTRY(c->lru.prev));
 		c->evictions++;
 	}
 	pthread_mutex_unlock(&c->mu);

@@ -477,10 +477,7 @@ struct dhandle *dh_new(struct objfs_fs *fs)
 	if (dh == NULL)
 		return NULL;
 	pthread_mutex_lock(&fs->lock);
-	dh->next = fs->dirhandles;
-	if (fs->dirhandles != NULL)
-		fs->dirhandles->prev = dh;
-	fs->dirhandles = dh;
+	objfs_list_push_front(&fs->dirhandles, &dh->link);
 	pthread_mutex_unlock(&fs->lock);
 	return dh;
 }
@@ -489,12 +486,7 @@ void dh_free(struct objfs_fs *fs, struct dhandle *dh)
 {
 	hid_del(fs, &dh->hid);
 	pthread_mutex_lock(&fs->lock);
-	if (dh->prev != NULL)
-		dh->prev->next = dh->next;
-	else
-		fs->dirhandles = dh->next;
-	if (dh->next != NULL)
-		dh->next->prev = dh->prev;
+	objfs_list_remove(&dh->link);
 	snap_put_locked(dh->snap);
 	pthread_mutex_unlock(&fs->lock);
 	free(dh);

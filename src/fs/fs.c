@@ -655,6 +655,7 @@ struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 		return NULL;
 	fh->fs = fs;
 	fh->in = in;
+	objfs_list_init(&fh->link);
 	pthread_mutex_init(&fh->mu, NULL);
 	pthread_cond_init(&fh->cv, NULL);
 	return fh;
@@ -662,22 +663,7 @@ struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
 
 void fh_link(struct objfs_fs *fs, struct fhandle *fh)
 {
-	fh->prev = NULL;
-	fh->next = fs->handles;
-	if (fs->handles != NULL)
-		fs->handles->prev = fh;
-	fs->handles = fh;
-}
-
-static void fh_unlink(struct objfs_fs *fs, struct fhandle *fh)
-{
-	if (fh->prev != NULL)
-		fh->prev->next = fh->next;
-	else if (fs->handles == fh)
-		fs->handles = fh->next;
-	if (fh->next != NULL)
-		fh->next->prev = fh->prev;
-	fh->prev = fh->next = NULL;
+	objfs_list_push_front(&fs->handles, &fh->link);
 }
 
 static void fh_free(struct fhandle *fh)
@@ -687,7 +673,7 @@ static void fh_free(struct fhandle *fh)
 
 	hid_del(fh->fs, &fh->hid);
 	pthread_mutex_lock(&fh->fs->lock);
-	fh_unlink(fh->fs, fh);
+	objfs_list_remove(&fh->link);   /* linked or not */
 	pthread_mutex_unlock(&fh->fs->lock);
 
 	pthread_mutex_lock(&fh->mu);
@@ -698,7 +684,7 @@ static void fh_free(struct fhandle *fh)
 	}
 	pthread_mutex_unlock(&fh->mu);
 	pthread_mutex_lock(&fh->fs->lock);
-	idle = fh->fs->handles == NULL;
+	idle = objfs_list_empty(&fh->fs->handles);
 	pthread_mutex_unlock(&fh->fs->lock);
 	if (idle)
 		ra_buf_drain(fh->fs);
@@ -1523,6 +1509,8 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	fs->store = store;
 	fs->log = log;
 	fs->o = *opts;
+	objfs_list_init(&fs->handles);
+	objfs_list_init(&fs->dirhandles);
 	if (fs->o.dir_window == 0)
 		fs->o.dir_window = SNAP_WINDOW;
 	if (fs->o.ra_chunk == 0)
@@ -1652,10 +1640,13 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pf_stop(fs);            /* its listers use the pool */
 	objfs_pool_destroy(fs->pool);
 	pf_destroy(fs);         /* no prefetch runs any more */
-	while (fs->handles != NULL)
-		fh_free(fs->handles);   /* the kernel never released them */
-	while (fs->dirhandles != NULL)
-		dh_free(fs, fs->dirhandles);
+	/* the kernel never released them */
+	while (!objfs_list_empty(&fs->handles))
+		fh_free(objfs_list_entry(fs->handles.next, struct fhandle,
+					 link));
+	while (!objfs_list_empty(&fs->dirhandles))
+		dh_free(fs, objfs_list_entry(fs->dirhandles.next,
+					     struct dhandle, link));
 	objfs_dcache_destroy(fs->dcache);
 	pthread_mutex_lock(&fs->lock);  /* for the checks: nothing else runs */
 	for (h = 0; h < HASH_SIZE; h++) {

@@ -76,6 +76,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "common/list.h"
 #include "common/pool.h"
 #include "fs/attr.h"
 #include "fs/dcache.h"
@@ -273,7 +274,7 @@ struct fhandle {
 	struct hid hid;                 /* first: found by id */
 	struct objfs_fs *fs;
 	struct inode *in;
-	struct fhandle *prev, *next;    /* fs->handles, fs->lock */
+	struct objfs_list link;         /* in fs->handles, fs->lock */
 	char key[KEYBUF];
 	pthread_mutex_t mu;             /* the read-ahead state */
 	pthread_cond_t cv;
@@ -286,7 +287,7 @@ struct fhandle {
 struct dhandle {
 	struct hid hid;                 /* first: found by id */
 	struct dirsnap *snap;
-	struct dhandle *prev, *next;    /* fs->dirhandles, fs->lock */
+	struct objfs_list link;         /* in fs->dirhandles, fs->lock */
 };
 
 struct objfs_fs {
@@ -311,8 +312,10 @@ struct objfs_fs {
 					   ms; atomic, prefetch.c) */
 	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
-	struct dhandle *dirhandles;     /* open directories (fs->lock), idem */
-	struct fhandle *handles;        /* open files (fs->lock), freed at
+	struct objfs_list dirhandles;   /* open directories (struct dhandle;
+					   fs->lock), idem */
+	struct objfs_list handles;      /* open files (struct fhandle;
+					   fs->lock), freed at
 					   destroy when the kernel went away
 					   without releasing them */
 	pthread_rwlock_t ns;

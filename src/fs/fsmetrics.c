@@ -377,8 +377,7 @@ static void collect(void *arg)
 	struct objfs_fs *fs = arg;
 	struct fs_metrics *m = fs->metrics;
 	int64_t dirty = 0, dirty_bytes = 0, handles = 0, parts = 0;
-	const struct fhandle *fh;
-	const struct dhandle *dh;
+	const struct objfs_list *l;
 	size_t b;
 
 	pthread_mutex_lock(&fs->lock);
@@ -397,9 +396,9 @@ static void collect(void *arg)
 			}
 		}
 	}
-	for (fh = fs->handles; fh != NULL; fh = fh->next)
+	objfs_list_each(l, &fs->handles)
 		handles++;
-	for (dh = fs->dirhandles; dh != NULL; dh = dh->next)
+	objfs_list_each(l, &fs->dirhandles)
 		handles++;
 	objfs_metric_set(m->m[D_INODES], 0, (int64_t)fs->n_inodes);
 	objfs_metric_set(m->m[D_SPOOL], 0, (int64_t)fs->spool_used);

@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fs/pfcache.h"
 
 struct pfent {
-	struct pfent *prev, *next;      /* oldest first */
+	struct objfs_list link;         /* in lru, oldest first */
 	uint64_t id;
 	bool loading;
 	double when;                    /* its GET started */
@@ -27,6 +28,8 @@ struct pfent {
 	unsigned char attr[];
 };
 
+#define PFENT(l) objfs_list_entry(l, struct pfent, link)
+
 struct objfs_pfcache {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -34,7 +37,7 @@ struct objfs_pfcache {
 	unsigned max_entries;
 	size_t attr_size;
 	uint64_t next_id;
-	struct pfent *head, *tail;
+	struct objfs_list lru;          /* struct pfent, oldest first */
 	struct objfs_pfcache_stats st;
 };
 
@@ -52,6 +55,7 @@ int objfs_pfcache_create(uint64_t limit, unsigned max_entries,
 	c->max_entries = max_entries ? max_entries : 1;
 	c->attr_size = attr_size;
 	c->next_id = 1;
+	objfs_list_init(&c->lru);
 	*out = c;
 	return 0;
 }
@@ -59,14 +63,7 @@ int objfs_pfcache_create(uint64_t limit, unsigned max_entries,
 /* Unlinks and frees e (mu held). */
 static void ent_free(struct objfs_pfcache *c, struct pfent *e)
 {
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
+	objfs_list_remove(&e->link);
 	c->st.bytes -= e->charge;
 	c->st.entries--;
 	free(e->data);
@@ -78,8 +75,8 @@ void objfs_pfcache_destroy(struct objfs_pfcache *c)
 {
 	if (c == NULL)
 		return;
-	while (c->head != NULL)
-		ent_free(c, c->head);
+	while (!objfs_list_empty(&c->lru))
+		ent_free(c, PFENT(c->lru.next));
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -87,18 +84,19 @@ void objfs_pfcache_destroy(struct objfs_pfcache *c)
 
 static struct pfent *find_key(struct objfs_pfcache *c, const char *key)
 {
-	struct pfent *e;
+	struct objfs_list *l;
 
-	for (e = c->head; e != NULL; e = e->next)
-		if (strcmp(e->key, key) == 0)
-			return e;
+	objfs_list_each(l, &c->lru)
+		if (strcmp(PFENT(l)->key, key) == 0)
+			return PFENT(l);
 	return NULL;
 }
 
 uint64_t objfs_pfcache_reserve(struct objfs_pfcache *c, const char *key,
 			       size_t len, double now)
 {
-	struct pfent *e, *old;
+	struct objfs_list *l, *tmp;
+	struct pfent *e;
 	uint64_t id = 0;
 
 	if (len > c->limit)
@@ -115,16 +113,14 @@ uint64_t objfs_pfcache_reserve(struct objfs_pfcache *c, const char *key,
 	if (find_key(c, key) != NULL)
 		goto out;
 	/* push out the oldest ready entries until it fits */
-	old = c->head;
-	while (old != NULL && (c->st.bytes + len > c->limit ||
-			       c->st.entries + 1 > c->max_entries)) {
-		struct pfent *next = old->next;
-
-		if (!old->loading) {
+	objfs_list_each_safe(l, tmp, &c->lru) {
+		if (c->st.bytes + len <= c->limit &&
+		    c->st.entries + 1 <= c->max_entries)
+			break;
+		if (!PFENT(l)->loading) {
 			c->st.evicted++;
-			ent_free(c, old);
+			ent_free(c, PFENT(l));
 		}
-		old = next;
 	}
 	if (c->st.bytes + len > c->limit ||
 	    c->st.entries + 1 > c->max_entries)
@@ -133,12 +129,7 @@ uint64_t objfs_pfcache_reserve(struct objfs_pfcache *c, const char *key,
 	e->loading = true;
 	e->when = now;
 	e->charge = len;
-	e->prev = c->tail;
-	if (c->tail != NULL)
-		c->tail->next = e;
-	else
-		c->head = e;
-	c->tail = e;
+	objfs_list_push_back(&c->lru, &e->link);
 	c->st.bytes += len;
 	c->st.entries++;
 	c->st.reserved++;
@@ -155,12 +146,16 @@ out:
 void objfs_pfcache_fill(struct objfs_pfcache *c, uint64_t id, int err,
 			char *data, size_t len, const void *attr)
 {
-	struct pfent *e;
+	struct objfs_list *l;
+	struct pfent *e = NULL;
 
 	pthread_mutex_lock(&c->mu);
-	for (e = c->head; e != NULL; e = e->next)
-		if (e->id == id && e->loading)
+	objfs_list_each(l, &c->lru) {
+		if (PFENT(l)->id == id && PFENT(l)->loading) {
+			e = PFENT(l);
 			break;
+		}
+	}
 	if (e != NULL && (err != 0 || len > e->charge)) {
 		c->st.failed++;
 		ent_free(c, e);
@@ -229,14 +224,13 @@ void objfs_pfcache_drop(struct objfs_pfcache *c, const char *key)
 void objfs_pfcache_drop_prefix(struct objfs_pfcache *c, const char *prefix)
 {
 	size_t n = strlen(prefix);
-	struct pfent *e, *next;
+	struct objfs_list *l, *tmp;
 
 	pthread_mutex_lock(&c->mu);
-	for (e = c->head; e != NULL; e = next) {
-		next = e->next;
-		if (strncmp(e->key, prefix, n) == 0) {
+	objfs_list_each_safe(l, tmp, &c->lru) {
+		if (strncmp(PFENT(l)->key, prefix, n) == 0) {
 			c->st.dropped++;
-			ent_free(c, e);
+			ent_free(c, PFENT(l));
 		}
 	}
 	pthread_cond_broadcast(&c->cv);
