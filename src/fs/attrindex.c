@@ -782,8 +782,8 @@ struct seg_task {
 	struct objfs_attrseg seg;       /* parsed (err 0) */
 };
 
-/* The index read of one directory: the segments' LIST and, when there is
- * one segment (most directories), its GET (pre_run).  aidx_pre_start runs
+/* The index read of one directory: the segments' LIST and their GETs,
+ * in parallel (pre_run).  aidx_pre_start runs
  * it on the pool while the caller lists the directory; aidx_fill runs it
  * itself when given none, and takes the rest from there. */
 struct aidx_pre {
@@ -794,9 +794,8 @@ struct aidx_pre {
 	char **keys;
 	size_t n;
 	double listed;                  /* when the LIST was sent */
-	struct seg_task *tasks;         /* n of them (NULL: out of memory);
-					   fetched when n == 1 */
-	bool fetched;
+	struct seg_task *tasks;         /* n of them, fetched (NULL: out of
+					   memory) */
 };
 
 /* Applies entry e to the snapshot when it matches (fs->lock). */
@@ -881,19 +880,67 @@ static void seg_apply(struct fill *f, struct seg_task *t)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Writes one segment with every entry in use (and the recent ones kept),
- * then deletes the segments it merged.  */
+/* A compaction's store work, done on the pool once the reader has its
+ * answer: the merged segment and the keys of the segments it replaces,
+ * both owned. */
+struct compact_job {
+	struct objfs_fs *fs;
+	struct objfs_attrseg out;       /* out.dir: the directory key */
+	char **del;
+	size_t n;
+};
+
+static void compact_job_free(struct compact_job *j)
+{
+	objfs_attrseg_release(&j->out);
+	objfs_tree_keys_free(j->del, j->n);
+	free(j);
+}
+
+/* Writes the merged segment, then deletes the ones it replaces. */
+static void compact_run(void *arg)
+{
+	struct compact_job *j = arg;
+	struct objfs_fs *fs = j->fs;
+	char pfx[128];
+	int err = 0;
+
+	pthread_mutex_lock(&fs->aidx_mu);
+	known_free(known_take(fs, j->out.dir)); /* listed again when needed */
+	pthread_mutex_unlock(&fs->aidx_mu);
+	objfs_attrseg_prefix(j->out.dir, pfx, sizeof(pfx));
+	cat_forget(fs, pfx);    /* the merged one is noted as it is written */
+	if (j->out.n > 0)
+		err = put_seg(fs, &j->out);
+	if (err == 0 && j->n > 0)
+		err = objfs_store_del_many(fs->store, (const char *const *)j->del,
+					   j->n, NULL);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "compacting the attribute index of "
+			   "\"%s\": %s", j->out.dir, objfs_strerror(err));
+	else
+		objfs_debug(fs->log, SUB, "attribute index of \"%s\": %zu "
+			    "segments merged into one", j->out.dir, j->n);
+	compact_job_free(j);
+}
+
+/* Merges every entry in use (and the recent ones kept) into one segment
+ * and replaces the segments read with it, on the pool (the reader does
+ * not wait for those writes). */
 static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 		    struct seg_task *tasks, size_t n)
 {
-	struct objfs_attrseg *out = &f->keep;
-	const char **del = NULL;
-	char pfx[128];
-	size_t i, nd = 0;
-	int err = 0;
+	struct compact_job *j = calloc(1, sizeof(*j));
+	size_t i, cap = 0;
+	int err = j != NULL ? 0 : ENOMEM;
 
+	if (j != NULL) {
+		j->fs = fs;
+		j->out = f->keep;       /* taken over */
+		memset(&f->keep, 0, sizeof(f->keep));
+	}
 	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < f->s->n && err == 0; i++) {
+	for (i = 0; err == 0 && i < f->s->n; i++) {
 		const struct dent *d = &f->s->e[i];
 		struct objfs_attrseg_entry e;
 
@@ -908,34 +955,26 @@ static void compact(struct objfs_fs *fs, struct fill *f, char **keys,
 		entry_from_fattr(&e, &d->fa, d->meta_mask);
 		e.have |= OBJFS_ATTRSEG_SIZE;
 		e.link = d->link;
-		err = objfs_attrseg_add(out, &e);
+		err = objfs_attrseg_add(&j->out, &e);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (err == 0 && (out->dir = strdup(f->dir)) == NULL)
+	if (err == 0 && (j->out.dir = strdup(f->dir)) == NULL)
 		err = ENOMEM;
-	pthread_mutex_lock(&fs->aidx_mu);
-	known_free(known_take(fs, f->dir));     /* listed again when needed */
-	pthread_mutex_unlock(&fs->aidx_mu);
-	objfs_attrseg_prefix(f->dir, pfx, sizeof(pfx));
-	cat_forget(fs, pfx);    /* the merged one is noted as it is written */
-	if (err == 0 && out->n > 0)
-		err = put_seg(fs, out);
-	if (err == 0)
-		del = calloc(n, sizeof(*del));
-	for (i = 0; del != NULL && i < n; i++) {
+	for (i = 0; err == 0 && i < n; i++) {
 		/* a segment that could not be read is left alone */
 		if (tasks[i].err == 0 || tasks[i].err == ENOENT)
-			del[nd++] = keys[i];
+			err = strs_push(&j->del, &j->n, &cap, strdup(keys[i]));
 	}
-	if (del != NULL && nd > 0)
-		err = objfs_store_del_many(fs->store, del, nd, NULL);
-	if (err != 0)
+	if (err != 0) {
 		objfs_warn(fs->log, SUB, "compacting the attribute index of "
 			   "\"%s\": %s", f->dir, objfs_strerror(err));
-	else
-		objfs_debug(fs->log, SUB, "attribute index of \"%s\": %zu "
-			    "segments merged into one", f->dir, nd);
-	free(del);
+		if (j != NULL)
+			compact_job_free(j);
+		return;
+	}
+	if (fs->pool == NULL ||
+	    objfs_pool_submit(fs->pool, NULL, compact_run, j) != 0)
+		compact_run(j);
 }
 
 static struct aidx_pre *pre_new(struct objfs_fs *fs, const char *dir)
@@ -954,7 +993,8 @@ static struct aidx_pre *pre_new(struct objfs_fs *fs, const char *dir)
 }
 
 /* Lists the segments of pre->dir, makes their tasks (none when out of
- * memory) and fetches the only one: on the pool for aidx_pre_start, in
+ * memory) and fetches them, in parallel on the pool (counted in pre->g,
+ * which aidx_fill waits for): itself on the pool for aidx_pre_start, in
  * the caller for aidx_fill without one. */
 static void pre_run(void *arg)
 {
@@ -971,9 +1011,12 @@ static void pre_run(void *arg)
 		pre->tasks[i].dir = pre->dir;
 		pre->tasks[i].key = pre->keys[i];
 	}
-	if (pre->tasks != NULL && pre->n == 1) {
-		seg_run(&pre->tasks[0]);
-		pre->fetched = true;
+	/* the GETs in parallel, the last one here; the group counts them */
+	for (i = 0; pre->tasks != NULL && i < pre->n; i++) {
+		if (i + 1 == pre->n || pre->fs->pool == NULL ||
+		    objfs_pool_submit(pre->fs->pool, &pre->g, seg_run,
+				      &pre->tasks[i]) != 0)
+			seg_run(&pre->tasks[i]);
 	}
 }
 
@@ -1013,7 +1056,6 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 {
 	struct fill f;
 	struct seg_task *tasks;
-	struct objfs_group g;
 	char **keys;
 	struct timespec now = now_real();
 	size_t n, i;
@@ -1044,15 +1086,6 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 	f.s = s;
 	f.recent = ts_ns(&now) - (int64_t)AIDX_RECENT * 1000000000;
 	f.compact = n >= AIDX_COMPACT && !fs->o.read_only;
-	if (!pre->fetched) {
-		objfs_group_init(&g);
-		for (i = 0; i < n; i++) {
-			if (fs->pool == NULL ||
-			    objfs_pool_submit(fs->pool, &g, seg_run, &tasks[i]) != 0)
-				seg_run(&tasks[i]);
-		}
-		objfs_group_wait(&g);
-	}
 	for (i = 0; i < n; i++) {
 		seg_apply(&f, &tasks[i]);
 		if (tasks[i].err != 0 && tasks[i].err != ENOENT)
