@@ -796,6 +796,7 @@ struct aidx_pre {
 	double listed;                  /* when the LIST was sent */
 	struct seg_task *tasks;         /* n of them, fetched (NULL: out of
 					   memory) */
+	bool done;                      /* g waited for (pre_wait) */
 };
 
 /* Applies entry e to the snapshot when it matches (fs->lock). */
@@ -1020,6 +1021,15 @@ static void pre_run(void *arg)
 	}
 }
 
+/* Waits for the read (once: a group is released by its wait). */
+static void pre_wait(struct aidx_pre *pre)
+{
+	if (!pre->done) {
+		objfs_group_wait(&pre->g);
+		pre->done = true;
+	}
+}
+
 struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir)
 {
 	struct aidx_pre *pre = fs->pool != NULL ? pre_new(fs, dir) : NULL;
@@ -1047,8 +1057,78 @@ void aidx_pre_cancel(struct aidx_pre *pre)
 {
 	if (pre == NULL)
 		return;
-	objfs_group_wait(&pre->g);
+	pre_wait(pre);
 	pre_free(pre);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int aidx_pre_split(struct aidx_pre *pre, const char *after, size_t step,
+		   size_t max, char ***out, size_t *nout)
+{
+	const char **names = NULL;
+	size_t dl = strlen(pre->dir), nn = 0, cap = 0, i, j, ocap = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nout = 0;
+	pre_wait(pre);
+	if (pre->err != 0 || pre->tasks == NULL || step == 0 ||
+	    strncmp(after, pre->dir, dl) != 0)
+		return 0;
+	for (i = 0; err == 0 && i < pre->n; i++) {
+		const struct seg_task *t = &pre->tasks[i];
+
+		for (j = 0; t->err == 0 && err == 0 && j < t->seg.n; j++) {
+			const char *nm = t->seg.e[j].name;
+
+			if (strcmp(nm, after + dl) <= 0)
+				continue;
+			if (nn == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				const char **nv = realloc(names,
+							  nc * sizeof(*nv));
+
+				if (nv == NULL) {
+					err = ENOMEM;
+					break;
+				}
+				names = nv;
+				cap = nc;
+			}
+			names[nn++] = nm;
+		}
+	}
+	if (err == 0 && nn > 1) {
+		qsort(names, nn, sizeof(*names), name_cmp);
+		for (i = 1, j = 1; i < nn; i++) {
+			if (strcmp(names[i], names[j - 1]) != 0)
+				names[j++] = names[i];
+		}
+		nn = j;
+	}
+	if (err == 0 && nn / step > max)
+		err = EFBIG;
+	/* none at the last name: the range after it would hold nothing */
+	for (i = step - 1; err == 0 && i + 1 < nn; i += step) {
+		char *key = malloc(dl + strlen(names[i]) + 1);
+
+		if (key != NULL) {
+			memcpy(key, pre->dir, dl);
+			strcpy(key + dl, names[i]);
+		}
+		err = strs_push(out, nout, &ocap, key);
+	}
+	free(names);
+	if (err != 0) {
+		objfs_tree_keys_free(*out, *nout);
+		*out = NULL;
+		*nout = 0;
+	}
+	return err;
 }
 
 void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
@@ -1071,7 +1151,7 @@ void aidx_fill(struct objfs_fs *fs, const char *dir, struct dirsnap *s,
 			return;
 		pre_run(pre);
 	}
-	objfs_group_wait(&pre->g);
+	pre_wait(pre);
 	err = pre->err;
 	keys = pre->keys;
 	n = pre->n;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/tree.h"
 #include "fs/fs_int.h"
 
 void snap_put_locked(struct dirsnap *s)
@@ -211,15 +212,159 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 	return 0;
 }
 
+/* The last key or prefix of a page (NULL: an empty one). */
+static const char *page_last(const struct objfs_list_page *pg)
+{
+	const char *last = pg->n_entries > 0 ?
+			   pg->entries[pg->n_entries - 1].key : NULL;
+
+	if (pg->n_prefixes > 0 &&
+	    (last == NULL || strcmp(pg->prefixes[pg->n_prefixes - 1], last) > 0))
+		last = pg->prefixes[pg->n_prefixes - 1];
+	return last;
+}
+
+/* Adds the children of dkey a page lists to s, those up to the key to
+ * only (NULL: all). */
+static int page_add(struct dirsnap *s, size_t *cap, const char *dkey,
+		    const struct objfs_list_page *pg, const char *to)
+{
+	char name[OBJFS_NAME_MAX + 1];
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < pg->n_entries && err == 0; i++) {
+		const struct objfs_list_entry *e = &pg->entries[i];
+
+		if ((to == NULL || strcmp(e->key, to) <= 0) &&
+		    objfs_key_child(dkey, e->key, false, name, sizeof(name)))
+			err = snap_add(s, cap, name, false, e->size, e->etag,
+				       &e->mtime);
+	}
+	for (i = 0; i < pg->n_prefixes && err == 0; i++) {
+		if ((to == NULL || strcmp(pg->prefixes[i], to) <= 0) &&
+		    objfs_key_child(dkey, pg->prefixes[i], true, name,
+				    sizeof(name)))
+			err = snap_add(s, cap, name, true, 0, NULL, NULL);
+	}
+	return err;
+}
+
+/* One range of a listing in ranges: the keys after `from` up to `to`
+ * (NULL: to the end), its pages kept for the caller. */
+#define RANGE_STEP 1000         /* names the index gives a range: one
+				   page (a name it does not know, a
+				   second) */
+#define RANGE_PAGES 3           /* more: the index was far off */
+struct range_task {
+	struct objfs_fs *fs;
+	const char *dkey, *from, *to;
+	struct objfs_list_page pages[RANGE_PAGES];
+	unsigned np;
+	bool overflow;
+	int err;
+};
+
+static void range_run(void *arg)
+{
+	struct range_task *t = arg;
+	struct objfs_list_req rq = { t->dkey, "/", NULL, t->from, 1000 };
+	char *token = NULL;
+
+	for (;;) {
+		struct objfs_list_page *pg = &t->pages[t->np];
+		const char *last;
+
+		rq.continuation = token;
+		t->err = objfs_store_list(t->fs->store, &rq, pg);
+		free(token);
+		token = NULL;
+		if (t->err != 0) {
+			objfs_list_page_release(pg);
+			break;
+		}
+		t->np++;
+		last = page_last(pg);
+		if (pg->next == NULL ||
+		    (t->to != NULL && last != NULL && strcmp(last, t->to) >= 0))
+			break;
+		if (t->np == RANGE_PAGES) {
+			t->overflow = true;
+			break;
+		}
+		token = pg->next;
+		pg->next = NULL;
+	}
+}
+
+/* Lists the rest of a directory, after s->after, in parallel ranges
+ * split at names its attribute index holds (pre), when it holds enough:
+ * true when it did (the names added to s; *err: ENOMEM), false when the
+ * caller lists on page by page (nothing added: no index, too few names,
+ * a range far off what the index said, a failure, or more names than a
+ * whole listing holds). */
+static bool snap_ranges(struct objfs_fs *fs, const char *dkey,
+			struct dirsnap *s, size_t *cap, struct aidx_pre *pre,
+			int *err)
+{
+	struct range_task *t = NULL;
+	struct objfs_group g;
+	char **b = NULL;
+	size_t nb = 0, i, total = s->n;
+	unsigned k;
+	bool ok = false;
+
+	if (fs->pool == NULL || fs->o.dir_window < 2 * RANGE_STEP ||
+	    aidx_pre_split(pre, s->after, RANGE_STEP,
+			   fs->o.dir_window / RANGE_STEP, &b, &nb) != 0 ||
+	    nb == 0 || (t = calloc(nb + 1, sizeof(*t))) == NULL)
+		goto out;
+	objfs_group_init(&g);
+	for (i = 0; i <= nb; i++) {
+		t[i].fs = fs;
+		t[i].dkey = dkey;
+		t[i].from = i == 0 ? s->after : b[i - 1];
+		t[i].to = i < nb ? b[i] : NULL;
+		if (i == nb || objfs_pool_submit(fs->pool, &g, range_run,
+						 &t[i]) != 0)
+			range_run(&t[i]);
+	}
+	objfs_group_wait(&g);
+	ok = true;
+	for (i = 0; i <= nb; i++) {
+		ok = ok && t[i].err == 0 && !t[i].overflow;
+		for (k = 0; k < t[i].np; k++)
+			total += t[i].pages[k].n_entries +
+				 t[i].pages[k].n_prefixes;
+	}
+	if (total > fs->o.dir_window)
+		ok = false;     /* in windows, by the caller */
+	for (i = 0; ok && *err == 0 && i <= nb; i++) {
+		for (k = 0; *err == 0 && k < t[i].np; k++)
+			*err = page_add(s, cap, dkey, &t[i].pages[k], t[i].to);
+	}
+	if (ok)
+		__atomic_add_fetch(&fs->listed_ranges, 1, __ATOMIC_RELAXED);
+out:
+	for (i = 0; t != NULL && i <= nb; i++) {
+		for (k = 0; k < t[i].np; k++)
+			objfs_list_page_release(&t[i].pages[k]);
+	}
+	free(t);
+	objfs_tree_keys_free(b, nb);
+	return ok;
+}
+
 /* Lists dir into a new snapshot (a window after prev's when prev); a
  * whole listing is installed in dir->snap; *out gets a reference of its
  * own. */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
-	       const struct dirsnap *prev, struct dirsnap **out)
+	       const struct dirsnap *prev, struct aidx_pre *pre,
+	       struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
 	struct dirsnap *s;
-	char dkey[KEYBUF], name[OBJFS_NAME_MAX + 1];
+	char dkey[KEYBUF];
 	char *token = NULL;
 	size_t cap = 0, i, j;
 	struct inode *c;
@@ -260,28 +405,10 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		token = NULL;
 		if (err != 0)
 			goto out;
-		for (i = 0; i < pg.n_entries && err == 0; i++) {
-			if (objfs_key_child(dkey, pg.entries[i].key, false, name,
-					    sizeof(name)))
-				err = snap_add(s, &cap, name, false,
-					       pg.entries[i].size,
-					       pg.entries[i].etag,
-					       &pg.entries[i].mtime);
-		}
-		for (i = 0; i < pg.n_prefixes && err == 0; i++) {
-			if (objfs_key_child(dkey, pg.prefixes[i], true, name,
-					    sizeof(name)))
-				err = snap_add(s, &cap, name, true, 0, NULL, NULL);
-		}
+		err = page_add(s, &cap, dkey, &pg, NULL);
 		if (err == 0 && pg.next != NULL) {
-			/* the last key or prefix of the page */
-			const char *last = pg.n_entries > 0 ?
-				pg.entries[pg.n_entries - 1].key : NULL;
+			const char *last = page_last(&pg);
 
-			if (pg.n_prefixes > 0 &&
-			    (last == NULL ||
-			     strcmp(pg.prefixes[pg.n_prefixes - 1], last) > 0))
-				last = pg.prefixes[pg.n_prefixes - 1];
 			free(s->after);
 			s->after = last != NULL ? strdup(last) : NULL;
 			if (last != NULL && s->after == NULL)
@@ -290,6 +417,12 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		token = pg.next;
 		pg.next = NULL;
 		objfs_list_page_release(&pg);
+		if (err == 0 && token != NULL && pre != NULL && prev == NULL &&
+		    s->after != NULL && snap_ranges(fs, dkey, s, &cap, pre, &err)) {
+			free(token);    /* the rest listed in ranges */
+			token = NULL;
+		}
+		pre = NULL;             /* tried once */
 	} while (err == 0 && token != NULL);
 	if (err != 0)
 		goto out;

@@ -1153,7 +1153,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		if (s == NULL) {
 			/* readdirplus reads the index too: meanwhile */
 			pre = plus ? snap_index_start(fs, dir) : NULL;
-			err = snap_build(fs, dir, NULL, &s);
+			err = snap_build(fs, dir, NULL, pre, &s);
 		}
 		if (err != 0)
 			goto out;
@@ -1166,7 +1166,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		/* a large directory: its next window */
 		struct dirsnap *next = NULL;
 
-		err = snap_build(fs, dir, s, &next);
+		err = snap_build(fs, dir, s, NULL, &next);
 		if (err != 0)
 			goto out;
 		pthread_mutex_lock(&fs->lock);

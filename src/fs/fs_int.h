@@ -308,6 +308,8 @@ struct objfs_fs {
 	bool pf_stop;
 	unsigned pf_nthreads;
 	uint64_t pf_listed;             /* directories listed ahead */
+	uint64_t listed_ranges;         /* listings in ranges (atomic,
+					   dirsnap.c) */
 	uint64_t pf_used_ms;            /* an open last used a prefetch (mono
 					   ms; atomic, prefetch.c) */
 	pthread_t pf_threads[PF_LISTERS];
@@ -599,14 +601,17 @@ void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
 /* Whether dir's own listing is fresh (dir_ttl) and, with local changes
  * noted, names nothing: an rmdir need not list it again.  fs->lock held. */
 bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir);
+struct aidx_pre;                /* attrindex.c */
 /* Lists dir (pinned by the caller) into a new snapshot; *out gets a
  * reference of its own (snap_put_locked()).  prev: NULL for the first
  * window (a whole listing is installed as dir->snap), else the window
- * this one follows.  0 or an errno.  Takes fs->lock (store I/O without
- * it). */
+ * this one follows.  pre (NULL, or snap_index_start()'s for dir; still
+ * the caller's after): a directory of more than one page is listed in
+ * parallel ranges split at the names of its index, when it has one.  0
+ * or an errno.  Takes fs->lock (store I/O without it). */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
-	       const struct dirsnap *prev, struct dirsnap **out);
-struct aidx_pre;                /* attrindex.c */
+	       const struct dirsnap *prev, struct aidx_pre *pre,
+	       struct dirsnap **out);
 /* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
  * once per snapshot; s is referenced by the caller; pre (NULL, or
  * snap_index_start()'s before s was listed) is consumed.  Takes
@@ -815,6 +820,15 @@ int aidx_seg_keys(struct objfs_fs *fs, const char *dir, char ***keys,
 struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir);
 /* Waits for pre (NULL: nothing) and frees it. */
 void aidx_pre_cancel(struct aidx_pre *pre);
+/* Split points for listing the directory pre reads in parallel ranges:
+ * waits for pre's read, then gives in *out (*n of them, owned: free with
+ * objfs_tree_keys_free) the full keys of every step-th name its index
+ * holds after the key after, in order; none when pre read nothing or
+ * after is not under its directory.  0, EFBIG (more than max split
+ * points: list it in windows) or ENOMEM.  pre stays the caller's (for
+ * aidx_fill).  No lock held. */
+int aidx_pre_split(struct aidx_pre *pre, const char *after, size_t step,
+		   size_t max, char ***out, size_t *n);
 /* Fills the entries of snapshot s (referenced by the caller) of the
  * directory whose key is dir from the index (what pre read of it, when
  * not NULL; pre is consumed); compacts it when it has many segments.  No

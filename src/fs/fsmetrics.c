@@ -171,6 +171,10 @@ static const struct objfs_metric_def defs[] = {
 	{ .name = "objfs_fs_prefetch_listings_total",
 	  .help = "Directories listed ahead of a tree walk (prefetch=N).",
 	  .type = OBJFS_METRIC_COUNTER },
+#define D_RANGES 25
+	{ .name = "objfs_fs_listings_in_ranges_total",
+	  .help = "Directories of more than one page listed in parallel ranges split at the names of their attribute index.",
+	  .type = OBJFS_METRIC_COUNTER },
 };
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -441,6 +445,9 @@ static void collect(void *arg)
 		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf_listed);
 		pthread_mutex_unlock(&fs->lock);
 	}
+	objfs_metric_set(m->m[D_RANGES], 0,
+			 (int64_t)__atomic_load_n(&fs->listed_ranges,
+						  __ATOMIC_RELAXED));
 }
 
 int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)

@@ -325,7 +325,7 @@ relist:
 		s = NULL;
 		relisted = true;
 		pthread_mutex_unlock(&fs->lock);
-		err = snap_build(fs, parent, NULL, &s);
+		err = snap_build(fs, parent, NULL, NULL, &s);
 		pthread_mutex_lock(&fs->lock);
 		if (s != NULL)
 			snap_put_locked(s);

@@ -122,7 +122,7 @@ static void *pf_lister(void *arg)
 			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
 		pthread_mutex_unlock(&fs->lock);
 		pre = snap_index_start(fs, c);
-		if (snap_build(fs, c, NULL, &s) == 0 && !s->more && s->base == 0)
+		if (snap_build(fs, c, NULL, pre, &s) == 0 && !s->more && s->base == 0)
 			snap_fetch_attrs(fs, c, s, pre);
 		else
 			aidx_pre_cancel(pre);

@@ -711,6 +711,55 @@ def t_many_small_and_listing(env):
     env.umount(m)
 
 
+def t_listing_ranges(env):
+    """A directory of more than one page, written by objfs, is listed on
+    a fresh mount in parallel ranges split at the names of its attribute
+    index: the same names and sizes as written, whatever the index no
+    longer matches (a name another tool added between its names, one it
+    removed), in as many LISTs as page by page."""
+    url = env.volume("ranges")
+    m = env.mount(url)
+    d = m["dir"] + "/d"
+    os.mkdir(d)
+    names = ["f%04d" % i for i in range(2200)]
+    todo = list(names)
+    lock = threading.Lock()
+
+    def writer():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                n = todo.pop()
+            wfile(d + "/" + n, n.encode() * (1 + int(n[1:]) % 3))
+    ts = [threading.Thread(target=writer) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    env.umount(m)                       # its index written
+    env.tool(url, "put", "d/f1500x", data=b"other tool")
+    env.tool(url, "del", "d/f1700")
+    want = {n: len(n) * (1 + int(n[1:]) % 3) for n in names if n != "f1700"}
+    want["f1500x"] = len(b"other tool")
+    m = env.mount(url, ["log_level=info"])
+    got = {n: os.lstat(m["dir"] + "/d/" + n).st_size
+           for n in os.listdir(m["dir"] + "/d")}
+    mt = scrape(m)
+    env.umount(m)
+    check(got == want, "the listing is the store's: %d names, %d expected, "
+          "differing %s" % (len(got), len(want),
+                            sorted(set(got.items()) ^ set(want.items()))[:6]))
+    check(mt.get("objfs_fs_listings_in_ranges_total", 0) == 1,
+          "listed in ranges: %s" % mt.get("objfs_fs_listings_in_ranges_total"))
+    r = store_requests(env, m)
+    if env.kind == "s3":
+        check(r is not None, "the mount logged its store requests")
+        # d: 3 pages (2,200 names) in 3 LISTs; its lookup's LIST of the
+        # root, the index's, the mount's own (usage, volume record)
+        check(int(r.get("list", 0)) <= 3 + 1 + 1 + 2, "LISTs: %s" % r)
+
+
 def t_small_reads(env):
     """`cp -r` out: a small file opened for reading costs one GET, which
     brings its attributes with its bytes (no HEAD); a file rewritten by
@@ -2439,6 +2488,7 @@ TESTS = [
     t_fuse_log,
     t_config_errors,
     t_many_small_and_listing,
+    t_listing_ranges,
     t_attr_index,
     t_attr_index_zero_bytes,
     t_attr_index_two_mounts,

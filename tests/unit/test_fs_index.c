@@ -4,7 +4,10 @@
  * directory lists the volume's whole index once, which then answers the
  * following directories without a LIST of their own while it is fresh
  * (dir_ttl), with the segments this mount writes and without those it
- * deletes; an index too big for one page is listed per directory.
+ * deletes; an index too big for one page is listed per directory.  A
+ * directory of several pages is listed in parallel ranges split at the
+ * names of its index, and the listing is the same whatever the index
+ * says (names it lacks, names gone, an index far off).
  */
 #include "config.h"
 
@@ -129,6 +132,137 @@ static void test_catalogue(void **state)
 	assert_true(expect(e, "c/", 3, c2, true) == 0);
 }
 
+/* Puts segment name of directory dir naming "fNNNN" for n in [from, to). */
+static void put_names(struct fs_env *e, const char *dir, const char *seg,
+		      int from, int to)
+{
+	struct objfs_attrseg sg;
+	struct objfs_attrseg_entry en;
+	char pfx[128], key[256], nm[32], *text = NULL;
+	size_t len;
+	int i;
+
+	memset(&sg, 0, sizeof(sg));
+	assert_non_null(sg.dir = strdup(dir));
+	for (i = from; i < to; i++) {
+		memset(&en, 0, sizeof(en));
+		snprintf(nm, sizeof(nm), "f%04d", i);
+		en.name = nm;
+		snprintf(en.etag, sizeof(en.etag), "\"e%d\"", i);
+		en.lm = 1000000000;
+		en.ct = 1000000000;
+		assert_int_equal(objfs_attrseg_add(&sg, &en), 0);
+	}
+	assert_int_equal(objfs_attrseg_format(&sg, &text, &len), 0);
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	snprintf(key, sizeof(key), "%s%s", pfx, seg);
+	tu_put(e->store, key, text, len, NULL);
+	free(text);
+	objfs_attrseg_release(&sg);
+}
+
+/* Lists directory name (with its index read beside, as readdirplus does)
+ * and checks the listing is exactly want[0..n) (sorted; a trailing '/'
+ * marks a directory); returns the LISTs it cost, its index's included. */
+static uint64_t list_dir(struct fs_env *e, const char *name,
+			 char **want, size_t n, bool ranges)
+{
+	struct objfs_fs *fs = e->fs;
+	struct dirsnap *s = NULL;
+	struct inode *d = NULL;
+	struct aidx_pre *pre;
+	uint64_t before, was = fs->listed_ranges;
+	size_t i;
+
+	assert_int_equal(do_lookup(fs, fs->root, name, true, &d), 0);
+	pthread_mutex_lock(&fs->lock);
+	snap_drop(d);
+	pthread_mutex_unlock(&fs->lock);
+	before = lists(e);
+	pre = snap_index_start(fs, d);
+	assert_non_null(pre);
+	assert_int_equal(snap_build(fs, d, NULL, pre, &s), 0);
+	before = lists(e) - before;
+	aidx_pre_cancel(pre);
+	assert_int_equal(fs->listed_ranges, was + (ranges ? 1 : 0));
+	assert_false(s->more);
+	assert_int_equal(s->n, n);
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(want[i]);
+		bool dir = want[i][l - 1] == '/';
+
+		assert_int_equal(strncmp(s->e[i].name, want[i], l - dir), 0);
+		assert_int_equal(strlen(s->e[i].name), l - dir);
+		assert_int_equal(s->e[i].is_dir, dir);
+	}
+	pthread_mutex_lock(&fs->lock);
+	snap_put_locked(s);
+	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, d);
+	return before;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_ranges(void **state)
+{
+	struct fs_env *e = *state;
+	char *want[12000], key[64];
+	size_t n = 0, i;
+	int k;
+
+	/* 3,500 files the index knows: page one, then three ranges (and
+	 * the index's LIST) */
+	for (k = 0; k < 3500; k++) {
+		snprintf(key, sizeof(key), "d/f%04d", k);
+		tu_put(e->store, key, "x", 1, NULL);
+		assert_non_null(want[n++] = strdup(key + 2));
+	}
+	put_names(e, "d/", "w1-1", 0, 2000);
+	put_names(e, "d/", "w2-1", 1500, 3500);
+	assert_true(list_dir(e, "d", want, n, true) == 1 + 4);
+	/* what the index does not know (a subdirectory, names between and
+	 * after its own) and names it holds that are gone: the same listing
+	 * as the store's */
+	tu_put(e->store, "d/e/x", "x", 1, NULL);
+	assert_non_null(want[n++] = strdup("e/"));
+	for (k = 0; k < 300; k++) {
+		snprintf(key, sizeof(key), "d/f%04dx", k * 10);
+		tu_put(e->store, key, "x", 1, NULL);
+		assert_non_null(want[n++] = strdup(key + 2));
+		snprintf(key, sizeof(key), "d/g%04d", k);
+		tu_put(e->store, key, "x", 1, NULL);
+		assert_non_null(want[n++] = strdup(key + 2));
+	}
+	for (k = 2000; k < 2100; k++) {
+		snprintf(key, sizeof(key), "d/f%04d", k);
+		assert_int_equal(objfs_store_del(e->store, key), 0);
+		for (i = 0; i < n; i++) {
+			if (strcmp(want[i], key + 2) == 0) {
+				free(want[i]);
+				want[i] = want[--n];
+				break;
+			}
+		}
+	}
+	qsort(want, n, sizeof(*want), str_cmp);
+	(void)list_dir(e, "d", want, n, true);
+	/* an index far off (thousands of names after its last one): page by
+	 * page, the same listing */
+	for (k = 0; k < 4000; k++) {
+		snprintf(key, sizeof(key), "d/h%04d", k);
+		tu_put(e->store, key, "x", 1, NULL);
+		assert_non_null(want[n++] = strdup(key + 2));
+	}
+	qsort(want, n, sizeof(*want), str_cmp);
+	(void)list_dir(e, "d", want, n, false);
+	for (i = 0; i < n; i++)
+		free(want[i]);
+}
+
 /* A volume whose index holds more than one page of segments: a LIST per
  * directory, and the whole index is not listed again for a while. */
 static void test_catalogue_too_big(void **state)
@@ -156,6 +290,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_catalogue, setup,
 						fe_teardown_state),
 		cmocka_unit_test_setup_teardown(test_catalogue_too_big, setup,
+						fe_teardown_state),
+		cmocka_unit_test_setup_teardown(test_ranges, setup,
 						fe_teardown_state),
 	};
 

@@ -242,7 +242,7 @@ static void test_windows(void **state)
 	tu_put(e->store, "big/sub/x", "x", 1, NULL);
 	memset(seen, 0, sizeof(seen));
 	assert_int_equal(do_lookup(fs, fs->root, "big", true, &d), 0);
-	assert_int_equal(snap_build(fs, d, NULL, &s), 0);
+	assert_int_equal(snap_build(fs, d, NULL, NULL, &s), 0);
 	for (;;) {
 		windows++;
 		assert_true(s->base == total);
@@ -268,7 +268,7 @@ static void test_windows(void **state)
 		pthread_mutex_unlock(&fs->lock);
 		if (!s->more)
 			break;
-		assert_int_equal(snap_build(fs, d, s, &next), 0);
+		assert_int_equal(snap_build(fs, d, s, NULL, &next), 0);
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
 		pthread_mutex_unlock(&fs->lock);
@@ -282,7 +282,7 @@ static void test_windows(void **state)
 	snap_put_locked(s);
 	pthread_mutex_unlock(&fs->lock);
 	/* the root (two names) is listed whole and kept */
-	assert_int_equal(snap_build(fs, fs->root, NULL, &s), 0);
+	assert_int_equal(snap_build(fs, fs->root, NULL, NULL, &s), 0);
 	pthread_mutex_lock(&fs->lock);
 	assert_false(s->more);
 	assert_ptr_equal(fs->root->snap, s);
@@ -326,7 +326,7 @@ static void test_dir_nlink(void **state)
 	tu_put(e->store, "s2/", "", 0, NULL);
 	tu_put(e->store, "f1", "1", 1, NULL);
 	tu_put(e->store, "f2", "2", 1, NULL);
-	assert_int_equal(snap_build(fs, r, NULL, &s), 0);
+	assert_int_equal(snap_build(fs, r, NULL, NULL, &s), 0);
 	pthread_mutex_lock(&fs->lock);
 	snap_put_locked(s);
 	assert_int_equal(inode_nlink(fs, r), 4);        /* s1, s2 */
