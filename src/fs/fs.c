@@ -693,22 +693,34 @@ static void fh_free(struct fhandle *fh)
 	free(fh);
 }
 
-/* The handles fi->fh names (an id: see state.c).  The kernel only sends
- * ids it was given, so NULL means a bug, not a user's error. */
+/* The handle fi->fh names (an id: see state.c), or NULL.  The kernel
+ * only sends ids it was given, but it sends again a request a dead
+ * server ran and did not answer (resume): a RELEASE or RELEASEDIR whose
+ * handle the predecessor closed, and recorded closed, before it died.
+ * Those are answered as done; any other request on an unknown handle is
+ * EBADF (hid_unknown). */
 static struct fhandle *fh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
 {
 	struct hid *h = hid_find(fs, fi->fh);
 
-	assert(h != NULL && !h->dir);
-	return (struct fhandle *)h;
+	return h != NULL && !h->dir ? (struct fhandle *)h : NULL;
 }
 
 static struct dhandle *dh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
 {
 	struct hid *h = hid_find(fs, fi->fh);
 
-	assert(h != NULL && h->dir);
-	return (struct dhandle *)h;
+	return h != NULL && h->dir ? (struct dhandle *)h : NULL;
+}
+
+/* Replies to a request naming a handle this server does not have. */
+static void hid_unknown(struct objfs_fs *fs, fuse_req_t req, const char *op,
+			uint64_t id, int err)
+{
+	objfs_warn(fs->log, SUB, "%s of handle %" PRIu64 ", which is not "
+		   "open%s", op, id, err == 0 ? " (closed before a server died: "
+		   "done)" : "");
+	reply_err(req, err);
 }
 
 /* Opens in for fi: revalidation, O_TRUNC, the handle (pinned in). */
@@ -801,8 +813,10 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
 {
 	struct fhandle *fh = fh_of(fs, fi);
-	struct inode *in = fh->in;
+	struct inode *in;
 
+	assert(fh != NULL);     /* made by do_open just before */
+	in = fh->in;
 	pthread_mutex_lock(&fs->lock);
 	assert(in->nopen > 0);
 	in->nopen--;
@@ -948,10 +962,27 @@ out:
 	unpin(fs, dir);
 }
 
+/* Test only: -o crash_at=OP:NAME (state.c). */
+static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
+{
+	char name[256];
+
+	if (fs->o.crash_at == NULL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	snprintf(name, sizeof(name), "%s", in->name);
+	pthread_mutex_unlock(&fs->lock);
+	state_crash_point(fs, op, name);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fhandle *fh = fh_of(req_fs(req), fi);
 
+	if (fh == NULL) {
+		hid_unknown(req_fs(req), req, "flush", fi->fh, EBADF);
+		return;
+	}
 	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
 }
 
@@ -962,6 +993,10 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	struct fhandle *fh = fh_of(fs, fi);
 	int err;
 
+	if (fh == NULL) {
+		hid_unknown(fs, req, "fsync", fi->fh, EBADF);
+		return;
+	}
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fh->in->mu);
 	err = inode_sync(fs, fh->in);
@@ -976,9 +1011,14 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct fhandle *fh = fh_of(req_fs(req), fi);
-	struct inode *in = fh->in;
+	struct inode *in;
 	int err;
 
+	if (fh == NULL) {
+		hid_unknown(fs, req, "release", fi->fh, 0);
+		return;
+	}
+	in = fh->in;
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
 	err = inode_sync(fs, in);
@@ -994,6 +1034,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	fh_free(fh);
+	crash_point(fs, "release", in);
 	pthread_mutex_lock(&fs->lock);
 	maybe_free(fs, in);
 	pthread_mutex_unlock(&fs->lock);
@@ -1001,19 +1042,6 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 /* ---- read, write ------------------------------------------------------ */
-
-/* Test only: -o crash_at=OP:NAME (state.c). */
-static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
-{
-	char name[256];
-
-	if (fs->o.crash_at == NULL)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	snprintf(name, sizeof(name), "%s", in->name);
-	pthread_mutex_unlock(&fs->lock);
-	state_crash_point(fs, op, name);
-}
 
 void objfs_fs_crash_point(struct objfs_fs *fs, const char *op)
 {
@@ -1025,11 +1053,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct fhandle *fh = fh_of(req_fs(req), fi);
-	struct inode *in = fh->in;
+	struct inode *in = fh != NULL ? fh->in : NULL;
 	size_t got = 0;
 	char *buf = NULL;
 	int err;
 
+	if (fh == NULL) {
+		hid_unknown(fs, req, "read", fi->fh, EBADF);
+		return;
+	}
 	pthread_mutex_lock(&in->mu);
 	if (in->stream != NULL && in->stream->punched > (uint64_t)off) {
 		/* those bytes are only in the parts: complete the upload so
@@ -1077,6 +1109,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	struct fhandle *fh = fh_of(req_fs(req), fi);
 	int err;
 
+	if (fh == NULL) {
+		hid_unknown(fs, req, "write", fi->fh, EBADF);
+		return;
+	}
 	if (fs->o.read_only) {
 		reply_err(req, EROFS);
 		return;
@@ -1112,8 +1148,18 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct dhandle *dh = dh_of(req_fs(req), fi);
+	struct inode *dir;
 
+	if (dh == NULL) {
+		hid_unknown(fs, req, "releasedir", fi->fh, 0);
+		return;
+	}
 	dh_free(fs, dh);
+	dir = fs->o.crash_at != NULL ? pin_ino(fs, ino) : NULL;
+	if (dir != NULL) {
+		crash_point(fs, "releasedir", dir);
+		unpin(fs, dir);
+	}
 	reply_err(req, 0);
 }
 
@@ -1122,7 +1168,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct dhandle *dh = dh_of(req_fs(req), fi);
-	struct inode *dir = pin_ino(fs, ino);
+	struct inode *dir = dh != NULL ? pin_ino(fs, ino) : NULL;
 	struct pf_starts *pfs = NULL;
 	struct aidx_pre *pre = NULL;
 	struct dirsnap *s;
@@ -1132,6 +1178,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	bool windowed;
 	int err = 0;
 
+	if (dh == NULL) {
+		hid_unknown(fs, req, plus ? "readdirplus" : "readdir", fi->fh,
+			    EBADF);
+		return;
+	}
 	if (dir == NULL) {
 		reply_err(req, ENOENT);
 		return;

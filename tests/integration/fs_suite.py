@@ -1157,6 +1157,17 @@ def t_reopen_own_upload(env):
     env.umount(m)
 
 
+def wait_released(m):
+    """Waits until the mount has no open handle: the kernel sends RELEASE
+    after close() has returned, and an unlink of a file still open deletes
+    at once rather than through the queue."""
+    for _ in range(500):
+        if scrape(m).get("objfs_fs_open_handles", 0) == 0:
+            return
+        time.sleep(0.01)
+    raise Fail("handles still open: %s" % scrape(m).get("objfs_fs_open_handles"))
+
+
 def t_unlink_recreate(env):
     """A name unlinked and made again while its delete is still queued
     keeps the new file (the write cancels the delete); the same for a
@@ -1166,6 +1177,7 @@ def t_unlink_recreate(env):
     m = env.mount(url, ["delete_delay=5"])
     d = m["dir"]
     wfile(d + "/f", b"old")
+    wait_released(m)
     os.unlink(d + "/f")
     check(not os.path.exists(d + "/f"), "unlinked")
     # GETs, not listings: Swift's listings may lag (listing-lag)
@@ -1182,7 +1194,11 @@ def t_unlink_recreate(env):
     wfile(d + "/t/x", b"again")
     os.mkdir(d + "/t/a")
     check(sorted(os.listdir(d + "/t")) == ["a", "x"], "tree made again: %s" % os.listdir(d + "/t"))
+    # the tree's deletes sent first: g's waits its 5 s alone (behind
+    # them, it would go with them once the oldest has waited 5 s)
+    fsync_dir(d)
     wfile(d + "/g", b"gone")
+    wait_released(m)
     os.unlink(d + "/g")
     check(env.get(url, "g") == b"gone", "queued")
     fsync_dir(d)                        # the barrier, long before 5 s

@@ -211,10 +211,19 @@ def t_resume_crash_in_request(env):
     rename, an unlink, a mkdir, a symlink, a mknod and a create with O_EXCL
     it ran (in the store and in the state) but did not answer: the kernel
     sends them again to the successor and the application sees the right
-    answer (success, not ENOENT or EEXIST)."""
-    crash_in_requests(env, "crashreq", [], (
+    answer (success, not ENOENT or EEXIST).  Killed after a release and a
+    releasedir it ran (the handle closed, and recorded closed): the
+    successor answers the one sent again as done, and goes on serving."""
+    logs = crash_in_requests(env, "crashreq", [], (
         ("read", "r"), ("write", "w"), ("rename", "n"), ("unlink", "u"),
-        ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"), ("create", "cnew")))
+        ("mkdir", "dnew"), ("symlink", "lnew"), ("mknod", "mnew"), ("create", "cnew"),
+        ("release", "rl"), ("releasedir", "dl")))
+    fs = _fs()
+    for op, log in zip(("release", "releasedir"), logs[-2:]):
+        fs.check("%s of handle" % op in log and "closed before a server died" in log,
+                 "the %s sent again was answered as done: %s" % (op, log[-1500:]))
+        fs.check("Assertion" not in log and "signal 6" not in log,
+                 "no server aborted: %s" % log[-1500:])
 
 
 def t_resume_user_resend(env):
@@ -250,8 +259,10 @@ def crash_in_requests(env, vol, opts, ops):
     data = os.urandom(3 << 20)
     m = env.mount(url, ["resume"])
     d = m["dir"]
-    for n in ("r", "w", "n", "u", "k"):
+    for n in ("r", "w", "n", "u", "k", "rl"):
         fs.wfile(d + "/" + n, data)
+    os.mkdir(d + "/dl")
+    fs.wfile(d + "/dl/x", b"x")
     env.umount(m)
     names = dict(ops)
     logs = []
@@ -288,6 +299,14 @@ def crash_in_requests(env, vol, opts, ops):
             fs.check(st.st_ino == os.stat(d + "/k").st_ino and
                      st.st_nlink == int(name[1:]) and fs.rfile(d + "/" + name) == data,
                      "link across the crash (nlink %d)" % st.st_nlink)
+        elif op == "release":
+            fs.check(fs.rfile(d + "/rl") == data, "read before the crash")
+            wait_successor(keeper, first)
+            fs.check(fs.rfile(d + "/rl") == data, "read after a release sent again")
+        elif op == "releasedir":
+            fs.check(os.listdir(d + "/dl") == ["x"], "listed before the crash")
+            wait_successor(keeper, first)
+            fs.check(os.listdir(d + "/dl") == ["x"], "listed after a releasedir sent again")
         elif op == "mknod":
             os.mknod(d + "/mnew", stat.S_IFREG | 0o640)
             fs.check(os.stat(d + "/mnew").st_size == 0, "mknod across the crash")
