@@ -22,6 +22,7 @@ class FaultProxy:
         self.get_credit = 0.5
         self.stalled_keys = set()
         self.stalls = 0
+        self.stalled = []               # (request line, Range) of each
         self.gets = 0
         self.rng = random.Random(1234)
         self.conns = []
@@ -53,8 +54,13 @@ class FaultProxy:
                 if answers and conn.get("stall_after") is not None:
                     left = conn["stall_after"]
                     if len(data) > left:
+                        # counted here: an answer shorter than its
+                        # stall point never stalls
                         stall = True
                         data = data[:left]
+                        with self.lock:
+                            self.stalls += 1
+                            self.stalled.append(conn.get("stall_key"))
                     else:
                         conn["stall_after"] = left - len(data)
                 elif answers and self.stall_p > 0:
@@ -80,7 +86,8 @@ class FaultProxy:
     def _ranged_get(self, data, conn):
         """A ranged GET: one in 1/stall_get_p (every tenth for 0.1,
         counted, so deterministic) has its answer stall after a random
-        number of bytes (maybe none).  A stall is the connection's, not
+        number of bytes (maybe none; counted in stalls when the answer
+        is longer, so really stalls).  A stall is the connection's, not
         the request's: the same request again (a retry, a hedge) does not
         stall."""
         line = data.split(b"\r\n", 1)[0]
@@ -95,7 +102,7 @@ class FaultProxy:
                 self.get_credit -= 1.0
                 self.stalled_keys.add(key)
                 conn["stall_after"] = self.rng.randrange(0, 1 << 20)
-                self.stalls += 1
+                conn["stall_key"] = key
 
     def _accept(self):
         import threading

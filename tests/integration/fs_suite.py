@@ -1501,10 +1501,13 @@ def t_store_hedge(env):
         proxy.stall_get_p = 0.0
         check(got == big and got2 == big, "reads with stalled GETs return the right bytes")
         env.umount(m)
-        hedged = open(m["log"]).read().count("a second GET races it")
+        races = [line for line in open(m["log"]).read().splitlines()
+                 if "a second GET races it" in line]
+        hedged = len(races)
         print("  %d GETs, %d stalled, %d hedged" % (proxy.gets, proxy.stalls, hedged))
         check(proxy.stalls > 0, "some GETs stalled (%d of %d)" % (proxy.stalls, proxy.gets))
-        check(hedged >= proxy.stalls, "every stalled GET was hedged (%d of %d)" % (hedged, proxy.stalls))
+        check(hedged >= proxy.stalls, "every stalled GET was hedged (%d of %d): stalled %s, "
+              "hedged %s" % (hedged, proxy.stalls, proxy.stalled, races))
         check(proxy.gets >= 24, "the reads went to the store (%d GETs)" % proxy.gets)
     finally:
         proxy.close()
