@@ -129,10 +129,12 @@ static void dc_drop(struct objfs_dcache *c, struct dc_entry *e)
 
 void objfs_dcache_destroy(struct objfs_dcache *c)
 {
+	struct objfs_list *l;
+
 	if (c == NULL)
 		return;
-	while (!objfs_list_empty(&c->lru))
-		dc_drop(c, DC_ENTRY(c->lru.next));
+	while ((l = objfs_list_first(&c->lru)) != NULL)
+		dc_drop(c, DC_ENTRY(l));
 	rmdir(c->dir);
 	pthread_mutex_destroy(&c->mu);
 	free(c->dir);
@@ -195,6 +197,7 @@ void objfs_dcache_put(struct objfs_dcache *c, const char *key,
 	uint64_t id = dc_id(key, etag, off);
 	char path[4200], tmp[4200], hdr[DC_HDR_MAX];
 	struct dc_entry *e, **pp;
+	struct objfs_list *l;
 	uint64_t seq;
 	int fd, hl;
 	bool ok;
@@ -237,8 +240,9 @@ void objfs_dcache_put(struct objfs_dcache *c, const char *key,
 	objfs_list_push_front(&c->lru, &e->lru);
 	c->used += len;
 	c->count++;
-	while (c->used > c->limit && c->lru.prev != &e->lru) {
-		dc_drop(c, DC_ENTRY(c->lru.prev));
+	while (c->used > c->limit &&
+	       (l = objfs_list_last(&c->lru)) != &e->lru) {
+		dc_drop(c, DC_ENTRY(l));
 		c->evictions++;
 	}
 	pthread_mutex_unlock(&c->mu);

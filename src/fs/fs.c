@@ -1669,6 +1669,7 @@ int objfs_fs_start(struct objfs_fs *fs)
 
 void objfs_fs_destroy(struct objfs_fs *fs)
 {
+	struct objfs_list *l;
 	unsigned h;
 
 	if (fs == NULL)
@@ -1692,12 +1693,10 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	objfs_pool_destroy(fs->pool);
 	pf_destroy(fs);         /* no prefetch runs any more */
 	/* the kernel never released them */
-	while (!objfs_list_empty(&fs->handles))
-		fh_free(objfs_list_entry(fs->handles.next, struct fhandle,
-					 link));
-	while (!objfs_list_empty(&fs->dirhandles))
-		dh_free(fs, objfs_list_entry(fs->dirhandles.next,
-					     struct dhandle, link));
+	while ((l = objfs_list_first(&fs->handles)) != NULL)
+		fh_free(objfs_list_entry(l, struct fhandle, link));
+	while ((l = objfs_list_first(&fs->dirhandles)) != NULL)
+		dh_free(fs, objfs_list_entry(l, struct dhandle, link));
 	objfs_dcache_destroy(fs->dcache);
 	pthread_mutex_lock(&fs->lock);  /* for the checks: nothing else runs */
 	for (h = 0; h < HASH_SIZE; h++) {

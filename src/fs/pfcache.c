@@ -73,10 +73,12 @@ static void ent_free(struct objfs_pfcache *c, struct pfent *e)
 
 void objfs_pfcache_destroy(struct objfs_pfcache *c)
 {
+	struct objfs_list *l;
+
 	if (c == NULL)
 		return;
-	while (!objfs_list_empty(&c->lru))
-		ent_free(c, PFENT(c->lru.next));
+	while ((l = objfs_list_first(&c->lru)) != NULL)
+		ent_free(c, PFENT(l));
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
