@@ -1114,13 +1114,12 @@ int aidx_pre_split(struct aidx_pre *pre, const char *after, size_t step,
 		err = EFBIG;
 	/* none at the last name: the range after it would hold nothing */
 	for (i = step - 1; err == 0 && i + 1 < nn; i += step) {
-		char *key = malloc(dl + strlen(names[i]) + 1);
+		char key[KEYBUF];
 
-		if (key != NULL) {
-			memcpy(key, pre->dir, dl);
-			strcpy(key + dl, names[i]);
-		}
-		err = strs_push(out, nout, &ocap, key);
+		err = objfs_key_join(pre->dir, names[i], false, key,
+				     sizeof(key));
+		if (err == 0)
+			err = strs_push(out, nout, &ocap, strdup(key));
 	}
 	free(names);
 	if (err != 0) {

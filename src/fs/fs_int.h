@@ -814,7 +814,7 @@ void *aidx_main(void *arg);
 int aidx_seg_keys(struct objfs_fs *fs, const char *dir, char ***keys,
 		  size_t *n, double *listed);
 /* Starts reading the index of the directory whose key is dir on the pool
- * (its LIST, and the GET of a lone segment) while the caller lists the
+ * (its LIST, and the GETs of its segments) while the caller lists the
  * directory; NULL when it cannot (then aidx_fill reads it).  The result
  * goes to aidx_fill or aidx_pre_cancel.  No lock held. */
 struct aidx_pre *aidx_pre_start(struct objfs_fs *fs, const char *dir);
@@ -825,7 +825,8 @@ void aidx_pre_cancel(struct aidx_pre *pre);
  * objfs_tree_keys_free) the full keys of every step-th name its index
  * holds after the key after, in order; none when pre read nothing or
  * after is not under its directory.  0, EFBIG (more than max split
- * points: list it in windows) or ENOMEM.  pre stays the caller's (for
+ * points: list it in windows), ENAMETOOLONG (a name no key can hold) or
+ * ENOMEM.  pre stays the caller's (for
  * aidx_fill).  No lock held. */
 int aidx_pre_split(struct aidx_pre *pre, const char *after, size_t step,
 		   size_t max, char ***out, size_t *n);
