@@ -1053,7 +1053,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct fhandle *fh = fh_of(req_fs(req), fi);
-	struct inode *in = fh != NULL ? fh->in : NULL;
+	struct inode *in;
 	size_t got = 0;
 	char *buf = NULL;
 	int err;
@@ -1062,6 +1062,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		hid_unknown(fs, req, "read", fi->fh, EBADF);
 		return;
 	}
+	in = fh->in;
 	pthread_mutex_lock(&in->mu);
 	if (in->stream != NULL && in->stream->punched > (uint64_t)off) {
 		/* those bytes are only in the parts: complete the upload so
