@@ -366,7 +366,11 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 	struct objfs_spool *sp = in->spool;
 	int err;
 
-	err = stream_wait(st, 0);
+	/* the tail goes up beside the parts still in flight: a file of one
+	 * and a bit parts waits for the longer of the two, not their sum */
+	pthread_mutex_lock(&st->mu);
+	err = st->err;
+	pthread_mutex_unlock(&st->mu);
 	if (err == 0 && sp->size > st->off) {
 		struct part_task *t = calloc(1, sizeof(*t));
 
@@ -384,8 +388,9 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 		st->inflight++;
 		pthread_mutex_unlock(&st->mu);
 		part_run(t);
-		err = stream_wait(st, 0);
 	}
+	if (err == 0)
+		err = stream_wait(st, 0);
 	if (err == 0)
 		err = objfs_store_mpu_complete(fs->store, st->key, st->upload_id,
 					       st->parts, st->n_parts, info);
