@@ -25,7 +25,9 @@
 # unmount) per file or per GiB, the CPU seconds of each mount process per
 # phase, and the raw request floor of the server: FILES sequential PUTs,
 # HEADs and DELETEs of 4 KiB objects and their LIST (objfs-store-tool
-# floor), one curl PUT and one curl GET of SIZE_MB MiB.
+# floor), one curl PUT and one curl GET of SIZE_MB MiB, and the same
+# SIZE_MB MiB in parallel curl requests: a multipart upload and ranged GETs,
+# PAR_FLOOR="PART_MiB JOBS" ("16 4" unless told).
 #
 # Smaller runs: SIZE_MB=256 FILES=200 LS_FILES=2000 sh bench/fs.sh
 # Choose tools: TOOLS="objfs s3fs" sh bench/fs.sh
@@ -39,6 +41,7 @@ FILES=${FILES:-1000}
 LS_FILES=${LS_FILES:-10000}
 LS_BYTES=${LS_BYTES:-100}
 TOOLS=${TOOLS:-"objfs s3fs rclone"}
+PAR_FLOOR=${PAR_FLOOR:-"16 4"}
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 # the raw floor of the server
@@ -61,6 +64,11 @@ if [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
 		"$EP/$BUCKET/$RUN-floor/blob"
 	echo "cget $(elapsed "$t0" "$(now)")" >>"$W/floor"
 	"$TOOL" "s3://$BUCKET/$RUN-floor" del blob
+	dd if=/dev/zero of="$W/blob" bs=1M count="$SIZE_MB" status=none
+	# shellcheck disable=SC2086
+	pfloor $PAR_FLOOR >>"$W/floor"
+	rm -f "$W/blob"
+	"$TOOL" "s3://$BUCKET/$RUN-floor" del pblob
 fi
 
 # the listing directory, written through objfs by 16 writers
@@ -160,11 +168,13 @@ done
 
 echo
 echo "objfs vs s3fs and rclone on $SERVER ($EP): write/read ${SIZE_MB} MiB, create and rm $FILES x 4 KiB, ls -l/find -ls/du of $LS_FILES x $LS_BYTES bytes"
-awk -v size="$SIZE_MB" -v files="$FILES" -v lsf="$LS_FILES" -v floorf="$W/floor" '
+awk -v size="$SIZE_MB" -v files="$FILES" -v lsf="$LS_FILES" -v floorf="$W/floor" \
+	-v par="parts of ${PAR_FLOOR% *} MiB, ${PAR_FLOOR#* } at a time" '
 BEGIN {
 	while ((getline l < floorf) > 0) { split(l, a, " "); fl[a[1]] = a[2] }
 	# the raw floor of each figure: seconds of the same work in bare requests
 	floor["write"] = fl["cput"]; floor["read"] = fl["cget"]
+	pfloor["write"] = fl["pput"]; pfloor["read"] = fl["pget"]
 	floor["create"] = fl["put"]; floor["rm"] = fl["del"]
 	per["write"] = size / 1024; per["read"] = size / 1024
 	per["reread"] = size / 1024; per["create"] = files; per["rm"] = files
@@ -180,7 +190,8 @@ END {
 	printf "%-8s", "figure"
 	for (k = 1; k <= nt; k++) printf " %9s", tools[k]
 	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/objfs"
-	printf " %8s %11s %9s", "floor_s", "floor/objfs", "req/unit"
+	printf " %8s %11s %9s %9s", "floor_s", "floor/objfs", "par_s", "par/objfs"
+	printf " %9s", "req/unit"
 	for (k = 1; k <= nt; k++) printf " %11s", "cpu_" tools[k]
 	printf "\n"
 	for (m = 1; m <= nm; m++) {
@@ -192,6 +203,8 @@ END {
 			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
 		if (floor[n] != "" && b > 0) printf " %8s %11.2f", floor[n], floor[n] / b
 		else printf " %8s %11s", "-", "-"
+		if (pfloor[n] != "" && b > 0) printf " %9s %9.2f", pfloor[n], pfloor[n] / b
+		else printf " %9s %9s", "-", "-"
 		q = r["objfs", n]
 		if (q != "" && q != "-" && per[n] > 0)
 			printf " %9s", sprintf("%.2f/%s", q / per[n], unit[n] != "" ? unit[n] : "f")
@@ -199,8 +212,9 @@ END {
 		for (k = 1; k <= nt; k++) printf " %11s", c[tools[k], n]
 		printf "\n"
 	}
-	printf "(times in s; tool/objfs and floor/objfs > 1: objfs is faster; req/unit: objfs requests per GiB or per file; cpu_*: CPU s of the mount process; vmhwm in MiB)\n"
+	printf "(times in s; tool/objfs, floor/objfs and par/objfs > 1: objfs is faster; par: the parallel curl floor; req/unit: objfs requests per GiB or per file; cpu_*: CPU s of the mount process; vmhwm in MiB)\n"
 	printf "raw floor: %d PUTs %s s, %d HEADs %s s, LIST %s s, %d DELETEs %s s; curl PUT %s MiB %s s, GET %s s\n",
 		files, fl["put"], files, fl["head"], fl["list"], files, fl["del"], size, fl["cput"], fl["cget"]
+	printf "parallel curl floor (%s): multipart PUT %s s, ranged GETs %s s\n", par, fl["pput"], fl["pget"]
 }' "$RES"
 true

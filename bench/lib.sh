@@ -133,3 +133,48 @@ do_umount() {
 	REQ=${REQ:--}
 }
 
+# pfloor PART_MB JOBS: the raw floor of parallel transfers, in curl alone:
+# a multipart upload of $W/blob (initiate, PART_MB parts with JOBS in
+# flight, complete), then ranged GETs of PART_MB, JOBS at a time, of the
+# object it made (page cache dropped); prints "pput S" and "pget S".  What
+# a client with parallel parts and ranges could reach on this server.
+pfloor() {
+	_u="$EP/$BUCKET/$RUN-floor/pblob"
+	_s="aws:amz:$AWS_REGION:s3"
+	rm -rf "$W/parts"; mkdir -p "$W/parts"
+	(cd "$W/parts" && split -a 4 -d -b "$1M" "$W/blob" p.)
+	_n=$(ls "$W/parts" | wc -l)
+	t0=$(now)
+	_id=$(curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" --aws-sigv4 "$_s" \
+		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -X POST "$_u?uploads=" |
+		sed -n 's:.*<UploadId>\(.*\)</UploadId>.*:\1:p')
+	i=1
+	for f in "$W"/parts/p.*; do echo "$i $f"; i=$((i + 1)); done |
+	xargs -P "$2" -L 1 sh -c 'curl -sS -f --netrc-file "$0" --aws-sigv4 "$1" \
+		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -D "$5.h" -T "$5" \
+		"$2?partNumber=$4&uploadId=$3" >/dev/null' \
+		"$OBJFS_TEST_S3_NETRC" "$_s" "$_u" "$_id"
+	{ echo "<CompleteMultipartUpload>"
+	  i=1
+	  for f in "$W"/parts/p.????; do
+		printf '<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>\n' "$i" \
+			"$(tr -d '\r' <"$f.h" | sed -n 's/^[Ee][Tt][Aa][Gg]: *//p')"
+		i=$((i + 1))
+	  done
+	  echo "</CompleteMultipartUpload>"; } >"$W/parts/done.xml"
+	curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" --aws-sigv4 "$_s" \
+		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -X POST \
+		--data-binary @"$W/parts/done.xml" "$_u?uploadId=$_id" >/dev/null
+	echo "pput $(elapsed "$t0" "$(now)")"
+	rm -rf "$W/parts"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	t0=$(now)
+	_p=$(($1 * 1048576))
+	i=0
+	while [ $i -lt "$_n" ]; do echo "$((i * _p))-$(((i + 1) * _p - 1))"; i=$((i + 1)); done |
+	xargs -P "$2" -I R curl -sS -f --netrc-file "$OBJFS_TEST_S3_NETRC" \
+		--aws-sigv4 "$_s" -H x-amz-content-sha256:UNSIGNED-PAYLOAD \
+		-r R -o /dev/null "$_u"
+	echo "pget $(elapsed "$t0" "$(now)")"
+}
