@@ -268,13 +268,12 @@ static int build_settings(struct cli *c, struct settings *s)
 		 * fit there is never taken, and every read becomes a GET of
 		 * its own.  Unset, mem_limit grows to what was asked for;
 		 * set too small, it is an error naming both. */
-		uint64_t chunk = s->fo.ra_chunk ? s->fo.ra_chunk : 1ULL << 20;
-		uint64_t want = chunk * (s->fo.ra_chunks < 1 ? 1 :
-			       s->fo.ra_chunks > 16 ? 16 : s->fo.ra_chunks);
+		uint64_t want = objfs_fs_opts_ra(&s->fo);
+		uint64_t chunk = s->fo.ra_chunk;
 
 		if (!HAS(MEM_LIMIT) && want > s->fo.mem_limit) {
 			s->fo.mem_limit = want;
-		} else if (HAS(MEM_LIMIT) && chunk > s->fo.mem_limit) {
+		} else if (HAS(MEM_LIMIT) && want > 0 && chunk > s->fo.mem_limit) {
 			fprintf(stderr, "objfs-mount: -o readahead=%llu is over "
 				"mem_limit=%llu: no read-ahead buffer would fit; "
 				"raise mem_limit to readahead x readahead_chunks "

@@ -57,6 +57,15 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->dir_window = SNAP_WINDOW;
 }
 
+uint64_t objfs_fs_opts_ra(struct objfs_fs_opts *o)
+{
+	if (o->ra_chunk == 0)
+		o->ra_chunk = 1ULL << 20;
+	if (o->ra_chunks > RA_MAX)
+		o->ra_chunks = RA_MAX;
+	return o->ra_chunk * o->ra_chunks;
+}
+
 /* The FUSE boundary: store errors a file system call cannot mean
  * (unreachable, throttled, a bad range) become EIO; errors are negated
  * here and nowhere else (libfuse's reply does it). */
@@ -1565,10 +1574,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	objfs_list_init(&fs->dirhandles);
 	if (fs->o.dir_window == 0)
 		fs->o.dir_window = SNAP_WINDOW;
-	if (fs->o.ra_chunk == 0)
-		fs->o.ra_chunk = 1ULL << 20;
-	if (fs->o.ra_chunks > RA_MAX)
-		fs->o.ra_chunks = RA_MAX;
+	(void)objfs_fs_opts_ra(&fs->o);
 	fs->spool_dir = strdup(opts->spool_dir != NULL ? opts->spool_dir : "/var/tmp");
 	if (fs->spool_dir == NULL) {
 		err = ENOMEM;

@@ -78,6 +78,11 @@ struct objfs_fs_opts {
 				       per state directory: NULL */
 };
 void objfs_fs_opts_default(struct objfs_fs_opts *o);
+/* Normalises o's read-ahead as objfs_fs_new() does (a ra_chunk of 0 is
+ * 1 MiB, at most 16 ra_chunks) and returns the memory one sequential
+ * reader's read-ahead takes out of mem_limit: ra_chunk x ra_chunks (0
+ * when read-ahead is off).  For callers that size mem_limit from it. */
+uint64_t objfs_fs_opts_ra(struct objfs_fs_opts *o);
 
 /* Creates a filesystem over store (not owned: it must outlive the fs).
  * Reads the volume record (a missing record means no capacity limit) and
