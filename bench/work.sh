@@ -16,8 +16,9 @@
 #   cp-out   cp -r of the extracted tree back to local disk (cold mount)
 #   rm-rf    rm -rf of the three copies
 # Beside each time: the mount process's CPU seconds per GiB moved, and
-# objfs's store requests per file the step handles (rm-rf: the three
-# copies; git: the clone's files, .git included).
+# objfs's store requests per file the step handles (rsync: the tree and
+# its .git; git: the clone's files, .git included; rm-rf: all three
+# copies).
 #
 # Smaller: TREE_FILES=200 sh bench/work.sh;  TOOLS="objfs s3fs" sh bench/work.sh
 set -eu
@@ -47,9 +48,13 @@ BYTES=$(du -sb "$SRC" | awk '{ print $1 }')
 tar cf "$W/src/tree.tar" -C "$W/src" tree
 git -C "$SRC" init -q && git -C "$SRC" add -A &&
 	git -C "$SRC" -c user.name=bench -c user.email=bench@objfs commit -qm tree
-# files each step writes, reads or removes (for requests per file)
+# files and bytes each step writes, reads or removes (for requests per file
+# and CPU per GiB): rsync copies the tree with its .git
+RSF=$(find "$SRC" -type f | wc -l)
+RSB=$(du -sb "$SRC" | awk '{ print $1 }')
 git clone -q --no-local "$SRC" "$W/src/clone"
 GITF=$(find "$W/src/clone" -type f | wc -l)
+GITB=$(du -sb "$W/src/clone" | awk '{ print $1 }')
 rm -rf "$W/src/clone"
 
 RES=$W/results
@@ -90,10 +95,14 @@ done
 
 echo
 echo "workloads on $SERVER ($EP): a tree of $TREE_FILES files, $((BYTES / 1024)) KiB"
-awk -v bytes="$BYTES" -v files="$TREE_FILES" -v gitf="$GITF" '
+awk -v bytes="$BYTES" -v files="$TREE_FILES" -v gitf="$GITF" -v rsf="$RSF" \
+	-v rsb="$RSB" -v gitb="$GITB" '
 BEGIN {
-	nf["tar"] = files; nf["rsync"] = files; nf["git"] = gitf
-	nf["cp-out"] = files; nf["rm-rf"] = 2 * files + gitf
+	# files and bytes each step moves: rsync copies the tree with its .git
+	nb["tar"] = bytes; nb["rsync"] = rsb; nb["git"] = gitb
+	nb["cp-out"] = bytes; nb["rm-rf"] = bytes + rsb + gitb
+	nf["tar"] = files; nf["rsync"] = rsf; nf["git"] = gitf
+	nf["cp-out"] = files; nf["rm-rf"] = files + rsf + gitf
 }
 {
 	if (!($1 in seen)) { seen[$1] = 1; tools[++nt] = $1 }
@@ -101,7 +110,6 @@ BEGIN {
 	v[$1, $2] = $3; c[$1, $2] = $4; r[$1, $2] = $5
 }
 END {
-	gib = bytes / 1073741824
 	printf "%-7s", "step"
 	for (k = 1; k <= nt; k++) printf " %9s", tools[k]
 	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/objfs"
@@ -117,7 +125,7 @@ END {
 			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
 		q = r["objfs", n]
 		if (q != "" && q != "-") printf " %9.2f", q / nf[n]; else printf " %9s", "-"
-		for (k = 1; k <= nt; k++) printf " %14.1f", c[tools[k], n] / gib
+		for (k = 1; k <= nt; k++) printf " %14.1f", c[tools[k], n] / (nb[n] / 1073741824)
 		printf "\n"
 	}
 	printf "(seconds until the mount stopped with everything stored; tool/objfs > 1: objfs is faster)\n"
