@@ -181,6 +181,31 @@ static void part_run(void *arg)
 	free(t);
 }
 
+/* The next part of in's stream, len bytes of its spool from st->off,
+ * counted in flight (part_run() frees it and counts it out); NULL when
+ * out of memory, nothing changed then. */
+static struct part_task *part_next(struct objfs_fs *fs, struct inode *in,
+				   uint64_t len)
+{
+	struct stream *st = in->stream;
+	struct part_task *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->fs = fs;
+	t->st = st;
+	t->ino = in->ino;
+	t->fd = in->spool->fd;
+	t->number = ++st->n_parts;
+	t->off = st->off;
+	t->len = len;
+	st->off += len;
+	pthread_mutex_lock(&st->mu);
+	st->inflight++;
+	pthread_mutex_unlock(&st->mu);
+	return t;
+}
+
 /* Waits for the parts in flight; returns the first error. */
 static int stream_wait(struct stream *st, unsigned max_inflight)
 {
@@ -336,20 +361,9 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 		/* at most upload_parallel parts in flight: writers wait */
 		if (stream_wait(st, fs->o.upload_parallel ? fs->o.upload_parallel - 1 : 0) != 0)
 			return;
-		t = calloc(1, sizeof(*t));
+		t = part_next(fs, in, ps);
 		if (t == NULL)
 			return;
-		t->fs = fs;
-		t->st = st;
-		t->ino = in->ino;
-		t->fd = sp->fd;
-		t->number = ++st->n_parts;
-		t->off = st->off;
-		t->len = ps;
-		st->off += ps;
-		pthread_mutex_lock(&st->mu);
-		st->inflight++;
-		pthread_mutex_unlock(&st->mu);
 		fs_metrics_streamed_part(fs);
 		if (objfs_pool_submit(fs->pool, NULL, part_run, t) != 0)
 			part_run(t);
@@ -364,33 +378,24 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 {
 	struct stream *st = in->stream;
 	struct objfs_spool *sp = in->spool;
-	int err;
+	struct part_task *t = NULL;
+	int err, werr;
 
 	/* the tail goes up beside the parts still in flight: a file of one
 	 * and a bit parts waits for the longer of the two, not their sum */
 	pthread_mutex_lock(&st->mu);
 	err = st->err;
 	pthread_mutex_unlock(&st->mu);
-	if (err == 0 && sp->size > st->off) {
-		struct part_task *t = calloc(1, sizeof(*t));
-
-		if (t == NULL)
-			return ENOMEM;
-		t->fs = fs;
-		t->st = st;
-		t->ino = in->ino;
-		t->fd = sp->fd;
-		t->number = ++st->n_parts;
-		t->off = st->off;
-		t->len = sp->size - st->off;
-		st->off = sp->size;
-		pthread_mutex_lock(&st->mu);
-		st->inflight++;
-		pthread_mutex_unlock(&st->mu);
+	if (err == 0 && sp->size > st->off &&
+	    (t = part_next(fs, in, sp->size - st->off)) == NULL)
+		err = ENOMEM;
+	if (t != NULL)
 		part_run(t);
-	}
+	/* whatever happened, no part is in flight on return (the caller may
+	 * upload the spool instead, or abort the stream) */
+	werr = stream_wait(st, 0);
 	if (err == 0)
-		err = stream_wait(st, 0);
+		err = werr;
 	if (err == 0)
 		err = objfs_store_mpu_complete(fs->store, st->key, st->upload_id,
 					       st->parts, st->n_parts, info);
