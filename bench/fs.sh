@@ -54,7 +54,6 @@ if [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
 		-H x-amz-content-sha256:UNSIGNED-PAYLOAD -T "$W/blob" \
 		"$EP/$BUCKET/$RUN-floor/blob" >/dev/null
 	echo "cput $(elapsed "$t0" "$(now)")" >>"$W/floor"
-	rm -f "$W/blob"
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	t0=$(now)
@@ -64,7 +63,6 @@ if [ -n "${OBJFS_TEST_S3_NETRC:-}" ]; then
 		"$EP/$BUCKET/$RUN-floor/blob"
 	echo "cget $(elapsed "$t0" "$(now)")" >>"$W/floor"
 	"$TOOL" "s3://$BUCKET/$RUN-floor" del blob
-	dd if=/dev/zero of="$W/blob" bs=1M count="$SIZE_MB" status=none
 	# shellcheck disable=SC2086
 	pfloor $PAR_FLOOR >>"$W/floor"
 	rm -f "$W/blob"
