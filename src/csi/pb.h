@@ -6,6 +6,7 @@
 #define OBJFS_CSI_PB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -34,5 +35,30 @@ const char *objfs_pb_map_get(void *const *entries, size_t n, const char *key);
 int objfs_pb_map_add(void ***entries, size_t *n,
 		     const ProtobufCMessageDescriptor *d,
 		     const char *key, const char *value);
+
+/*
+ * The strings of a request, checked on the wire before any handler sees
+ * it (rpc.c's dispatcher): protobuf-c hands strings over as C strings, so
+ * a NUL inside one would cut it short and the handler act on another name.
+ * Every string field, at any depth, in repeated fields and in the keys and
+ * values of maps, must be valid UTF-8 of at most OBJFS_PB_STRING_MAX bytes
+ * with no NUL and no control character (0x00-0x1f, 0x7f).  The values of
+ * a map named *secrets* may be up to OBJFS_PB_SECRET_MAX bytes and hold
+ * tabs and line breaks (a PEM CA bundle).  The CSI spec's own limit is
+ * 128 bytes for most strings, but paths may be as long as the system's
+ * (PATH_MAX); handlers check the tighter limits of their fields.
+ *
+ * buf holds len bytes of a packed message of type d.  0, or EINVAL with
+ * why set to the field's path and the fault, e.g. `volume_capabilities[0]
+ * .mount.mount_flags[1] holds a NUL byte` or `parameters["bucket"] holds a
+ * control character` (a value is never quoted: it may be a secret).
+ */
+#define OBJFS_PB_STRING_MAX 4096
+#define OBJFS_PB_SECRET_MAX 65536
+#define OBJFS_PB_STR_(x) #x
+#define OBJFS_PB_STR(x) OBJFS_PB_STR_(x)
+int objfs_pb_check_strings(const ProtobufCMessageDescriptor *d,
+			   const uint8_t *buf, size_t len,
+			   char *why, size_t why_cap);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csi/pb.h"
 #include "csi/rpc.h"
 
 enum objfs_rpc_code objfs_rpc_fail(struct objfs_rpc_status *st,
@@ -109,6 +110,7 @@ enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 	ProtobufCMessage *req = NULL;
 	ProtobufCMessage *resp = NULL;
 	enum objfs_rpc_code code;
+	char why[OBJFS_RPC_MSG_MAX];
 	size_t size;
 
 	*out = NULL;
@@ -133,6 +135,11 @@ enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 		code = objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "request body is not a valid %s",
 				      m->req->name);
+		goto out;
+	}
+	/* one place for every method: no handler sees a cut string */
+	if (objfs_pb_check_strings(m->req, body, len, why, sizeof(why)) != 0) {
+		code = objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "%s", why);
 		goto out;
 	}
 	code = m->fn(ctx, req, &resp, st);

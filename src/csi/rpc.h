@@ -83,6 +83,9 @@ struct objfs_rpc_method {
  * and packs its response into *out (malloc'ed; caller frees; NULL on error).
  *   unknown path or NULL fn  -> UNIMPLEMENTED
  *   body that does not parse -> INVALID_ARGUMENT
+ *   a string field with a NUL, a control character, bad UTF-8 or too
+ *   many bytes (objfs_pb_check_strings) -> INVALID_ARGUMENT naming it,
+ *   before the handler runs
  * Returns the call's code; st holds it with its message. */
 enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 				       size_t n, void *ctx, const char *path,

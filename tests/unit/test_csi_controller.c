@@ -952,7 +952,7 @@ static void test_delete(void **state)
 	static const char *const bad[] = {
 		"objfs1:vol:def:../pvc-keep", "objfs1:vol:def:pvc-keep/../x",
 		"objfs1:vol:def:/pvc-keep", "objfs1:vol:def:pvc-keep//f",
-		"objfs1:snap:def:pvc-keep", "pvc-keep", "objfs1:vol:def:pvc\x01keep",
+		"objfs1:snap:def:pvc-keep", "pvc-keep",
 	};
 	char *keep = create_simple(e, "pvc-keep");
 	size_t i;
@@ -966,6 +966,10 @@ static void test_delete(void **state)
 		assert_int_equal(delete_vol(e, bad[i], NULL, &st), OBJFS_RPC_OK);
 	assert_int_equal(delete_vol(e, "", NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "volume_id"));
+	/* A control character is refused before DeleteVolume runs. */
+	assert_int_equal(delete_vol(e, "objfs1:vol:def:pvc\x01keep", NULL, &st),
+			 OBJFS_RPC_INVALID_ARGUMENT);
+	assert_string_equal(st.msg, "volume_id holds a control character");
 	/* Hostile ids touched nothing. */
 	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_ALL), 0);
 	check_fill(e->local, "pvc-keep", 3);

@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "csi.pb-c.h"
 #include "csi/driver.h"
+#include "csi/pb.h"
 #include "csi/rpc.h"
 
 /* ---- a stub leaf store: list() returns stub_list_err -------------------- */
@@ -154,6 +155,158 @@ static void test_dispatch_errors(void **state)
 			 OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "csi.v1.GetPluginInfoRequest"));
 	assert_int_equal(st.code, OBJFS_RPC_INVALID_ARGUMENT);
+	objfs_csi_destroy(csi);
+}
+
+/* Packs m into buf, then writes the byte `with` over the '#' of every
+ * occurrence of mark: protobuf-c packs strings with strlen(), so a NUL
+ * inside one is made on the wire, as a hostile client sends it. */
+static size_t pack_poisoned(const ProtobufCMessage *m, uint8_t *buf, size_t cap,
+			    const char *mark, char with)
+{
+	size_t len = protobuf_c_message_get_packed_size(m), i, ml = strlen(mark);
+	size_t at = (size_t)(strchr(mark, '#') - mark);
+
+	assert_true(len <= cap);
+	protobuf_c_message_pack(m, buf);
+	for (i = 0; i + ml <= len; i++)
+		if (memcmp(buf + i, mark, ml) == 0)
+			buf[i + at] = (uint8_t)with;
+	return len;
+}
+
+static void test_strings_checked_on_the_wire(void **state)
+{
+	Csi__V1__CreateVolumeRequest rq = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
+	Csi__V1__VolumeCapability cap2 = CSI__V1__VOLUME_CAPABILITY__INIT;
+	Csi__V1__VolumeCapability__MountVolume mnt =
+		CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
+	Csi__V1__VolumeCapability *caps[] = { &cap, &cap2 };
+	char *flags[] = { "ro", "x#y" };
+	Csi__V1__CreateVolumeRequest__ParametersEntry pe =
+		CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
+	Csi__V1__CreateVolumeRequest__SecretsEntry se =
+		CSI__V1__CREATE_VOLUME_REQUEST__SECRETS_ENTRY__INIT;
+	Csi__V1__CreateVolumeRequest__ParametersEntry *pes[] = { &pe };
+	Csi__V1__CreateVolumeRequest__SecretsEntry *ses[] = { &se };
+	const ProtobufCMessageDescriptor *d = &csi__v1__create_volume_request__descriptor;
+	static uint8_t buf[80000];
+	char why[512], *big;
+	size_t len;
+
+	(void)state;
+	rq.name = "vol";
+	cap.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+	cap.mount = &mnt;
+	cap2.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+	cap2.mount = &mnt;
+	mnt.n_mount_flags = 2;
+	mnt.mount_flags = flags;
+	rq.n_volume_capabilities = 2;
+	rq.volume_capabilities = caps;
+	pe.key = "bucket";
+	pe.value = "b#c";
+	rq.n_parameters = 1;
+	rq.parameters = pes;
+	se.key = "caBundle";
+	se.value = "-----BEGIN\n\tAAAA\r\n-----END\n";
+	rq.n_secrets = 1;
+	rq.secrets = ses;
+
+	/* all plain: a secret may span lines */
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), 0);
+
+	/* a NUL in a repeated field of a sub-message of a repeated field */
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "x#y", '\0');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "volume_capabilities[0].mount.mount_flags[1] holds a NUL byte");
+	/* the unpacked request would have held "x": the cut the check stops */
+	flags[1] = "ok";
+
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "b#c", '\n');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "parameters[\"bucket\"] holds a control character");
+	pe.value = "bc";
+
+	pe.key = "bu#cket";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "u#c", '\x7f');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "parameters: a key holds a control character");
+	pe.key = "bucket";
+
+	/* a secret's value holds no other control character */
+	se.value = "a#b";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "a#b", '\x01');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "secrets[\"caBundle\"] holds a control character");
+	se.value = "ok";
+
+	/* UTF-8: a plain accent passes, a lone continuation byte or an
+	 * overlong slash does not */
+	rq.name = "caf\xc3\xa9";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), 0);
+	rq.name = "a\x80";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "name is not valid UTF-8");
+	rq.name = "a\xc0\xaf";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+
+	/* sizes: 4096 bytes pass, one more does not; a secret may be longer */
+	big = malloc(OBJFS_PB_SECRET_MAX + 2);
+	assert_non_null(big);
+	memset(big, 'x', OBJFS_PB_SECRET_MAX + 1);
+	big[OBJFS_PB_STRING_MAX] = '\0';
+	rq.name = big;
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), 0);
+	big[OBJFS_PB_STRING_MAX] = 'x';
+	big[OBJFS_PB_STRING_MAX + 1] = '\0';
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "name is longer than 4096 bytes");
+	rq.name = "vol";
+	big[OBJFS_PB_STRING_MAX + 1] = 'x';
+	big[OBJFS_PB_SECRET_MAX] = '\0';
+	se.value = big;
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), 0);
+	big[OBJFS_PB_SECRET_MAX] = 'x';
+	big[OBJFS_PB_SECRET_MAX + 1] = '\0';
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len, why, sizeof(why)), EINVAL);
+	assert_string_equal(why, "secrets[\"caBundle\"] is longer than 65536 bytes");
+	free(big);
+
+	/* cut short inside a string: refused, nothing read past the end */
+	se.value = "ok";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "#", '#');
+	assert_int_equal(objfs_pb_check_strings(d, buf, len - 1, why, sizeof(why)), EINVAL);
+}
+
+/* The dispatcher refuses a cut string before the handler: DeleteVolume of
+ * "id\0x" never reaches DeleteVolume (which would act on "id"). */
+static void test_dispatch_refuses_nul(void **state)
+{
+	struct objfs_csi *csi = make_driver(OBJFS_CSI_MODE_ALL, NULL);
+	Csi__V1__DeleteVolumeRequest rq = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	struct objfs_rpc_status st;
+	uint8_t buf[128], *out = NULL;
+	size_t len, out_len = 0;
+
+	(void)state;
+	rq.volume_id = "objfs1:vol:def:a#b";
+	len = pack_poisoned(&rq.base, buf, sizeof(buf), "a#b", '\0');
+	assert_int_equal(objfs_rpc_dispatch(csi->methods, csi->n_methods, csi,
+					    "/csi.v1.Controller/DeleteVolume",
+					    buf, len, &out, &out_len, &st),
+			 OBJFS_RPC_INVALID_ARGUMENT);
+	assert_null(out);
+	assert_string_equal(st.msg, "volume_id holds a NUL byte");
 	objfs_csi_destroy(csi);
 }
 
@@ -329,6 +482,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_has_every_csi_method),
 		cmocka_unit_test(test_dispatch_errors),
+		cmocka_unit_test(test_strings_checked_on_the_wire),
+		cmocka_unit_test(test_dispatch_refuses_nul),
 		cmocka_unit_test(test_mode_filters_services),
 		cmocka_unit_test(test_plugin_info),
 		cmocka_unit_test(test_capabilities_follow_table),
