@@ -33,28 +33,31 @@ struct spec {
 	enum kind kind;
 	size_t off;             /* of the field in struct objfs_mount_opts */
 	bool fuse;              /* also passed to FUSE */
-	bool supervisor;        /* not in a user's list */
+	enum objfs_mopt_owner owner;    /* who may set it */
 };
 
 #define F(f) offsetof(struct objfs_mount_opts, f)
 /* objfs-mount's own option w, named as its field f, of kind k. */
-#define OWN(w, f, k) [OBJFS_MOPT_##w] = { #f, k, F(f), false, false }
+#define OWN(w, f, k) [OBJFS_MOPT_##w] = { #f, k, F(f), false, OBJFS_MOPT_ANYONE }
+/* The same, for an option only the node's own configuration may set. */
+#define NODE(w, f, k) [OBJFS_MOPT_##w] = { #f, k, F(f), false, OBJFS_MOPT_NODE }
 /* In enum objfs_mopt order: the builder writes them in this order. */
 static const struct spec specs[OBJFS_MOPT_COUNT] = {
-	[OBJFS_MOPT_ALLOW_OTHER] = { "allow_other", K_FLAG, F(allow_other), true, false },
-	[OBJFS_MOPT_RO] = { "ro", K_FLAG, F(ro), true, false },
+	[OBJFS_MOPT_ALLOW_OTHER] = { "allow_other", K_FLAG, F(allow_other), true,
+				     OBJFS_MOPT_ANYONE },
+	[OBJFS_MOPT_RO] = { "ro", K_FLAG, F(ro), true, OBJFS_MOPT_ANYONE },
 	OWN(UID, uid, K_NUM),
 	OWN(GID, gid, K_NUM),
 	OWN(UMASK, umask, K_OCTAL),
 	OWN(FSGROUP, fsgroup, K_NUM),
 	OWN(MEM_LIMIT, mem_limit, K_BYTES),
-	OWN(SPOOL_DIR, spool_dir, K_STR),
+	NODE(SPOOL_DIR, spool_dir, K_STR),
 	OWN(ENDPOINT, endpoint, K_STR),
 	OWN(REGION, region, K_STR),
 	[OBJFS_MOPT_ADDRESSING] = { "addressing", K_ADDRESSING, F(path_style),
 				    false, false },
-	OWN(CA_FILE, ca_file, K_STR),
-	OWN(INSECURE_SKIP_VERIFY, insecure_skip_verify, K_FLAG),
+	NODE(CA_FILE, ca_file, K_STR),
+	NODE(INSECURE_SKIP_VERIFY, insecure_skip_verify, K_FLAG),
 	OWN(UNSIGNED_PAYLOAD, unsigned_payload, K_FLAG),
 	OWN(SIGNED_PAYLOAD, signed_payload, K_FLAG),
 	OWN(MAX_CONNECTIONS, max_connections, K_NUM),
@@ -76,22 +79,27 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(SPOOL_LIMIT, spool_limit, K_BYTES),
 	OWN(UNSAVED_KEEP, unsaved_keep, K_SECONDS),
 	OWN(CREDS_REFRESH, creds_refresh, K_SECONDS),
-	OWN(CACHE_DIR, cache_dir, K_STR),
+	NODE(CACHE_DIR, cache_dir, K_STR),
 	OWN(CACHE_SIZE, cache_size, K_BYTES),
 	OWN(VOLREC_TTL, volrec_ttl, K_SECONDS),
 	OWN(USAGE_REFRESH, usage_refresh, K_SECONDS),
 	OWN(LOG_LEVEL, log_level, K_LEVEL),
-	OWN(LOG_FILE, log_file, K_STR),
-	OWN(METRICS, metrics, K_STR),
+	NODE(LOG_FILE, log_file, K_STR),
+	NODE(METRICS, metrics, K_STR),
 	OWN(RESUME, resume, K_FLAG),
-	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false, true },
-	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false, true },
-	[OBJFS_MOPT_USER_RESEND] = { "user_resend", K_FLAG, F(user_resend), false, true },
-	[OBJFS_MOPT_READY_FD] = { "ready_fd", K_NUM, F(ready_fd), false, true },
+	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false,
+				   OBJFS_MOPT_PLUGIN },
+	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false,
+				  OBJFS_MOPT_PLUGIN },
+	[OBJFS_MOPT_USER_RESEND] = { "user_resend", K_FLAG, F(user_resend), false,
+				     OBJFS_MOPT_PLUGIN },
+	[OBJFS_MOPT_READY_FD] = { "ready_fd", K_NUM, F(ready_fd), false,
+				  OBJFS_MOPT_PLUGIN },
 	[OBJFS_MOPT_CREDENTIALS_FILE] = { "credentials_file", K_STR, F(credentials_file),
-					  false, true },
+					  false, OBJFS_MOPT_PLUGIN },
 };
 #undef OWN
+#undef NODE
 #undef F
 
 /* FUSE and kernel mount options libfuse 3 accepts from objfs-mount's -o
@@ -107,6 +115,11 @@ static const char *const fuse_opts[] = {
 	"fscontext=", "defcontext=", "rootcontext=", "user=",
 	"max_idle_threads=", "max_threads=", "io_uring_q_depth=",
 };
+
+/* The FUSE options above that turn a protection of the node off: set-user-id
+ * files and device nodes made of objects any bucket user can write, and
+ * root's way past allow_other's checks.  Not in a user's list. */
+static const char *const fuse_node_opts[] = { "suid", "dev", "allow_root", "blkdev" };
 
 /* Owned strings of a parse, chained from o->mem. */
 struct chunk {
@@ -355,12 +368,26 @@ static int apply(struct objfs_mount_opts *o, const char *opt, unsigned flags,
 				 (int)(nlen < 64 ? nlen : 64), opt);
 			return EINVAL;
 		}
+		for (i = 0; (flags & OBJFS_MOUNT_OPTS_USER) != 0 &&
+			    i < sizeof(fuse_node_opts) / sizeof(fuse_node_opts[0]); i++) {
+			if (strcmp(opt, fuse_node_opts[i]) == 0) {
+				snprintf(err, cap, "option %s turns a protection of "
+					 "the node off: not in a volume's options", opt);
+				return EINVAL;
+			}
+		}
 		e = add_fuse(o, opt);
 		*fuse = e == 0;
 		goto out;
 	}
-	if (sp->supervisor && (flags & OBJFS_MOUNT_OPTS_USER) != 0) {
+	if (sp->owner == OBJFS_MOPT_PLUGIN && (flags & OBJFS_MOUNT_OPTS_USER) != 0) {
 		snprintf(err, cap, "option %s is set by the plugin", sp->name);
+		return EINVAL;
+	}
+	if (sp->owner == OBJFS_MOPT_NODE && (flags & OBJFS_MOUNT_OPTS_USER) != 0) {
+		snprintf(err, cap, "option %s names a path or an address of the "
+			 "node, or turns a protection off: only the node's own "
+			 "configuration sets it, not a volume's options", sp->name);
 		return EINVAL;
 	}
 	if ((sp->kind == K_FLAG) != (eq == NULL)) {
@@ -531,4 +558,24 @@ int objfs_mount_opts_build(const struct objfs_mount_opts *o, char *buf, size_t c
 nospace:
 	buf[start] = '\0';
 	return ENOSPC;
+}
+
+int objfs_mount_opts_check_user(const char *list, char *err, size_t cap)
+{
+	struct objfs_mount_opts tmp;
+	size_t i;
+
+	for (i = 0; list[i] != '\0'; i++) {
+		char c = list[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || strchr(",_.:/=+-@", c) != NULL)) {
+			snprintf(err, cap, "a character other than letters, digits and _.:/=+-@");
+			return EINVAL;
+		}
+	}
+	if (objfs_mount_opts_parse(list, OBJFS_MOUNT_OPTS_USER, &tmp, err, cap) != 0)
+		return EINVAL;
+	objfs_mount_opts_release(&tmp);
+	return 0;
 }

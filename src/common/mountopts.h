@@ -17,10 +17,17 @@
  *    (default_permissions, noatime, max_read= ...): kept as text in `fuse`;
  *    ro and allow_other are both (a typed field, and passed on);
  *  - anything else: rejected, the error names the option.
- * ready_fd=, credentials_file=, state_dir=, and crash_at= and
- * user_resend (test only)
- * belong to the supervisor that starts objfs-mount: a user's list
- * (OBJFS_MOUNT_OPTS_USER) may not set them.
+ * A user's list (OBJFS_MOUNT_OPTS_USER: a volume's mountOptions and mount
+ * flags, written by whoever writes StorageClasses and PVs) may set neither
+ *  - the supervisor's: ready_fd=, credentials_file=, state_dir=, and
+ *    crash_at= and user_resend (test only), set by the plugin that starts
+ *    objfs-mount, nor
+ *  - the node's: options that name a path or an address of the node or
+ *    turn one of its protections off (spool_dir=, cache_dir=, log_file=,
+ *    ca_file=, metrics=, insecure_skip_verify, and FUSE's suid, dev,
+ *    allow_root and blkdev): a volume must not open the host, nor make
+ *    set-user-id binaries and devices of objects any bucket user writes.
+ * objfs-mount's own command line and fstab take every option.
  */
 #ifndef OBJFS_MOUNTOPTS_H
 #define OBJFS_MOUNTOPTS_H
@@ -161,9 +168,16 @@ static inline void objfs_mount_opts_mark(struct objfs_mount_opts *o,
 	o->set |= (uint64_t)1 << which;
 }
 
+/* Who may set an option (see the head of this file). */
+enum objfs_mopt_owner {
+	OBJFS_MOPT_ANYONE,      /* a volume's options too */
+	OBJFS_MOPT_NODE,        /* the node's configuration, a command line */
+	OBJFS_MOPT_PLUGIN,      /* the supervisor that starts objfs-mount */
+};
+
 /* Flags of objfs_mount_opts_parse(). */
-#define OBJFS_MOUNT_OPTS_USER 1u    /* a user's list: no ready_fd=,
-				       credentials_file= */
+#define OBJFS_MOUNT_OPTS_USER 1u    /* a user's list: neither the node's
+				       nor the supervisor's options */
 
 /* Parses text (see above) into *o (empty; strings point into o->mem).
  * Later options replace earlier ones, as objfs-mount reads them.  0, or
@@ -174,6 +188,12 @@ static inline void objfs_mount_opts_mark(struct objfs_mount_opts *o,
  * never its value. */
 int objfs_mount_opts_parse(const char *text, unsigned flags,
 			   struct objfs_mount_opts *o, char *err, size_t cap);
+
+/* Checks a user's list (a volume's mountOptions, a mount flag, a
+ * StorageClass's mountOptions parameter): letters, digits and "_.:/=+-@"
+ * separated by commas (nothing to escape), and options a user may set
+ * (OBJFS_MOUNT_OPTS_USER).  0 or EINVAL with err as above (ENOMEM too). */
+int objfs_mount_opts_check_user(const char *list, char *err, size_t cap);
 
 /* Applies one option (unescaped: "name" or "name=value", as libfuse's
  * parser hands it over) to *o.  1 when it is a FUSE option, which the

@@ -94,43 +94,14 @@ static bool opt_value_ok(const char *s)
 	return true;
 }
 
-/* Parses a user's option list (volume_context mountOptions, a mount flag):
- * letters, digits and "_.:/=+-@" separated by commas (nothing to escape),
- * objfs-mount options by their contract (common/mountopts.h) except the
- * plugin's own (ready_fd, credentials_file).  *mo, when not NULL, gets
- * them (release it).  0 or EINVAL (err, cap bytes, says why). */
-static int user_opts_parse(const char *list, struct objfs_mount_opts *mo,
-			   char *err, size_t cap)
-{
-	struct objfs_mount_opts tmp;
-	size_t i;
-
-	for (i = 0; list[i] != '\0'; i++) {
-		char c = list[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || strchr(",_.:/=+-@", c) != NULL)) {
-			snprintf(err, cap, "a character other than letters, digits and _.:/=+-@");
-			return EINVAL;
-		}
-	}
-	if (objfs_mount_opts_parse(list, OBJFS_MOUNT_OPTS_USER, &tmp, err, cap) != 0)
-		return EINVAL;
-	if (mo != NULL)
-		*mo = tmp;
-	else
-		objfs_mount_opts_release(&tmp);
-	return 0;
-}
-
-/* Checks a user's option list (user_opts_parse) and adds it to buf (empty
+/* Checks a user's option list (objfs_mount_opts_check_user) and adds it to buf (empty
  * items dropped).  EINVAL (err says why) or ENOSPC. */
 static int user_opts_add(char *buf, size_t cap, const char *list, char *err, size_t errcap)
 {
 	char item[OPTS_MAX];
 	const char *p = list;
 
-	if (user_opts_parse(list, NULL, err, errcap) != 0)
+	if (objfs_mount_opts_check_user(list, err, errcap) != 0)
 		return EINVAL;
 	while (*p != '\0') {
 		const char *comma = strchr(p, ',');
@@ -157,24 +128,31 @@ static int opt_add_list(char *buf, size_t cap, const char *list)
 	return user_opts_add(buf, cap, list, NULL, 0);
 }
 
-/* True when the user's options (mountOptions and the mount flags) set
- * option `which`. */
-static bool user_sets(const char *extra, char *const *flags, size_t n_flags,
-		      enum objfs_mopt which)
+/* Whether the file:// source lies under the plugin's own local store
+ * (--store file:///DIR, what the controller puts in a volume context):
+ * any other directory of the node is no volume's to mount, nor created as
+ * root by the mount.  Path components only, no ".", ".." or "//". */
+static bool local_source_ok(const char *source, const char *base)
 {
-	struct objfs_mount_opts mo;
-	bool set = false;
-	size_t i;
+	const char *p = source + 7, *seg;
+	size_t bl, l;
 
-	for (i = 0; !set && i <= n_flags; i++) {
-		const char *list = i < n_flags ? flags[i] : extra;
-
-		if (list == NULL || user_opts_parse(list, &mo, NULL, 0) != 0)
-			continue;
-		set = objfs_mount_opts_has(&mo, which);
-		objfs_mount_opts_release(&mo);
+	if (base == NULL || strncmp(base, "file:///", 8) != 0)
+		return false;
+	base += 7;
+	bl = strlen(base);
+	while (bl > 1 && base[bl - 1] == '/')
+		bl--;
+	if (strncmp(p, base, bl) != 0 || (p[bl] != '/' && p[bl] != '\0' && bl > 1))
+		return false;
+	for (seg = p + 1;; seg += l + 1) {
+		l = strcspn(seg, "/");
+		if ((l == 0 && seg[0] == '/') || (l == 1 && seg[0] == '.') ||
+		    (l == 2 && seg[0] == '.' && seg[1] == '.'))
+			return false;
+		if (seg[l] == '\0')
+			return true;
 	}
-	return set;
 }
 
 /* FNV-1a of the sorted key=value pairs of a map field. */
@@ -327,12 +305,12 @@ static enum objfs_rpc_code check_capability(const Csi__V1__VolumeCapability *cap
 					      "volume_mount_group \"%s\" is not a numeric group id", g);
 	}
 	for (i = 0; i < m->n_mount_flags; i++) {
-		char tmp[OPTS_MAX] = "";
+		char why[256] = "";
 
-		if (opt_add_list(tmp, sizeof(tmp), m->mount_flags[i]) != 0)
+		if (objfs_mount_opts_check_user(m->mount_flags[i], why, sizeof(why)) != 0)
 			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "mount_flags[%zu] is not a list of objfs-mount options",
-					      i);
+					      "volume_capability.mount.mount_flags[%zu] is not a list of objfs-mount options: %s",
+					      i, why);
 	}
 	return OBJFS_RPC_OK;
 }
@@ -439,6 +417,10 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 					      "volume_context source has a control character");
 	}
 	s3 = strncmp(source, "s3://", 5) == 0;
+	if (!s3 && !local_source_ok(source, cfg->store.url))
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context source \"%s\" is a directory of the node: a local source must lie under the plugin's own store (--store file:///DIR), with no . or .. in its path",
+				      source);
 	if (empty(endpoint))
 		endpoint = cfg->store.s3.endpoint;
 	if (empty(region))
@@ -497,8 +479,7 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		mo.mem_limit = (uint64_t)(cfg->mount_memory_mib / 2) << 20;
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_MEM_LIMIT);
 	}
-	if (n->spool_dir[0] != '\0' && opt_value_ok(n->spool_dir) &&
-	    !user_sets(extra, m->mount_flags, m->n_mount_flags, OBJFS_MOPT_SPOOL_DIR)) {
+	if (n->spool_dir[0] != '\0' && opt_value_ok(n->spool_dir)) {
 		/* unsaved data waits on the host's disk beside the records,
 		 * not in the plugin container's writable layer */
 		int e = objfs_node_rec_mkdir(n->spool_dir);

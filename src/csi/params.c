@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/mountopts.h"
 #include "csi/params.h"
 #include "csi/pb.h"
 #include "csi/roots.h"
@@ -47,6 +48,7 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 					   struct objfs_csi_params *p,
 					   struct objfs_rpc_status *st)
 {
+	char why[256];
 	size_t i, j;
 
 	memset(p, 0, sizeof(*p));
@@ -78,6 +80,13 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 	p->pvc_name = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PVC_NAME);
 	p->pvc_namespace = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PVC_NAMESPACE);
 	p->mount_options = objfs_csi_map_get(entries, n, "mountOptions");
+	/* what NodeStageVolume would refuse is refused now: no volume is
+	 * provisioned that no pod can mount */
+	if (p->mount_options != NULL &&
+	    objfs_mount_opts_check_user(p->mount_options, why, sizeof(why)) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "parameter mountOptions is not a list of objfs-mount options: %s",
+				      why);
 	if (p->bucket != NULL && objfs_id_bucket_valid(p->bucket) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter bucket \"%.64s\" is not a valid S3 bucket name",

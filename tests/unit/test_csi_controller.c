@@ -656,6 +656,27 @@ static void test_create_invalid(void **state)
 	kvs_add(&a.params, pd, "endpoint", "http://x");
 	assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "bucket"));
+	/* mountOptions NodeStageVolume would refuse: no volume is made
+	 * that no pod can mount */
+	{
+		static const char *const refused[] = {
+			"log_file=/any/path", "spool_dir=/any/dir", "cache_dir=/d",
+			"ca_file=/c.pem", "metrics=0.0.0.0:9999", "insecure_skip_verify",
+			"attr_ttl=1,suid", "dev", "allow_root", "blkdev",
+			"state_dir=/x", "ready_fd=3", "no_such_option", "a b",
+		};
+		size_t k;
+
+		a.name = "pvc-refused-opts";
+		for (k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+			a.params.n = 0;
+			kvs_add(&a.params, pd, "mountOptions", refused[k]);
+			assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_INVALID_ARGUMENT);
+			assert_non_null(strstr(st.msg, "parameter mountOptions"));
+		}
+		assert_int_equal(count_keys(e->local, "pvc-refused-opts/"), 0);
+		a.name = "pvc-params";
+	}
 	a.params.n = 0;
 	kvs_add(&a.params, pd, "csi.storage.k8s.io/pvc/name", "claim");
 	kvs_add(&a.params, pd, "csi.storage.k8s.io/pvc/namespace", "team-a");
@@ -724,7 +745,7 @@ static void test_create_bucket_with_secrets(void **state)
 	kvs_add(&a.params, pd, "basePrefix", "k8s");
 	kvs_add(&a.params, pd, "endpoint", e->endpoint);
 	kvs_add(&a.params, pd, "region", "eu-west-3");
-	kvs_add(&a.params, pd, "mountOptions", "cache=64m");
+	kvs_add(&a.params, pd, "mountOptions", "attr_ttl=5");
 	/* Wrong keys: the store refuses, and the secret is not in the message. */
 	kvs_add(&a.secrets, sd, "accessKeyID", TEST_AK);
 	kvs_add(&a.secrets, sd, "secretAccessKey", "wrong");
@@ -738,7 +759,7 @@ static void test_create_bucket_with_secrets(void **state)
 	assert_string_equal(ctx_get(r->volume, "endpoint"), e->endpoint);
 	assert_string_equal(ctx_get(r->volume, "region"), "eu-west-3");
 	assert_string_equal(ctx_get(r->volume, "addressingStyle"), "path");
-	assert_string_equal(ctx_get(r->volume, "mountOptions"), "cache=64m");
+	assert_string_equal(ctx_get(r->volume, "mountOptions"), "attr_ttl=5");
 	assert_int_equal(r->volume->n_volume_context, 5);
 	for (i = 0; i < r->volume->n_volume_context; i++)
 		assert_null(strstr(r->volume->volume_context[i]->value, TEST_SK));

@@ -720,6 +720,41 @@ static void test_missing_fields(void **state)
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
 	assert_non_null(strstr(st.msg, "source"));
 	a.source = NULL;
+	/* A volume context may not open the node: a local directory
+	 * outside the plugin's own store (this one's is on S3), an option
+	 * naming a path or an address of the node, or one turning a
+	 * protection off, in mountOptions or in a mount flag. */
+	{
+		static const char *const sources[] = {
+			"file:///etc", "file:///", "file:///var/lib/objfs/store/../../../etc",
+		};
+		static const char *const opts[] = {
+			"log_file=/any/path", "spool_dir=/any/dir", "cache_dir=/any/dir",
+			"ca_file=/etc/ssl/x.pem", "metrics=0.0.0.0:9999",
+			"insecure_skip_verify", "suid", "dev", "allow_root", "ro,blkdev",
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(sources) / sizeof(sources[0]); k++) {
+			a.source = sources[k];
+			assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+			assert_non_null(strstr(st.msg, "is a directory of the node"));
+		}
+		a.source = NULL;
+		for (k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
+			a.mount_options = opts[k];
+			assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+			assert_non_null(strstr(st.msg, "mountOptions"));
+			assert_true(strstr(st.msg, "names a path") != NULL ||
+				    strstr(st.msg, "turns a protection of the node off") != NULL);
+			a.mount_options = NULL;
+			a.flag = opts[k];
+			assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+			assert_non_null(strstr(st.msg, "mount_flags[0]"));
+			a.flag = NULL;
+		}
+	}
+	assert_int_equal(x->fake.starts, 0);
 
 	/* Publish: the staging path is FAILED_PRECONDITION by the spec. */
 	a.target = x->target1;
@@ -1063,16 +1098,20 @@ static void test_secrets_and_context(void **state)
 	a.flag = "negative_ttl=1,spool_dir=/srv/spool";
 	a.secret_key = STAGE_SECRET;
 	a.mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
+	/* a directory of the node is not a volume's to name */
+	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(st.msg, "mount_flags[0]"));
+	assert_non_null(strstr(st.msg, "option spool_dir names a path"));
+	a.flag = "negative_ttl=1";
 	assert_int_equal(do_stage(x->csi, &a, &st), OBJFS_RPC_OK);
 	assert_string_equal(x->fake.last_source, "s3://other-bucket/prefix/pvc-1");
 	assert_string_equal(x->fake.last_access_key, "AKIDSTAGE");
 	assert_string_equal(x->fake.last_secret, STAGE_SECRET);
 	assert_null(strstr(x->fake.last_options, STAGE_SECRET));
 	assert_non_null(strstr(x->fake.last_options, "attr_ttl=5,dir_ttl=2"));
-	/* a spool_dir of the user's replaces the plugin's */
-	assert_non_null(strstr(x->fake.last_options, "negative_ttl=1,spool_dir=/srv/spool"));
-	assert_true(strstr(x->fake.last_options, "spool_dir=") ==
-		    strstr(x->fake.last_options, "spool_dir=/srv/spool"));
+	/* the plugin's spool directory, the user's options after it */
+	assert_non_null(strstr(x->fake.last_options, "negative_ttl=1"));
+	assert_null(strstr(x->fake.last_options, "spool_dir=/srv/spool"));
 	assert_non_null(strstr(x->fake.last_options, ",ro"));
 	/* The record holds no secret; the secrets file is 0600. */
 	assert_int_equal(objfs_node_rec_name("pvc-1", name), 0);

@@ -229,6 +229,17 @@ static void test_rejects(void **state)
 		{ "fsname", 0, "fsname" },
 		{ "ready_fd=3", OBJFS_MOUNT_OPTS_USER, "ready_fd" },
 		{ "credentials_file=/etc/c", OBJFS_MOUNT_OPTS_USER, "credentials_file" },
+		/* the node's: a path, an address or a protection of it */
+		{ "spool_dir=/any", OBJFS_MOUNT_OPTS_USER, "spool_dir" },
+		{ "cache_dir=/any", OBJFS_MOUNT_OPTS_USER, "cache_dir" },
+		{ "log_file=/any", OBJFS_MOUNT_OPTS_USER, "log_file" },
+		{ "ca_file=/any", OBJFS_MOUNT_OPTS_USER, "ca_file" },
+		{ "metrics=0.0.0.0:9", OBJFS_MOUNT_OPTS_USER, "metrics" },
+		{ "insecure_skip_verify", OBJFS_MOUNT_OPTS_USER, "insecure_skip_verify" },
+		{ "ro,suid", OBJFS_MOUNT_OPTS_USER, "suid" },
+		{ "dev", OBJFS_MOUNT_OPTS_USER, "dev" },
+		{ "allow_root", OBJFS_MOUNT_OPTS_USER, "allow_root" },
+		{ "blkdev", OBJFS_MOUNT_OPTS_USER, "blkdev" },
 	};
 	struct objfs_mount_opts o;
 	char err[128];
@@ -243,6 +254,11 @@ static void test_rejects(void **state)
 		assert_null(o.mem);
 		assert_true(o.set == 0);
 	}
+	/* a command line (the node's own) may set the node's */
+	assert_int_equal(objfs_mount_opts_parse("spool_dir=/x,suid,dev,allow_root,"
+						"metrics=127.0.0.1:9", 0, &o, err,
+						sizeof(err)), 0);
+	objfs_mount_opts_release(&o);
 	/* the supervisor may set its own */
 	assert_int_equal(objfs_mount_opts_parse("ready_fd=3,credentials_file=/c", 0, &o, err,
 						sizeof(err)), 0);
@@ -267,8 +283,7 @@ static void test_escaping(void **state)
 	assert_int_equal(objfs_mount_opts_build(&o, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "spool_dir=C:\\\\tmp\\\\\\,ro\\\\,"
 			    "endpoint=http://h/?a=1\\,allow_root\\,ready_fd=9");
-	assert_int_equal(objfs_mount_opts_parse(buf, OBJFS_MOUNT_OPTS_USER, &p, err,
-						sizeof(err)), 0);
+	assert_int_equal(objfs_mount_opts_parse(buf, 0, &p, err, sizeof(err)), 0);
 	assert_string_equal(p.endpoint, o.endpoint);
 	assert_string_equal(p.spool_dir, o.spool_dir);
 	assert_true(p.set == o.set);
