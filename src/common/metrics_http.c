@@ -2,8 +2,14 @@
  * metrics_http.c - the /metrics responder and its unix-socket client (see
  * metrics_http.h).
  *
- * Thread: poll(listeners + wake pipe) -> accept -> read the head -> render
- * -> write -> close, until stop writes to the wake pipe.
+ * Thread: one poll loop over the listeners, the wake pipe and up to
+ * CONN_MAX clients, each non-blocking:
+ *   accepted -> reading its head -> (head complete or the client stopped)
+ *   render -> sending the answer -> closed
+ * and closed at any step once IO_TIMEOUT_S has passed since it was
+ * accepted, so a client that sends a byte every few seconds delays nobody
+ * else and holds its slot for IO_TIMEOUT_S at most.  Until stop writes to
+ * the wake pipe.
  */
 #include "config.h"
 
@@ -31,7 +37,8 @@
 
 #define HEAD_MAX 8192
 #define BODY_MAX (64u << 20)
-#define IO_TIMEOUT_S 5
+#define IO_TIMEOUT_S 5         /* a whole request, head and answer */
+#define CONN_MAX 16             /* clients served at once */
 #define SUB "metrics"
 
 struct objfs_metrics_server {
@@ -191,22 +198,36 @@ static int bind_tcp(struct objfs_metrics_server *s)
 	return 0;
 }
 
-static void send_all(int fd, const char *p, size_t n)
+static long long now_ms(void)
 {
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+	struct timespec ts;
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		p += k;
-		n -= (size_t)k;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void answer(struct objfs_metrics_server *s, int fd, int status,
-		   const char *reason, const char *body, size_t len)
+/* One client: its request head, then the answer being sent. */
+struct conn {
+	int fd;                         /* -1: a free slot */
+	long long deadline_ms;          /* for the whole request */
+	size_t got;
+	char head[HEAD_MAX + 1];
+	char *out;                      /* the answer (malloc'ed), or NULL */
+	size_t out_len, out_off;
+};
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+}
+
+/* Makes c's answer: status line, head and body. */
+static void answer(struct conn *c, int status, const char *reason,
+		   const char *body, size_t len)
 {
 	char head[256];
 	int n;
@@ -218,37 +239,28 @@ static void answer(struct objfs_metrics_server *s, int fd, int status,
 		     "Connection: close\r\n\r\n", status, reason,
 		     status == 200 ? "text/plain; version=0.0.4; charset=utf-8" :
 		     "text/plain; charset=utf-8", len);
-	(void)s;
-	send_all(fd, head, (size_t)n);
-	send_all(fd, body, len);
+	c->out = malloc((size_t)n + len);
+	if (c->out == NULL) {
+		conn_close(c);
+		return;
+	}
+	memcpy(c->out, head, (size_t)n);
+	memcpy(c->out + n, body, len);
+	c->out_len = (size_t)n + len;
+	c->out_off = 0;
 }
 
-static void serve_one(struct objfs_metrics_server *s, int fd)
+/* The head is in (or the client stopped sending): the answer. */
+static void respond(struct objfs_metrics_server *s, struct conn *c)
 {
-	struct timeval tv = { IO_TIMEOUT_S, 0 };
-	char head[HEAD_MAX + 1];
-	size_t got = 0;
-	char *sp;
+	char *head = c->head, *sp;
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (got < HEAD_MAX) {
-		ssize_t k = recv(fd, head + got, HEAD_MAX - got, 0);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		got += (size_t)k;
-		head[got] = '\0';
-		if (strstr(head, "\r\n\r\n") != NULL || strstr(head, "\n\n") != NULL)
-			break;
-	}
-	head[got] = '\0';
-	if (got == 0)
+	if (c->got == 0) {
+		conn_close(c);
 		return;
+	}
 	if (strncmp(head, "GET ", 4) != 0) {
-		answer(s, fd, 405, "Method Not Allowed", "only GET\n", 9);
+		answer(c, 405, "Method Not Allowed", "only GET\n", 9);
 		return;
 	}
 	sp = strchr(head + 4, ' ');
@@ -257,62 +269,147 @@ static void serve_one(struct objfs_metrics_server *s, int fd)
 	*sp = '\0';
 	if (strcmp(head + 4, "/metrics") != 0 &&
 	    strncmp(head + 4, "/metrics?", 9) != 0) {
-		answer(s, fd, 404, "Not Found", "see /metrics\n", 13);
+		answer(c, 404, "Not Found", "see /metrics\n", 13);
 		return;
 	}
 	{
 		struct objfs_buf b = OBJFS_BUF_INIT(BODY_MAX, EFBIG);
 		int err = s->c.render(s->c.arg, &b);
 
-		if (err == 0 && b.p != NULL)
-			answer(s, fd, 200, "OK", b.p, b.len);
-		else if (err == 0)
-			answer(s, fd, 200, "OK", "", 0);
+		if (err == 0)
+			answer(c, 200, "OK", b.p != NULL ? b.p : "", b.len);
 		else
-			answer(s, fd, 500, "Internal Server Error", "render failed\n", 14);
+			answer(c, 500, "Internal Server Error", "render failed\n", 14);
 		objfs_buf_release(&b);
 	}
+}
+
+/* c is readable: more of its head. */
+static void conn_read(struct objfs_metrics_server *s, struct conn *c)
+{
+	ssize_t k = recv(c->fd, c->head + c->got, HEAD_MAX - c->got, 0);
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (k > 0) {
+		c->got += (size_t)k;
+		c->head[c->got] = '\0';
+		if (strstr(c->head, "\r\n\r\n") == NULL &&
+		    strstr(c->head, "\n\n") == NULL && c->got < HEAD_MAX)
+			return;
+	} else if (k < 0) {
+		conn_close(c);
+		return;
+	}
+	respond(s, c);
+}
+
+/* c is writable: more of its answer; closed once sent. */
+static void conn_write(struct conn *c)
+{
+	ssize_t k = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+			 MSG_NOSIGNAL);
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (k <= 0) {
+		conn_close(c);
+		return;
+	}
+	c->out_off += (size_t)k;
+	if (c->out_off == c->out_len)
+		conn_close(c);
 }
 
 static void *serve_main(void *arg)
 {
 	struct objfs_metrics_server *s = arg;
+	struct conn *conns = calloc(CONN_MAX, sizeof(*conns));
+	struct pollfd p[3 + CONN_MAX];
+	int slot[3 + CONN_MAX];
+	size_t i;
 
+	if (conns == NULL) {
+		objfs_error(s->c.log, SUB, "serving metrics: %s", objfs_strerror(ENOMEM));
+		return NULL;
+	}
+	for (i = 0; i < CONN_MAX; i++)
+		conns[i].fd = -1;
 	for (;;) {
-		struct pollfd p[3];
-		int n = 0, i, r;
+		long long now = now_ms(), wait = -1;
+		int n = 0, nl, r, j, used = 0;
 
+		for (i = 0; i < CONN_MAX; i++) {
+			if (conns[i].fd >= 0 && conns[i].deadline_ms <= now)
+				conn_close(&conns[i]);  /* too slow: cut off */
+			if (conns[i].fd < 0)
+				continue;
+			used++;
+			if (wait < 0 || conns[i].deadline_ms - now < wait)
+				wait = conns[i].deadline_ms - now;
+		}
+		if (s->tcp_waiting && (wait < 0 || wait > 200))
+			wait = 200;
 		p[n].fd = s->wake[0];
 		p[n++].events = POLLIN;
-		if (s->unix_fd >= 0) {
+		/* a full table takes no new client until a slot is free (a
+		 * deadline frees one within IO_TIMEOUT_S) */
+		if (s->unix_fd >= 0 && used < CONN_MAX) {
 			p[n].fd = s->unix_fd;
 			p[n++].events = POLLIN;
 		}
-		if (s->tcp_fd >= 0) {
+		if (s->tcp_fd >= 0 && used < CONN_MAX) {
 			p[n].fd = s->tcp_fd;
 			p[n++].events = POLLIN;
 		}
-		r = poll(p, (nfds_t)n, s->tcp_waiting ? 200 : -1);
+		nl = n;
+		for (i = 0; i < CONN_MAX; i++) {
+			if (conns[i].fd < 0)
+				continue;
+			slot[n] = (int)i;
+			p[n].fd = conns[i].fd;
+			p[n++].events = conns[i].out != NULL ? POLLOUT : POLLIN;
+		}
+		r = poll(p, (nfds_t)n, (int)wait);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (p[0].revents != 0)
+		if (r > 0 && p[0].revents != 0)
 			break;
 		if (s->tcp_waiting && bind_tcp(s) == 0) {
 			s->tcp_waiting = false;
 			objfs_info(s->c.log, SUB, "serving metrics on %s:%s", s->host, s->port);
 		}
-		for (i = 1; i < n && r > 0; i++) {
+		for (j = nl; r > 0 && j < n; j++) {
+			struct conn *c = &conns[slot[j]];
+
+			if (p[j].revents == 0 || c->fd != p[j].fd)
+				continue;
+			if (c->out != NULL && (p[j].revents & (POLLOUT | POLLERR | POLLHUP)))
+				conn_write(c);
+			else if (c->out == NULL)
+				conn_read(s, c);
+		}
+		for (j = 1; r > 0 && j < nl; j++) {
 			int fd;
 
-			if (!(p[i].revents & POLLIN))
+			if (!(p[j].revents & POLLIN))
 				continue;
-			fd = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+			for (i = 0; i < CONN_MAX && conns[i].fd >= 0; i++)
+				;
+			if (i == CONN_MAX)
+				break;
+			fd = accept4(p[j].fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 			if (fd < 0)
 				continue;
-			serve_one(s, fd);
-			close(fd);
+			conns[i].fd = fd;
+			conns[i].got = 0;
+			conns[i].head[0] = '\0';
+			conns[i].deadline_ms = now_ms() + IO_TIMEOUT_S * 1000;
 		}
 	}
+	for (i = 0; i < CONN_MAX; i++)
+		conn_close(&conns[i]);
+	free(conns);
 	return NULL;
 }
 
@@ -496,7 +593,8 @@ int objfs_metrics_fetch_unix(const char *path, int timeout_ms,
 			goto out;
 		}
 	}
-	if (b.p == NULL || strncmp(b.p, "HTTP/1.", 7) != 0 ||
+	/* "HTTP/1.x 200": twelve bytes at least before they are looked at */
+	if (b.p == NULL || b.len < 12 || strncmp(b.p, "HTTP/1.", 7) != 0 ||
 	    strncmp(b.p + 8, " 200", 4) != 0) {
 		err = EPROTO;
 		goto out;

@@ -2,12 +2,12 @@
  * metrics_http.h - a tiny HTTP/1.0 responder for GET /metrics, and the
  * matching client over a unix socket (the node plugin scrapes its mounts).
  *
- * One thread serves one request at a time on a unix socket, a TCP
- * address, or both: it reads the request head (at most 8 KiB, 5 s),
- * answers GET /metrics with the text the render callback appends, anything
- * else with 404 or 405, and closes the connection.  Scrapes are rare
- * (every 15 s or so), so one thread is enough, and a slow client is cut
- * off by the timeouts.
+ * One thread serves a unix socket, a TCP address, or both, up to 16
+ * clients at once in one poll loop: it reads each request head (at most
+ * 8 KiB), answers GET /metrics with the text the render callback appends
+ * (one render at a time), anything else with 404 or 405, and closes the
+ * connection.  Each client has 5 s for its whole request and answer: a
+ * slow one is cut off then, and delays no other meanwhile.
  *
  * The unix socket is bound under a temporary name and renamed into place,
  * so a successor (a resumed mount's next server) takes the name over at

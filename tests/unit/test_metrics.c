@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -320,6 +323,131 @@ static void test_http(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* A client that sends its head a byte at a time, every 100 ms, until
+ * told to stop or cut off by the server. */
+struct trickle {
+	const char *path;
+	volatile int stop;
+	int cut;                /* the server closed it */
+};
+
+static void *trickle_main(void *arg)
+{
+	struct trickle *t = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), i;
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto out;
+	/* at most 60 s: the server cuts it off long before */
+	for (i = 0; i < 600 && !t->stop; i++) {
+		if (send(fd, "G", 1, MSG_NOSIGNAL) != 1) {
+			t->cut = 1;
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/* Slow clients delay no scrape: each has IO_TIMEOUT_S for its whole
+ * request, and the others are served meanwhile. */
+static void test_http_slow_clients(void **state)
+{
+	char dir[] = "/tmp/objfs-metrics-XXXXXX", sock[64];
+	struct objfs_metrics_server_config c = { 0 };
+	struct objfs_metrics_server *s = NULL;
+	struct objfs_buf b = OBJFS_BUF_INIT(1 << 20, EFBIG);
+	struct trickle t[3];
+	pthread_t th[3];
+	int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/m.sock", dir);
+	c.unix_path = sock;
+	c.render = render_const;
+	c.arg = "up 1\n";
+	assert_int_equal(objfs_metrics_server_start(&c, &s), 0);
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct trickle){ .path = sock };
+		assert_int_equal(pthread_create(&th[i], NULL, trickle_main, &t[i]), 0);
+	}
+	/* with the tricklers connected (the server served one at a time
+	 * before, each as long as it kept sending) */
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(objfs_metrics_fetch_unix(sock, 30000, &b), 0);
+		assert_string_equal(b.p, "up 1\n");
+		objfs_buf_reset(&b);
+	}
+	/* and the server cuts them off by itself */
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_true(t[i].cut);
+	}
+	objfs_metrics_server_stop(s);
+	objfs_buf_release(&b);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* A one-shot server that answers with fixed bytes and closes. */
+struct shortsrv {
+	int lfd;
+	const char *answer;
+};
+
+static void *shortsrv_main(void *arg)
+{
+	struct shortsrv *ss = arg;
+	char buf[512];
+	int fd = accept(ss->lfd, NULL, NULL);
+
+	if (fd >= 0) {
+		(void)!recv(fd, buf, sizeof(buf), 0);
+		(void)!send(fd, ss->answer, strlen(ss->answer), MSG_NOSIGNAL);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* An answer shorter than a status line is EPROTO, read within its bytes. */
+static void test_fetch_short_answer(void **state)
+{
+	static const char *const answers[] = { "", "HTTP/1.", "HTTP/1.1", "HTTP/1.1 20",
+					      "HTTP/1.1 500 x\r\n\r\n" };
+	char dir[] = "/tmp/objfs-metrics-XXXXXX";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct objfs_buf b = OBJFS_BUF_INIT(1 << 20, EFBIG);
+	size_t i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s.sock", dir);
+	for (i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+		struct shortsrv ss = { .answer = answers[i] };
+		pthread_t th;
+
+		ss.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(ss.lfd >= 0);
+		unlink(sa.sun_path);
+		assert_int_equal(bind(ss.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(listen(ss.lfd, 1), 0);
+		assert_int_equal(pthread_create(&th, NULL, shortsrv_main, &ss), 0);
+		assert_int_equal(objfs_metrics_fetch_unix(sa.sun_path, 30000, &b), EPROTO);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		close(ss.lfd);
+		objfs_buf_reset(&b);
+	}
+	unlink(sa.sun_path);
+	objfs_buf_release(&b);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +457,8 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_addr_parse),
 		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_http_slow_clients),
+		cmocka_unit_test(test_fetch_short_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
