@@ -7,6 +7,13 @@
 # 'N passed, N failed'.
 #   OBJFS_SANITIZE=1 scripts/test.sh   builds with ASan + UBSan
 #   OBJFS_FUZZ_SECONDS=0 scripts/test.sh   no fuzzing
+#   OBJFS_PRESSURE=N scripts/test.sh   the whole suite with N busy loops
+#                                      beside it (the CPUs oversubscribed,
+#                                      the S3 servers starved: a node's bad
+#                                      day); 0 by default
+# Whatever OBJFS_PRESSURE says, the filesystem suite on the local store runs
+# once more with 2 busy loops per core beside it (OBJFS_PRESSURE_FS=0: not):
+# no test may depend on a quiet machine.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh --test
@@ -20,8 +27,26 @@ if [ "${OBJFS_SANITIZE:-0}" = 1 ]; then
 else
 	sh scripts/build.sh $fuzz_opt
 fi
+# busy loops at the tests' own priority, ended with this script
+busy_pids=""
+busy_start() {
+	i=0
+	while [ "$i" -lt "$1" ]; do
+		sh -c 'while :; do :; done' &
+		busy_pids="$busy_pids $!"
+		i=$((i + 1))
+	done
+}
+busy_stop() {
+	[ -n "$busy_pids" ] && kill $busy_pids 2>/dev/null
+	busy_pids=""
+}
+trap busy_stop EXIT
+trap 'busy_stop; exit 1' INT TERM
 rc=0
+busy_start "${OBJFS_PRESSURE:-0}"
 make -j2 check >make-check.out 2>&1 || rc=$?
+busy_stop
 grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):' make-check.out || true
 if [ "$rc" != 0 ]; then
 	tail -n 40 make-check.out
@@ -29,6 +54,24 @@ if [ "$rc" != 0 ]; then
 		echo "==== ${log%.trs}.log"
 		tail -n 80 "${log%.trs}.log"
 	done
+fi
+pressure_fs=${OBJFS_PRESSURE_FS:-$((2 * $(nproc)))}
+if [ "$pressure_fs" != 0 ]; then
+	# the filesystem suite again, the CPUs oversubscribed; both results
+	# are counted below (the quiet run's is kept aside meanwhile)
+	cp tests/integration/fs_local.trs fs_local.trs.quiet 2>/dev/null || true
+	busy_start "$pressure_fs"
+	echo "pressure: tests/integration/fs_local.sh with $pressure_fs busy loops"
+	make -j1 check TESTS=tests/integration/fs_local.sh \
+		TEST_SUITE_LOG=pressure-suite.log >make-check-pressure.out 2>&1 || rc=$?
+	busy_stop
+	grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):' make-check-pressure.out |
+		sed 's/^/pressure /' || true
+	if grep -qE '^(FAIL|ERROR):' make-check-pressure.out; then
+		tail -n 80 tests/integration/fs_local.log
+	fi
+	mv tests/integration/fs_local.trs tests/integration/fs_local-pressure.trs 2>/dev/null || true
+	mv fs_local.trs.quiet tests/integration/fs_local.trs 2>/dev/null || true
 fi
 if [ -n "$fuzz_opt" ]; then
 	sh scripts/fuzz.sh -t "$fuzz_secs" || rc=1
