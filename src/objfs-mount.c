@@ -643,8 +643,8 @@ int main(int argc, char *argv[])
 	/* the store copied what it needs */
 	objfs_creds_release(&s.creds);
 	if (err != 0) {
-		objfs_error(log, "mount", "opening %s: %s", c.source,
-			    objfs_strerror(err));
+		objfs_log_cause(log, "mount", err, "opening %s: %s", c.source,
+				objfs_strerror(err));
 		goto out;
 	}
 	/* Refuse a store that does not answer or a bucket that does not
@@ -653,9 +653,10 @@ int main(int argc, char *argv[])
 	if (err != 0) {
 		char why[512];
 
-		objfs_error(log, "mount", "cannot mount %s: %s%s", c.source,
-			    err == ENOENT ? "the bucket does not exist: " : "",
-			    objfs_store_error_text(err, why, sizeof(why)));
+		/* the cause, for a supervisor reading the log */
+		objfs_log_cause(log, "mount", err, "cannot mount %s: %s%s", c.source,
+				err == ENOENT ? "the bucket does not exist: " : "",
+				objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
 	expire_unsaved(&s, &c.mo, log);

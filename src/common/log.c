@@ -126,8 +126,9 @@ static void json_escape(char *buf, size_t *len, size_t cap, const char *s)
 	*len = n;
 }
 
-void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
-		 const char *sub, const char *fmt, va_list ap)
+/* One line; err > 0 adds its errno fields (objfs_log_cause). */
+static void emit(struct objfs_log *log, enum objfs_log_level level,
+		 const char *sub, int err, const char *fmt, va_list ap)
 {
 	char msg[OBJFS_LOG_LINE_MAX];
 	char line[OBJFS_LOG_LINE_MAX + 256];
@@ -155,6 +156,15 @@ void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
 		return;
 	len = (size_t)n;
 	json_escape(line, &len, sizeof(line) - 16, sub != NULL ? sub : "");
+	if (err > 0) {
+		const char *name = strerrorname_np(err);
+
+		n = snprintf(line + len, sizeof(line) - 16 - len,
+			     "\",\"errno\":%d,\"cause\":\"%s", err,
+			     name != NULL ? name : "?");
+		if (n > 0 && (size_t)n < sizeof(line) - 16 - len)
+			len += (size_t)n;
+	}
 	memcpy(line + len, "\",\"msg\":\"", 9);
 	len += 9;
 	json_escape(line, &len, sizeof(line) - 4, msg);
@@ -172,6 +182,22 @@ void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
 	 * PIPE_BUF cannot happen, and a failed write has nowhere to go. */
 	if (write(log->fd, line, len) < 0)
 		return;
+}
+
+void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
+		 const char *sub, const char *fmt, va_list ap)
+{
+	emit(log, level, sub, 0, fmt, ap);
+}
+
+void objfs_log_cause(struct objfs_log *log, const char *sub, int err,
+		     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(log, OBJFS_LOG_ERROR, sub, err, fmt, ap);
+	va_end(ap);
 }
 
 void objfs_logf(struct objfs_log *log, enum objfs_log_level level,

@@ -52,6 +52,14 @@ void objfs_vlogf(struct objfs_log *log, enum objfs_log_level level,
 		 const char *sub, const char *fmt, va_list ap)
 	__attribute__((format(printf, 4, 0)));
 
+/* An error line that is the cause of a failure (objfs-mount's reason not
+ * to mount), with the errno's number and name as fields of their own,
+ *   {"ts":...,"level":"error","sub":"mount","errno":13,"cause":"EACCES","msg":"..."}
+ * so a supervisor reading the log (objfs-csi's node plugin) finds the
+ * cause among later lines and answers with the matching code. */
+void objfs_log_cause(struct objfs_log *log, const char *sub, int err,
+		     const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 #define objfs_debug(log, sub, ...) objfs_logf((log), OBJFS_LOG_DEBUG, (sub), __VA_ARGS__)
 #define objfs_info(log, sub, ...)  objfs_logf((log), OBJFS_LOG_INFO, (sub), __VA_ARGS__)
 #define objfs_warn(log, sub, ...)  objfs_logf((log), OBJFS_LOG_WARN, (sub), __VA_ARGS__)

@@ -446,46 +446,91 @@ static int real_statfs(void *ctx, const char *path, unsigned timeout_ms,
 
 /* ---- starting a mount process ------------------------------------------ */
 
-/* The last line of the log file at path (no secrets: objfs-mount never logs
- * them) into msg. */
-void objfs_csi_log_tail(const char *path, char *msg, size_t cap)
+/* The JSON string value of "key" in the log line l (n bytes), unescaped
+ * into out; false when absent. */
+static bool json_field(const char *l, size_t n, const char *key, char *out,
+		       size_t cap)
 {
-	char buf[1024];
+	char pat[32];
+	const char *p, *end = l + n;
+	size_t o = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+	p = memmem(l, n, pat, strlen(pat));
+	if (p == NULL || cap == 0)
+		return false;
+	for (p += strlen(pat); p < end && *p != '"' && o + 1 < cap; p++) {
+		if (*p == '\\' && p + 1 < end) {
+			p++;
+			if (*p == 'n' || *p == 't')
+				out[o++] = ' ';
+			else if (*p == 'u')
+				p += p + 4 < end ? 4 : 0;       /* a control character */
+			else
+				out[o++] = *p;
+			continue;
+		}
+		out[o++] = *p;
+	}
+	out[o] = '\0';
+	return true;
+}
+
+int objfs_csi_log_cause(const char *path, char *msg, size_t cap)
+{
+	const size_t bufsz = 16384;
+	char *buf;
+	const char *line, *last = NULL, *cause = NULL, *e;
+	size_t last_n = 0, cause_n = 0;
 	ssize_t n;
 	off_t size;
-	int fd;
-	char *end, *start, *m;
+	int fd, err = EIO;
+	char text[512];
 
 	if (path == NULL || cap == 0)
-		return;
+		return EIO;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
-	size = lseek(fd, 0, SEEK_END);
-	if (size > (off_t)sizeof(buf) - 1)
-		lseek(fd, size - (off_t)sizeof(buf) + 1, SEEK_SET);
-	else
-		lseek(fd, 0, SEEK_SET);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	end = buf + n;
-	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
-		*--end = '\0';
-	start = strrchr(buf, '\n');
-	start = start != NULL ? start + 1 : buf;
-	/* A JSON log line: keep its message. */
-	m = strstr(start, "\"msg\":\"");
-	if (start[0] == '{' && m != NULL) {
-		start = m + 7;
-		end = strrchr(start, '"');
-		if (end != NULL)
-			*end = '\0';
+		return EIO;
+	buf = malloc(bufsz);
+	if (buf == NULL) {
+		close(fd);
+		return EIO;
 	}
-	if (*start != '\0')
-		snprintf(msg, cap, ": %s", start);
+	size = lseek(fd, 0, SEEK_END);
+	lseek(fd, size > (off_t)bufsz ? size - (off_t)bufsz : 0, SEEK_SET);
+	n = read(fd, buf, bufsz);
+	close(fd);
+	/* the last line that names a cause, else the last line */
+	for (line = buf; n > 0 && line < buf + n; line = e + 1) {
+		e = memchr(line, '\n', (size_t)(buf + n - line));
+		if (e == NULL)
+			e = buf + n;
+		if (e == line)
+			continue;
+		last = line;
+		last_n = (size_t)(e - line);
+		if (memmem(line, last_n, "\"errno\":", 8) != NULL) {
+			cause = line;
+			cause_n = last_n;
+		}
+	}
+	if (cause != NULL) {
+		const char *num = (const char *)memmem(cause, cause_n, "\"errno\":", 8) + 8;
+		long v = strtol(num, NULL, 10);
+
+		if (v > 0 && v < 4096)
+			err = (int)v;
+		last = cause;
+		last_n = cause_n;
+	}
+	if (last != NULL && last[0] == '{' &&
+	    json_field(last, last_n, "msg", text, sizeof(text)))
+		snprintf(msg, cap, ": %s", text);
+	else if (last != NULL)
+		snprintf(msg, cap, ": %.*s", (int)(last_n < 400 ? last_n : 400), last);
+	free(buf);
+	return err;
 }
 
 /* Writes the transient credentials file; *path gets its name. */
@@ -713,10 +758,10 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 					up = true;
 					break;
 				}
-				err = EIO;
 				snprintf(msg, cap, "%s exited before the mount was ready",
 					 spec->program);
-				objfs_csi_log_tail(spec->log_path, msg + strlen(msg), cap - strlen(msg));
+				err = objfs_csi_log_cause(spec->log_path, msg + strlen(msg),
+							  cap - strlen(msg));
 				break;
 			}
 		}

@@ -195,9 +195,8 @@ again:
 		if (err == EIO) {
 			snprintf(msg, cap, "%s exited before the mount was ready",
 				 spec->program);
-			if (spec->log_path != NULL)
-				objfs_csi_log_tail(spec->log_path, msg + strlen(msg),
-						   cap - strlen(msg));
+			err = objfs_csi_log_cause(spec->log_path, msg + strlen(msg),
+						  cap - strlen(msg));
 		} else {
 			snprintf(msg, cap, "objfs-holder refused the mount: %s",
 				 objfs_strerror(err));

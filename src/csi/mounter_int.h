@@ -9,9 +9,13 @@
 
 struct objfs_creds;
 
-/* ": " and the last line of the log file at path (a JSON line's message)
- * into msg; nothing when there is none.  objfs-mount never logs secrets. */
-void objfs_csi_log_tail(const char *path, char *msg, size_t cap);
+/* Why a mount process ended before its mount was live, from its log file
+ * at path (its last 16 KiB): the last line that names a cause (an errno
+ * field: objfs_log_cause(), objfs-mount's reason not to mount), else the
+ * last line.  ": " and that line's message go into msg (nothing when the
+ * log is empty or path NULL).  Returns the cause's errno, or EIO when no
+ * line names one.  objfs-mount never logs secrets. */
+int objfs_csi_log_cause(const char *path, char *msg, size_t cap);
 /* Writes c to a new 0600 file in dir (created 0700 when missing); path
  * gets its name.  The caller unlinks it.  0 or an errno. */
 int objfs_csi_write_creds(const char *dir, const struct objfs_creds *c,

@@ -441,8 +441,10 @@ static bool replace(struct objfs_kslot *s)
 	if (s->fuse_fd >= 0 && !s->have_init)
 		read_init(s);
 	if (s->fuse_fd < 0 || !s->have_init) {
-		objfs_error(s->log, SUB, "%s: the server died before it handed the "
-			    "mount over: nothing to resume", s->name);
+		/* a first server that could not mount said why (its
+		 * "cause" line above): this line must not pass for it */
+		objfs_error(s->log, SUB, "%s: the server ended before the mount "
+			    "was live: nothing to resume", s->name);
 		return false;
 	}
 	if (s->conn_gone) {
@@ -585,13 +587,14 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 		ended(s, code ? code : 1);
 		return true;
 	}
-	objfs_warn(s->log, SUB, "%s: server pid %d died (%s %d): resuming the "
-		   "mount", s->name, (int)pid, WIFEXITED(st) ? "status" : "signal",
+	objfs_warn(s->log, SUB, "%s: server pid %d died (%s %d)", s->name,
+		   (int)pid, WIFEXITED(st) ? "status" : "signal",
 		   WIFEXITED(st) ? code : WTERMSIG(st));
 	if (!replace(s)) {
 		ended(s, 1);
 		return true;
 	}
+	objfs_info(s->log, SUB, "%s: resuming the mount", s->name);
 	try_give(s);
 	return true;
 }

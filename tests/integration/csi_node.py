@@ -596,6 +596,33 @@ def main():
             assert time.time() - t0 < CALL_TIMEOUT
             assert not is_mountpoint(other)
 
+        def stage_errors_name_their_cause(stub):
+            # what kubectl describe pod shows: the cause's code and its own
+            # line with the hint, not "exited before the mount was ready"
+            bad = os.path.join(kubelet, "plugins/kubernetes.io/csi/objfs.csi.io/bad/globalmount")
+            os.makedirs(bad, exist_ok=True)
+            wrong = dict(secrets, secretAccessKey="wrong-secret-key")
+            cases = [
+                ("wrong secret", grpc.StatusCode.PERMISSION_DENIED, "SignatureDoesNotMatch",
+                 {"source": "s3://%s/vols/vol-bad" % bucket}, wrong),
+                ("missing bucket", grpc.StatusCode.NOT_FOUND, "the bucket does not exist",
+                 {"source": "s3://no-such-bucket-objfs/vols/x"}, secrets),
+                ("closed port", grpc.StatusCode.UNAVAILABLE, "nothing accepts connections",
+                 {"source": "s3://%s/vols/vol-bad" % bucket, "endpoint": "http://127.0.0.1:9",
+                  "mountOptions": "retry_timeout=2"}, secrets),
+            ]
+            for what, code, text, ctx, sec in cases:
+                req = pb.NodeStageVolumeRequest(
+                    volume_id="vol-bad", staging_target_path=bad,
+                    volume_capability=cap(), secrets=sec, volume_context=ctx)
+                details = csilib.expect_error(stub.NodeStageVolume, code, req,
+                                              timeout=CALL_TIMEOUT)
+                assert text in details, (what, details)
+                assert "exited before" not in details or text in details, (what, details)
+                assert "nothing to resume" not in details, (what, details)
+                assert "wrong-secret-key" not in details, details
+                assert not is_mountpoint(bad), what
+
         def teardown_idempotent(stub):
             for target, node in ((t1, stub), (t2, stub), (t3, nb)):
                 unpublish(node, target)
@@ -625,6 +652,7 @@ def main():
         stub = holder.get("stub") or pbg.NodeStub(a.channel)
         r.run("busy and hung mounts are released", busy_and_hung, stub)
         r.run("host-systemd runner (fake systemd)", host_systemd_runner)
+        r.run("stage errors name their cause", stage_errors_name_their_cause, stub)
         r.run("S3 server down", s3_down, stub)
         swift_up = False
         r.run("unpublish and unstage (twice each)", teardown_idempotent, stub)
