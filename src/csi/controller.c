@@ -1,48 +1,45 @@
 /*
- * controller.c - the CSI Controller service: its state and the volume
- * RPCs (see controller.h for the layout of volumes, snapshots, records
- * and the index).
+ * controller.c - the CSI Controller service: its state, the helpers its
+ * files share, and the volume RPCs as handlers from a protobuf request to
+ * a protobuf answer (see controller.h for the layout of volumes,
+ * snapshots, records and the index).
  *
- * The service's files: controller.c (state, helpers, volumes),
+ * The service's files: controller.c (state, helpers, the volume
+ * handlers), volumes.c (the volumes' rules: what a create, delete or
+ * expand does in the index and the root store, the volume record, and
+ * whether a recorded volume matches a request; no protobuf type there),
  * snapshots.c (snapshot RPCs), listing.c (paged index listings and their
- * tokens), sharing controller_int.h; prefix trees (clones, snapshots,
- * deletes, archives) are walked, copied and deleted by backend/tree.h on
- * the service's pool; and the rules it shares or owns apart: caps.h
- * (capabilities, shared with the node), claims.h (the in-progress set,
- * shared with the node), params.h (StorageClass parameters), roots.h
- * (root stores), volume/catalog.h (the index and snapshot records) and
- * volume/volrec.h (the volume record).
+ * tokens), sharing controller_int.h and volumes.h; prefix trees (clones,
+ * snapshots, deletes, archives) are walked, copied and deleted by
+ * backend/tree.h on the service's pool; and the rules it shares or owns
+ * apart: caps.h (capabilities, shared with the node), claims.h (the
+ * in-progress set, shared with the node), params.h (StorageClass
+ * parameters), roots.h (root stores), volume/catalog.h (the index and
+ * snapshot records) and volume/volrec.h (the volume record).
  *
  * Every handler follows the same shape: check the request (INVALID_ARGUMENT
  * naming the field), parse ids (volid.c: an id objfs did not produce is
  * NOT_FOUND for lookups and INVALID_ARGUMENT for deletes, a malformed one
  * INVALID_ARGUMENT, and neither touches a store), claim the names/ids in
- * the in-progress set (ABORTED when taken), open the root store the id
- * names, then act on full keys in that store.
+ * the in-progress set (ABORTED when taken) and open the root store the id
+ * names (objfs_ctl_vol_begin()), call the rules (volumes.h), then pack the
+ * answer.  Store errnos become gRPC codes only through
+ * objfs_ctl_store_fail().
  *
  * Root stores (roots.h): the default store is borrowed from the driver; a
  * bucket store is opened per call with cfg.store_open and destroyed at
- * the end.
- *
- * States of a volume, as seen in its store:
- *   absent      no record, maybe index entries or objects of a failed
- *               create/delete: not reported, create and delete both finish
- *               the job when called again;
- *   live        record present;
- *   retained    record with csi.state=retained (deleted with onDelete=
- *               retain): NOT_FOUND for lookups, kept in the store.
- * A snapshot is absent or ready (record present; snapshots.c).
+ * the end.  The states of a volume (absent, live, retained) are
+ * volumes.c's; a snapshot is absent or ready (record present;
+ * snapshots.c).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/statvfs.h>
 
 #include "backend/backend.h"
 #include "backend/store_error.h"
@@ -59,6 +56,7 @@
 #include "csi/pb.h"
 #include "csi/roots.h"
 #include "csi/volid.h"
+#include "csi/volumes.h"
 #include "volume/catalog.h"
 #include "volume/kvtext.h"
 #include "volume/volrec.h"
@@ -67,7 +65,6 @@
 #define HASH_HEX OBJFS_CATALOG_HASH_HEX
 #define NAME_MAX_LEN OBJFS_CTL_NAME_MAX
 #define READABLE_MAX 63
-#define URL_MAX 2048
 
 /* ---- state ------------------------------------------------------------ */
 
@@ -200,69 +197,6 @@ enum objfs_rpc_code objfs_ctl_store_fail(struct objfs_csi *csi,
 
 /* ---- building responses ----------------------------------------------- */
 
-/* The objfs-mount source of a volume prefix. */
-static int source_url(struct objfs_csi *csi, const struct objfs_id *id,
-		      char *buf, size_t cap)
-{
-	const char *base;
-	size_t n;
-	int r;
-
-	if (id->store == OBJFS_ID_BUCKET) {
-		r = snprintf(buf, cap, "s3://%s/%s", id->bucket, id->path);
-	} else {
-		base = csi->cfg.store.url != NULL ? csi->cfg.store.url : "";
-		n = strlen(base);
-		while (n > 0 && base[n - 1] == '/')
-			n--;
-		if (n > 0 && strncmp(base, "file://", 7) == 0 && n <= 7)
-			n = strlen(base);   /* "file:///": the root itself */
-		r = snprintf(buf, cap, "%.*s/%s", (int)n, base, id->path);
-	}
-	return r < 0 || (size_t)r >= cap ? ENAMETOOLONG : 0;
-}
-
-/* Fills the ctx.* keys of a record or index entry. */
-static int context_record(struct objfs_csi *csi, const struct objfs_id *id,
-			  const struct objfs_csi_conn *conn, const struct objfs_csi_params *p,
-			  struct objfs_kv *kv)
-{
-	char url[URL_MAX];
-	const char *durl = csi->cfg.store.url;
-	int err;
-
-	err = source_url(csi, id, url, sizeof(url));
-	if (err == 0)
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_SOURCE, url);
-	if (err == 0 && id->store == OBJFS_ID_BUCKET) {
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_ENDPOINT, conn->endpoint);
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_REGION, conn->region);
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_ADDRESSING, conn->addressing);
-	} else if (err == 0 && durl != NULL && strncmp(durl, "s3:", 3) == 0) {
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_ENDPOINT,
-				   csi->cfg.store.s3.endpoint ? csi->cfg.store.s3.endpoint : "");
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_REGION,
-					   csi->cfg.store.s3.region ? csi->cfg.store.s3.region : "us-east-1");
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_ADDRESSING,
-					   csi->cfg.store.s3.path_style ? "path" : "virtual");
-	}
-	if (err == 0 && p != NULL && p->mount_options != NULL)
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_MOUNT_OPTIONS, p->mount_options);
-	/* the CO's names: labels of the node's metrics */
-	if (err == 0 && p != NULL && p->pv_name != NULL)
-		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PV_NAME, p->pv_name);
-	if (err == 0 && p != NULL && p->pvc_name != NULL)
-		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PVC_NAME, p->pvc_name);
-	if (err == 0 && p != NULL && p->pvc_namespace != NULL)
-		err = objfs_kv_set(kv, OBJFS_VOLREC_CTX OBJFS_CSI_PVC_NAMESPACE,
-				   p->pvc_namespace);
-	return err;
-}
-
 static int content_source_new(const char *src, Csi__V1__VolumeContentSource **out)
 {
 	Csi__V1__VolumeContentSource *cs;
@@ -345,59 +279,6 @@ static int condition_new(bool abnormal, const char *msg,
 		return ENOMEM;
 	}
 	*out = c;
-	return 0;
-}
-
-/* ---- records ---------------------------------------------------------- */
-
-void objfs_ctl_vol_prefix(const struct objfs_id *id, char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%s/", id->path);
-}
-
-size_t objfs_ctl_base_len(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash != NULL ? (size_t)(slash - path) : 0;
-}
-
-/* Where onDelete=archive moves the volume at path, archive being its
- * archivePrefix (or the default): BASE/ARCHIVE/NAME under the volume's
- * base prefix (layout.h), without a trailing '/'.  0 or ENAMETOOLONG. */
-static int archive_dest(const char *path, const char *archive, char *buf, size_t cap)
-{
-	size_t base = objfs_ctl_base_len(path);
-	int n;
-
-	if (base == 0)
-		n = snprintf(buf, cap, "%s/%s", archive, path);
-	else
-		n = snprintf(buf, cap, "%.*s/%s/%s", (int)base, path, archive,
-			     path + base + 1);
-	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
-}
-
-static bool volrec_retained(const struct objfs_volrec *rec)
-{
-	const char *state = objfs_volrec_get_param(rec, OBJFS_VOLREC_CSI_STATE);
-
-	return state != NULL && strcmp(state, OBJFS_VOLREC_STATE_RETAINED) == 0;
-}
-
-/* Loads the record of a live volume: ENOENT when absent or retained. */
-int objfs_ctl_volrec_load_live(struct objfs_store *s, const struct objfs_id *id,
-			       struct objfs_volrec *rec)
-{
-	int err;
-
-	err = objfs_volrec_load_at(s, id->path, rec);
-	if (err != 0)
-		return err;
-	if (volrec_retained(rec)) {
-		objfs_volrec_release(rec);
-		return ENOENT;
-	}
 	return 0;
 }
 
@@ -516,70 +397,7 @@ static bool same_root(const struct objfs_id *a, const struct objfs_id *b)
 	return a->store == b->store && strcmp(a->bucket, b->bucket) == 0;
 }
 
-/* ---- CreateVolume ----------------------------------------------------- */
-
-/* Capacity for a new volume from range (may be NULL) and the size of its
- * content (0 when empty).  OK or OUT_OF_RANGE/INVALID_ARGUMENT. */
-static enum objfs_rpc_code capacity_pick(const Csi__V1__CapacityRange *range,
-					 uint64_t content, uint64_t *cap,
-					 struct objfs_rpc_status *st)
-{
-	uint64_t req = 0, lim = 0, c;
-
-	if (range != NULL) {
-		if (range->required_bytes < 0 || range->limit_bytes < 0)
-			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "capacity_range: required_bytes and limit_bytes must not be negative");
-		req = (uint64_t)range->required_bytes;
-		lim = (uint64_t)range->limit_bytes;
-	}
-	if (lim != 0 && req > lim)
-		return objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
-				      "capacity_range: required_bytes %" PRIu64 " exceeds limit_bytes %" PRIu64,
-				      req, lim);
-	if (req != 0)
-		c = req;
-	else if (lim != 0)
-		c = lim < OBJFS_CSI_DEFAULT_CAPACITY ? lim : OBJFS_CSI_DEFAULT_CAPACITY;
-	else
-		c = OBJFS_CSI_DEFAULT_CAPACITY;
-	if (c < content) {
-		if (lim != 0 && lim < content)
-			return objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
-					      "capacity_range: limit_bytes %" PRIu64 " is smaller than the source's %" PRIu64 " bytes",
-					      lim, content);
-		if (req != 0)
-			return objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
-					      "capacity_range: required_bytes %" PRIu64 " is smaller than the source's %" PRIu64 " bytes",
-					      req, content);
-		c = content;
-	}
-	*cap = c;
-	return OBJFS_RPC_OK;
-}
-
-static bool capacity_fits(const Csi__V1__CapacityRange *range, uint64_t cap)
-{
-	if (range == NULL)
-		return true;
-	if (range->required_bytes > 0 && cap < (uint64_t)range->required_bytes)
-		return false;
-	if (range->limit_bytes > 0 && cap > (uint64_t)range->limit_bytes)
-		return false;
-	return true;
-}
-
-/* The source of a new volume: "" or snapshot:ID / volume:ID, its root id,
- * the prefix to copy and its size. */
-struct vsource {
-	char text[OBJFS_ID_MAX + 16];
-	struct objfs_id id;
-	char prefix[OBJFS_KEY_MAX];
-	const char *const *skip;
-	uint64_t bytes;
-};
-
-const char *const objfs_ctl_vol_skip[] = { OBJFS_VOLREC_KEY, NULL };
+/* ---- prefix trees on the service's pool ------------------------------- */
 
 static struct objfs_tree_opts tree_opts(struct objfs_csi_controller *c,
 					const char *const *skip)
@@ -627,95 +445,27 @@ int objfs_ctl_tree_delete(struct objfs_csi_controller *c, struct objfs_store *s,
 		*count = st.count;
 	return err;
 }
-static const char *const snap_skip[] = { OBJFS_VOLREC_KEY, OBJFS_SNAPREC_KEY, NULL };
 
+/* ---- CreateVolume ----------------------------------------------------- */
+
+/* The content source of a request into *src (text "" when none). */
 static enum objfs_rpc_code source_parse(const Csi__V1__VolumeContentSource *cs,
-					struct vsource *src,
+					struct objfs_ctl_vol_source *src,
 					struct objfs_rpc_status *st)
 {
-	enum objfs_rpc_code code;
-
 	memset(src, 0, sizeof(*src));
 	if (cs == NULL)
 		return OBJFS_RPC_OK;
 	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT &&
-	    cs->snapshot != NULL) {
-		code = objfs_ctl_id_for_lookup(cs->snapshot->snapshot_id, OBJFS_ID_SNAPSHOT,
-					       "volume_content_source.snapshot.snapshot_id",
-					       &src->id, st);
-		if (code != OBJFS_RPC_OK)
-			return code;
-		snprintf(src->text, sizeof(src->text), "snapshot:%s",
-			 cs->snapshot->snapshot_id);
-		objfs_snapshot_prefix(src->id.path, src->prefix, sizeof(src->prefix));
-		src->skip = snap_skip;
-		return OBJFS_RPC_OK;
-	}
+	    cs->snapshot != NULL)
+		return objfs_ctl_vol_source(OBJFS_ID_SNAPSHOT, cs->snapshot->snapshot_id,
+					    src, st);
 	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME &&
-	    cs->volume != NULL) {
-		code = objfs_ctl_id_for_lookup(cs->volume->volume_id, OBJFS_ID_VOLUME,
-					       "volume_content_source.volume.volume_id",
-					       &src->id, st);
-		if (code != OBJFS_RPC_OK)
-			return code;
-		snprintf(src->text, sizeof(src->text), "volume:%s",
-			 cs->volume->volume_id);
-		objfs_ctl_vol_prefix(&src->id, src->prefix, sizeof(src->prefix));
-		src->skip = objfs_ctl_vol_skip;
-		return OBJFS_RPC_OK;
-	}
+	    cs->volume != NULL)
+		return objfs_ctl_vol_source(OBJFS_ID_VOLUME, cs->volume->volume_id,
+					    src, st);
 	return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 			      "volume_content_source: snapshot or volume is required");
-}
-
-/* Checks that the source exists and measures it. */
-static enum objfs_rpc_code source_measure(struct objfs_csi *csi, struct objfs_csi_root *r,
-					  struct vsource *src,
-					  struct objfs_rpc_status *st)
-{
-	struct objfs_volrec vrec = OBJFS_VOLREC_INIT;
-	struct objfs_snaprec srec = OBJFS_SNAPREC_INIT;
-	const char *idtext = strchr(src->text, ':') + 1;
-	int err;
-
-	if (src->id.type == OBJFS_ID_SNAPSHOT)
-		err = objfs_snaprec_load(r->store, src->id.path, &srec);
-	else
-		err = objfs_ctl_volrec_load_live(r->store, &src->id, &vrec);
-	objfs_snaprec_release(&srec);
-	objfs_volrec_release(&vrec);
-	if (err == ENOENT)
-		return objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND,
-				      "volume_content_source: %s %s does not exist",
-				      src->id.type == OBJFS_ID_SNAPSHOT ? "snapshot" : "volume",
-				      idtext);
-	if (err != 0)
-		return objfs_ctl_store_fail(csi, st, err, "cannot read the source", idtext);
-	err = objfs_ctl_tree_size(csi->controller, r->store, src->prefix, src->skip, &src->bytes);
-	if (err != 0)
-		return objfs_ctl_store_fail(csi, st, err, "cannot measure the source", idtext);
-	return OBJFS_RPC_OK;
-}
-
-/* Takes back what a failed create wrote: the objects it copied (when
- * copied), then the index entries.  Failures are logged only. */
-static void create_undo(struct objfs_csi *csi, struct objfs_csi_root *root,
-			const struct objfs_id *id, const char *idtext,
-			const char *name, bool copied)
-{
-	char prefix[OBJFS_KEY_MAX];
-	int err = 0;
-
-	if (copied) {
-		objfs_ctl_vol_prefix(id, prefix, sizeof(prefix));
-		err = objfs_ctl_tree_delete(csi->controller, root->store, prefix,
-					    NULL, NULL);
-	}
-	if (err == 0)
-		err = objfs_catalog_remove(csi->store, OBJFS_CATALOG_VOLUME, idtext, name);
-	if (err != 0)
-		objfs_warn(csi->log, SUB, "failed create of %s: cannot take back its index entry: %s",
-			   idtext, objfs_strerror(err));
 }
 
 enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *req,
@@ -724,27 +474,16 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 {
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__CreateVolumeRequest *rq = (const Csi__V1__CreateVolumeRequest *)req;
-	Csi__V1__CreateVolumeResponse *r = NULL;
+	const Csi__V1__CapacityRange *range = rq->capacity_range;
+	Csi__V1__CreateVolumeResponse *r;
 	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
-	struct objfs_kv ctxkv = OBJFS_KV_INIT, ixkv = OBJFS_KV_INIT;
+	struct objfs_ctl_vol v = OBJFS_CTL_VOL_INIT;
+	struct objfs_ctl_vol_source src;
 	struct objfs_csi_params p;
-	struct vsource src;
-	struct objfs_id id;
-	struct objfs_csi_root root;
-	struct objfs_csi_conn conn;
-	char idtext[OBJFS_ID_MAX + 1], dst[OBJFS_KEY_MAX];
-	char digest[HASH_HEX + 1], other[OBJFS_ID_MAX + 1], msg[400];
-	char num[32];
-	char lk_name[NAME_MAX_LEN + 8], lk_id[OBJFS_ID_MAX + 8];
-	char lk_src[OBJFS_ID_MAX + 8];
-	const char *locks[3] = { lk_name, lk_id, NULL };
-	const char *v;
-	uint64_t cap = 0, have = 0;
+	char digest[HASH_HEX + 1], msg[400];
 	enum objfs_rpc_code code;
-	bool locked = false, indexed = false;
-	int err;
+	uint64_t cap = 0;
 
-	memset(&root, 0, sizeof(root));
 	if (rq->name == NULL || rq->name[0] == '\0')
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT, "name is required");
 	if (strlen(rq->name) > NAME_MAX_LEN || objfs_id_name_banned(rq->name))
@@ -766,224 +505,41 @@ enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *r
 	code = source_parse(rq->volume_content_source, &src, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	code = capacity_pick(rq->capacity_range, 0, &cap, st);
+	code = objfs_ctl_vol_capacity(range != NULL ? range->required_bytes : 0,
+				      range != NULL ? range->limit_bytes : 0, 0, &cap, st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	code = objfs_ctl_id_make(OBJFS_ID_VOLUME, p.bucket, p.base_prefix, rq->name, &id,
-				 idtext, sizeof(idtext), st);
+	code = objfs_ctl_id_make(OBJFS_ID_VOLUME, p.bucket, p.base_prefix, rq->name, &v.id,
+				 v.text, sizeof(v.text), st);
 	if (code != OBJFS_RPC_OK)
 		return code;
-	if (src.text[0] != '\0' && !same_root(&src.id, &id))
+	if (src.text[0] != '\0' && !same_root(&src.id, &v.id))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "volume_content_source: the source lives in another store than the new volume (bucket parameter differs)");
 	objfs_csi_params_digest(&p, digest);
 
-	snprintf(lk_name, sizeof(lk_name), "vn:%s", rq->name);
-	snprintf(lk_id, sizeof(lk_id), "v:%s", idtext);
-	/* The source too: no delete may empty it while it is copied. */
-	if (src.text[0] != '\0') {
-		snprintf(lk_src, sizeof(lk_src), "%s:%s",
-			 src.id.type == OBJFS_ID_SNAPSHOT ? "s" : "v",
-			 strchr(src.text, ':') + 1);
-		locks[2] = lk_src;
-	}
-	code = objfs_ctl_claim(csi, locks, 3, "volume", rq->name, st);
-	if (code != OBJFS_RPC_OK)
-		return code;
-	locked = true;
-
-	memset(&conn, 0, sizeof(conn));
-	if (id.store == OBJFS_ID_BUCKET)
-		objfs_csi_conn_resolve(csi, NULL, &p, (void *const *)rq->secrets,
-				       rq->n_secrets, &conn);
-	code = objfs_csi_root_open(csi, &id, &conn, (void *const *)rq->secrets,
-				   rq->n_secrets, &root, st);
+	/* The name, the id and the source (no delete may empty it while it
+	 * is copied) are the call's; a bucket's connection from p. */
+	code = objfs_ctl_vol_begin(csi, &v, &(struct objfs_ctl_vol_how){
+			.claim = true, .name = rq->name, .source = src.text, .params = &p,
+			.secrets = (void *const *)rq->secrets, .n_secrets = rq->n_secrets,
+		}, st);
+	if (code == OBJFS_RPC_OK)
+		code = objfs_ctl_vol_create(csi, &v, &(struct objfs_ctl_vol_spec){
+				.name = rq->name, .params = &p, .digest = digest, .src = &src,
+				.required = range != NULL ? range->required_bytes : 0,
+				.limit = range != NULL ? range->limit_bytes : 0,
+			}, &rec, st);
 	if (code != OBJFS_RPC_OK)
 		goto out;
-
-	err = objfs_catalog_name_check(csi->store, OBJFS_CATALOG_VOLUME, rq->name,
-				       idtext, other, sizeof(other));
-	if (err == EEXIST) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-				      "volume %.128s already exists as %s, with other parameters",
-				      rq->name, other);
-		goto out;
-	}
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot read the index for", idtext);
-		goto out;
-	}
-
-	err = objfs_volrec_load_at(root.store, id.path, &rec);
-	if (err == 0) {
-		/* It exists: the same request again, or a conflict. */
-		if (volrec_retained(&rec)) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-					      "volume %.128s was deleted and retained at %s",
-					      rq->name, idtext);
-			goto out;
-		}
-		if (rec.name == NULL || strcmp(rec.name, rq->name) != 0) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-					      "prefix of volume %.128s holds another volume", rq->name);
-			goto out;
-		}
-		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_PARAMS);
-		if (v == NULL || strcmp(v, digest) != 0) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-					      "volume %.128s already exists with other parameters",
-					      rq->name);
-			goto out;
-		}
-		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_SOURCE);
-		if (strcmp(v != NULL ? v : "", src.text) != 0) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-					      "volume %.128s already exists with another content source",
-					      rq->name);
-			goto out;
-		}
-		have = rec.capacity_bytes;
-		if (!capacity_fits(rq->capacity_range, have)) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_ALREADY_EXISTS,
-					      "volume %.128s already exists with capacity %" PRIu64 " bytes, outside capacity_range",
-					      rq->name, have);
-			goto out;
-		}
-		goto answer;
-	}
-	if (err != ENOENT) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", idtext);
-		goto out;
-	}
-	/* The bucket must exist before anything is written (a missing one
-	 * would surface half-way as a missing record). */
-	err = 0;
-	if (id.store == OBJFS_ID_BUCKET) {
-		snprintf(dst, sizeof(dst), "%s/", id.path);
-		err = objfs_store_probe(root.store, dst);
-	}
-	if (err == ENOENT) {
-		objfs_store_error_text(err, msg, sizeof(msg));
-		code = objfs_rpc_fail(st, OBJFS_RPC_FAILED_PRECONDITION,
-				      "cannot create volume %s: bucket %s does not exist (%s); create it or fix the bucket parameter of the StorageClass",
-				      idtext, id.bucket, msg);
-		goto out;
-	}
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot create volume", idtext);
-		goto out;
-	}
-	objfs_volrec_release(&rec);
-
-	if (src.text[0] != '\0') {
-		code = source_measure(csi, &root, &src, st);
-		if (code != OBJFS_RPC_OK)
-			goto out;
-		code = capacity_pick(rq->capacity_range, src.bytes, &cap, st);
-		if (code != OBJFS_RPC_OK)
-			goto out;
-	}
-
-	/* The index first, so that ListVolumes-driven cleanup can find what a
-	 * failed create left; the record last. */
-	snprintf(num, sizeof(num), "%" PRIu64, cap);
-	err = context_record(csi, &id, &conn, &p, &ctxkv);
-	if (err == 0)
-		err = objfs_kv_set(&ixkv, OBJFS_VOLREC_CAPACITY, num);
-	if (err == 0 && src.text[0] != '\0')
-		err = objfs_kv_set(&ixkv, OBJFS_VOLREC_CSI_SOURCE, src.text);
-	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
-		err = objfs_kv_set(&ixkv, ctxkv.items[i].key, ctxkv.items[i].value);
-	if (err == 0)
-		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_VOLUME, idtext,
-					rq->name, &ixkv);
-	if (err == EEXIST) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "the name %.128s was taken concurrently by another call; retry",
-				      rq->name);
-		goto out;
-	}
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot write the index for", idtext);
-		goto out;
-	}
-	indexed = true;
-	if (src.text[0] != '\0') {
-		objfs_ctl_vol_prefix(&id, dst, sizeof(dst));
-		err = objfs_ctl_tree_copy(csi->controller, root.store, src.prefix, dst,
-					  src.skip, NULL);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot copy the content source into", idtext);
-			goto out;
-		}
-	}
-	rec.capacity_bytes = cap;
-	err = objfs_volrec_set_created_now(&rec);
-	if (err == 0)
-		err = objfs_volrec_set_name(&rec, rq->name);
-	if (err == 0)
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ID, idtext);
-	if (err == 0)
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_PARAMS, digest);
-	if (err == 0)
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_SOURCE, src.text);
-	if (err == 0)
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE,
-					     objfs_csi_on_delete_name(p.policy));
-	if (err == 0 && p.policy == OBJFS_CSI_ON_DELETE_ARCHIVE) {
-		v = p.archive_prefix != NULL ? p.archive_prefix : OBJFS_ARCHIVE_DEFAULT;
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE, v);
-		if (err == 0)
-			err = archive_dest(id.path, v, dst, sizeof(dst));
-		if (err == 0)
-			err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE_TO, dst);
-	}
-	for (size_t i = 0; err == 0 && i < ctxkv.n; i++)
-		err = objfs_volrec_set_param(&rec, ctxkv.items[i].key,
-					     ctxkv.items[i].value);
-	if (err != 0) {
-		code = objfs_ctl_oom(st);
-		goto out;
-	}
-	/* Created, never replaced: a concurrent create (another controller)
-	 * that wrote it first wins; the retry answers from its record. */
-	err = objfs_volrec_create_at(root.store, id.path, &rec);
-	if (err == EEXIST) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_ABORTED,
-				      "volume %s was created concurrently by another call; retry",
-				      idtext);
-		indexed = false;   /* the index is the other call's now */
-		goto out;
-	}
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", idtext);
-		goto out;
-	}
-	objfs_info(csi->log, SUB, "created volume %s for %s (%" PRIu64 " bytes%s%s)",
-		   idtext, rq->name, cap, src.text[0] != '\0' ? ", from " : "", src.text);
-
-answer:
 	r = objfs_pb_new(&csi__v1__create_volume_response__descriptor);
 	*resp = (ProtobufCMessage *)r;
-	if (r == NULL || volume_new(idtext, rec.capacity_bytes, &rec.params,
-				    &r->volume) != 0) {
+	if (r == NULL || volume_new(v.text, rec.capacity_bytes, &rec.params,
+				    &r->volume) != 0)
 		code = objfs_ctl_oom(st);
-		goto out;
-	}
-	code = OBJFS_RPC_OK;
 out:
-	/* A create that failed after writing the index (its record is not
-	 * written: that is the last step) takes back what it wrote, so a
-	 * failed CreateVolume leaves nothing behind.  Should the undo fail
-	 * too, the index entry stays and a retry or DeleteVolume finishes. */
-	if (code != OBJFS_RPC_OK && indexed)
-		create_undo(csi, &root, &id, idtext, rq->name, src.text[0] != '\0');
-	if (locked)
-		objfs_ctl_unclaim(csi, locks, 3);
-	objfs_csi_root_close(&root);
+	objfs_ctl_vol_end(csi, &v);
 	objfs_volrec_release(&rec);
-	objfs_kv_release(&ctxkv);
-	objfs_kv_release(&ixkv);
 	return code;
 }
 
@@ -995,114 +551,33 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 {
 	struct objfs_csi *csi = ctx;
 	const Csi__V1__DeleteVolumeRequest *rq = (const Csi__V1__DeleteVolumeRequest *)req;
-	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
-	struct objfs_id id;
-	struct objfs_csi_root root;
-	char key[OBJFS_KEY_MAX], prefix[OBJFS_KEY_MAX], dst[OBJFS_KEY_MAX];
-	char lk_id[OBJFS_ID_MAX + 8];
-	const char *locks[1] = { lk_id };
-	const char *policy, *archive;
+	struct objfs_ctl_vol v = OBJFS_CTL_VOL_INIT;
 	enum objfs_rpc_code code;
-	bool locked = false, skip;
-	uint64_t n = 0;
-	int err;
 
-	memset(&root, 0, sizeof(root));
-	code = objfs_ctl_id_for_delete(rq->volume_id, OBJFS_ID_VOLUME, "volume_id", &id, st);
+	code = objfs_ctl_vol_parse(&v, rq->volume_id, true, "volume_id", st);
 	if (code == OBJFS_RPC_NOT_FOUND) {
 		objfs_info(csi->log, SUB, "delete volume: %s", st->msg);
 		goto done;
 	}
 	if (code != OBJFS_RPC_OK)
 		return code;
-	snprintf(lk_id, sizeof(lk_id), "v:%s", rq->volume_id);
-	code = objfs_ctl_claim(csi, locks, 1, "volume", rq->volume_id, st);
-	if (code != OBJFS_RPC_OK)
-		return code;
-	locked = true;
-	code = objfs_csi_root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
-					 rq->n_secrets, &root, st);
+	code = objfs_ctl_vol_begin(csi, &v, &(struct objfs_ctl_vol_how){
+			.claim = true, .secrets = (void *const *)rq->secrets,
+			.n_secrets = rq->n_secrets,
+		}, st);
 	if (code == OBJFS_RPC_NOT_FOUND) {
 		objfs_warn(csi->log, SUB, "delete volume: %s", st->msg);
 		goto done;
 	}
+	if (code == OBJFS_RPC_OK)
+		code = objfs_ctl_vol_delete(csi, &v, st);
 	if (code != OBJFS_RPC_OK)
 		goto out;
-
-	objfs_volrec_key(id.path, key, sizeof(key));
-	objfs_ctl_vol_prefix(&id, prefix, sizeof(prefix));
-	err = objfs_volrec_load_at(root.store, id.path, &rec);
-	if (err != 0 && err != ENOENT) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", rq->volume_id);
-		goto out;
-	}
-	if (err == ENOENT) {
-		code = objfs_ctl_delete_unrecorded(csi, OBJFS_CATALOG_VOLUME, rq->volume_id,
-						   &skip, st);
-		if (code != OBJFS_RPC_OK)
-			goto out;
-		if (skip)
-			goto done;
-	}
-	policy = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ON_DELETE);
-	if (volrec_retained(&rec)) {
-		/* Already deleted with retain: only the index may be left. */
-	} else if (policy != NULL && strcmp(policy, "retain") == 0) {
-		err = objfs_volrec_set_param(&rec, OBJFS_VOLREC_CSI_STATE,
-					     OBJFS_VOLREC_STATE_RETAINED);
-		if (err == 0)
-			err = objfs_volrec_store_at(root.store, id.path, &rec);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot retain", rq->volume_id);
-			goto out;
-		}
-		objfs_info(csi->log, SUB, "deleted volume %s, data retained", rq->volume_id);
-	} else {
-		if (policy != NULL && strcmp(policy, "archive") == 0) {
-			archive = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE);
-			if (archive == NULL)
-				archive = OBJFS_ARCHIVE_DEFAULT;
-			/* Under the base prefix; a record without archiveTo
-			 * (made before) archives where it always did.  The
-			 * place is computed, never read from the record. */
-			if (objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_ARCHIVE_TO) != NULL)
-				archive_dest(id.path, archive, dst, sizeof(dst) - 1);
-			else
-				snprintf(dst, sizeof(dst) - 1, "%s/%s", archive, id.path);
-			strcat(dst, "/");
-			/* The record too, so the archive says what it was. */
-			err = objfs_ctl_tree_copy(csi->controller, root.store, prefix, dst,
-						  NULL, NULL);
-			if (err != 0) {
-				code = objfs_ctl_store_fail(csi, st, err, "cannot archive", rq->volume_id);
-				goto out;
-			}
-		}
-		err = objfs_ctl_tree_delete(csi->controller, root.store, prefix, objfs_ctl_vol_skip, &n);
-		if (err == 0)
-			err = objfs_store_del(root.store, key);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot delete the objects of", rq->volume_id);
-			goto out;
-		}
-		objfs_info(csi->log, SUB, "deleted volume %s (%" PRIu64 " objects%s)",
-			   rq->volume_id, n,
-			   policy != NULL && strcmp(policy, "archive") == 0 ? ", archived" : "");
-	}
-	err = objfs_catalog_remove(csi->store, OBJFS_CATALOG_VOLUME, rq->volume_id,
-				   rec.name);
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot update the index for", rq->volume_id);
-		goto out;
-	}
 done:
 	*resp = objfs_pb_new(&csi__v1__delete_volume_response__descriptor);
 	code = *resp != NULL ? OBJFS_RPC_OK : objfs_ctl_oom(st);
 out:
-	if (locked)
-		objfs_ctl_unclaim(csi, locks, 1);
-	objfs_csi_root_close(&root);
-	objfs_volrec_release(&rec);
+	objfs_ctl_vol_end(csi, &v);
 	return code;
 }
 
@@ -1122,6 +597,54 @@ static int copy_message(const ProtobufCMessage *m, ProtobufCMessage **out)
 	return *out != NULL ? 0 : ENOMEM;
 }
 
+/* Why rec does not confirm the request (msg, OK), or OK with msg "" when
+ * it does; RESOURCE_EXHAUSTED. */
+static enum objfs_rpc_code validate_match(const Csi__V1__ValidateVolumeCapabilitiesRequest *rq,
+					  const struct objfs_volrec *rec, char *msg,
+					  size_t cap, struct objfs_rpc_status *st)
+{
+	struct objfs_ctl_vol_want want = { .n_context = rq->n_volume_context };
+	struct objfs_ctl_vol_ctx *ctxs = NULL;
+	struct objfs_rpc_status pst = { 0 };
+	char digest[HASH_HEX + 1];
+	enum objfs_ctl_vol_diff diff;
+	struct objfs_csi_params p;
+	const char *key;
+	size_t i;
+
+	msg[0] = '\0';
+	if (want.n_context > 0) {
+		ctxs = calloc(want.n_context, sizeof(*ctxs));
+		if (ctxs == NULL)
+			return objfs_ctl_oom(st);
+		for (i = 0; i < want.n_context; i++) {
+			ctxs[i].key = rq->volume_context[i]->key;
+			ctxs[i].value = rq->volume_context[i]->value;
+		}
+		want.context = ctxs;
+	}
+	/* The volume_context first, then the parameters (when given). */
+	if (rq->n_parameters > 0 &&
+	    objfs_csi_params_parse((void *const *)rq->parameters, rq->n_parameters, &p,
+				   &pst) == OBJFS_RPC_OK) {
+		objfs_csi_params_digest(&p, digest);
+		want.digest = digest;
+	}
+	diff = objfs_ctl_vol_matches(rec, &want, &key);
+	free(ctxs);
+	if (diff == OBJFS_CTL_VOL_CONTEXT)
+		snprintf(msg, cap, "volume_context key %.64s does not match the volume's", key);
+	else if (diff == OBJFS_CTL_VOL_CONTEXT_LACKS)
+		snprintf(msg, cap, "volume_context lacks key %.64s of the volume", key);
+	else if (rq->n_parameters > 0 && want.digest == NULL)
+		snprintf(msg, cap, "%s", pst.msg);
+	else if (diff != OBJFS_CTL_VOL_SAME)
+		snprintf(msg, cap, "parameters differ from the volume's");
+	else if (rq->n_mutable_parameters > 0)
+		snprintf(msg, cap, "mutable_parameters are not supported");
+	return OBJFS_RPC_OK;
+}
+
 enum objfs_rpc_code objfs_csi_validate_volume_capabilities(void *ctx, const ProtobufCMessage *req,
 							   ProtobufCMessage **resp,
 							   struct objfs_rpc_status *st)
@@ -1132,29 +655,25 @@ enum objfs_rpc_code objfs_csi_validate_volume_capabilities(void *ctx, const Prot
 	Csi__V1__ValidateVolumeCapabilitiesResponse *r;
 	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *cf;
 	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
-	struct objfs_id id;
-	struct objfs_csi_root root;
-	char msg[OBJFS_RPC_MSG_MAX], digest[HASH_HEX + 1];
-	char ctxkey[OBJFS_KV_KEY_MAX + 8];
+	struct objfs_ctl_vol v = OBJFS_CTL_VOL_INIT;
+	char msg[OBJFS_RPC_MSG_MAX];
 	ProtobufCMessage *copy;
 	enum objfs_rpc_code code;
-	struct objfs_csi_params p;
-	const char *v;
 	size_t i;
 	int err;
 
-	memset(&root, 0, sizeof(root));
-	code = objfs_ctl_id_for_lookup(rq->volume_id, OBJFS_ID_VOLUME, "volume_id", &id, st);
+	code = objfs_ctl_vol_parse(&v, rq->volume_id, false, "volume_id", st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (rq->n_volume_capabilities == 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "volume_capabilities is required");
-	code = objfs_csi_root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
-					 rq->n_secrets, &root, st);
+	code = objfs_ctl_vol_begin(csi, &v, &(struct objfs_ctl_vol_how){
+			.secrets = (void *const *)rq->secrets, .n_secrets = rq->n_secrets,
+		}, st);
 	if (code != OBJFS_RPC_OK)
 		goto out;
-	err = objfs_ctl_volrec_load_live(root.store, &id, &rec);
+	err = objfs_ctl_volrec_load_live(v.root.store, &v.id, &rec);
 	if (err == ENOENT) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND, "volume %s does not exist",
 				      rq->volume_id);
@@ -1181,47 +700,11 @@ enum objfs_rpc_code objfs_csi_validate_volume_capabilities(void *ctx, const Prot
 		code = OBJFS_RPC_OK;
 		goto unconfirmed;
 	}
-	for (i = 0; i < rq->n_volume_context; i++) {
-		snprintf(ctxkey, sizeof(ctxkey), "%s%s", OBJFS_VOLREC_CTX,
-			 rq->volume_context[i]->key);
-		v = objfs_volrec_get_param(&rec, ctxkey);
-		if (v == NULL || strcmp(v, rq->volume_context[i]->value) != 0) {
-			snprintf(msg, sizeof(msg), "volume_context key %.64s does not match the volume's",
-				 rq->volume_context[i]->key);
-			goto unconfirmed;
-		}
-	}
-	for (i = 0; i < rec.params.n; i++) {
-		const char *k = rec.params.items[i].key;
-		size_t plen = strlen(OBJFS_VOLREC_CTX);
-
-		if (strncmp(k, OBJFS_VOLREC_CTX, plen) == 0 && rq->n_volume_context > 0 &&
-		    objfs_pb_map_get((void *const *)rq->volume_context,
-				     rq->n_volume_context, k + plen) == NULL) {
-			snprintf(msg, sizeof(msg), "volume_context lacks key %.64s of the volume",
-				 k + plen);
-			goto unconfirmed;
-		}
-	}
-	if (rq->n_parameters > 0) {
-		struct objfs_rpc_status pst;
-
-		if (objfs_csi_params_parse((void *const *)rq->parameters, rq->n_parameters, &p,
-					   &pst) != OBJFS_RPC_OK) {
-			snprintf(msg, sizeof(msg), "%s", pst.msg);
-			goto unconfirmed;
-		}
-		objfs_csi_params_digest(&p, digest);
-		v = objfs_volrec_get_param(&rec, OBJFS_VOLREC_CSI_PARAMS);
-		if (v == NULL || strcmp(v, digest) != 0) {
-			snprintf(msg, sizeof(msg), "parameters differ from the volume's");
-			goto unconfirmed;
-		}
-	}
-	if (rq->n_mutable_parameters > 0) {
-		snprintf(msg, sizeof(msg), "mutable_parameters are not supported");
+	code = validate_match(rq, &rec, msg, sizeof(msg), st);
+	if (code != OBJFS_RPC_OK)
+		goto out;
+	if (msg[0] != '\0')
 		goto unconfirmed;
-	}
 	cf = objfs_pb_new(&csi__v1__validate_volume_capabilities_response__confirmed__descriptor);
 	r->confirmed = cf;
 	if (cf == NULL) {
@@ -1260,7 +743,7 @@ unconfirmed:
 	if (objfs_pb_set_str(&r->message, msg) != 0)
 		code = objfs_ctl_oom(st);
 out:
-	objfs_csi_root_close(&root);
+	objfs_ctl_vol_end(csi, &v);
 	objfs_volrec_release(&rec);
 	return code;
 }
@@ -1455,33 +938,6 @@ enum objfs_rpc_code objfs_csi_list_volumes(void *ctx, const ProtobufCMessage *re
 	return code;
 }
 
-/* ---- GetCapacity ------------------------------------------------------ */
-
-/* Free bytes of the file system holding the local default store, or 0
- * with ENOTSUP when the default store is not local. */
-static int local_free_bytes(struct objfs_csi *csi, uint64_t *out)
-{
-	const char *url = csi->cfg.store.url;
-	char path[PATH_MAX];
-	struct statvfs sv;
-	char *slash;
-
-	*out = 0;
-	if (url == NULL || strncmp(url, "file://", 7) != 0)
-		return ENOTSUP;
-	snprintf(path, sizeof(path), "%s", url + 7);
-	while (statvfs(path, &sv) != 0) {
-		if (errno != ENOENT)
-			return errno;
-		slash = strrchr(path, '/');
-		if (slash == NULL || slash == path)
-			return ENOENT;
-		*slash = '\0';
-	}
-	*out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
-	return 0;
-}
-
 enum objfs_rpc_code objfs_csi_get_capacity(void *ctx, const ProtobufCMessage *req,
 					   ProtobufCMessage **resp,
 					   struct objfs_rpc_status *st)
@@ -1511,7 +967,7 @@ enum objfs_rpc_code objfs_csi_get_capacity(void *ctx, const ProtobufCMessage *re
 	 * value proto3 has for "not reported" (CSIDriver storageCapacity
 	 * should stay false for S3-backed classes). */
 	if (p.bucket == NULL) {
-		err = local_free_bytes(csi, &avail);
+		err = objfs_ctl_local_free_bytes(csi, &avail);
 		if (err == 0)
 			r->available_capacity = avail > INT64_MAX ? INT64_MAX : (int64_t)avail;
 		else if (err != ENOTSUP)
@@ -1578,19 +1034,12 @@ enum objfs_rpc_code objfs_csi_controller_expand_volume(void *ctx, const Protobuf
 	const Csi__V1__ControllerExpandVolumeRequest *rq =
 		(const Csi__V1__ControllerExpandVolumeRequest *)req;
 	Csi__V1__ControllerExpandVolumeResponse *r;
-	struct objfs_volrec rec = OBJFS_VOLREC_INIT;
-	struct objfs_id id;
-	struct objfs_csi_root root;
+	struct objfs_ctl_vol v = OBJFS_CTL_VOL_INIT;
 	char msg[256];
-	char lk_id[OBJFS_ID_MAX + 8];
-	const char *locks[1] = { lk_id };
 	enum objfs_rpc_code code;
 	uint64_t have = 0, want, lim;
-	bool locked = false;
-	int err;
 
-	memset(&root, 0, sizeof(root));
-	code = objfs_ctl_id_for_lookup(rq->volume_id, OBJFS_ID_VOLUME, "volume_id", &id, st);
+	code = objfs_ctl_vol_parse(&v, rq->volume_id, false, "volume_id", st);
 	if (code != OBJFS_RPC_OK)
 		return code;
 	if (rq->capacity_range == NULL)
@@ -1613,47 +1062,14 @@ enum objfs_rpc_code objfs_csi_controller_expand_volume(void *ctx, const Protobuf
 		return objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
 				      "capacity_range: required_bytes exceeds limit_bytes");
 
-	snprintf(lk_id, sizeof(lk_id), "v:%s", rq->volume_id);
-	code = objfs_ctl_claim(csi, locks, 1, "volume", rq->volume_id, st);
+	code = objfs_ctl_vol_begin(csi, &v, &(struct objfs_ctl_vol_how){
+			.claim = true, .secrets = (void *const *)rq->secrets,
+			.n_secrets = rq->n_secrets,
+		}, st);
+	if (code == OBJFS_RPC_OK)
+		code = objfs_ctl_vol_expand(csi, &v, want, lim, &have, st);
 	if (code != OBJFS_RPC_OK)
-		return code;
-	locked = true;
-	code = objfs_csi_root_open_by_id(csi, &id, rq->volume_id, (void *const *)rq->secrets,
-					 rq->n_secrets, &root, st);
-	if (code != OBJFS_RPC_OK)
 		goto out;
-	err = objfs_ctl_volrec_load_live(root.store, &id, &rec);
-	if (err == ENOENT) {
-		code = objfs_rpc_fail(st, OBJFS_RPC_NOT_FOUND, "volume %s does not exist",
-				      rq->volume_id);
-		goto out;
-	}
-	if (err != 0) {
-		code = objfs_ctl_store_fail(csi, st, err, "cannot read the record of", rq->volume_id);
-		goto out;
-	}
-	have = rec.capacity_bytes;
-	if (have < want) {
-		if (lim != 0 && have > lim) {
-			code = objfs_rpc_fail(st, OBJFS_RPC_OUT_OF_RANGE,
-					      "volume %s is larger than limit_bytes: shrinking is not supported",
-					      rq->volume_id);
-			goto out;
-		}
-		rec.capacity_bytes = want;
-		err = objfs_volrec_store_at(root.store, id.path, &rec);
-		if (err != 0) {
-			code = objfs_ctl_store_fail(csi, st, err, "cannot write the record of", rq->volume_id);
-			goto out;
-		}
-		err = objfs_catalog_set_capacity(csi->store, rq->volume_id, want);
-		if (err != 0)
-			objfs_warn(csi->log, SUB, "volume %s: cannot update the index: %s",
-				   rq->volume_id, objfs_strerror(err));
-		objfs_info(csi->log, SUB, "expanded volume %s from %" PRIu64 " to %" PRIu64 " bytes",
-			   rq->volume_id, have, want);
-		have = want;
-	}
 	r = objfs_pb_new(&csi__v1__controller_expand_volume_response__descriptor);
 	*resp = (ProtobufCMessage *)r;
 	if (r == NULL) {
@@ -1662,12 +1078,7 @@ enum objfs_rpc_code objfs_csi_controller_expand_volume(void *ctx, const Protobuf
 	}
 	r->capacity_bytes = have > INT64_MAX ? INT64_MAX : (int64_t)have;
 	r->node_expansion_required = 0;
-	code = OBJFS_RPC_OK;
 out:
-	if (locked)
-		objfs_ctl_unclaim(csi, locks, 1);
-	objfs_csi_root_close(&root);
-	objfs_volrec_release(&rec);
+	objfs_ctl_vol_end(csi, &v);
 	return code;
 }
-

@@ -97,7 +97,7 @@ void objfs_csi_controller_tune(struct objfs_csi_controller *c,
 			       unsigned page_keys, unsigned copy_workers);
 
 /* Handlers (ctx is the struct objfs_csi; see rpc.h): volumes, in
- * controller.c. */
+ * controller.c (their rules in volumes.c). */
 enum objfs_rpc_code objfs_csi_create_volume(void *ctx, const ProtobufCMessage *req,
 					    ProtobufCMessage **resp,
 					    struct objfs_rpc_status *st);

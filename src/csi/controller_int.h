@@ -1,13 +1,16 @@
 /*
  * controller_int.h - what the Controller service's files share
- * (controller.c: state, volumes and helpers; snapshots.c: the snapshot
- * RPCs).  Not for other users: the service's interface is controller.h.
+ * (controller.c: state, helpers and the volume handlers; volumes.c: the
+ * volumes' rules, declared in volumes.h with the volume record's helpers;
+ * snapshots.c: the snapshot RPCs; listing.c: index listings).  Not for
+ * other users: the service's interface is controller.h.
  *
  * Conventions of every handler (controller.c's opening comment): ids are
  * parsed before any store is touched; names and ids are claimed in the
  * controller's in-progress set (claims.h) for the whole call and dropped
  * on every exit; a root store (roots.h) is opened per call and closed on
- * every exit; a store errno becomes a gRPC code only through
+ * every exit (for a volume both go through objfs_ctl_vol_begin() and
+ * objfs_ctl_vol_end(), volumes.h); a store errno becomes a gRPC code only through
  * objfs_ctl_store_fail().
  */
 #ifndef OBJFS_CSI_CONTROLLER_INT_H
@@ -108,20 +111,6 @@ int objfs_ctl_tree_size(struct objfs_csi_controller *c, struct objfs_store *s,
 int objfs_ctl_tree_delete(struct objfs_csi_controller *c, struct objfs_store *s,
 			  const char *prefix, const char *const *skip,
 			  uint64_t *count);
-/* What a copy of a volume leaves out: its record. */
-extern const char *const objfs_ctl_vol_skip[];
-
-/* The prefix of a volume ("PATH/") into buf. */
-void objfs_ctl_vol_prefix(const struct objfs_id *id, char *buf, size_t cap);
-/* The length of the base prefix of a volume or snapshot path BASE/NAME
- * (0 when the path is one segment): where the controller writes what
- * belongs to the volume besides its own prefix (volume/layout.h). */
-size_t objfs_ctl_base_len(const char *path);
-/* Loads the record of a live volume into *rec (empty; released by the
- * caller): ENOENT when absent or retained. */
-int objfs_ctl_volrec_load_live(struct objfs_store *s, const struct objfs_id *id,
-			       struct objfs_volrec *rec);
-
 /* Called for each id entry of a listing: sets *taken when it listed it.
  * 0 or an errno (ENOMEM, else a store's). */
 typedef int (*objfs_ctl_index_fn)(void *arg, const char *id,

@@ -29,6 +29,7 @@
 #include "csi/pb.h"
 #include "csi/roots.h"
 #include "csi/volid.h"
+#include "csi/volumes.h"
 #include "volume/catalog.h"
 #include "volume/kvtext.h"
 #include "volume/layout.h"

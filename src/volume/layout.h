@@ -52,7 +52,7 @@
  * .objfs-snapshots/NAME/ at the store's root (an id whose snapshot path
  * is one segment still names that place: catalog.c) and archives to
  * ARCHIVE/BASE/VOLUME/ (a volume record without csi.archiveTo still
- * archives there: controller.c).
+ * archives there: csi/volumes.c).
  *
  * Records and index entries are key=value text documents (kvtext.h).
  * Volume prefixes never start with '.' (csi/volid.c), so none of the
