@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+struct objfs_buf;
 struct objfs_creds;
 
 /* One objfs-mount to start: `PROGRAM -f -o OPTIONS[,ready_fd=3]
@@ -88,6 +89,11 @@ struct objfs_csi_mounter_ops {
 	/* statvfs(path) bounded by timeout_ms (ETIMEDOUT: a hung mount). */
 	int (*statfs)(void *ctx, const char *path, unsigned timeout_ms,
 		      struct statvfs *out);
+	/* Optional (NULL: nothing): appends the runner's own samples, in
+	 * the Prometheus text format, to out for the node plugin's /metrics
+	 * (the holder runner: objfs_holder_up, objfs_holder_oom_score_adj).
+	 * Called at each scrape with no lock held; bounded in time. */
+	void (*metrics)(void *ctx, struct objfs_buf *out);
 };
 
 /* The injected mounter and the timings of the node service. */

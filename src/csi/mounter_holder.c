@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/io.h"
@@ -42,6 +43,7 @@
 #define OPTS_MAX 8192
 #define CALL_MS 5000
 #define STOP_MAX_MS (15 * 60 * 1000)
+#define PING_MS 1000
 
 static const struct objfs_csi_mounter_ops *real_ops(void)
 {
@@ -315,6 +317,25 @@ static int holder_statfs(void *ctx, const char *path, unsigned timeout_ms,
 	return real_ops()->statfs(NULL, path, timeout_ms, out);
 }
 
+/* The holder's own samples for the node plugin's /metrics: whether it
+ * answers, and the OOM score it runs with (absent when it does not say:
+ * a holder before the score was reported). */
+static void holder_metrics(void *ctx, struct objfs_buf *out)
+{
+	int score, err = objfs_holder_ping(ctx, PING_MS, &score);
+
+	objfs_buf_adds(out,
+		"# HELP objfs_holder_up Whether the node's objfs-holder answered the node plugin's scrape (1) or not (0).\n"
+		"# TYPE objfs_holder_up gauge\n");
+	objfs_buf_addf(out, "objfs_holder_up %d\n", err == 0 ? 1 : 0);
+	if (score == OBJFS_HOLDER_OOM_UNKNOWN)
+		return;
+	objfs_buf_adds(out,
+		"# HELP objfs_holder_oom_score_adj The oom_score_adj the node's objfs-holder runs with: -1000 shields it, and with it every mount of the node, from the OOM killer.\n"
+		"# TYPE objfs_holder_oom_score_adj gauge\n");
+	objfs_buf_addf(out, "objfs_holder_oom_score_adj %d\n", score);
+}
+
 static const struct objfs_csi_mounter_ops holder_ops = {
 	.start = holder_start,
 	.alive = holder_alive,
@@ -324,6 +345,7 @@ static const struct objfs_csi_mounter_ops holder_ops = {
 	.abort_conn = holder_abort_conn,
 	.mount_info = holder_mount_info,
 	.statfs = holder_statfs,
+	.metrics = holder_metrics,
 };
 
 void objfs_csi_mounter_holder(struct objfs_csi_mounter *out, const char *socket_path)

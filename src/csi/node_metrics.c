@@ -10,6 +10,10 @@
  *   objfs_mount_up{volume_id,...}        1 when the mount answered the
  *                                        scrape, 0 when not
  *
+ * and the mount runner's own samples (mounter ops->metrics, asked first
+ * with no lock held): the holder runner's objfs_holder_up and
+ * objfs_holder_oom_score_adj.
+ *
  * Labels of a mount: volume_id, and pv, pvc, pvc_namespace where the CO
  * passed them (records.h): names the CO gave, never a file name or key.
  * Mounts are asked with no node lock held, in parallel (up to
@@ -196,18 +200,25 @@ static int target_init(struct objfs_csi_node *n, const struct vol *v,
 int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 				 struct objfs_buf *out)
 {
+	struct objfs_buf runner = OBJFS_BUF_INIT(64u << 10, EFBIG);
 	struct objfs_metrics_source *src = NULL;
 	struct target *t = NULL;
 	const struct vol *v;
-	size_t cnt = 0, i, k = 0;
+	size_t cnt = 0, i, k = 0, base = 1;
 	int err = 0;
 
+	/* the mount runner's own samples (the holder's), asked unlocked */
+	if (n->m.ops->metrics != NULL) {
+		n->m.ops->metrics(n->m.ctx, &runner);
+		if (objfs_buf_err(&runner) == 0 && runner.p != NULL)
+			base = 2;
+	}
 	pthread_mutex_lock(&n->lock);
 	if (n->resume_dir[0] != '\0')
 		for (v = n->vols; v != NULL; v = v->next)
 			cnt++;
 	t = calloc(cnt + 1, sizeof(*t));
-	src = calloc(cnt + 1, sizeof(*src));
+	src = calloc(cnt + 2, sizeof(*src));
 	if (t == NULL || src == NULL)
 		err = ENOMEM;
 	for (v = n->vols; err == 0 && k < cnt && v != NULL; v = v->next) {
@@ -227,6 +238,8 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 	pthread_mutex_unlock(&n->lock);
 	if (err == 0) {
 		src[0].text = own;
+		if (base == 2)
+			src[1].text = runner.p;
 		scrape_all(t, k);
 		for (i = 0; i < k; i++) {
 			int e = t[i].err;
@@ -240,16 +253,17 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 			objfs_buf_adds(&t[i].text, up_help);
 			objfs_buf_adds(&t[i].text, e == 0 ? "objfs_mount_up 1\n" :
 				       "objfs_mount_up 0\n");
-			src[i + 1].text = t[i].text.p;
-			src[i + 1].label_names = t[i].names;
-			src[i + 1].label_values = t[i].vals;
-			src[i + 1].n_labels = t[i].n_labels;
+			src[base + i].text = t[i].text.p;
+			src[base + i].label_names = t[i].names;
+			src[base + i].label_values = t[i].vals;
+			src[base + i].n_labels = t[i].n_labels;
 		}
-		err = objfs_metrics_merge(src, k + 1, out);
+		err = objfs_metrics_merge(src, base + k, out);
 	}
 	for (i = 0; t != NULL && i < k; i++)
 		target_release(&t[i]);
 	free(t);
 	free(src);
+	objfs_buf_release(&runner);
 	return err;
 }

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libgen.h>
 #include <poll.h>
 #include <signal.h>
@@ -48,6 +49,8 @@
 
 #define SUB "holder"
 #define CONNS_MIN 16
+#define OOM_PROTECTED (-1000)
+#define OOM_UNKNOWN INT_MIN
 
 struct hslot {
 	bool used;
@@ -80,6 +83,8 @@ struct holder {
 	int peer;                       /* LEAVING: the new holder's conn;
 					   TAKING: our connection to the old */
 	bool failed;                    /* TAKING: a mount could not be taken */
+	int oom_score_adj;              /* what we run with (HOP_PING);
+					   OOM_UNKNOWN: /proc did not say */
 	long long deadline;             /* TAKING */
 	struct objfs_hmsg msg, reply;
 };
@@ -359,6 +364,10 @@ static void on_request(struct holder *h, int c, int *fds)
 	case HOP_PING:
 		objfs_hmsg_init(&h->reply, HOP_OK, h->instance);
 		h->reply.arg = h->phase == SERVING;
+		if (h->oom_score_adj != OOM_UNKNOWN)
+			h->reply.spec_len = (uint32_t)snprintf(h->reply.spec,
+				sizeof(h->reply.spec), "oom_score_adj=%d",
+				h->oom_score_adj) + 1;
 		(void)objfs_kpkt_send(h->conns[c], &h->reply, sizeof(h->reply), NULL, 0);
 		break;
 	case HOP_LIST:
@@ -735,12 +744,63 @@ static bool on_stop_signal(struct holder *h, int sig)
 
 /* ---- the loop --------------------------------------------------------------------- */
 
+/* The node's mounts die with us: asks the kernel to let the OOM killer
+ * pick others (oom_score_adj -1000), then reads back the score we got,
+ * for the log and HOP_PING (the node plugin's metrics).  Lowering the
+ * score needs CAP_SYS_RESOURCE in the host's user namespace: a runtime
+ * that withholds it (a pod that is not privileged, user namespaces,
+ * rootless containerd, whose restrict_oom_score_adj keeps containers at or
+ * above its own score) leaves the score the kubelet gave the container.
+ * The score, or OOM_UNKNOWN when /proc cannot tell. */
+static int oom_protect(struct holder *h)
+{
+	char buf[32];
+	int fd, err = 0, score = OOM_UNKNOWN;
+	ssize_t n;
+	char *end;
+	long v;
+
+	fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		objfs_warn(h->log, SUB, "cannot open /proc/self/oom_score_adj: %s: "
+			   "an OOM kill of the holder would end every mount of "
+			   "the node", strerror(errno));
+		return OOM_UNKNOWN;
+	}
+	if (write(fd, "-1000", 5) != 5)
+		err = errno;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		errno = 0;
+		v = strtol(buf, &end, 10);
+		if (errno == 0 && end != buf && (*end == '\n' || *end == '\0') &&
+		    v >= -1000 && v <= 1000)
+			score = (int)v;
+	}
+	if (score == OOM_PROTECTED)
+		objfs_info(h->log, SUB, "oom_score_adj %d: shielded from the OOM "
+			   "killer", score);
+	else if (score == OOM_UNKNOWN)
+		objfs_warn(h->log, SUB, "cannot read /proc/self/oom_score_adj back: "
+			   "the holder may not be shielded from the OOM killer");
+	else
+		objfs_warn(h->log, SUB, "oom_score_adj is %d, not %d (%s): an OOM "
+			   "kill of the holder ends every mount of the node; it needs "
+			   "CAP_SYS_RESOURCE (a privileged pod without user "
+			   "namespaces; containerd's restrict_oom_score_adj or a "
+			   "rootless runtime withholds it): see docs/kubernetes.md, "
+			   "\"The holder's protection\"", score, OOM_PROTECTED,
+			   err != 0 ? strerror(err) : "the write did not take");
+	return score;
+}
+
 static int setup(struct holder *h)
 {
 	uint64_t id = 0;
 	sigset_t set;
 	unsigned i;
-	int fd;
 
 	h->n_slots = h->c->max_slots ? h->c->max_slots : 128;
 	h->n_conns = h->n_slots + CONNS_MIN;
@@ -769,12 +829,7 @@ static int setup(struct holder *h)
 	h->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (h->sfd < 0)
 		return errno;
-	/* the node's mounts die with us: let the OOM killer pick others */
-	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		(void)!write(fd, "-1000", 5);
-		close(fd);
-	}
+	h->oom_score_adj = oom_protect(h);
 	return 0;
 }
 

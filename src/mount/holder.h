@@ -40,7 +40,11 @@
  *              (SIGTERM: upload, unmount;    (SIGKILL: ended, slot freed)
  *              SIGKILL: kill, drop the fd)
  *   HOP_PING                                 HOP_OK name = instance id,
- *                                            arg 1 when serving
+ *                                            arg 1 when serving, spec
+ *                                            "oom_score_adj=N" (the score
+ *                                            it runs with; absent when
+ *                                            unknown, and from holders
+ *                                            before it was added)
  *   HOP_LIST                                 HOP_INFO per mount, HOP_END
  *   HOP_TAKEOVER (a new holder)              HOP_SLOT per mount, HOP_END;
  *                                            HOP_ERR EAGAIN while a mount
@@ -116,6 +120,15 @@ int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
 /* Prints the mounts the holder at path keeps, one a line: name, serial,
  * server pid, serving (1/0), mount point.  0 or an errno. */
 int objfs_holder_list(const char *path, FILE *out);
+
+/* No oom_score_adj known (objfs_holder_ping). */
+#define OBJFS_HOLDER_OOM_UNKNOWN (-1001)
+
+/* Asks the holder at path how it runs (HOP_PING) within timeout_ms:
+ * *oom_score_adj is the score it runs with (-1000: shielded from the OOM
+ * killer), or OBJFS_HOLDER_OOM_UNKNOWN when it does not say.  0 or an
+ * errno (ENOENT, ECONNREFUSED: no holder there). */
+int objfs_holder_ping(const char *path, unsigned timeout_ms, int *oom_score_adj);
 
 /* The readiness check: 0 when the holder answering at path is the one
  * that wrote ready_file and it serves; else an errno (ENOENT: not ready

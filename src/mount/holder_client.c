@@ -177,6 +177,36 @@ out:
 	return err;
 }
 
+int objfs_holder_ping(const char *path, unsigned timeout_ms, int *oom_score_adj)
+{
+	static const char key[] = "oom_score_adj=";
+	struct objfs_hmsg *m = calloc(2, sizeof(*m));
+	const char *v;
+	char *end;
+	long n;
+	int err;
+
+	*oom_score_adj = OBJFS_HOLDER_OOM_UNKNOWN;
+	if (m == NULL)
+		return ENOMEM;
+	objfs_hmsg_init(m, HOP_PING, NULL);
+	err = objfs_holder_call(path, m, -1, &m[1], timeout_ms);
+	if (err == 0 && m[1].op != HOP_OK)
+		err = m[1].status ? m[1].status : EPROTO;
+	if (err != 0 || m[1].spec_len == 0 || m[1].spec_len > sizeof(m[1].spec) ||
+	    m[1].spec[m[1].spec_len - 1] != '\0' ||
+	    strncmp(m[1].spec, key, sizeof(key) - 1) != 0)
+		goto out;
+	v = m[1].spec + sizeof(key) - 1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno == 0 && end != v && *end == '\0' && n >= -1000 && n <= 1000)
+		*oom_score_adj = (int)n;
+out:
+	free(m);
+	return err;
+}
+
 int objfs_holder_check(const char *path, const char *ready_file)
 {
 	struct objfs_hmsg *req = calloc(2, sizeof(*req));

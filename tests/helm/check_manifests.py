@@ -11,6 +11,12 @@ the exit status is 1 if there was any.
     check_manifests.py values VALUES.yaml        every value in values.yaml commented
     check_manifests.py dockerfile DOCKERFILE     Dockerfile shape
     check_manifests.py dashboard DASHBOARD.json  the Grafana dashboard's queries
+    check_manifests.py doc-commands OUTDIR DOC.md...
+                                                 the values of every helm install/upgrade
+                                                 in the docs' code blocks: OUTDIR/N.json,
+                                                 "N RELEASE NAMESPACE WHERE" lines on stdout
+    check_manifests.py classes RENDERED.json EXAMPLES.json WHERE
+                                                 the examples' classes exist in the render
 
 Environment: OBJFS_CSI (path of a built objfs-csi; when set, the objfs-csi
 arguments of every rendered container are run through `objfs-csi --dry-run`),
@@ -124,20 +130,26 @@ LEADER_ELECTION_VERBS = ["get", "watch", "list", "delete", "update", "create"]
 
 SIDECAR_REQUIRED = {"csi-node-driver-registrar": {"csi-address", "kubelet-registration-path"}}
 
+# The scraper the chart's NetworkPolicies admit by default (values.yaml).
+DEFAULT_SCRAPER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {}}
+
 CLUSTER_SCOPED = {"CSIDriver", "ClusterRole", "ClusterRoleBinding", "StorageClass",
                   "VolumeSnapshotClass", "PersistentVolume"}
 
 # What each values case must produce: (kind, name) pairs, release namespace,
 # and the values the checks compare against.
 CASES = {
+    # the chart's defaults plus the one value they need (s3.bucket)
     "default": {
         "namespace": "default", "fullname": "objfs", "kubelet": "/var/lib/kubelet",
         "state": "/var/lib/objfs", "secret": None, "created_secret": False,
-        "ca": None, "storageclass": None, "vsc": None, "hostsystemd": False,
+        "ca": None, "storageclass": "objfs", "vsc": None, "hostsystemd": False,
         "hostnetwork": False,
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-        "extra": set(),
+        "extra": {("StorageClass", "objfs")},
         "metrics": {"controller": 9811, "node": 9812},
+        "netpol": {"controller", "node"},
     },
     "full": {
         "namespace": "objfs-system", "fullname": "objfs-full",
@@ -152,6 +164,8 @@ CASES = {
                   ("ServiceMonitor", "objfs-full-node"), ("PodMonitor", "objfs-full"),
                   ("ConfigMap", "objfs-full-dashboard")},
         "metrics": {"controller": 19811, "node": 19812},
+        # node.hostNetwork: no NetworkPolicy can apply to the node pods
+        "netpol": {"controller"},
     },
     "existing": {
         "namespace": "storage", "fullname": "rel-objfs", "kubelet": "/var/lib/kubelet",
@@ -161,6 +175,7 @@ CASES = {
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
         "extra": {("StorageClass", "objfs"), ("VolumeSnapshotClass", "objfs")},
         "metrics": None,
+        "netpol": set(),
     },
 }
 
@@ -184,6 +199,7 @@ def expected_objects(case):
         objs.add(("DaemonSet", fn + "-holder"))
     if case["metrics"]:
         objs |= {("Service", fn + "-controller-metrics"), ("Service", fn + "-node-metrics")}
+    objs |= {("NetworkPolicy", "%s-%s-metrics" % (fn, c)) for c in case["netpol"]}
     return objs | case["extra"]
 
 
@@ -285,7 +301,8 @@ def container_env(c, objs, ns):
         elif "valueFrom" in e:
             vf = e["valueFrom"]
             if "fieldRef" in vf:
-                env[e["name"]] = {"spec.nodeName": "render-test-node"}.get(
+                env[e["name"]] = {"spec.nodeName": "render-test-node",
+                                  "status.podIP": "10.0.0.7"}.get(
                     vf["fieldRef"]["fieldPath"], "x")
             elif "secretKeyRef" in vf:
                 ref = vf["secretKeyRef"]
@@ -375,6 +392,22 @@ def dry_run(where, c, pod, objs, ns, root):
     if p.returncode != 0 or p.stdout:
         fail("%s: objfs-csi --dry-run %s -> exit %d, stdout %r, stderr %r"
              % (where, " ".join(argv), p.returncode, p.stdout, p.stderr.strip()))
+
+
+def check_upgrade_docs(where, strat):
+    """docs/kubernetes.md and values.yaml say how the holder rolls on
+    `helm upgrade` (the rendered strategy), that the new pod takes the
+    mounts over, and what `kubectl delete pod` of a holder does."""
+    root = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    ru = strat.get("rollingUpdate", {})
+    for rel in ("docs/kubernetes.md", "charts/objfs/values.yaml"):
+        text = re.sub(r"\s*\n\s*#?\s*", " ", open(os.path.join(root, rel)).read())
+        for want in ("type: %s" % strat.get("type"), "maxSurge: %s" % ru.get("maxSurge"),
+                     "maxUnavailable: %s" % ru.get("maxUnavailable"), "helm upgrade",
+                     "takes every mount over", "kubectl delete pod", "ENOTCONN"):
+            if want not in text:
+                fail("%s: %s does not say %r (how the holder rolls, or what deleting "
+                     "its pod does)" % (where, rel, want))
 
 
 def check_pod_basics(where, pod):
@@ -666,9 +699,15 @@ def check_metrics(case_name, case, objs):
                 fail("%s: metrics are off but served" % where)
             continue
         port = case["metrics"][comp]
-        if addr != "0.0.0.0:%d" % port or ports.get("metrics") != port:
-            fail("%s: --metrics-address %r / port %r, want 0.0.0.0:%d" %
+        # on the pod's own address (metrics.bindPodIP), not every interface
+        env = {e["name"]: e for e in plugin.get("env", [])}
+        if addr != "[$(POD_IP)]:%d" % port or ports.get("metrics") != port:
+            fail("%s: --metrics-address %r / port %r, want [$(POD_IP)]:%d" %
                  (where, addr, ports.get("metrics"), port))
+        if env.get("POD_IP", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") \
+                != "status.podIP":
+            fail("%s: POD_IP must come from status.podIP (the downward API)" % where)
+        check_netpol(where, case, objs, fn, comp, tmpl, port)
         if list(ports.values()).count(port) != 1:
             fail("%s: port %d used twice in the container" % (where, port))
         svc = objs.get(("Service", "%s-%s-metrics" % (fn, comp)))
@@ -702,6 +741,43 @@ def check_metrics(case_name, case, objs):
                 fail("%s: the dashboard has no panels" % case_name)
         except (KeyError, ValueError) as e:
             fail("%s: the dashboard ConfigMap: %s" % (case_name, e))
+
+
+def check_netpol(where, case, objs, fn, comp, tmpl, port):
+    """The component's NetworkPolicy: it selects the pods, admits ingress
+    only to the metrics port and only from the scraper (never from
+    everyone), and no other policy of the chart opens another port."""
+    name = "%s-%s-metrics" % (fn, comp)
+    np = objs.get(("NetworkPolicy", name))
+    if comp not in case["netpol"]:
+        if np is not None:
+            fail("%s: NetworkPolicy %s rendered where it cannot apply" % (where, name))
+        return
+    if np is None:
+        fail("%s: no NetworkPolicy %s: any pod can read /metrics" % (where, name))
+        return
+    sp = np["spec"]
+    sel = sp.get("podSelector", {}).get("matchLabels", {})
+    if not sel or any(tmpl["metadata"]["labels"].get(k) != v for k, v in sel.items()):
+        fail("%s: NetworkPolicy podSelector %r does not select the pods" % (where, sel))
+    if sp.get("policyTypes") != ["Ingress"]:
+        fail("%s: NetworkPolicy policyTypes %r, want [Ingress]" % (where, sp.get("policyTypes")))
+    rules = sp.get("ingress", [])
+    if len(rules) != 1:
+        fail("%s: NetworkPolicy has %d ingress rules, want 1" % (where, len(rules)))
+        return
+    if rules[0].get("ports") != [{"port": port, "protocol": "TCP"}]:
+        fail("%s: NetworkPolicy ports %r, want only the metrics port %d" %
+             (where, rules[0].get("ports"), port))
+    peers = rules[0].get("from")
+    if not peers:
+        fail("%s: NetworkPolicy admits every source (no from)" % where)
+    elif case["namespace"] != "objfs-system" and peers != [DEFAULT_SCRAPER]:
+        fail("%s: NetworkPolicy from %r, want the default scraper %r" % (where, peers, DEFAULT_SCRAPER))
+    for p in peers or []:
+        # {} and {} (or a lone {}) admit every pod: not a scraper
+        if "ipBlock" in p or not (p.get("namespaceSelector") or p.get("podSelector")):
+            fail("%s: NetworkPolicy peer %r is not a scraper selector" % (where, p))
 
 
 def check_dashboard(path):
@@ -751,6 +827,8 @@ def check_holder(case_name, case, objs, fn, plugin, env, pvols):
     strat = ds["spec"].get("updateStrategy", {})
     if strat != {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}:
         fail("%s: updateStrategy %r: a roll must start the new holder first" % (where, strat))
+    if case_name == "default":
+        check_upgrade_docs(where, strat)
     pod = ds["spec"]["template"]["spec"]
     check_pod_basics(where, pod)
     if pod.get("priorityClassName") != "system-node-critical":
@@ -871,6 +949,8 @@ def check_secrets(case_name, case, objs):
         for role in roles:
             n = params.get("csi.storage.k8s.io/%s-secret-name" % role)
             s = params.get("csi.storage.k8s.io/%s-secret-namespace" % role)
+            if sec_name is None and n is None and s is None:
+                continue        # no Secret: the plugin's own keys (IRSA, ...)
             if n != sec_name or s != ns:
                 fail("%s: %s/%s %s secret %s/%s, want %s/%s"
                      % (case_name, kind, name, role, s, n, ns, sec_name))
@@ -945,11 +1025,230 @@ def check_examples(docs):
         fail("examples: no two pods sharing a ReadWriteMany PVC")
 
 
+# ---- the install commands of the docs ------------------------------------------
+
+HELM_FLAGS = {"--create-namespace", "--wait", "--atomic", "--reuse-values", "--install", "-i",
+              "--debug", "--dry-run", "--reset-values", "--wait-for-jobs", "--devel"}
+HELM_OPTS = {"--version", "--timeout", "--description"}
+DOC_CHART = {"charts/objfs", "./charts/objfs"}
+
+
+def split_set(arg):
+    """Helm's --set list: a=b,c=d, with \\, escaping a comma and {x,y}
+    lists kept whole."""
+    out, cur, depth, i = [], "", 0, 0
+    while i < len(arg):
+        ch = arg[i]
+        if ch == "\\" and i + 1 < len(arg):
+            cur += arg[i:i + 2]
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    out.append(cur)
+    return [x for x in out if x]
+
+
+def helm_scalar(v, typed):
+    """A --set value as Helm's strvals types it (--set-string: typed False)."""
+    if not typed:
+        return v
+    if v in ("true", "false"):
+        return v == "true"
+    if v == "null":
+        return None
+    if re.match(r"^-?(0|[1-9][0-9]*)$", v):
+        return int(v)
+    return v
+
+
+def set_path(vals, key, value, where):
+    parts = [p.replace("\\.", ".") for p in re.split(r"(?<!\\)\.", key)]
+    d = vals
+    for p in parts[:-1]:
+        if not re.match(r"^[A-Za-z0-9_-]+$", p):
+            raise ValueError("%s: unsupported --set key %r" % (where, key))
+        d = d.setdefault(p, {})
+        if not isinstance(d, dict):
+            raise ValueError("%s: --set %s crosses a non-map value" % (where, key))
+    if not re.match(r"^[A-Za-z0-9_./-]+$", parts[-1]):
+        raise ValueError("%s: unsupported --set key %r" % (where, key))
+    d[parts[-1]] = value
+
+
+def apply_set(vals, kind, arg, where, root):
+    if kind == "--set-json":
+        k, v = arg.split("=", 1)
+        set_path(vals, k, json.loads(v), where)
+        return
+    if kind == "--set-file":
+        k, v = arg.split("=", 1)
+        path = os.path.join(root, v)
+        set_path(vals, k, open(path).read() if os.path.exists(path) else STANDIN_PEM, where)
+        return
+    for item in split_set(arg):
+        if "=" not in item:
+            raise ValueError("%s: --set %r has no value" % (where, item))
+        k, v = item.split("=", 1)
+        if v.startswith("{") and v.endswith("}"):
+            value = [helm_scalar(x, kind == "--set") for x in split_set(v[1:-1])]
+        else:
+            value = helm_scalar(v.replace("\\,", ","), kind == "--set")
+        set_path(vals, k, value, where)
+
+
+def merge_values(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge_values(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def parse_helm(tokens, where, root):
+    """One `helm install|upgrade` command line: (verb, reuse, name, ns,
+    values); verb "install" also for `upgrade --install`."""
+    verb = tokens[1]
+    pos, vals, ns, reuse, install = [], {}, "default", False, verb == "install"
+    i = 2
+    while i < len(tokens):
+        t = tokens[i]
+        opt, eq, inline = t.partition("=") if t.startswith("--") else (t, "", "")
+        if opt in ("--set", "--set-string", "--set-json", "--set-file", "-f", "--values",
+                   "-n", "--namespace") or opt in HELM_OPTS:
+            if eq:
+                arg = inline
+            else:
+                i += 1
+                if i >= len(tokens):
+                    raise ValueError("%s: %s without a value" % (where, opt))
+                arg = tokens[i]
+            if opt in ("-n", "--namespace"):
+                ns = arg
+            elif opt in ("-f", "--values"):
+                path = os.path.join(root, arg)
+                if not os.path.exists(path):
+                    raise ValueError("%s: values file %s is not in the repository" % (where, arg))
+                import yaml     # PyYAML: only for a doc command with -f
+                with open(path) as f:
+                    merge_values(vals, json.loads(json.dumps(yaml.safe_load(f) or {})))
+            elif opt.startswith("--set"):
+                apply_set(vals, opt, arg, where, root)
+        elif t in HELM_FLAGS:
+            reuse |= t == "--reuse-values"
+            install |= t in ("--install", "-i")
+        elif t.startswith("-"):
+            raise ValueError("%s: helm option %s unknown to this test: teach parse_helm" % (where, t))
+        else:
+            pos.append(t)
+        i += 1
+    if len(pos) != 2 or pos[1] not in DOC_CHART:
+        raise ValueError("%s: want RELEASE %s, got %r" % (where, " or ".join(sorted(DOC_CHART)), pos))
+    return ("install" if install else "upgrade"), reuse, pos[0], ns, vals
+
+
+def doc_helm_commands(path, root):
+    """Every helm install/upgrade command in the fenced code blocks of a
+    Markdown file: (line, tokens)."""
+    import shlex
+    out, fence, buf, start = [], False, "", 0
+    for n, line in enumerate(open(path).read().split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            fence, buf = not fence, ""
+            continue
+        if not fence:
+            continue
+        if not buf:
+            start = n
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        cmd, buf = (buf + line).split("#", 1)[0].strip(), ""
+        if re.match(r"^helm\s+(install|upgrade)\b", cmd):
+            out.append((start, shlex.split(cmd)))
+    return out
+
+
+def doc_commands(outdir, docs):
+    """Writes the values of every documented helm install (and upgrade,
+    on top of the doc's last install with --reuse-values) to
+    OUTDIR/N.json and prints "N RELEASE NAMESPACE FILE:LINE" per command.
+    A document named here with no install command fails."""
+    root = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    n = 0
+    for doc in docs:
+        rel = os.path.relpath(doc, root)
+        last, installs = None, 0
+        for line, tokens in doc_helm_commands(doc, root):
+            where = "%s:%d" % (rel, line)
+            try:
+                verb, reuse, name, ns, vals = parse_helm(tokens, where, root)
+            except (ValueError, KeyError, IndexError) as e:
+                fail(str(e))
+                continue
+            if verb == "install":
+                installs += 1
+                last = vals
+            elif reuse:
+                if last is None:
+                    fail("%s: helm upgrade --reuse-values before any install in the document" % where)
+                    continue
+                base = json.loads(json.dumps(last))
+                merge_values(base, vals)
+                vals = base
+            n += 1
+            with open(os.path.join(outdir, "%d.json" % n), "w") as f:
+                json.dump(vals, f)
+            print(n, name, ns, where)
+        if installs == 0 and os.path.basename(rel) in ("README.md", "kubernetes.md"):
+            fail("%s: no helm install command found in its code blocks" % rel)
+
+
+def check_classes(where, rendered, examples):
+    """Every class an example uses exists in what the chart rendered, the
+    classes the examples make by hand have the chart's names, and no
+    documented install makes its StorageClass the cluster default."""
+    objs, ex = index(rendered), index(examples)
+    scs = {n for k, n in objs if k == "StorageClass"}
+    vscs = {n for k, n in objs if k == "VolumeSnapshotClass"}
+    if not scs:
+        fail("%s: no StorageClass rendered: examples/ PVCs would stay Pending" % where)
+    for (k, n), d in ex.items():
+        if k == "PersistentVolumeClaim":
+            sc = d["spec"].get("storageClassName")
+            if sc and sc not in scs:
+                fail("%s: examples PVC %s uses StorageClass %r; the install makes %s"
+                     % (where, n, sc, sorted(scs)))
+        if k == "VolumeSnapshot" and vscs:
+            c = d["spec"].get("volumeSnapshotClassName")
+            if c and c not in vscs:
+                fail("%s: examples VolumeSnapshot %s uses class %r; the install makes %s"
+                     % (where, n, c, sorted(vscs)))
+        if k == "StorageClass" and scs and n not in scs:
+            fail("%s: examples/storageclass.yaml makes %s by hand, the chart %s" % (where, n, sorted(scs)))
+        if k == "VolumeSnapshotClass" and vscs and n not in vscs:
+            fail("%s: examples/volumesnapshotclass.yaml makes %s by hand, the chart %s"
+                 % (where, n, sorted(vscs)))
+    for (k, n), d in objs.items():
+        if k == "StorageClass" and "storageclass.kubernetes.io/is-default-class" in \
+                (d["metadata"].get("annotations") or {}):
+            fail("%s: StorageClass %s is made the cluster default without being asked" % (where, n))
+
+
 # Values whose children are free-form Kubernetes structures or plain image
 # coordinates: their children need no comment of their own.
 OPAQUE_PARENTS = {"resources", "requests", "limits", "nodeSelector", "tolerations", "affinity",
                   "podAnnotations", "podLabels", "updateStrategy", "rollingUpdate",
-                  "featureGates", "parameters", "mountOptions", "image"}
+                  "featureGates", "parameters", "mountOptions", "image",
+                  "namespaceSelector", "podSelector"}
 
 
 def check_values(path):
@@ -1023,6 +1322,16 @@ def check_dockerfile(path):
 
 
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "doc-commands":
+        doc_commands(sys.argv[2], sys.argv[3:])
+        for e in errors:
+            print("FAIL:", e, file=sys.stderr)
+        return 1 if errors else 0
+    if len(sys.argv) == 5 and sys.argv[1] == "classes":
+        check_classes(sys.argv[4], json.load(open(sys.argv[2])), json.load(open(sys.argv[3])))
+        for e in errors:
+            print("FAIL:", e)
+        return 1 if errors else 0
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -4,7 +4,8 @@
 #
 #  1. builds tests/helm/helmrender (Go text/template + sprig + Helm's template
 #     functions) offline from Debian's Go sources in /usr/share/gocode;
-#  2. renders the chart with the default values, tests/helm/values-full.yaml
+#  2. renders the chart with the default values plus s3.bucket (the one value
+#     the default StorageClass needs), tests/helm/values-full.yaml
 #     (every option changed) and tests/helm/values-existing.yaml (user-managed
 #     Secret and CA ConfigMap), parses the output strictly and runs
 #     check_manifests.py on it: objects, namespaces, socket paths shared by
@@ -13,7 +14,11 @@
 #     arguments of each rendered container (when objfs-csi is built);
 #  3. checks that invalid values are refused, NOTES.txt renders, every value
 #     in values.yaml is commented, the examples parse and fit together, and
-#     the Dockerfile has the required shape.
+#     the Dockerfile has the required shape;
+#  4. renders the chart with every `helm install` (and `helm upgrade`) command
+#     in the code blocks of README.md, docs/*.md and the chart's README,
+#     extracted from the documents here, and checks that every class the
+#     examples use exists in the result.
 #
 # Needs: golang-go, golang-github-masterminds-sprig-dev,
 # golang-gopkg-yaml.v2-dev, golang-gopkg-yaml.v3-dev (exit 77 without them).
@@ -93,7 +98,9 @@ render_case() { # name namespace case [values file]
 		fail "$case: NOTES.txt does not name the driver or has '<no value>'"
 	fi
 }
-render_case objfs default default
+# the defaults plus the one value they need: the bucket of the StorageClass
+printf 's3: {bucket: my-k8s-volumes}\n' >"$tmp/s3.yaml"
+render_case objfs default default -f "$tmp/s3.yaml"
 render_case objfs objfs-system full -f "$srcdir/tests/helm/values-full.yaml"
 render_case rel storage existing -f "$srcdir/tests/helm/values-existing.yaml"
 # IRSA: the role annotation on every service account of the plugin
@@ -101,9 +108,9 @@ n=$(grep -c 'eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/objfs' "
 [ "$n" = 2 ] || fail "full: serviceAccountAnnotations on $n service accounts, not 2"
 
 # -- 3. values the chart must refuse -------------------------------------------
-refuse() { # expected-message values-yaml
+refuse() { # expected-message values-yaml (over the s3.bucket of the default case)
 	printf '%s\n' "$2" >"$tmp/bad.yaml"
-	if "$render" -f "$tmp/bad.yaml" "$chart" >/dev/null 2>"$tmp/bad.err"; then
+	if "$render" -f "$tmp/s3.yaml" -f "$tmp/bad.yaml" "$chart" >/dev/null 2>"$tmp/bad.err"; then
 		fail "accepted bad values: $2"
 	elif ! grep -qF "$1" "$tmp/bad.err"; then
 		fail "bad values ($2): error lacks '$1': $(cat "$tmp/bad.err")"
@@ -114,24 +121,45 @@ refuse 's3.addressingStyle must be' 's3: {addressingStyle: dns}'
 refuse 'onDelete must be' 'storageClass: {onDelete: shred}'
 refuse 'not both' 's3: {credentials: {create: true, accessKeyID: a, secretAccessKey: b, existingSecret: c}}'
 refuse 'needs s3.credentials.accessKeyID' 's3: {credentials: {create: true}}'
-refuse 'storageClass.create needs' 'storageClass: {create: true}'
+refuse 'storageClass.create needs' 's3: {bucket: null}'
+refuse 'storageClass.create needs' 's3: {bucket: ""}'
 refuse 'kubeletDir must be an absolute path' 'kubeletDir: var/lib/kubelet'
 refuse 'mountMemoryMiB must be at least' 'node: {mountMemoryMiB: 1}'
 refuse 'metrics.nodePort must differ' 'metrics: {nodePort: 9809}'
 
-if "$render" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
+# storageClass.create=false: no bucket needed, no StorageClass, NOTES say so
+printf 'storageClass: {create: false}\n' >"$tmp/nosc.yaml"
+if ! "$render" -f "$tmp/nosc.yaml" "$chart" >"$tmp/nosc.out" 2>"$tmp/nosc.err"; then
+	fail "storageClass.create=false without a bucket: $(cat "$tmp/nosc.err")"
+elif grep -q '^kind: StorageClass' "$tmp/nosc.out"; then
+	fail "storageClass.create=false rendered a StorageClass"
+fi
+"$render" -notes -f "$tmp/nosc.yaml" "$chart" 2>&1 | grep -q 'No StorageClass was created' ||
+	fail "NOTES.txt with storageClass.create=false does not say no PVC binds without a class"
+grep -q 'The chart created the StorageClass "objfs" (not the cluster' "$tmp/default.notes" ||
+	fail "NOTES.txt (default) does not name the StorageClass it created"
+# metrics.networkPolicy off, or node.hostNetwork: NOTES warn who can read /metrics
+printf 'metrics: {networkPolicy: {enabled: false}}\n' >"$tmp/nonp.yaml"
+if "$render" -f "$tmp/s3.yaml" -f "$tmp/nonp.yaml" "$chart" | grep -q '^kind: NetworkPolicy'; then
+	fail "metrics.networkPolicy.enabled=false rendered a NetworkPolicy"
+fi
+"$render" -notes -f "$tmp/s3.yaml" -f "$tmp/nonp.yaml" "$chart" | grep -q 'networkPolicy.enabled is off' ||
+	fail "NOTES.txt does not warn that /metrics is open without the NetworkPolicy"
+grep -q 'a NetworkPolicy does not' "$tmp/full.notes" ||
+	fail "NOTES.txt (node.hostNetwork) does not say the NetworkPolicy cannot apply"
+if "$render" -f "$tmp/s3.yaml" -kube-version v1.25.9 "$chart" >/dev/null 2>"$tmp/kv.err" ||
    ! grep -q 'incompatible with Kubernetes' "$tmp/kv.err"; then
 	fail "chart accepted Kubernetes 1.25 (kubeVersion): $(cat "$tmp/kv.err")"
 fi
-"$render" -kube-version v1.26.0 "$chart" >/dev/null || fail "chart refused Kubernetes 1.26"
-"$render" -notes -upgrade "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
+"$render" -f "$tmp/s3.yaml" -kube-version v1.26.0 "$chart" >/dev/null || fail "chart refused Kubernetes 1.26"
+"$render" -notes -upgrade -f "$tmp/s3.yaml" "$chart" >"$tmp/upgrade.notes" || fail "NOTES.txt (upgrade)"
 grep -q 'a new holder takes every' "$tmp/upgrade.notes" ||
 	fail "NOTES.txt (default: the holder) does not say how mounts are kept"
 if grep -q 'this upgrade did not replace' "$tmp/upgrade.notes"; then
 	fail "NOTES.txt on a rolling upgrade (holder) says the node pods were not replaced"
 fi
 printf 'holder: {enabled: false}\n' >"$tmp/noholder.yaml"
-"$render" -notes -upgrade -f "$tmp/noholder.yaml" "$chart" >"$tmp/upgrade-fork.notes" ||
+"$render" -notes -upgrade -f "$tmp/s3.yaml" -f "$tmp/noholder.yaml" "$chart" >"$tmp/upgrade-fork.notes" ||
 	fail "NOTES.txt (upgrade, no holder)"
 grep -q 'updateStrategy OnDelete: this upgrade did not replace' "$tmp/upgrade-fork.notes" ||
 	fail "NOTES.txt on upgrade without the holder does not explain the OnDelete node roll"
@@ -153,16 +181,32 @@ else
 fi
 $check dockerfile "$srcdir/Dockerfile" || fail "Dockerfile"
 $check dashboard "$chart/dashboards/objfs.json" || fail "the Grafana dashboard"
-# One set of names: every class the examples use is one the install commands
-# of README.md and docs/kubernetes.md create, and those commands include what
-# the node pods need (the Pod Security label, the image repository).
-for kind in storageClass volumeSnapshotClass; do
-	for n in $(sed -n "s/^ *${kind}Name: *\([a-z0-9-][a-z0-9-]*\).*/\1/p" "$srcdir"/examples/*.yaml | sort -u); do
-		for d in README.md docs/kubernetes.md; do
-			grep -q -- "--set $kind.create=true --set $kind.name=$n" "$srcdir/$d" ||
-				fail "$d: the helm install does not create the $kind $n that examples/ use"
-		done
-	done
+# One set of names: every documented install command (README.md, docs/,
+# the chart's README: extracted from their code blocks, so a new one is
+# covered) renders, and every class the examples use exists in its result;
+# upgrades with --reuse-values are rendered over their document's install.
+# The commands include what the node pods need (the Pod Security label, the
+# image repository).
+mkdir "$tmp/doc"
+if ! $check doc-commands "$tmp/doc" "$srcdir/README.md" "$srcdir"/docs/*.md \
+	"$srcdir/charts/objfs/README.md" >"$tmp/doc/list" 2>"$tmp/doc/err"; then
+	fail "extracting the documented helm commands: $(cat "$tmp/doc/err")"
+fi
+ndoc=0
+while read -r n name ns where; do
+	ndoc=$((ndoc + 1))
+	if ! "$render" -f "$tmp/doc/$n.json" -name "$name" -namespace "$ns" "$chart" \
+		>"$tmp/doc/$n.yaml" 2>"$tmp/doc/$n.err"; then
+		fail "$where: the documented helm command does not render: $(cat "$tmp/doc/$n.err")"
+	elif ! "$render" yaml2json "$tmp/doc/$n.yaml" >"$tmp/doc/$n.out.json" 2>"$tmp/doc/$n.err"; then
+		fail "$where: rendered YAML does not parse: $(cat "$tmp/doc/$n.err")"
+	else
+		$check classes "$tmp/doc/$n.out.json" "$tmp/examples.json" "$where" ||
+			fail "$where: the examples' classes"
+	fi
+done <"$tmp/doc/list"
+for d in README.md docs/kubernetes.md charts/objfs/README.md; do
+	grep -q " $d:" "$tmp/doc/list" || fail "$d: no helm install command was found in it"
 done
 for d in README.md docs/kubernetes.md charts/objfs/README.md; do
 	grep -q 'pod-security.kubernetes.io/enforce=privileged' "$srcdir/$d" ||
@@ -176,5 +220,5 @@ for f in .git build '**/.deps' '**/*.o' gen Makefile; do
 	grep -qxF "$f" "$srcdir/.dockerignore" || fail ".dockerignore lacks $f"
 done
 
-[ $failed -eq 0 ] && echo "PASS: chart renders (3 value sets), 9 bad value sets refused, examples, Dockerfile"
+[ $failed -eq 0 ] && echo "PASS: chart renders (3 value sets, $ndoc documented helm commands), bad value sets refused, examples, Dockerfile"
 exit $failed

@@ -155,11 +155,27 @@ type: OnDelete
 
 {{/* objfs-csi arguments shared by both roles: log level and default store.
      One "- flag" and one "- value" item each, as getopt_long accepts. */}}
-{{/* objfs-csi's metrics flag for a pod: call with (dict "root" . "port" N). */}}
+{{/* objfs-csi's metrics flag for a pod: call with (dict "root" . "port" N).
+     On the pod's own IP (metrics.bindPodIP; POD_IP from objfs.metricsEnv,
+     in brackets so that an IPv6 address parses too), else every interface. */}}
 {{- define "objfs.metricsArgs" -}}
 {{- if .root.Values.metrics.enabled }}
 - --metrics-address
+{{- if .root.Values.metrics.bindPodIP }}
+- {{ printf "[$(POD_IP)]:%d" (int .port) | quote }}
+{{- else }}
 - {{ printf "0.0.0.0:%d" (int .port) | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* POD_IP (status.podIP) for --metrics-address, when it is used. */}}
+{{- define "objfs.metricsEnv" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.bindPodIP }}
+- name: POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
 {{- end }}
 {{- end -}}
 
