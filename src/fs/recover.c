@@ -278,8 +278,15 @@ int objfs_fs_recover(struct objfs_fs *fs, const char *dir)
 	free(list);
 	if (err != 0)
 		goto out;
-	/* attributes, the index and the deletes the log queued again */
-	(void)objfs_fs_sync_all(tmp);
+	/* attributes, the index and the deletes the log queued again; not
+	 * objfs_fs_sync_all(): a file left dirty (neither uploaded nor
+	 * kept) must not be uploaded after all */
+	attrs_flush(tmp, true);
+	aidx_flush(tmp, true);
+	if (objfs_store_del_barrier(tmp->store) != 0)
+		objfs_warn(fs->log, SUB, "some deletes the dead mount had "
+			   "queued failed (logged above): those names are "
+			   "visible again");
 	c.failed = count_unsaved(tmp);
 	kept = __atomic_load_n(&tmp->unsaved_kept, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fs->unsaved_kept, kept, __ATOMIC_RELAXED);
