@@ -828,7 +828,9 @@ def t_resume_recover_kept(env):
     else: the next mount with the state_dir cannot upload it under its name
     (it would bring the directory back), so its bytes are kept in spool_dir
     as objfs-unsaved-*, an error line names the file, the metric counts it,
-    the state dir holds no spool, and the mount serves."""
+    the state dir holds no spool, and the mount serves.  Before that, a
+    mount whose spool_dir cannot keep it refuses to start, and leaves the
+    data in the state dir."""
     fs = _fs()
     url = env.volume("reckept")
     sdir = os.path.join(env.work, "state-reckept")
@@ -851,6 +853,21 @@ def t_resume_recover_kept(env):
     for k in keys:
         env.tool(url, "del", k)
     fs.check(env.keys(url, "sub/") == [], "the directory removed")
+    # a spool_dir where nothing can be kept: the mount refuses to start
+    # over the data, which stays in the state dir
+    mnt = m["dir"]
+    logf = os.path.join(env.work, "reckept-refused.log")
+    with open(logf, "wb") as lf:
+        p = subprocess.run([fs.MOUNT, "-f", "-o", ",".join(
+            opts + ["spool_dir=" + os.path.join(env.work, "no-such-dir")]), url, mnt],
+            env=dict(env.tool_env), stdout=lf, stderr=lf, timeout=120)
+    text = open(logf).read()
+    fs.check(p.returncode != 0 and "could be neither uploaded nor kept" in text,
+             "the mount refused (%d): %s" % (p.returncode, text[-2000:]))
+    fs.check(not os.path.ismount(mnt), "not mounted")
+    fs.check(os.path.exists(sdir + "/log") and len(spool_files(sdir)) == 2,
+             "the data stays in the state dir: %s" % spool_files(sdir))
+    fs.check(env.keys(url, "sub/") == [], "nothing uploaded: %s" % env.keys(url, "sub/"))
     m2 = env.mount(url, opts)
     msgs = log_msgs(m2)
     why = [x for x in msgs if x.startswith("recovering sub/f (2097152 bytes) a dead mount had not saved")]
