@@ -47,7 +47,7 @@ struct recover_count {
 	unsigned failed;        /* neither uploaded nor kept */
 };
 
-/* Why in cannot be uploaded under key now, into why (""  when it can):
+/* Why in cannot be uploaded under key now, into why ("" when it can):
  * its directory gone, its object changed or gone, a store error.  No
  * lock but in->mu (held). */
 static void check_name(struct objfs_fs *fs, struct inode *in, const char *key,
