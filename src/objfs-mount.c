@@ -691,6 +691,21 @@ int main(int argc, char *argv[])
 			snprintf(state_dir, sizeof(state_dir), "%s/objfs-state.%d",
 				 s.fo.spool_dir != NULL ? s.fo.spool_dir : "/var/tmp",
 				 (int)getppid());
+		/* A first server (not a successor) would start an empty state
+		 * over what a mount that died with its keeper left in the
+		 * same state directory (the node plugin's watchdog mounts
+		 * again with it): that is saved first, before the mount is
+		 * live, or the mount fails and leaves it there. */
+		if (!successor) {
+			err = objfs_fs_recover(fs, state_dir);
+			if (err != 0) {
+				objfs_error(log, "mount", "cannot mount %s: the "
+					    "unsaved data a dead mount left in %s "
+					    "could not be saved: %s", c.source,
+					    state_dir, objfs_strerror(err));
+				goto out;
+			}
+		}
 	}
 	/* file-system options every mount gets */
 	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=objfs,subtype=objfs") != 0 ||

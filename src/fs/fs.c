@@ -1416,8 +1416,8 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
 
 /* Gives the spool of in, still dirty after a failed save, a name in the
  * spool directory and says where, once: what cannot be uploaded is not
- * dropped silently when the mount stops (in->mu held). */
-static void spool_keep(struct objfs_fs *fs, struct inode *in)
+ * dropped silently when the mount stops (in->mu held; fs_int.h). */
+int spool_keep(struct objfs_fs *fs, struct inode *in)
 {
 	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
 	const char *path = NULL;
@@ -1426,7 +1426,7 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	int err;
 
 	if (!in->dirty || in->spool == NULL)
-		return;
+		return 0;
 	pthread_mutex_lock(&fs->lock);
 	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
 		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
@@ -1439,10 +1439,11 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
 			    "its spool in %s failed: %s", key, fs->spool_dir,
 			    objfs_strerror(err));
-		return;
+		return err;
 	}
 	if (again)
-		return;
+		return 0;
+	__atomic_add_fetch(&fs->unsaved_kept, 1, __ATOMIC_RELAXED);
 	size = in->spool->size;
 	have = objfs_rangeset_bytes(&in->spool->present);
 	if (have >= size)
@@ -1466,6 +1467,7 @@ static void spool_keep(struct objfs_fs *fs, struct inode *in)
 	if (err != 0)
 		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
 			   objfs_strerror(err));
+	return 0;
 }
 
 /* After a failed sync_under() of the root (ns held for writing): the
@@ -1493,7 +1495,7 @@ static void keep_unsaved(struct objfs_fs *fs)
 			    objfs_strerror(ENOMEM));
 	for (i = 0; i < k; i++) {
 		pthread_mutex_lock(&dirty[i]->mu);
-		spool_keep(fs, dirty[i]);
+		(void)spool_keep(fs, dirty[i]);
 		pthread_mutex_unlock(&dirty[i]->mu);
 		unpin(fs, dirty[i]);
 	}

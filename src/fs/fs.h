@@ -114,6 +114,17 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se);
  * server left there is loaded first (before objfs_fs_start() and the
  * session).  0 or an errno. */
 int objfs_fs_state_start(struct objfs_fs *fs, const char *dir, bool resume);
+/* For a mount that is not a successor, before objfs_fs_state_start(fs,
+ * dir, false): when dir holds the log of a mount that died with its
+ * keeper, saves the unsaved data it shows (src/fs/recover.c): each dirty
+ * file is uploaded under its name, or, where that cannot be done (a store
+ * error, its directory or object gone or changed meanwhile), its data is
+ * kept in the spool directory as objfs-unsaved-PID-INO.N, logged as an
+ * error naming the file and counted (objfs_fs_unsaved_files).  Uses the
+ * store, no session and no workers; logs what it did.  0 (nothing in
+ * dir, or every file saved or kept), or an errno: some data could be
+ * neither, and stays in dir (do not start the state over it). */
+int objfs_fs_recover(struct objfs_fs *fs, const char *dir);
 /* Stops keeping state; when clean (everything saved, the mount ended)
  * the directory is removed. */
 void objfs_fs_state_stop(struct objfs_fs *fs, bool clean);

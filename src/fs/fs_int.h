@@ -245,6 +245,9 @@ struct inode {
 	struct inode *hl_next;           /* fs->hl_list */
 	fuse_ino_t load_parent;          /* state.c, while loading only */
 	bool load_times;                 /* state.c: mtime, ctime loaded */
+	bool load_orphan;                /* state.c: its parent in the log was
+					    not found (recover.c keeps its
+					    data: its name is unknown) */
 };
 
 struct ra_chunk {
@@ -364,6 +367,8 @@ struct objfs_fs {
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
 	unsigned n_streams;             /* fs->lock: uploads streaming */
+	uint64_t unsaved_kept;          /* files kept as objfs-unsaved-*
+					   (spool_keep(), recover.c); atomic */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
 	struct fs_metrics *metrics;     /* NULL: nothing counted (fsmetrics.c) */
 	struct intent {                 /* the last ones, loaded or run */
@@ -931,6 +936,12 @@ int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
 void hl_inode_free(struct objfs_fs *fs, struct inode *in);
+
+/* Gives the spool of in, dirty after a failed save, a name in the spool
+ * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the
+ * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
+ * or an errno (logged: the data stays in the spool only).  in->mu held. */
+int spool_keep(struct objfs_fs *fs, struct inode *in);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

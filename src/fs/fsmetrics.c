@@ -175,6 +175,10 @@ static const struct objfs_metric_def defs[] = {
 	{ .name = "objfs_fs_listings_in_ranges_total",
 	  .help = "Directories of more than one page listed in parallel ranges split at the names of their attribute index.",
 	  .type = OBJFS_METRIC_COUNTER },
+#define D_UNSAVED 26
+	{ .name = "objfs_fs_unsaved_files",
+	  .help = "Files whose unsaved data this mount could not upload and kept in spool_dir as objfs-unsaved-* (those a dead mount left in the state directory, at start; its own, at stop).",
+	  .type = OBJFS_METRIC_GAUGE },
 };
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -447,6 +451,9 @@ static void collect(void *arg)
 	}
 	objfs_metric_set(m->m[D_RANGES], 0,
 			 (int64_t)__atomic_load_n(&fs->listed_ranges,
+						  __ATOMIC_RELAXED));
+	objfs_metric_set(m->m[D_UNSAVED], 0,
+			 (int64_t)__atomic_load_n(&fs->unsaved_kept,
 						  __ATOMIC_RELAXED));
 }
 

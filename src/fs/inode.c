@@ -152,7 +152,16 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 	state_gone(fs, in);
 	snap_drop(in);
 	fs->spool_used -= in->spool_disk;
-	objfs_spool_destroy(in->spool);
+	/* at destroy: data of a named file neither uploaded nor kept stays
+	 * in the state directory, whose log (closed before: no FREE record)
+	 * names it for the next mount (recover.c) */
+	if (in->dirty && (in->linked || in->hl_data || in->load_orphan) &&
+	    fs->st_fd < 0 &&
+	    in->spool != NULL && in->spool->path != NULL &&
+	    in->spool->kept == NULL)
+		objfs_spool_leave(in->spool);
+	else
+		objfs_spool_destroy(in->spool);
 	stream_free(in->stream);        /* a dirty one at destroy */
 	pthread_mutex_destroy(&in->mu);
 	free(in->link);

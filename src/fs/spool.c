@@ -379,6 +379,23 @@ int objfs_spool_create(const char *dir, uint64_t base_size,
 	return err;
 }
 
+void objfs_spool_leave(struct objfs_spool *sp)
+{
+	if (sp == NULL)
+		return;
+	if (sp->path == NULL) {
+		objfs_spool_destroy(sp);
+		return;
+	}
+	close(sp->fd);
+	if (sp->jfd >= 0)
+		close(sp->jfd);
+	free(sp->path);
+	objfs_rangeset_release(&sp->present);
+	free(sp->kept);
+	free(sp);
+}
+
 void objfs_spool_destroy(struct objfs_spool *sp)
 {
 	if (sp == NULL)

@@ -78,6 +78,11 @@ int objfs_spool_open_named(const char *path, struct objfs_spool **out);
 int objfs_spool_rebase(struct objfs_spool *sp, uint64_t size, const char *etag);
 /* Closes sp; a named spool's files are deleted. */
 void objfs_spool_destroy(struct objfs_spool *sp);
+/* Closes sp, leaving a named spool's files (and journal) where they are:
+ * data no upload saved and no objfs_spool_keep() kept, for the next mount
+ * of the state directory to find (fs/recover.c).  A spool without a
+ * name is destroyed. */
+void objfs_spool_leave(struct objfs_spool *sp);
 
 /* Writes len bytes at off, growing size.  0 or an errno (ENOSPC, EIO). */
 int objfs_spool_write(struct objfs_spool *sp, uint64_t off, const void *buf,

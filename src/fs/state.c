@@ -829,7 +829,8 @@ static void load_link(struct objfs_fs *fs)
 				continue;
 			p = find_ino(fs, in->load_parent);
 			in->load_parent = 0;
-			if (p == NULL || p == in)
+			in->load_orphan = p == NULL || p == in;
+			if (in->load_orphan)
 				continue;
 			in->parent = p;
 			in->linked = true;

@@ -677,7 +677,227 @@ def t_resume_detached_log(env):
              "nothing on the caller's stderr once ready: %r" % p.stderr)
 
 
+# ---- a mount that died with its keeper (issue 29: nothing unsaved dropped) ----
+
+def scrape_sock(path):
+    """The metrics served on the unix socket path, as a dict."""
+    import socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(path)
+    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: objfs\r\n\r\n")
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    s.close()
+    out = {}
+    for line in buf.decode().split("\r\n\r\n", 1)[-1].splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def wait_gone(pid, what):
+    """Polls until process pid is gone (reaped or a zombie)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            st = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if st == "Z":
+            return
+        time.sleep(0.05)
+    raise _fs().Fail("%s (pid %d) still alive after 60 s" % (what, pid))
+
+
+def kill_keeper(env, m):
+    """kill -9 of the keeper of m (its servers die with it: PDEATHSIG),
+    then the lazy unmount of the dead mount, as the node plugin's watchdog
+    does before it mounts again."""
+    keeper = m["proc"].pid
+    server = server_pid(keeper)
+    os.kill(keeper, signal.SIGKILL)
+    m["proc"].wait(timeout=60)
+    wait_gone(server, "the server of the killed keeper")
+    env.mounts.remove(m)
+    subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
+    _fs().check(not os.path.ismount(m["dir"]), "the dead mount is gone")
+
+
+def spool_files(sdir):
+    """The spools (and journals) a state directory holds."""
+    try:
+        return sorted(os.listdir(os.path.join(sdir, "spool")))
+    except FileNotFoundError:
+        return []
+
+
+def log_msgs(m):
+    msgs = []
+    for line in open(m["log"]).read().splitlines():
+        try:
+            msgs.append(json.loads(line).get("msg", ""))
+        except ValueError:
+            pass
+    return msgs
+
+
+def t_resume_recover_dead_keeper(env):
+    """kill -9 of the keeper while a file with 2 MiB written (not flushed)
+    is open, and another is open and unlinked: a new mount with the same
+    state_dir (not a successor) uploads the first under its name before it
+    serves, drops the second (no name), says so, and leaves no spool
+    behind; nothing kept, objfs_fs_unsaved_files 0.  The same with a file
+    streaming as a multipart upload (parts sent, the rest in the spool):
+    the upload is completed."""
+    fs = _fs()
+    url = env.volume("recover")
+    sdir = os.path.join(env.work, "state-recover")
+    opts = ["resume", "state_dir=" + sdir, "part_size=5M"]
+    m = env.mount(url, opts)
+    d = m["dir"]
+    data = os.urandom(2 << 20)
+    big = os.urandom(13 << 20)
+    fd = os.open(d + "/f", os.O_WRONLY | os.O_CREAT, 0o644)
+    write_all(fd, data)
+    gone = os.open(d + "/gone", os.O_WRONLY | os.O_CREAT, 0o644)
+    write_all(gone, b"g" * 100000)
+    os.unlink(d + "/gone")
+    os.makedirs(d + "/dir")
+    sfd = os.open(d + "/dir/s", os.O_WRONLY | os.O_CREAT, 0o644)
+    write_all(sfd, big)
+    fs.check(len(spool_files(sdir)) >= 6, "the spools are in the state dir: %s" % spool_files(sdir))
+    # its two whole parts sent and recorded (no part in flight: the
+    # state log has a part before the stream counts it done)
+    deadline = time.monotonic() + 120
+    while True:
+        met = scrape_sock(sdir + "/metrics.sock")
+        if (met.get("objfs_fs_streamed_parts_total", 0) >= 2 and
+                met.get("objfs_fs_upload_parts_in_flight", 1) == 0):
+            break
+        fs.check(time.monotonic() < deadline, "two parts sent: %s" % met)
+        time.sleep(0.05)
+    # no subprocess before the kill: a fork's copies of the open fds,
+    # closed at its exec, send FLUSH, which uploads
+    kill_keeper(env, m)
+    for h in (fd, gone, sfd):
+        try:
+            os.close(h)
+        except OSError:
+            pass
+    fs.check(env.keys(url) in (["dir/"], [".objfs/usage", "dir/"]),
+             "nothing uploaded before the kill: %s" % env.keys(url))
+    fs.check(os.path.exists(sdir + "/log"), "the dead mount left its log")
+    m2 = env.mount(url, opts)
+    msgs = log_msgs(m2)
+    for want in ("recovered f (2097152 bytes): uploaded",
+                 "recovered dir/s (13631488 bytes): uploaded",
+                 "\"gone\" (100000 bytes) was unlinked: nothing to save",
+                 "recovered 2 unsaved file(s) a dead mount left in %s: 2 uploaded, 0 kept" % sdir):
+        fs.check(any(want in x for x in msgs), "log lacks %r:\n%s" % (want, "\n".join(msgs)))
+    fs.check(any("goes on with its upload after 2 parts" in x for x in msgs),
+             "the streamed upload went on: %s" % "\n".join(msgs))
+    fs.check(env.get(url, "f") == data, "the open file is in the store, every byte")
+    fs.check(env.get(url, "dir/s") == big, "the streamed file is in the store, every byte")
+    fs.check(env.get(url, "gone") is None, "the unlinked file is not")
+    fs.check(spool_files(sdir) == [], "no spool left in the state dir: %s" % spool_files(sdir))
+    kept = [n for n in os.listdir(m2["spool"]) if n.startswith("objfs-unsaved-")]
+    fs.check(kept == [], "nothing kept: %s" % kept)
+    fs.check(fs.rfile(m2["dir"] + "/f") == data, "the new mount reads it")
+    met = scrape_sock(sdir + "/metrics.sock")
+    fs.check(met.get("objfs_fs_unsaved_files") == 0, "objfs_fs_unsaved_files 0: %s" %
+             met.get("objfs_fs_unsaved_files"))
+    env.umount(m2)
+    fs.check(not os.path.exists(sdir + "/log"), "a clean stop leaves no log")
+
+
+def t_resume_recover_kept(env):
+    """kill -9 of the keeper while a file in a directory is open with
+    2 MiB unsaved, then the directory removed from the store by someone
+    else: the next mount with the state_dir cannot upload it under its name
+    (it would bring the directory back), so its bytes are kept in spool_dir
+    as objfs-unsaved-*, an error line names the file, the metric counts it,
+    the state dir holds no spool, and the mount serves.  Before that, a
+    mount whose spool_dir cannot keep it refuses to start, and leaves the
+    data in the state dir."""
+    fs = _fs()
+    url = env.volume("reckept")
+    sdir = os.path.join(env.work, "state-reckept")
+    opts = ["resume", "state_dir=" + sdir]
+    m = env.mount(url, opts)
+    d = m["dir"]
+    os.makedirs(d + "/sub")
+    fs.wfile(d + "/sub/other", b"other")
+    fs.wfile(d + "/top", b"top")
+    data = os.urandom(2 << 20)
+    fd = os.open(d + "/sub/f", os.O_WRONLY | os.O_CREAT, 0o644)
+    write_all(fd, data)
+    kill_keeper(env, m)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    keys = env.keys(url, "sub/")
+    fs.check(sorted(keys) == ["sub/", "sub/other"], "the directory in the store: %s" % keys)
+    for k in keys:
+        env.tool(url, "del", k)
+    fs.check(env.keys(url, "sub/") == [], "the directory removed")
+    # a spool_dir where nothing can be kept: the mount refuses to start
+    # over the data, which stays in the state dir
+    mnt = m["dir"]
+    logf = os.path.join(env.work, "reckept-refused.log")
+    with open(logf, "wb") as lf:
+        p = subprocess.run([fs.MOUNT, "-f", "-o", ",".join(
+            opts + ["spool_dir=" + os.path.join(env.work, "no-such-dir")]), url, mnt],
+            env=dict(env.tool_env), stdout=lf, stderr=lf, timeout=120)
+    text = open(logf).read()
+    fs.check(p.returncode != 0 and "could be neither uploaded nor kept" in text,
+             "the mount refused (%d): %s" % (p.returncode, text[-2000:]))
+    fs.check(not os.path.ismount(mnt), "not mounted")
+    fs.check(os.path.exists(sdir + "/log") and len(spool_files(sdir)) == 2,
+             "the data stays in the state dir: %s" % spool_files(sdir))
+    fs.check(env.keys(url, "sub/") == [], "nothing uploaded: %s" % env.keys(url, "sub/"))
+    m2 = env.mount(url, opts)
+    msgs = log_msgs(m2)
+    why = [x for x in msgs if x.startswith("recovering sub/f (2097152 bytes) a dead mount had not saved")]
+    fs.check(len(why) == 1 and "its directory sub/ is gone from the store" in why[0],
+             "an error line names the file and why: %s" % "\n".join(msgs))
+    kept = [x for x in msgs if x.startswith("unsaved data of sub/f (2097152 bytes) kept in ")]
+    fs.check(len(kept) == 1, "the kept path is logged: %s" % "\n".join(msgs))
+    path = kept[0].split(" kept in ", 1)[1]
+    print("  " + why[0] + "\n  " + kept[0], flush=True)
+    fs.check(os.path.dirname(path) == m2["spool"] and
+             os.path.basename(path).startswith("objfs-unsaved-"),
+             "kept in spool_dir as objfs-unsaved-*: %s" % path)
+    fs.check(fs.rfile(path) == data, "the kept file holds every byte")
+    fs.check(open(path + ".txt").read() == kept[0] + "\n", "its note says what it is")
+    fs.check(any("recovered 1 unsaved file(s) a dead mount left in %s: 0 uploaded, 1 kept" % sdir
+                 in x for x in msgs), "the summary: %s" % "\n".join(msgs))
+    lines = [json.loads(x) for x in open(m2["log"]).read().splitlines() if x.startswith("{")]
+    fs.check(any(x.get("level") == "error" and x.get("msg", "").startswith("recovering sub/f")
+                 for x in lines), "logged as an error")
+    fs.check(env.keys(url, "sub/") == [], "the directory not brought back: %s" % env.keys(url, "sub/"))
+    fs.check(spool_files(sdir) == [], "no spool left in the state dir: %s" % spool_files(sdir))
+    met = scrape_sock(sdir + "/metrics.sock")
+    fs.check(met.get("objfs_fs_unsaved_files") == 1, "objfs_fs_unsaved_files 1: %s" %
+             met.get("objfs_fs_unsaved_files"))
+    fs.check(fs.rfile(m2["dir"] + "/top") == b"top", "the mount serves")
+    env.umount(m2)
+
+
 TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
          t_resume_holder_crash_init, t_resume_delq, t_resume_link, t_resume_user_resend,
          t_resume_dirty_attrs, t_resume_stream,
-         t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed]
+         t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed,
+         t_resume_recover_dead_keeper, t_resume_recover_kept]
