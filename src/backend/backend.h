@@ -445,9 +445,19 @@ struct objfs_retry_config {
 	unsigned base_delay_ms;     /* 0: 100 */
 	unsigned max_delay_ms;      /* cap of one sleep, 0: 2000 */
 	unsigned max_total_ms;      /* give up after this long, 0: 60000 */
-	struct objfs_metrics *metrics;  /* retries and give-ups are counted
-					   here; NULL: not counted.  Borrowed. */
+	unsigned budget;            /* the retry token bucket's capacity (as
+				       the AWS SDKs' standard retry mode: a
+				       retry takes 5 tokens, 10 after a
+				       timeout or a lost connection; an answer
+				       earns 1, or gives back what its retry
+				       took).  An empty bucket spaces retries
+				       out, never fails a call (retry.c).
+				       0: 500; OBJFS_RETRY_NO_BUDGET: none */
+	struct objfs_metrics *metrics;  /* retries, give-ups and waits for the
+					   budget are counted here; NULL: not
+					   counted.  Borrowed. */
 };
+#define OBJFS_RETRY_NO_BUDGET UINT32_MAX
 /* Wraps inner (taking ownership, also on failure). */
 int objfs_retry_store_create(struct objfs_store *inner,
 			     const struct objfs_retry_config *cfg,
