@@ -468,13 +468,26 @@ int objfs_retry_store_create(struct objfs_store *inner,
  * the 95th percentile of their longest silences, within [floor_ms,
  * ceiling_ms]; ceiling_ms until enough GETs were seen) is raced by a
  * second one; the first to finish answers, the other is cancelled.
- * ceiling_ms 0: no hedging (the layer passes everything through). */
+ * Hedges draw on a budget (budget_percent per 100 GETs, at most
+ * budget_burst saved up) and none is sent while most GETs are late (the
+ * whole server is slow, not one GET).  ceiling_ms 0: no hedging (the
+ * layer passes everything through). */
 struct objfs_hedge_config {
 	unsigned ceiling_ms;        /* 0: off */
 	unsigned floor_ms;          /* 0: 50 */
 	unsigned k_percent;         /* threshold = p95 * k_percent / 100; 0: 200 */
 	uint64_t max_len;           /* 0: 16 MiB */
 	unsigned max_hedges;        /* in flight at once; 0: 8 */
+	unsigned budget_percent;    /* hedges earned per 100 GETs; 0: 5 */
+	unsigned budget_burst;      /* hedges saved up at most (and at the
+				       start); 0: 10 */
+	unsigned slow_percent;      /* the server is slow when more than half
+				       of the current first-byte waits pass
+				       p50 * slow_percent / 100 (and
+				       floor_ms / 2); 0: 300 */
+	struct objfs_metrics *metrics;  /* hedges and refusals are counted
+					   here; NULL: not counted.
+					   Borrowed. */
 };
 /* Wraps inner (taking ownership, also on failure). */
 int objfs_hedge_store_create(struct objfs_store *inner,
@@ -483,6 +496,11 @@ int objfs_hedge_store_create(struct objfs_store *inner,
 /* GETs hedged and GETs the hedge answered, since creation (s made by
  * objfs_hedge_store_create()). */
 void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won);
+/* GETs not hedged at their threshold since creation: for want of budget,
+ * or because the whole server was slow (s made by
+ * objfs_hedge_store_create(); each GET counted once per reason). */
+void objfs_hedge_refusals(struct objfs_store *s, uint64_t *budget,
+			  uint64_t *slow);
 
 /* The requests a stack sent: every request the meter layer (meter.c)
  * passed to the store below it, i.e. every try the retry layer made (one
