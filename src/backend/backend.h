@@ -421,10 +421,14 @@ struct objfs_s3_config {
 				       the server works on a large answer
 				       (copies, multi-deletes, completions,
 				       the answer to an upload); 0: 30 s */
-	long stall_timeout_ms;      /* abort any other transfer that moved no
-				       byte this long (waiting for a GET's or
-				       HEAD's answer, sending a body); the
-				       retry layer tries again; 0: 3000 */
+	long stall_timeout_ms;      /* the least silence that is a stall: any
+				       other transfer that moves no byte for
+				       max(this, 4 x p90 of recent requests'
+				       longest silences) (waiting for an
+				       answer, sending a body) is abandoned,
+				       unless most transfers are silent too
+				       (a slow server: s3_req.c); the retry
+				       layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */
 	struct objfs_metrics *metrics;  /* HTTP status, timeouts and connection
 					   reuse are counted here; NULL: not
