@@ -421,10 +421,14 @@ struct objfs_s3_config {
 				       the server works on a large answer
 				       (copies, multi-deletes, completions,
 				       the answer to an upload); 0: 30 s */
-	long stall_timeout_ms;      /* abort any other transfer that moved no
-				       byte this long (waiting for a GET's or
-				       HEAD's answer, sending a body); the
-				       retry layer tries again; 0: 3000 */
+	long stall_timeout_ms;      /* the least silence that is a stall: any
+				       other transfer that moves no byte for
+				       max(this, 4 x p90 of recent requests'
+				       longest silences) (waiting for an
+				       answer, sending a body) is abandoned,
+				       unless most transfers are silent too
+				       (a slow server: s3_req.c); the retry
+				       layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */
 	struct objfs_metrics *metrics;  /* HTTP status, timeouts and connection
 					   reuse are counted here; NULL: not
@@ -445,9 +449,19 @@ struct objfs_retry_config {
 	unsigned base_delay_ms;     /* 0: 100 */
 	unsigned max_delay_ms;      /* cap of one sleep, 0: 2000 */
 	unsigned max_total_ms;      /* give up after this long, 0: 60000 */
-	struct objfs_metrics *metrics;  /* retries and give-ups are counted
-					   here; NULL: not counted.  Borrowed. */
+	unsigned budget;            /* the retry token bucket's capacity (as
+				       the AWS SDKs' standard retry mode: a
+				       retry takes 5 tokens, 10 after a
+				       timeout or a lost connection; an answer
+				       earns 1, or gives back what its retry
+				       took).  An empty bucket spaces retries
+				       out, never fails a call (retry.c).
+				       0: 500; OBJFS_RETRY_NO_BUDGET: none */
+	struct objfs_metrics *metrics;  /* retries, give-ups and waits for the
+					   budget are counted here; NULL: not
+					   counted.  Borrowed. */
 };
+#define OBJFS_RETRY_NO_BUDGET UINT32_MAX
 /* Wraps inner (taking ownership, also on failure). */
 int objfs_retry_store_create(struct objfs_store *inner,
 			     const struct objfs_retry_config *cfg,
@@ -458,13 +472,26 @@ int objfs_retry_store_create(struct objfs_store *inner,
  * the 95th percentile of their longest silences, within [floor_ms,
  * ceiling_ms]; ceiling_ms until enough GETs were seen) is raced by a
  * second one; the first to finish answers, the other is cancelled.
- * ceiling_ms 0: no hedging (the layer passes everything through). */
+ * Hedges draw on a budget (budget_percent per 100 GETs, at most
+ * budget_burst saved up) and none is sent while most GETs are late (the
+ * whole server is slow, not one GET).  ceiling_ms 0: no hedging (the
+ * layer passes everything through). */
 struct objfs_hedge_config {
 	unsigned ceiling_ms;        /* 0: off */
 	unsigned floor_ms;          /* 0: 50 */
 	unsigned k_percent;         /* threshold = p95 * k_percent / 100; 0: 200 */
 	uint64_t max_len;           /* 0: 16 MiB */
 	unsigned max_hedges;        /* in flight at once; 0: 8 */
+	unsigned budget_percent;    /* hedges earned per 100 GETs; 0: 5 */
+	unsigned budget_burst;      /* hedges saved up at most (and at the
+				       start); 0: 10 */
+	unsigned slow_percent;      /* the server is slow when more than half
+				       of the current first-byte waits pass
+				       p50 * slow_percent / 100 (and
+				       floor_ms / 2); 0: 300 */
+	struct objfs_metrics *metrics;  /* hedges and refusals are counted
+					   here; NULL: not counted.
+					   Borrowed. */
 };
 /* Wraps inner (taking ownership, also on failure). */
 int objfs_hedge_store_create(struct objfs_store *inner,
@@ -473,6 +500,11 @@ int objfs_hedge_store_create(struct objfs_store *inner,
 /* GETs hedged and GETs the hedge answered, since creation (s made by
  * objfs_hedge_store_create()). */
 void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won);
+/* GETs not hedged at their threshold since creation: for want of budget,
+ * or because the whole server was slow (s made by
+ * objfs_hedge_store_create(); each GET counted once per reason). */
+void objfs_hedge_refusals(struct objfs_store *s, uint64_t *budget,
+			  uint64_t *slow);
 
 /* The requests a stack sent: every request the meter layer (meter.c)
  * passed to the store below it, i.e. every try the retry layer made (one

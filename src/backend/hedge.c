@@ -37,6 +37,28 @@
  * lives while the caller or a racer holds it (refs).  Lock order: h->mu,
  * then g->mu, then the caller's sink (gate_write).
  *
+ * Hedges are extra load, and a loaded server must not be fed more of
+ * it (measured on an oversubscribed machine: a cold read sent 2.2-2.6x
+ * the GETs with hedging on).  Two rules, checked when a GET reaches its
+ * threshold:
+ *   - a budget: a token bucket in thousandths, each hedgeable GET earns
+ *     budget_percent * 10, a hedge costs 1000, at most budget_burst *
+ *     1000 saved (full at the start): hedges stay under budget_percent
+ *     of GETs, plus the burst;
+ *   - no hedge while the server is slow for everyone: the current
+ *     first-byte waits (each primary in flight: its wait so far, or its
+ *     first byte's; and the last RECENT primaries that ended) are
+ *     compared with the longer-term p50 (the SAMPLES ring); when more
+ *     than half pass max(floor_ms / 2, p50 * slow_percent / 100) (the
+ *     floor's half: a GET at its threshold is late), most GETs
+ *     are late, a second GET would wait as long, and none is sent.  Only
+ *     an outlier against the current distribution is raced.
+ *   THRESHOLD -> slow server -> REFUSED (looked at again a threshold later)
+ *             -> no token    -> REFUSED (the same)
+ *             -> else        -> take 1000, start the hedge
+ * Refusals are counted once per GET and reason
+ * (objfs_store_hedges_refused_total{reason}).
+ *
  * Why a thread per GET: the caller must leave the moment the hedge
  * answers, and a transfer blocked in curl notices a cancel only at its
  * next progress callback (up to a second): measured, waiting for it
@@ -53,9 +75,35 @@
 #include "backend/backend.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 #define SAMPLES 64
 #define MIN_SAMPLES 4
+#define RECENT 4                /* ended primaries in the current view */
+#define MILLI 1000              /* a hedge's cost in budget thousandths */
+
+static const char *const refusal_names[] = { "budget", "slow_server" };
+enum { REF_NONE = -1, REF_BUDGET = 0, REF_SLOW = 1 };
+
+static const struct objfs_metric_def def_hedges = {
+	.name = "objfs_store_hedges_total",
+	.help = "Second GETs sent to race a GET silent past its threshold.",
+	.type = OBJFS_METRIC_COUNTER,
+};
+
+static const struct objfs_metric_def def_hedges_won = {
+	.name = "objfs_store_hedges_won_total",
+	.help = "Hedged GETs the second GET answered first.",
+	.type = OBJFS_METRIC_COUNTER,
+};
+
+static const struct objfs_metric_def def_refused = {
+	.name = "objfs_store_hedges_refused_total",
+	.help = "GETs past their threshold that were not raced: budget (hedges are kept to about 5% of GETs) or slow_server (most GETs are late, not this one).",
+	.type = OBJFS_METRIC_COUNTER,
+	.labels = { { "reason", refusal_names, 2 } },
+	.n_labels = 1,
+};
 
 enum winner { W_NONE = 0, W_PRIMARY, W_HEDGE };
 
@@ -63,7 +111,10 @@ struct hget {
 	struct hedge *h;
 	unsigned refs;                  /* h->mu: caller, racers */
 	struct hget *next;              /* h->pending, h->mu */
+	struct hget *live_next;         /* h->live, h->mu */
 	long long start_ms;
+	long long not_before_ms;        /* h->mu: refused, look again then */
+	bool refused[2];                /* h->mu: counted, by reason */
 	unsigned first_ms, gap_ms;      /* the thresholds when it began */
 	char *key, *if_match;
 	uint64_t off, len;
@@ -94,23 +145,26 @@ struct hedge {
 	pthread_t timer;
 	bool stopping;                  /* h->mu */
 	struct hget *pending;           /* primaries with a deadline, h->mu */
+	struct hget *live;              /* primaries in flight, h->mu */
 	unsigned hedges;                /* hedge threads, h->mu */
 	unsigned racers;                /* all threads of GETs, h->mu */
 	struct ring {
 		unsigned v[SAMPLES];    /* ms */
 		unsigned n, next;
 	} first, gap;                   /* h->mu */
+	unsigned recent[RECENT];        /* h->mu: first-byte waits of the */
+	unsigned n_recent, next_recent; /* last primaries that ended */
+	unsigned tokens;                /* h->mu: budget, in thousandths */
 	uint64_t hedged, won;           /* h->mu */
+	uint64_t refusals[2];           /* h->mu */
+	struct objfs_metric *m_hedges, *m_won, *m_refused;  /* NULL: off */
 };
 
-/* A threshold from ring r (h->mu). */
-static unsigned threshold_ms(const struct hedge *h, const struct ring *r)
+/* The value at percentile pct of ring r (r->n > 0; h->mu). */
+static unsigned ring_pct(const struct ring *r, unsigned pct)
 {
-	unsigned v[SAMPLES], i, j, n = r->n, p95;
-	uint64_t t;
+	unsigned v[SAMPLES], i, j, n = r->n;
 
-	if (n < MIN_SAMPLES)
-		return h->cfg.ceiling_ms;
 	memcpy(v, r->v, n * sizeof(v[0]));
 	for (i = 1; i < n; i++) {       /* 64 at most: insertion sort */
 		unsigned x = v[i];
@@ -119,7 +173,18 @@ static unsigned threshold_ms(const struct hedge *h, const struct ring *r)
 			v[j] = v[j - 1];
 		v[j] = x;
 	}
-	p95 = v[(n * 95 - 1) / 100];
+	return v[(n * pct + 99) / 100 - 1];
+}
+
+/* A threshold from ring r (h->mu). */
+static unsigned threshold_ms(const struct hedge *h, const struct ring *r)
+{
+	unsigned p95;
+	uint64_t t;
+
+	if (r->n < MIN_SAMPLES)
+		return h->cfg.ceiling_ms;
+	p95 = ring_pct(r, 95);
 	t = (uint64_t)p95 * h->cfg.k_percent / 100;
 	if (t < h->cfg.floor_ms)
 		t = h->cfg.floor_ms;
@@ -135,6 +200,56 @@ static void sample(struct ring *r, long long ms)
 	r->next = (r->next + 1) % SAMPLES;
 	if (r->n < SAMPLES)
 		r->n++;
+}
+
+/* A primary's first-byte wait into the recent view (h->mu). */
+static void sample_recent(struct hedge *h, long long ms)
+{
+	h->recent[h->next_recent] = ms < 0 ? 0 : ms > 3600000 ? 3600000 :
+				    (unsigned)ms;
+	h->next_recent = (h->next_recent + 1) % RECENT;
+	if (h->n_recent < RECENT)
+		h->n_recent++;
+}
+
+/* Whether most current first-byte waits are late against the longer-term
+ * p50 (h->mu). */
+static bool server_slow(struct hedge *h, long long now)
+{
+	uint64_t bar;
+	unsigned i, n = 0, late = 0;
+	struct hget *g;
+
+	if (h->first.n < MIN_SAMPLES)
+		return false;
+	bar = (uint64_t)ring_pct(&h->first, 50) * h->cfg.slow_percent / 100;
+	if (bar < h->cfg.floor_ms / 2)    /* below any threshold */
+		bar = h->cfg.floor_ms / 2;
+	for (g = h->live; g != NULL; g = g->live_next) {
+		long long wait;
+
+		pthread_mutex_lock(&g->mu);
+		wait = g->first_byte_ms >= 0 ? g->first_byte_ms :
+		       now - g->start_ms;
+		pthread_mutex_unlock(&g->mu);
+		n++;
+		late += wait > (long long)bar;
+	}
+	for (i = 0; i < h->n_recent; i++) {
+		n++;
+		late += h->recent[i] > bar;
+	}
+	return 2 * late > n;
+}
+
+/* Why g may not be hedged now, or REF_NONE (h->mu). */
+static int refusal(struct hedge *h, long long now)
+{
+	if (server_slow(h, now))
+		return REF_SLOW;
+	if (h->tokens < MILLI)
+		return REF_BUDGET;
+	return REF_NONE;
 }
 
 static void hget_put(struct hget *g)
@@ -181,6 +296,7 @@ static int gate_write(void *arg, uint64_t off, const void *data, size_t n)
 }
 
 static void unlink_pending(struct hedge *h, struct hget *g);
+static void unlink_live(struct hedge *h, struct hget *g);
 
 /* A racer thread's end (g->mu held by none). */
 static void racer_exit(struct hedge *h, struct hget *g, bool hedge)
@@ -210,9 +326,12 @@ static void *primary_main(void *arg)
 	end = objfs_now_ms();
 	pthread_mutex_lock(&h->mu);
 	unlink_pending(h, g);           /* no hedge from now on */
+	unlink_live(h, g);
 	pthread_mutex_lock(&g->mu);
 	g->primary_done = true;
 	g->primary_err = err;
+	sample_recent(h, g->first_byte_ms >= 0 ? g->first_byte_ms :
+		      end - g->start_ms);
 	if (err == 0 && g->winner == W_NONE) {
 		g->winner = W_PRIMARY;
 		if (g->first_byte_ms >= 0) {
@@ -249,6 +368,7 @@ static void *hedge_main(void *arg)
 	if (err == 0 && g->winner == W_NONE) {
 		g->winner = W_HEDGE;
 		h->won++;
+		objfs_metric_add(h->m_won, 0, 1);
 		objfs_cancel_fire(&g->pcancel);
 	}
 	pthread_cond_broadcast(&g->cv);
@@ -279,7 +399,7 @@ static bool racer_start(struct hedge *h, struct hget *g, void *(*fn)(void *))
 	return ok;
 }
 
-/* Starts the hedge of g (h->mu held). */
+/* Starts the hedge of g, paying for it (h->mu held). */
 static void hedge_start(struct hedge *h, struct hget *g)
 {
 	pthread_mutex_lock(&g->mu);
@@ -295,8 +415,10 @@ static void hedge_start(struct hedge *h, struct hget *g)
 		pthread_mutex_unlock(&g->mu);
 		return;
 	}
+	h->tokens -= MILLI;
 	h->hedges++;
 	h->hedged++;
+	objfs_metric_add(h->m_hedges, 0, 1);
 	objfs_debug(h->log, "hedge", "GET %s [%llu, +%llu): silent %s for "
 		    "%u ms after %lld ms, a second GET races it", g->key,
 		    (unsigned long long)g->off, (unsigned long long)g->len,
@@ -316,11 +438,15 @@ static void *timer_main(void *arg)
 
 		for (pp = &h->pending; (g = *pp) != NULL;) {
 			long long deadline;
+			unsigned thr;
+			int why;
 
 			pthread_mutex_lock(&g->mu);
-			deadline = g->last_ms + (g->first_byte_ms < 0 ?
-						 g->first_ms : g->gap_ms);
+			thr = g->first_byte_ms < 0 ? g->first_ms : g->gap_ms;
+			deadline = g->last_ms + thr;
 			pthread_mutex_unlock(&g->mu);
+			if (deadline < g->not_before_ms)
+				deadline = g->not_before_ms;
 			if (deadline > now) {
 				if (next < 0 || deadline < next)
 					next = deadline;
@@ -329,6 +455,26 @@ static void *timer_main(void *arg)
 			}
 			if (h->hedges >= h->cfg.max_hedges) {
 				/* later, when one ends (idle is broadcast) */
+				pp = &g->next;
+				continue;
+			}
+			why = refusal(h, now);
+			if (why != REF_NONE) {
+				if (!g->refused[why]) {
+					g->refused[why] = true;
+					h->refusals[why]++;
+					objfs_metric_add(h->m_refused,
+							 (size_t)why, 1);
+					objfs_debug(h->log, "hedge", "GET %s: "
+						    "silent past %u ms, not "
+						    "raced (%s)", g->key, thr,
+						    why == REF_SLOW ?
+						    "most GETs are late" :
+						    "hedge budget spent");
+				}
+				g->not_before_ms = now + thr;
+				if (next < 0 || g->not_before_ms < next)
+					next = g->not_before_ms;
 				pp = &g->next;
 				continue;
 			}
@@ -347,6 +493,18 @@ static void *timer_main(void *arg)
 	}
 	pthread_mutex_unlock(&h->mu);
 	return NULL;
+}
+
+static void unlink_live(struct hedge *h, struct hget *g)
+{
+	struct hget **pp;
+
+	for (pp = &h->live; *pp != NULL; pp = &(*pp)->live_next) {
+		if (*pp == g) {
+			*pp = g->live_next;
+			break;
+		}
+	}
 }
 
 static void unlink_pending(struct hedge *h, struct hget *g)
@@ -409,6 +567,11 @@ static int hedge_get(struct objfs_store *s, const char *key,
 	if (started) {
 		g->next = h->pending;
 		h->pending = g;
+		g->live_next = h->live;
+		h->live = g;
+		h->tokens += h->cfg.budget_percent * MILLI / 100;
+		if (h->tokens > h->cfg.budget_burst * MILLI)
+			h->tokens = h->cfg.budget_burst * MILLI;
 		pthread_cond_signal(&h->cv);
 	}
 	pthread_mutex_unlock(&h->mu);
@@ -569,6 +732,20 @@ void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won)
 	pthread_mutex_unlock(&h->mu);
 }
 
+void objfs_hedge_refusals(struct objfs_store *s, uint64_t *budget,
+			  uint64_t *slow)
+{
+	struct hedge *h = s->ctx;
+
+	*budget = *slow = 0;
+	if (s->ops != &hedge_ops)
+		return;
+	pthread_mutex_lock(&h->mu);
+	*budget = h->refusals[REF_BUDGET];
+	*slow = h->refusals[REF_SLOW];
+	pthread_mutex_unlock(&h->mu);
+}
+
 int objfs_hedge_store_create(struct objfs_store *inner,
 			     const struct objfs_hedge_config *cfg,
 			     struct objfs_log *log, struct objfs_store **out)
@@ -596,8 +773,28 @@ int objfs_hedge_store_create(struct objfs_store *inner,
 		h->cfg.max_len = 16ULL << 20;
 	if (h->cfg.max_hedges == 0)
 		h->cfg.max_hedges = 8;
+	if (h->cfg.budget_percent == 0)
+		h->cfg.budget_percent = 5;
+	if (h->cfg.budget_percent > 100)
+		h->cfg.budget_percent = 100;
+	if (h->cfg.budget_burst == 0)
+		h->cfg.budget_burst = 10;
+	if (h->cfg.budget_burst > 1000000)
+		h->cfg.budget_burst = 1000000;
+	if (h->cfg.slow_percent == 0)
+		h->cfg.slow_percent = 300;
 	if (h->cfg.floor_ms > h->cfg.ceiling_ms)
 		h->cfg.floor_ms = h->cfg.ceiling_ms;
+	h->tokens = h->cfg.budget_burst * MILLI;
+	err = objfs_metrics_register(cfg->metrics, &def_hedges, &h->m_hedges);
+	if (err == 0)
+		err = objfs_metrics_register(cfg->metrics, &def_hedges_won,
+					     &h->m_won);
+	if (err == 0)
+		err = objfs_metrics_register(cfg->metrics, &def_refused,
+					     &h->m_refused);
+	if (err != 0)
+		goto fail;
 	h->inner = inner;
 	h->log = log;
 	pthread_mutex_init(&h->mu, NULL);

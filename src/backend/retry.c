@@ -21,7 +21,26 @@
  * may be read more than once); a cancelled get is not tried again.  The
  * first retry of a call is logged at
  * warn with the op, key and error, later ones at debug; nothing secret is
- * known to this layer.  Every try is logged at debug; the meter layer
+ * known to this layer.
+ *
+ * The retry budget bounds the extra load retries put on a store that
+ * fails: a token bucket per layer (so per store), as in the AWS SDKs'
+ * standard retry mode.  It starts full (cfg->budget tokens); a retry
+ * takes objfs_retry_cost(err) (5, or 10 after a timeout or a lost
+ * connection) and keeps them while it fails; an answer without a retry
+ * gives back 1, an answer after retries gives back what the last retry
+ * took (any answer counts: a 404 is a healthy store).  A retry the bucket
+ * cannot pay for is not refused: that would turn a slow store into
+ * errors.  It sleeps objfs_retry_wait_ms() (half to all of max_delay_ms)
+ * instead of the backoff and then goes ahead, still within max_total_ms
+ * (counted: objfs_store_retry_budget_waits_total).  So while the store
+ * fails for long, each call retries about once per max_delay_ms and the
+ * store sees that, not a burst of quick retries from every call; an
+ * application still gets an error only when max_total_ms (or
+ * max_attempts) is spent:
+ *
+ *   retry wanted -> tokens >= cost -> tokens -= cost, sleep the backoff
+ *                -> else           -> sleep objfs_retry_wait_ms(), retry  Every try is logged at debug; the meter layer
  * under this one counts it (objfs_store_requests(), meter.c).  With
  * cfg->metrics, every retry and every give-up is counted by op
  * (objfs_store_retries_total, objfs_store_retries_exhausted_total).
@@ -47,7 +66,10 @@ struct retry_ctx {
 	struct objfs_retry_hooks hooks;
 	pthread_mutex_t mu;
 	uint64_t rng;                           /* protected by mu */
+	unsigned tokens;                        /* protected by mu */
+	uint64_t waits;                         /* protected by mu */
 	struct objfs_metric *retries, *giveups; /* NULL: not counted */
+	struct objfs_metric *budget_waits;      /* NULL: not counted */
 };
 
 bool objfs_retry_retryable(int err)
@@ -81,7 +103,31 @@ struct objfs_retry_config objfs_retry_config_resolve(
 		c.max_delay_ms = 2000;
 	if (c.max_total_ms == 0)
 		c.max_total_ms = 60000;
+	if (c.budget == 0)
+		c.budget = 500;
 	return c;
+}
+
+unsigned objfs_retry_cost(int err)
+{
+	switch (err) {
+	case ETIMEDOUT:
+	case ECONNRESET:
+	case ECONNREFUSED:
+	case EPIPE:
+	case EHOSTUNREACH:
+		return OBJFS_RETRY_COST_TIMEOUT;
+	default:
+		return OBJFS_RETRY_COST;
+	}
+}
+
+unsigned objfs_retry_wait_ms(const struct objfs_retry_config *cfg,
+			     uint64_t rnd)
+{
+	unsigned half = cfg->max_delay_ms / 2;
+
+	return half + (unsigned)(rnd % ((uint64_t)cfg->max_delay_ms - half + 1));
 }
 
 unsigned objfs_retry_delay_ms(const struct objfs_retry_config *cfg,
@@ -139,6 +185,15 @@ static const char *const call_names[OBJFS_STORE_REQ_OPS] = {
 static const struct objfs_metric_def def_retries = {
 	.name = "objfs_store_retries_total",
 	.help = "Store requests tried again after a transient failure, by operation.",
+	.type = OBJFS_METRIC_COUNTER,
+	.labels = { { "op", call_names, sizeof(call_names) / sizeof(call_names[0]) } },
+	.n_labels = 1,
+	.sparse = true,
+};
+
+static const struct objfs_metric_def def_budget_waits = {
+	.name = "objfs_store_retry_budget_waits_total",
+	.help = "Retries the retry budget could not pay for, which waited about max_delay instead of the backoff, by operation.",
 	.type = OBJFS_METRIC_COUNTER,
 	.labels = { { "op", call_names, sizeof(call_names) / sizeof(call_names[0]) } },
 	.n_labels = 1,
@@ -217,13 +272,44 @@ static const char *call_key(const struct call *c)
 	return c->op == C_DEL_MANY && c->n > 0 ? c->keys[0] : "";
 }
 
+/* Takes cost tokens for a retry: true, or false when the bucket holds
+ * fewer (then it is not touched). */
+static bool budget_take(struct retry_ctx *rc, unsigned cost)
+{
+	bool paid = true;
+
+	if (rc->cfg.budget == OBJFS_RETRY_NO_BUDGET)
+		return true;
+	pthread_mutex_lock(&rc->mu);
+	if (rc->tokens >= cost)
+		rc->tokens -= cost;
+	else {
+		paid = false;
+		rc->waits++;
+	}
+	pthread_mutex_unlock(&rc->mu);
+	return paid;
+}
+
+/* Gives n tokens back, up to the capacity. */
+static void budget_give(struct retry_ctx *rc, unsigned n)
+{
+	if (rc->cfg.budget == OBJFS_RETRY_NO_BUDGET)
+		return;
+	pthread_mutex_lock(&rc->mu);
+	rc->tokens = rc->cfg.budget - rc->tokens > n ? rc->tokens + n :
+		     rc->cfg.budget;
+	pthread_mutex_unlock(&rc->mu);
+}
+
 static int run(struct objfs_store *s, const struct call *c)
 {
 	struct retry_ctx *rc = s->ctx;
 	const struct objfs_retry_hooks *h = &rc->hooks;
 	const struct objfs_retry_config *cfg = &rc->cfg;
 	uint64_t start = h->now_ms(h->arg), elapsed = 0;
-	unsigned attempt, delay;
+	unsigned attempt, delay, lease = 0;     /* what the last retry took */
+	bool paid;
 	int err;
 
 	for (attempt = 1;; attempt++) {
@@ -248,21 +334,34 @@ static int run(struct objfs_store *s, const struct call *c)
 			objfs_metric_add(rc->giveups, c->op, 1);
 			break;
 		}
-		delay = objfs_retry_delay_ms(cfg, attempt, next_random(rc));
+		paid = budget_take(rc, objfs_retry_cost(err));
+		lease = paid ? objfs_retry_cost(err) : 0;
+		if (paid) {
+			delay = objfs_retry_delay_ms(cfg, attempt,
+						     next_random(rc));
+		} else {
+			delay = objfs_retry_wait_ms(cfg, next_random(rc));
+			objfs_metric_add(rc->budget_waits, c->op, 1);
+		}
 		/* The last try comes at the bound, not before it. */
 		if (elapsed + delay > cfg->max_total_ms)
 			delay = (unsigned)(cfg->max_total_ms - elapsed);
 		/* An outage retries many times: the first retry is a warning,
 		 * the rest debug, the end (recovery or giving up) is said. */
 		objfs_logf(s->log, attempt == 1 ? OBJFS_LOG_WARN : OBJFS_LOG_DEBUG,
-			   "retry", "%s %s failed: %s; try %u in %u ms",
+			   "retry", "%s %s failed: %s; try %u in %u ms%s",
 			   call_names[c->op], call_key(c),
-			   objfs_strerror(err), attempt + 1, delay);
+			   objfs_strerror(err), attempt + 1, delay,
+			   paid ? "" : " (retry budget spent)");
 		objfs_metric_add(rc->retries, c->op, 1);
 		h->sleep_ms(h->arg, delay);
 		if (c->op == C_LIST)
 			objfs_list_page_release(c->page);   /* defensive */
 	}
+	/* The store answered (not necessarily 2xx: a 404 is a healthy
+	 * store): the bucket gets back what the last retry took, or 1. */
+	if (!objfs_retry_retryable(err) && err != ECANCELED)
+		budget_give(rc, lease > 0 ? lease : OBJFS_RETRY_EARN);
 	if (err == 0 && attempt > 1)
 		objfs_info(s->log, "retry", "%s %s succeeded at try %u after "
 			   "%llu ms", call_names[c->op], call_key(c), attempt,
@@ -416,6 +515,21 @@ int objfs_retry_store_set_hooks(struct objfs_store *s,
 	return 0;
 }
 
+int objfs_retry_store_budget(struct objfs_store *s, unsigned *tokens,
+			     uint64_t *waits)
+{
+	struct retry_ctx *rc;
+
+	if (s == NULL || s->ops != &retry_ops)
+		return EINVAL;
+	rc = s->ctx;
+	pthread_mutex_lock(&rc->mu);
+	*tokens = rc->tokens;
+	*waits = rc->waits;
+	pthread_mutex_unlock(&rc->mu);
+	return 0;
+}
+
 int objfs_retry_store_create(struct objfs_store *inner,
 			     const struct objfs_retry_config *cfg,
 			     struct objfs_store **out)
@@ -438,6 +552,9 @@ int objfs_retry_store_create(struct objfs_store *inner,
 		err = objfs_metrics_register(cfg->metrics, &def_retries, &rc->retries);
 	if (err == 0 && cfg != NULL)
 		err = objfs_metrics_register(cfg->metrics, &def_giveups, &rc->giveups);
+	if (err == 0 && cfg != NULL)
+		err = objfs_metrics_register(cfg->metrics, &def_budget_waits,
+					     &rc->budget_waits);
 	if (err != 0)
 		goto fail_alloc;
 	if (rc->rng == 0)
@@ -446,6 +563,7 @@ int objfs_retry_store_create(struct objfs_store *inner,
 	if (err != 0)
 		goto fail_alloc;
 	rc->cfg = objfs_retry_config_resolve(cfg);
+	rc->tokens = rc->cfg.budget;
 	rc->hooks.sleep_ms = real_sleep_ms;
 	rc->hooks.now_ms = real_now_ms;
 	s->ops = &retry_ops;

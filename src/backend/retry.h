@@ -27,6 +27,30 @@ struct objfs_retry_config objfs_retry_config_resolve(
 unsigned objfs_retry_delay_ms(const struct objfs_retry_config *cfg,
 			      unsigned attempt, uint64_t rnd);
 
+/* The retry budget (a token bucket per retry layer, as the AWS SDKs'
+ * standard retry mode): what a retry after err takes from it
+ * (OBJFS_RETRY_COST_TIMEOUT after a timeout or a lost or refused
+ * connection, which say the store is unhealthy; OBJFS_RETRY_COST after
+ * an answer such as a 5xx or throttling), and what an answer without a
+ * retry gives back. */
+#define OBJFS_RETRY_COST 5
+#define OBJFS_RETRY_COST_TIMEOUT 10
+#define OBJFS_RETRY_EARN 1
+unsigned objfs_retry_cost(int err);
+
+/* The sleep before a retry the budget could not pay for: equal jitter at
+ * the cap, max_delay_ms / 2 + rnd mod (max_delay_ms / 2 + 1), so such
+ * retries come at most about once per max_delay_ms per call.  cfg must
+ * be resolved. */
+unsigned objfs_retry_wait_ms(const struct objfs_retry_config *cfg,
+			     uint64_t rnd);
+
+/* The budget of s (made by objfs_retry_store_create()): the tokens it
+ * holds now, and the retries that found it short and waited
+ * objfs_retry_wait_ms() instead, since creation.  0 or EINVAL. */
+int objfs_retry_store_budget(struct objfs_store *s, unsigned *tokens,
+			     uint64_t *waits);
+
 /* Test hooks: a sleep and a monotonic clock in milliseconds, replacing
  * nanosleep and CLOCK_MONOTONIC (so tests never sleep for real).  Set them
  * before the store is used; arg is not owned. */

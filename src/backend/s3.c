@@ -1106,6 +1106,7 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 	c->low_speed_s = cfg->low_speed_timeout_s > 0 ?
 		cfg->low_speed_timeout_s : 30;
 	c->stall_ms = cfg->stall_timeout_ms > 0 ? cfg->stall_timeout_ms : 3000;
+	c->stall_thr_ms = c->stall_ms;
 	c->max_conn = cfg->max_connections > 0 ? cfg->max_connections : 16;
 	c->free_handles = calloc(c->max_conn, sizeof(*c->free_handles));
 	if (c->free_handles == NULL) {

@@ -32,6 +32,11 @@
 #define S3_COPY_PART (1ULL << 30)
 /* Stall timeout multiplier for requests that do server-side work. */
 #define S3_SLOW_FACTOR 4
+/* Stall detection (s3_req.c): a silence is a stall past
+ * max(stall_ms, S3_STALL_K * p90 of the longest silences of the last
+ * S3_SILENCES requests), at most the low-speed limit. */
+#define S3_STALL_K 4
+#define S3_SILENCES 64
 
 struct objfs_metric;
 struct objfs_metrics;
@@ -41,7 +46,10 @@ struct s3_meter {
 	struct objfs_metric *http;       /* by method and status */
 	struct objfs_metric *transport;  /* no answer, by kind */
 	struct objfs_metric *conns;      /* reused or new connection */
+	struct objfs_metric *slow_waits; /* silences let run: server slow */
 };
+
+struct s3_req;
 
 struct s3_ctx {
 	char *scheme;            /* "http" or "https" */
@@ -73,6 +81,13 @@ struct s3_ctx {
 	CURL **free_handles;     /* protected by mu */
 	unsigned n_free;         /* protected by mu */
 	unsigned n_total;        /* protected by mu */
+	struct s3_req *active;   /* transfers with a stall check, mu */
+	unsigned silences[S3_SILENCES];  /* mu: longest silence (ms) of
+					    the last requests answered or
+					    abandoned as stalled */
+	unsigned n_silences, next_silence;       /* mu */
+	long stall_thr_ms;       /* the stall threshold now: written under
+				    mu, read atomically */
 	struct s3_meter meter;
 };
 
@@ -104,9 +119,15 @@ struct s3_req {
 	uint64_t src_off;
 	int src_err;
 	struct objfs_buf body;                   /* error or XML document */
-	long long moved_at_ms;                   /* last byte moved (or start) */
+	struct s3_ctx *ctx;                      /* the store's, while run */
+	struct s3_req *active_next;              /* ctx->active, ctx->mu */
+	long long moved_at_ms;                   /* last byte moved (or start);
+						    atomic: read by others */
 	curl_off_t moved_dl, moved_ul;           /* ... and the counts then */
+	long long max_silence_ms;                /* longest silence so far */
 	bool stalled;                            /* aborted: no byte moved */
+	bool slow_server;                        /* a silence past the
+						    threshold let run */
 	long stall_ms;                           /* 0: no stall check */
 	struct objfs_cancel *cancel;             /* a get's, or NULL */
 	long status;

@@ -23,4 +23,12 @@ int objfs_s3_copy_multipart(struct objfs_store *s, const char *src,
 int objfs_s3_region_host(const char *host, const char *region, char *out,
 			 size_t cap);
 
+/* The stall threshold of the S3 leaf's rule (s3_req.c): max(stall_ms,
+ * k * the 90th percentile of samples[0..n)), at most cap_ms (n 0: stall_ms). */
+long objfs_s3_stall_threshold(long stall_ms, long cap_ms, unsigned k,
+			      const unsigned *samples, size_t n);
+
+/* The stall threshold of S3 leaf s now, in ms. */
+long objfs_s3_stall_now(struct objfs_store *s);
+
 #endif

@@ -9,6 +9,7 @@
  *   objfs_s3_http_requests_total{method,code}    counter
  *   objfs_s3_transport_errors_total{kind}        counter
  *   objfs_s3_connections_total{reused}           counter
+ *   objfs_s3_slow_server_waits_total             counter
  */
 #include "config.h"
 
@@ -43,7 +44,7 @@ static const struct objfs_metric_def def_http = {
 
 static const struct objfs_metric_def def_transport = {
 	.name = "objfs_s3_transport_errors_total",
-	.help = "S3 requests that got no HTTP answer: stall (no byte moved for stall_timeout), timeout, connect (refused or unreachable), other.",
+	.help = "S3 requests that got no HTTP answer: stall (silent past the stall threshold while other transfers moved), timeout (curl's limits, among them the low-speed limit), connect (refused or unreachable), other.",
 	.type = OBJFS_METRIC_COUNTER,
 	.labels = { { "kind", kinds, 4 } },
 	.n_labels = 1,
@@ -57,6 +58,12 @@ static const struct objfs_metric_def def_conns = {
 	.n_labels = 1,
 };
 
+static const struct objfs_metric_def def_slow_waits = {
+	.name = "objfs_s3_slow_server_waits_total",
+	.help = "S3 transfers silent past the stall threshold that were not abandoned, because most transfers were silent too (the server was slow for everyone).",
+	.type = OBJFS_METRIC_COUNTER,
+};
+
 int s3_meter_init(struct s3_meter *m, struct objfs_metrics *reg)
 {
 	int err;
@@ -67,6 +74,9 @@ int s3_meter_init(struct s3_meter *m, struct objfs_metrics *reg)
 		err = objfs_metrics_register(reg, &def_transport, &m->transport);
 	if (err == 0)
 		err = objfs_metrics_register(reg, &def_conns, &m->conns);
+	if (err == 0)
+		err = objfs_metrics_register(reg, &def_slow_waits,
+					     &m->slow_waits);
 	return err;
 }
 

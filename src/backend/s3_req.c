@@ -2,8 +2,34 @@
  * s3_req.c - one S3 request (see s3.c's design comment): the pooled curl
  * handles, the callbacks that stream bodies in and out and capture
  * headers, SigV4 signing of exactly what is sent, and the mapping of the
- * outcome to an errno.  A transfer that moves no byte for stall_ms is
- * abandoned (ETIMEDOUT) except while the server works on a whole upload.
+ * outcome to an errno.
+ *
+ * Stall detection, relative to the server: a transfer is abandoned
+ * (ETIMEDOUT, then the retry layer tries again) only when it is silent
+ * (moves no byte either way, the wait for the answer after a whole body
+ * included) for longer than the store's current threshold,
+ *   T = min(max(stall_ms, S3_STALL_K * p90 of the longest silences of the
+ *           last S3_SILENCES requests), the low-speed limit),
+ * and the silence is its own: when at least two transfers are under way
+ * and more than half of them moved nothing for stall_ms / 2, the server is
+ * slow for everyone, sending again would only add load, and the transfer
+ * waits on (counted: objfs_s3_slow_server_waits_total) until curl's
+ * low-speed limit (low_speed_s: under 1 byte/s that long) ends it.  A
+ * transfer moving bytes is never abandoned.  Each request that got an
+ * answer gives its longest silence as a sample, and so does each one
+ * abandoned as stalled before the first byte of the answer (its silence
+ * then), so a server whose answers take longer than T teaches the
+ * threshold instead of having every try abandoned (a lone reader of a
+ * server that takes 5 s to answer would otherwise never get an answer);
+ * a transfer that falls silent in the middle of the answer's body is a
+ * stalled connection and teaches nothing.  Requests whose server works before answering (copies,
+ * completions, multi-deletes: r->slow) have no stall check, only the
+ * low-speed limit times S3_SLOW_FACTOR.
+ *
+ *   silence < T                             -> wait
+ *   silence >= T, others moving (or alone)  -> stalled: abandon
+ *   silence >= T, most transfers silent     -> slow server: wait
+ *   under 1 byte/s for the low-speed limit  -> curl abandons it
  */
 #include "config.h"
 
@@ -33,6 +59,7 @@
 #include "common/errors.h"
 #include "common/io.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 void s3_req_init(struct s3_req *r, const char *method, const char *key)
 {
@@ -174,34 +201,138 @@ static void pool_put(struct s3_ctx *c, CURL *h, bool broken)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- stall detection (the design comment above) ------------------------ */
+
+long objfs_s3_stall_threshold(long stall_ms, long cap_ms, unsigned k,
+			      const unsigned *samples, size_t n)
+{
+	unsigned v[S3_SILENCES];
+	size_t i, j;
+	long t = stall_ms;
+
+	if (n > S3_SILENCES)
+		n = S3_SILENCES;
+	if (n > 0) {
+		memcpy(v, samples, n * sizeof(v[0]));
+		for (i = 1; i < n; i++) {       /* 64 at most */
+			unsigned x = v[i];
+
+			for (j = i; j > 0 && v[j - 1] > x; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		if ((long long)v[(n * 90 + 99) / 100 - 1] * k > t)
+			t = (long)v[(n * 90 + 99) / 100 - 1] * (long)k;
+	}
+	if (cap_ms > 0 && t > cap_ms)
+		t = cap_ms;
+	if (t < stall_ms)
+		t = stall_ms;
+	return t;
+}
+
+long objfs_s3_stall_now(struct objfs_store *s)
+{
+	struct s3_ctx *c = s->ctx;
+
+	return __atomic_load_n(&c->stall_thr_ms, __ATOMIC_RELAXED);
+}
+
+/* r starts a transfer with a stall check. */
+static void active_add(struct s3_ctx *c, struct s3_req *r)
+{
+	pthread_mutex_lock(&c->mu);
+	r->active_next = c->active;
+	c->active = r;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* r's transfer ended: out of the list, and its longest silence becomes a
+ * sample when it got an answer, or was abandoned as stalled while it
+ * waited for one (no answer byte yet: the server may be slower than T). */
+static void active_del(struct s3_ctx *c, struct s3_req *r, bool answered)
+{
+	struct s3_req **pp;
+	long long ms = r->max_silence_ms;
+
+	if (answered && objfs_now_ms() - r->moved_at_ms > ms)
+		ms = objfs_now_ms() - r->moved_at_ms;
+	pthread_mutex_lock(&c->mu);
+	for (pp = &c->active; *pp != NULL; pp = &(*pp)->active_next) {
+		if (*pp == r) {
+			*pp = r->active_next;
+			break;
+		}
+	}
+	if (answered || (r->stalled && r->moved_dl == 0)) {
+		c->silences[c->next_silence] = ms < 0 ? 0 :
+			ms > 3600000 ? 3600000 : (unsigned)ms;
+		c->next_silence = (c->next_silence + 1) % S3_SILENCES;
+		if (c->n_silences < S3_SILENCES)
+			c->n_silences++;
+		__atomic_store_n(&c->stall_thr_ms,
+				 objfs_s3_stall_threshold(c->stall_ms,
+							  c->low_speed_s * 1000,
+							  S3_STALL_K,
+							  c->silences,
+							  c->n_silences),
+				 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Whether most transfers under way (two at least) moved nothing for
+ * stall_ms / 2: the server is slow for everyone. */
+static bool server_silent(struct s3_ctx *c, long long now)
+{
+	const struct s3_req *a;
+	unsigned n = 0, silent = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (a = c->active; a != NULL; a = a->active_next) {
+		n++;
+		if (now - __atomic_load_n(&a->moved_at_ms, __ATOMIC_RELAXED) >=
+		    c->stall_ms / 2)
+			silent++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n >= 2 && 2 * silent > n;
+}
+
 /* ---- curl callbacks -------------------------------------------------------- */
 
-/* Aborts a transfer that moved no byte for stall_ms, except while the
- * server works on an answer to a body it has whole (CURLOPT_LOW_SPEED_TIME
- * covers that), or whose get was cancelled.  libcurl calls this at least
- * once a second. */
+/* Aborts a transfer whose get was cancelled, or that is stalled (the
+ * design comment above).  libcurl calls this at least once a second. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 		       curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct s3_req *r = arg;
-	long long now = objfs_now_ms();
+	long long now = objfs_now_ms(), silence;
 
 	(void)dltotal;
+	(void)ultotal;
 	if (objfs_cancel_fired(r->cancel))
 		return 1;
 	if (r->stall_ms == 0)
 		return 0;
+	silence = now - r->moved_at_ms;
+	if (silence > r->max_silence_ms)
+		r->max_silence_ms = silence;
 	if (dlnow != r->moved_dl || ulnow != r->moved_ul) {
 		r->moved_dl = dlnow;
 		r->moved_ul = ulnow;
-		r->moved_at_ms = now;
+		__atomic_store_n(&r->moved_at_ms, now, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (r->src != NULL && r->src->size > 0 && dlnow == 0 &&
-	    ultotal > 0 && ulnow >= ultotal)
+	if (silence < r->stall_ms ||
+	    silence < __atomic_load_n(&r->ctx->stall_thr_ms, __ATOMIC_RELAXED))
 		return 0;
-	if (now - r->moved_at_ms < r->stall_ms)
+	if (server_silent(r->ctx, now)) {
+		if (!r->slow_server)
+			objfs_metric_add(r->ctx->meter.slow_waits, 0, 1);
+		r->slow_server = true;
 		return 0;
+	}
 	r->stalled = true;
 	return 1;
 }
@@ -757,10 +888,13 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 	objfs_http_setup(h, url, c->ca_file, c->insecure);
 	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	r->ctx = c;
 	r->stalled = false;
+	r->slow_server = false;
 	r->moved_dl = 0;
 	r->moved_ul = 0;
 	r->moved_at_ms = objfs_now_ms();
+	r->max_silence_ms = 0;
 	r->stall_ms = r->slow ? 0 : c->stall_ms;
 	if (objfs_cancel_fired(r->cancel)) {
 		rc = ECANCELED;
@@ -828,7 +962,11 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
 	}
 
+	if (r->stall_ms > 0)
+		active_add(c, r);
 	cc = curl_easy_perform(h);
+	if (r->stall_ms > 0)
+		active_del(c, r, cc == CURLE_OK);
 	{
 		long st = 0;
 
@@ -853,9 +991,15 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		else
 			rc = objfs_s3_errno_curl(cc);
 		if (r->stalled)
-			objfs_warn(s->log, "s3", "%s %s: no byte moved for %ld ms; "
-				   "abandoned", r->method, r->key ? r->key : "/",
-				   r->stall_ms);
+			objfs_warn(s->log, "s3", "%s %s: no byte moved for %lld ms "
+				   "while other transfers moved; abandoned",
+				   r->method, r->key ? r->key : "/",
+				   r->max_silence_ms);
+		else if (r->slow_server)
+			objfs_warn(s->log, "s3", "%s %s: no byte moved for %lld "
+				   "ms by a server slow for every transfer; "
+				   "abandoned at the low-speed limit", r->method,
+				   r->key ? r->key : "/", r->max_silence_ms);
 		objfs_debug(s->log, "s3", "%s %s: transport error %d (%s)",
 			    r->method, r->key ? r->key : "/", (int)cc,
 			    curl_easy_strerror(cc));

@@ -271,6 +271,7 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 	char *root = NULL, *lprefix = NULL;
 	struct objfs_store *leaf = NULL, *mid = NULL;
 	struct objfs_retry_config retry;
+	struct objfs_hedge_config hedge;
 	int rc;
 
 	*out = NULL;
@@ -311,8 +312,10 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		retry = cfg->retry;
 		retry.metrics = cfg->metrics;
 		rc = objfs_retry_store_create(leaf, &retry, &mid);
-		if (rc == 0 && cfg->hedge.ceiling_ms > 0)
-			rc = objfs_hedge_store_create(mid, &cfg->hedge, log, &mid);
+		hedge = cfg->hedge;
+		hedge.metrics = cfg->metrics;
+		if (rc == 0 && hedge.ceiling_ms > 0)
+			rc = objfs_hedge_store_create(mid, &hedge, log, &mid);
 		if (rc != 0)
 			goto out;
 		rc = objfs_prefix_store_create(mid, prefix, out);

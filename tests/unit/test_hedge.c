@@ -4,7 +4,8 @@
  * answers with the right bytes and info while the hung one is cancelled;
  * GETs that answer in time are never hedged; a primary that answers
  * first wins and its hedge is cancelled; a background GET (a prefetch)
- * is never hedged.
+ * is never hedged; hedges stay within their budget; no hedge is sent
+ * while most GETs are late (the server is slow, not one GET).
  */
 #include "config.h"
 
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <pthread.h>
 
 #include <cmocka.h>
 
@@ -29,9 +32,9 @@ struct env {
 	char data[1 << 16];
 };
 
-static int setup(void **state)
+static int setup_with(void **state, const struct objfs_hedge_config *cfg)
 {
-	struct objfs_hedge_config hc = { .ceiling_ms = 200, .floor_ms = 100 };
+	struct objfs_hedge_config hc = *cfg;
 	struct objfs_store *local = NULL, *fault = NULL;
 	struct env *e = calloc(1, sizeof(*e));
 	size_t i;
@@ -46,6 +49,22 @@ static int setup(void **state)
 	tu_put(e->store, "obj", e->data, sizeof(e->data), NULL);
 	*state = e;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	struct objfs_hedge_config hc = { .ceiling_ms = 200, .floor_ms = 100 };
+
+	return setup_with(state, &hc);
+}
+
+/* One hedge saved up at most. */
+static int setup_burst1(void **state)
+{
+	struct objfs_hedge_config hc = { .ceiling_ms = 200, .floor_ms = 100,
+					 .budget_burst = 1 };
+
+	return setup_with(state, &hc);
 }
 
 static int teardown(void **state)
@@ -154,6 +173,124 @@ static void test_background_not_hedged(void **state)
 	assert_int_equal(won, 1);
 }
 
+/* The budget: 1 hedge saved at most, 5 per 100 GETs.  Right after a
+ * hedge the next slow GET is not raced; 20 GETs later one is again. */
+static void test_budget(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged0, won0, hedged, won, budget, slow, before;
+	int i;
+
+	for (i = 0; i < 20; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_hedge_stats(e->store, &hedged0, &won0);
+	/* the saved hedge (if the warm-up on a loaded machine did not spend
+	 * it) races a hung GET */
+	objfs_fault_stall(e->fault, 1, hedged0 == 0 ? 60000 : 600);
+	get_range(e, 5000, 30000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, 1);
+	/* no token now: a GET silent past its threshold is not raced; it
+	 * answers by itself */
+	objfs_fault_stall(e->fault, 1, 600);
+	get_range(e, 100, 1000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	objfs_hedge_refusals(e->store, &budget, &slow);
+	assert_int_equal(hedged, 1);
+	assert_int_equal(budget, 1);
+	assert_int_equal(slow, 0);
+	/* 20 GETs earn a hedge back */
+	for (i = 0; i < 19; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_hedge_stats(e->store, &before, &won);
+	objfs_fault_stall(e->fault, 1, before == 1 ? 60000 : 600);
+	get_range(e, 5000, 30000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	if (before == 1)        /* no warm-up GET was hedged */
+		assert_int_equal(hedged, 2);
+	/* never more than the burst plus 5 per 100 GETs */
+	assert_true(hedged <= 1 + (20 + 2 + 19 + 1) * 5 / 100 + 1);
+}
+
+/* Every GET slow (the server, not one GET): after the first few, none is
+ * raced; once GETs are fast again, a hung one is raced again. */
+static void test_slow_server_not_hedged(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged0, won0, hedged, won, budget, slow;
+	int i;
+
+	for (i = 0; i < 20; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_hedge_stats(e->store, &hedged0, &won0);
+	objfs_fault_delay(e->fault, OBJFS_FOP_GET, 400);
+	for (i = 0; i < 10; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_fault_delay(e->fault, OBJFS_FOP_GET, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	objfs_hedge_refusals(e->store, &budget, &slow);
+	/* the first two are outliers against the recent GETs; from the
+	 * third on most current GETs are late */
+	assert_true(hedged - hedged0 <= 3);
+	assert_true(slow >= 7);
+	assert_int_equal(budget, 0);
+	/* fast again: an outlier is raced */
+	for (i = 0; i < 8; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_hedge_stats(e->store, &hedged0, &won0);
+	objfs_fault_stall(e->fault, 1, 60000);
+	get_range(e, 5000, 30000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	assert_int_equal(hedged, hedged0 + 1);
+	assert_int_equal(won, won0 + 1);
+}
+
+struct par {
+	struct env *e;
+	unsigned i;
+};
+
+static void *par_get(void *arg)
+{
+	struct par *p = arg;
+
+	get_range(p->e, (uint64_t)p->i * 1000, 4096, 0);
+	return NULL;
+}
+
+/* Eight GETs at once, all slow: none is raced (the GETs in flight are
+ * the current view even before any ends). */
+static void test_slow_server_parallel(void **state)
+{
+	struct env *e = *state;
+	uint64_t hedged0, won0, hedged, won, budget, slow;
+	struct par p[8];
+	pthread_t t[8];
+	unsigned i;
+
+	for (i = 0; i < 20; i++)
+		get_range(e, (uint64_t)i * 1000, 4096, 0);
+	objfs_hedge_stats(e->store, &hedged0, &won0);
+	objfs_fault_delay(e->fault, OBJFS_FOP_GET, 600);
+	for (i = 0; i < 8; i++) {
+		p[i].e = e;
+		p[i].i = i;
+		assert_int_equal(pthread_create(&t[i], NULL, par_get, &p[i]), 0);
+	}
+	for (i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	objfs_fault_delay(e->fault, OBJFS_FOP_GET, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
+	objfs_hedge_refusals(e->store, &budget, &slow);
+	/* (a loaded machine may start a GET late, alone: at most a few) */
+	assert_true(hedged - hedged0 <= 2);
+	assert_true(slow >= 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +299,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_primary_wins,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_background_not_hedged,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_budget, setup_burst1,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_slow_server_not_hedged,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_server_parallel,
 						setup, teardown),
 	};
 

@@ -243,6 +243,21 @@ static int setup_outage(void **state)
 	return build(state, false, &cfg);
 }
 
+static int setup_small_budget(void **state)
+{
+	struct objfs_retry_config cfg = { OBJFS_RETRY_UNLIMITED, 100, 1000,
+					  20000, .budget = 12 };
+
+	return build(state, false, &cfg);
+}
+
+static int setup_capped(void **state)
+{
+	struct objfs_retry_config cfg = { 2, 100, 1000, 60000 };
+
+	return build(state, false, &cfg);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
@@ -532,6 +547,130 @@ static void test_upload_with_flaky_parts(void **state)
 	free(data);
 }
 
+/* ---- the retry budget ------------------------------------------------------ */
+
+static void test_budget_policy(void **state)
+{
+	struct objfs_retry_config in = { 0 };
+	struct objfs_retry_config c = objfs_retry_config_resolve(&in);
+	uint64_t x = 0x1234567887654321ULL;
+	unsigned i, d, lo = UINT32_MAX, hi = 0;
+
+	(void)state;
+	assert_int_equal(c.budget, 500);
+	assert_int_equal(objfs_retry_cost(EIO), OBJFS_RETRY_COST);
+	assert_int_equal(objfs_retry_cost(EAGAIN), OBJFS_RETRY_COST);
+	assert_int_equal(objfs_retry_cost(ETIMEDOUT), OBJFS_RETRY_COST_TIMEOUT);
+	assert_int_equal(objfs_retry_cost(ECONNRESET), OBJFS_RETRY_COST_TIMEOUT);
+	assert_int_equal(objfs_retry_cost(ECONNREFUSED),
+			 OBJFS_RETRY_COST_TIMEOUT);
+	for (i = 0; i < 2000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		d = objfs_retry_wait_ms(&c, x);
+		assert_true(d >= 1000 && d <= 2000);
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	assert_true(lo < 1100 && hi > 1900);
+}
+
+static void budget_of(struct fixture *f, unsigned *tokens, uint64_t *waits)
+{
+	assert_int_equal(objfs_retry_store_budget(f->s, tokens, waits), 0);
+}
+
+/* 12 tokens: two retries after EIO are paid (backoff), the next ones wait
+ * instead; the call still succeeds.  Answers refill the bucket. */
+static void test_budget_spaces_retries(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	unsigned tokens, i;
+	uint64_t waits;
+
+	put_str(f->s, "k", "v", 0);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(tokens, 12);
+	assert_int_equal(waits, 0);
+
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_HEAD, 5, EIO);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), 0);
+	objfs_obj_info_release(&info);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_HEAD), 6);
+	assert_int_equal(f->clock.n, 5);
+	assert_true(f->clock.sleeps[0] <= 100);
+	assert_true(f->clock.sleeps[1] <= 200);
+	for (i = 2; i < 5; i++)
+		assert_true(f->clock.sleeps[i] >= 500 &&
+			    f->clock.sleeps[i] <= 1000);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(waits, 3);
+	assert_int_equal(tokens, 2 + OBJFS_RETRY_EARN);
+
+	/* answers (a 404 too) earn a token each, up to the capacity */
+	for (i = 0; i < 20; i++)
+		assert_int_equal(objfs_store_head(f->s, i % 2 ? "k" : "none",
+						  &info), i % 2 ? 0 : ENOENT);
+	objfs_obj_info_release(&info);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(tokens, 12);
+
+	/* a timeout's retry takes 10; its success gives them back */
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_HEAD, 1, ETIMEDOUT);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), 0);
+	objfs_obj_info_release(&info);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(tokens, 12);
+	assert_int_equal(waits, 3);
+}
+
+/* An empty budget never turns an outage shorter than max_total_ms into an
+ * error, and the last try still comes at the bound. */
+static void test_budget_no_error_in_window(void **state)
+{
+	struct fixture *f = *state;
+	unsigned tokens;
+	uint64_t waits;
+
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 15, ECONNREFUSED);
+	put_str(f->s, "k", "v", 0);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_PUT), 16);
+	assert_true(f->clock.now < 20000);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(waits, 14);            /* one retry was paid */
+	tu_check(f->s, "k", "v", 1);
+
+	f->clock.now = 0;
+	objfs_fault_reset(f->fault);
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 100000, ECONNREFUSED);
+	put_str(f->s, "k", "w", ECONNREFUSED);
+	assert_int_equal(f->clock.now, 20000);
+	/* a try at most about every max_delay_ms: no burst */
+	assert_true(objfs_fault_calls(f->fault, OBJFS_FOP_PUT) <= 42);
+}
+
+/* A steady failure with one retry per call: the first 500 / 5 retries are
+ * paid, every later one waits; the bucket stays empty. */
+static void test_budget_steady_failure(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	unsigned tokens, i;
+	uint64_t waits;
+
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_HEAD, 1000000, EIO);
+	for (i = 0; i < 300; i++)
+		assert_int_equal(objfs_store_head(f->s, "k", &info), EIO);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_HEAD), 600);
+	budget_of(f, &tokens, &waits);
+	assert_int_equal(tokens, 0);
+	assert_int_equal(waits, 300 - 500 / OBJFS_RETRY_COST);
+	assert_int_equal(objfs_retry_store_budget(NULL, &tokens, &waits),
+			 EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -554,6 +693,13 @@ int main(void)
 						setup_fault, teardown),
 		cmocka_unit_test_setup_teardown(test_upload_with_flaky_parts,
 						setup_fault, teardown),
+		cmocka_unit_test(test_budget_policy),
+		cmocka_unit_test_setup_teardown(test_budget_spaces_retries,
+						setup_small_budget, teardown),
+		cmocka_unit_test_setup_teardown(test_budget_no_error_in_window,
+						setup_small_budget, teardown),
+		cmocka_unit_test_setup_teardown(test_budget_steady_failure,
+						setup_capped, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

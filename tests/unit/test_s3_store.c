@@ -37,7 +37,10 @@
 
 #include "backend/backend.h"
 #include "backend/s3_internal.h"
+#include "common/buf.h"
+#include "common/io.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 /* ---- the canned server ------------------------------------------------- */
 
@@ -257,6 +260,132 @@ static void test_refused_and_silent(void **state)
 	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
 	assert_int_equal(objfs_store_head(s, "k", &info), ETIMEDOUT);
 	objfs_store_destroy(s);
+	close(fd);
+}
+
+/* The stall threshold: max(stall_ms, k * p90 of the samples), capped. */
+static void test_stall_threshold(void **state)
+{
+	unsigned v[64] = { 0 };
+	size_t i;
+
+	(void)state;
+	assert_int_equal(objfs_s3_stall_threshold(3000, 30000, 4, v, 0), 3000);
+	for (i = 0; i < 64; i++)
+		v[i] = 10;
+	assert_int_equal(objfs_s3_stall_threshold(3000, 30000, 4, v, 64), 3000);
+	/* a few long silences (under a tenth) do not move it */
+	for (i = 0; i < 6; i++)
+		v[i] = 20000;
+	assert_int_equal(objfs_s3_stall_threshold(3000, 30000, 4, v, 64), 3000);
+	/* a server slow for a tenth of its answers raises it */
+	for (i = 0; i < 64; i++)
+		v[i] = i < 50 ? 10 : 2000;
+	assert_int_equal(objfs_s3_stall_threshold(3000, 30000, 4, v, 64), 8000);
+	for (i = 0; i < 64; i++)
+		v[i] = 60000;
+	assert_int_equal(objfs_s3_stall_threshold(3000, 30000, 4, v, 64),
+			 30000);
+	/* the cap never goes under stall_ms; more than 64 samples: the
+	 * first 64 */
+	assert_int_equal(objfs_s3_stall_threshold(3000, 1000, 4, v, 64), 3000);
+	assert_int_equal(objfs_s3_stall_threshold(100, 0, 4, v, 1000), 240000);
+}
+
+static struct objfs_store *silent_store(int port, long stall_ms,
+					long low_speed_s,
+					struct objfs_metrics *reg)
+{
+	struct objfs_s3_config cfg = { 0 };
+	struct objfs_store *s = NULL;
+	char ep[64];
+
+	snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", port);
+	cfg.endpoint = ep;
+	cfg.bucket = "b";
+	cfg.path_style = true;
+	cfg.stall_timeout_ms = stall_ms;
+	cfg.low_speed_timeout_s = low_speed_s;
+	cfg.max_connections = 4;
+	cfg.metrics = reg;
+	assert_int_equal(objfs_s3_store_create(&cfg, NULL, &s), 0);
+	return s;
+}
+
+/* A PUT whose body was sent and whose answer never comes is a stall like
+ * any other silence (it used to wait out the low-speed limit), and the
+ * stall teaches the threshold: the next try waits longer. */
+static void test_answer_wait_stalled(void **state)
+{
+	struct objfs_store *s;
+	struct objfs_source src;
+	char body[1000];
+	long long t0, took;
+	int port, fd;
+
+	(void)state;
+	memset(body, 'x', sizeof(body));
+	fd = listen_any(&port);         /* accepts (the kernel), never answers */
+	s = silent_store(port, 300, 20, NULL);
+	assert_int_equal(objfs_s3_stall_now(s), 300);
+	objfs_source_mem(&src, body, sizeof(body));
+	t0 = objfs_now_ms();
+	assert_int_equal(objfs_store_put(s, "k", &src, NULL, NULL), ETIMEDOUT);
+	took = objfs_now_ms() - t0;
+	assert_true(took >= 300);
+	assert_true(took < 10000);      /* not the 20 s low-speed limit */
+	assert_true(objfs_s3_stall_now(s) >= 4 * 300);
+	objfs_store_destroy(s);
+	close(fd);
+}
+
+struct silent_head {
+	struct objfs_store *s;
+	int err;
+	long long took;
+};
+
+static void *silent_head_main(void *arg)
+{
+	struct silent_head *h = arg;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	long long t0 = objfs_now_ms();
+
+	h->err = objfs_store_head(h->s, "k", &info);
+	h->took = objfs_now_ms() - t0;
+	objfs_obj_info_release(&info);
+	return NULL;
+}
+
+/* Two transfers silent at once: the server is slow for everyone, neither
+ * is abandoned at the stall threshold; they end at the low-speed limit. */
+static void test_slow_server_not_stalled(void **state)
+{
+	struct objfs_metrics *reg = NULL;
+	struct objfs_buf out = OBJFS_BUF_INIT(1 << 20, EFBIG);
+	struct silent_head h[2];
+	pthread_t t[2];
+	int port, fd, i;
+
+	(void)state;
+	assert_int_equal(objfs_metrics_create(&reg), 0);
+	fd = listen_any(&port);
+	h[0].s = h[1].s = silent_store(port, 1000, 3, reg);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, silent_head_main,
+						&h[i]), 0);
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(h[i].err, ETIMEDOUT);
+		assert_true(h[i].took >= 2000);
+	}
+	assert_int_equal(objfs_metrics_render(reg, &out), 0);
+	/* (the one that outlasts the other is alone for a moment at its
+	 * end, and may then be taken for stalled: no count of stalls) */
+	assert_non_null(strstr(out.p, "\nobjfs_s3_slow_server_waits_total 2\n"));
+	objfs_buf_release(&out);
+	objfs_store_destroy(h[0].s);
+	objfs_metrics_destroy(reg);
 	close(fd);
 }
 
@@ -1280,6 +1409,9 @@ static void test_live_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stall_threshold),
+		cmocka_unit_test(test_answer_wait_stalled),
+		cmocka_unit_test(test_slow_server_not_stalled),
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_refused_and_silent),
 		cmocka_unit_test(test_request_shape),
