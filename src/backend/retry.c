@@ -7,7 +7,8 @@
  *   TRY -> ok                              -> return 0
  *       -> error, not retryable            -> return it
  *       -> error, attempts == max_attempts -> return it (the last error)
- *       -> error, elapsed >= max_total_ms  -> return it
+ *       -> error, elapsed >= max_total_ms  -> return it (the first
+ *                                             contact's bound: below)
  *       -> else sleep(min(delay, max_total_ms - elapsed)), TRY again
  *
  * With max_attempts OBJFS_RETRY_UNLIMITED only time ends the tries: an
@@ -40,9 +41,16 @@
  * max_attempts) is spent:
  *
  *   retry wanted -> tokens >= cost -> tokens -= cost, sleep the backoff
- *                -> else           -> sleep objfs_retry_wait_ms(), retry  Every try is logged at debug; the meter layer
- * under this one counts it (objfs_store_requests(), meter.c).  With
- * cfg->metrics, every retry and every give-up is counted by op
+ *                -> else           -> sleep objfs_retry_wait_ms(), retry
+ *
+ * First contact: until the store has answered once, a failure that finds
+ * nothing at its address (ECONNREFUSED, EHOSTUNREACH: no listener, no
+ * route, a name that does not resolve) is retried for
+ * OBJFS_RETRY_FIRST_CONTACT_MS, not max_total_ms: a wrong host or port
+ * fails a new mount in seconds, with its cause.
+ *
+ * Every try is logged at debug; the meter layer under this one counts it
+ * (objfs_store_requests(), meter.c).  With cfg->metrics, every retry and every give-up is counted by op
  * (objfs_store_retries_total, objfs_store_retries_exhausted_total).
  */
 #include "config.h"
@@ -68,6 +76,7 @@ struct retry_ctx {
 	uint64_t rng;                           /* protected by mu */
 	unsigned tokens;                        /* protected by mu */
 	uint64_t waits;                         /* protected by mu */
+	bool reached;                           /* mu: the store answered once */
 	struct objfs_metric *retries, *giveups; /* NULL: not counted */
 	struct objfs_metric *budget_waits;      /* NULL: not counted */
 };
@@ -302,6 +311,35 @@ static void budget_give(struct retry_ctx *rc, unsigned n)
 	pthread_mutex_unlock(&rc->mu);
 }
 
+/* A failure that says nothing answers at the address: no route, no
+ * name, no listener.  Until the store has answered once (rc->reached),
+ * such a failure is retried for OBJFS_RETRY_FIRST_CONTACT_MS at most: a
+ * mount or a plugin that has never reached its store is misconfigured
+ * far more often than it meets an outage, and says so within seconds;
+ * once the store has answered, an outage is ridden through for the whole
+ * max_total_ms. */
+static bool nothing_there(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH;
+}
+
+static bool reached(struct retry_ctx *rc)
+{
+	bool r;
+
+	pthread_mutex_lock(&rc->mu);
+	r = rc->reached;
+	pthread_mutex_unlock(&rc->mu);
+	return r;
+}
+
+static void set_reached(struct retry_ctx *rc)
+{
+	pthread_mutex_lock(&rc->mu);
+	rc->reached = true;
+	pthread_mutex_unlock(&rc->mu);
+}
+
 static int run(struct objfs_store *s, const struct call *c)
 {
 	struct retry_ctx *rc = s->ctx;
@@ -309,6 +347,7 @@ static int run(struct objfs_store *s, const struct call *c)
 	const struct objfs_retry_config *cfg = &rc->cfg;
 	uint64_t start = h->now_ms(h->arg), elapsed = 0;
 	unsigned attempt, delay, lease = 0;     /* what the last retry took */
+	uint64_t bound;
 	bool paid;
 	int err;
 
@@ -324,8 +363,11 @@ static int run(struct objfs_store *s, const struct call *c)
 			break;
 		}
 		elapsed = h->now_ms(h->arg) - start;
-		if (attempt >= cfg->max_attempts ||
-		    elapsed >= cfg->max_total_ms) {
+		bound = cfg->max_total_ms;
+		if (nothing_there(err) && !reached(rc) &&
+		    bound > OBJFS_RETRY_FIRST_CONTACT_MS)
+			bound = OBJFS_RETRY_FIRST_CONTACT_MS;
+		if (attempt >= cfg->max_attempts || elapsed >= bound) {
 			objfs_error(s->log, "retry",
 				    "%s %s: giving up after %u tries in %llu ms: "
 				    "%s", call_names[c->op], call_key(c),
@@ -344,8 +386,8 @@ static int run(struct objfs_store *s, const struct call *c)
 			objfs_metric_add(rc->budget_waits, c->op, 1);
 		}
 		/* The last try comes at the bound, not before it. */
-		if (elapsed + delay > cfg->max_total_ms)
-			delay = (unsigned)(cfg->max_total_ms - elapsed);
+		if (elapsed + delay > bound)
+			delay = (unsigned)(bound - elapsed);
 		/* An outage retries many times: the first retry is a warning,
 		 * the rest debug, the end (recovery or giving up) is said. */
 		objfs_logf(s->log, attempt == 1 ? OBJFS_LOG_WARN : OBJFS_LOG_DEBUG,
@@ -362,6 +404,8 @@ static int run(struct objfs_store *s, const struct call *c)
 	 * store): the bucket gets back what the last retry took, or 1. */
 	if (!objfs_retry_retryable(err) && err != ECANCELED)
 		budget_give(rc, lease > 0 ? lease : OBJFS_RETRY_EARN);
+	if (err != ECANCELED && !nothing_there(err))
+		set_reached(rc);
 	if (err == 0 && attempt > 1)
 		objfs_info(s->log, "retry", "%s %s succeeded at try %u after "
 			   "%llu ms", call_names[c->op], call_key(c), attempt,

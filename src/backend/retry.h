@@ -15,6 +15,11 @@
  * EHOSTUNREACH).  Never ENOENT, EACCES, EINVAL, ESTALE, ERANGE, EEXIST. */
 bool objfs_retry_retryable(int err);
 
+/* How long a failure that finds nothing at the store's address (refused,
+ * no route, no name) is retried before the store has answered once: the
+ * first contact of a mount or plugin fails fast with its cause (retry.c). */
+#define OBJFS_RETRY_FIRST_CONTACT_MS 10000
+
 /* cfg with every 0 replaced by its default (see backend.h). */
 struct objfs_retry_config objfs_retry_config_resolve(
 	const struct objfs_retry_config *cfg);

@@ -470,6 +470,9 @@ static void test_outage(void **state)
 	uint64_t slept = 0;
 	unsigned i;
 
+	/* the store answered once: an outage is ridden out */
+	put_str(f->s, "first", "x", 0);
+	objfs_fault_reset(f->fault);
 	/* 30 refused connections in a row (under 20 s of sleeps at the 1 s
 	 * cap): the put waits them out and succeeds. */
 	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 30, ECONNREFUSED);
@@ -489,6 +492,40 @@ static void test_outage(void **state)
 	assert_int_equal(f->clock.now, 20000);
 	assert_true(objfs_fault_calls(f->fault, OBJFS_FOP_PUT) > 20);
 	tu_check(f->s, "k", "v", 1);
+}
+
+/* A store never reached: nothing at its address is retried for the first
+ * contact's bound only (a wrong host or port fails fast); an error that
+ * is an answer (a 5xx: EIO) is retried for the whole bound; once the
+ * store answered, refused connections are an outage, ridden out. */
+static void test_first_contact(void **state)
+{
+	struct fixture *f = *state;
+	static const int nothing[] = { ECONNREFUSED, EHOSTUNREACH };
+	size_t i;
+
+	for (i = 0; i < sizeof(nothing) / sizeof(nothing[0]); i++) {
+		objfs_fault_reset(f->fault);
+		f->clock.n = 0;
+		f->clock.now = 0;
+		objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 100000, nothing[i]);
+		put_str(f->s, "k", "v", nothing[i]);
+		assert_int_equal(f->clock.now, OBJFS_RETRY_FIRST_CONTACT_MS);
+	}
+	/* a 5xx is an answer: the store is there */
+	objfs_fault_reset(f->fault);
+	f->clock.n = 0;
+	f->clock.now = 0;
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 100000, EIO);
+	put_str(f->s, "k", "v", EIO);
+	assert_int_equal(f->clock.now, 20000);
+	/* and from then on refused connections are an outage */
+	objfs_fault_reset(f->fault);
+	f->clock.n = 0;
+	f->clock.now = 0;
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 100000, ECONNREFUSED);
+	put_str(f->s, "k", "v", ECONNREFUSED);
+	assert_int_equal(f->clock.now, 20000);
 }
 
 static void test_short_read_retried(void **state)
@@ -631,9 +668,13 @@ static void test_budget_spaces_retries(void **state)
 static void test_budget_no_error_in_window(void **state)
 {
 	struct fixture *f = *state;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	unsigned tokens;
 	uint64_t waits;
 
+	/* the store answered once (a 404 is an answer): refused
+	 * connections are an outage now, not a wrong address */
+	assert_int_equal(objfs_store_head(f->s, "none", &info), ENOENT);
 	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 15, ECONNREFUSED);
 	put_str(f->s, "k", "v", 0);
 	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_PUT), 16);
@@ -686,6 +727,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_resends_identical_bytes,
 						setup_stub, teardown),
 		cmocka_unit_test_setup_teardown(test_outage, setup_outage,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_first_contact, setup_outage,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_total_budget, setup_budget,
 						teardown),
