@@ -33,6 +33,9 @@
  * have the same dir and name; age is in order of time (a change moves
  * its entry to the tail).
  *
+ * Lookups ask too (recent_find()): a directory made here that a lagging
+ * listing does not show is asked for by its marker's HEAD.
+ *
  * A directory renamed here moves the changes of its whole tree to the
  * new keys (recent_rename_dir()); the names the rename copied that were
  * not recent are not noted (see docs/objfs-mount.md).
@@ -340,6 +343,16 @@ void recent_rename_dir(struct fs_recent *r, const char *from, const char *to,
 		free(key);
 	}
 	free(moved);
+}
+
+const struct recent_ent *recent_find(struct fs_recent *r, const char *dkey,
+				     const char *name, double now)
+{
+	struct recent_dir *d;
+
+	expire(r, now);
+	d = dir_find(r, dkey);
+	return d != NULL ? ent_find(r, d, name) : NULL;
 }
 
 void recent_each(struct fs_recent *r, const char *dkey, double now,

@@ -90,6 +90,11 @@ void recent_note(struct fs_recent *r, const char *dkey, const char *name,
 void recent_rename_dir(struct fs_recent *r, const char *from, const char *to,
 		       double now);
 
+/* The change of name in the directory whose key is dkey noted less than
+ * the window before now, or NULL; valid until r changes. */
+const struct recent_ent *recent_find(struct fs_recent *r, const char *dkey,
+				     const char *name, double now);
+
 /* Calls fn(arg, e) for each change of the directory whose key is dkey
  * noted less than the window before now (entries past it go first), in
  * no order; fn must not change r. */
