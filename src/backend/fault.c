@@ -9,7 +9,22 @@
  *   calls              every call, failed or not
  * and for gets: short_k/short_n (cut the next short_n gets, or every get
  * while short_all, after short_k bytes), stall_n/stall_ms (the next
- * stall_n gets hang up to stall_ms first, ended early by their cancel).
+ * stall_n gets hang up to stall_ms first, ended early by their cancel);
+ * for listings: lag_ms and lag[] (the keys written or deleted less than
+ * lag_ms ago, each with what a listing showed of it before: nothing, or
+ * its old entry).
+ *
+ * A lagging listing (lag_ms > 0): every write of a key (put, copy's
+ * target, multipart completion, delete) first records the key's state
+ * before it (a HEAD of the inner store, unless the key changed within
+ * lag_ms already: then its older state stays), and its time, again when
+ * it succeeded.  A LIST reads the whole flat listing of its prefix from
+ * the inner store, puts each recorded key back as it was (hidden when it
+ * did not exist, its old entry when it did), then applies the delimiter,
+ * the start and max_keys itself: its tokens are "lag:" and the last key
+ * or prefix given.  Records older than lag_ms are dropped as calls come.
+ * Two writes of one key racing may record the state between them: a test
+ * layer, good enough.
  *
  * A call first counts itself, then sleeps (outside the lock), then either
  * fails without reaching the inner store or is forwarded.  A cut get wraps
@@ -20,12 +35,23 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend/backend.h"
 #include "backend/fault.h"
+
+#define LAG_TOKEN "lag:"
+
+/* A key written less than lag_ms ago and what a listing showed before. */
+struct lag_key {
+	char *key;
+	double t;                       /* its last write (CLOCK_MONOTONIC s) */
+	bool listed;                    /* it existed before: old is shown */
+	struct objfs_list_entry old;    /* old.key unused (NULL) */
+};
 
 struct fault_rule {
 	unsigned fail_n;
@@ -44,6 +70,9 @@ struct objfs_fault {
 	unsigned short_n;                       /* protected by mu */
 	bool short_all;                         /* protected by mu */
 	unsigned stall_n, stall_ms;             /* protected by mu */
+	unsigned lag_ms;                        /* protected by mu */
+	struct lag_key *lag;                    /* protected by mu */
+	size_t n_lag, cap_lag;                  /* protected by mu */
 };
 
 static uint64_t rng_next(uint64_t *x)
@@ -164,6 +193,7 @@ void objfs_fault_reset(struct objfs_fault *f)
 	f->short_all = false;
 	f->stall_n = 0;
 	pthread_mutex_unlock(&f->mu);
+	objfs_fault_list_lag(f, 0);
 }
 
 static void sleep_ms(unsigned ms)
@@ -196,6 +226,312 @@ static int enter(struct objfs_store *s, enum objfs_fault_op op)
 	pthread_mutex_unlock(&f->mu);
 	if (delay > 0)
 		sleep_ms(delay);
+	return err;
+}
+
+/* ---- lagging listings ---------------------------------------------------- */
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Drops the records older than lag_ms (all when the lag is off).  mu
+ * held. */
+static void lag_prune(struct objfs_fault *f, double now)
+{
+	size_t i, j;
+
+	for (i = 0, j = 0; i < f->n_lag; i++) {
+		if (f->lag_ms > 0 && (now - f->lag[i].t) * 1000.0 < f->lag_ms) {
+			f->lag[j++] = f->lag[i];
+			continue;
+		}
+		free(f->lag[i].key);
+	}
+	f->n_lag = j;
+}
+
+static struct lag_key *lag_find(struct objfs_fault *f, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_lag; i++) {
+		if (strcmp(f->lag[i].key, key) == 0)
+			return &f->lag[i];
+	}
+	return NULL;
+}
+
+void objfs_fault_list_lag(struct objfs_fault *f, unsigned ms)
+{
+	pthread_mutex_lock(&f->mu);
+	f->lag_ms = ms;
+	lag_prune(f, mono_now());
+	if (ms == 0) {
+		free(f->lag);
+		f->lag = NULL;
+		f->cap_lag = 0;
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* key is about to be written (done false: its state before is recorded
+ * unless a recent record holds it) or was (done: its time renewed). */
+static void lag_write(struct objfs_store *s, const char *key, bool done)
+{
+	struct objfs_fault *f = s->ctx;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct lag_key *k;
+	bool known;
+	int herr = 0;
+
+	pthread_mutex_lock(&f->mu);
+	lag_prune(f, mono_now());
+	known = f->lag_ms == 0 || lag_find(f, key) != NULL;
+	pthread_mutex_unlock(&f->mu);
+	if (!known && !done)
+		herr = objfs_store_head(s->inner, key, &info);
+	pthread_mutex_lock(&f->mu);
+	if (f->lag_ms == 0)
+		goto out;
+	k = lag_find(f, key);
+	if (k == NULL && !done && (herr == 0 || herr == ENOENT)) {
+		if (f->n_lag == f->cap_lag) {
+			size_t nc = f->cap_lag ? f->cap_lag * 2 : 64;
+			struct lag_key *nl = realloc(f->lag, nc * sizeof(*nl));
+
+			if (nl == NULL)
+				goto out;
+			f->lag = nl;
+			f->cap_lag = nc;
+		}
+		k = &f->lag[f->n_lag];
+		memset(k, 0, sizeof(*k));
+		k->key = strdup(key);
+		if (k->key == NULL)
+			goto out;
+		f->n_lag++;
+		k->listed = herr == 0;
+		k->old.size = info.size;
+		memcpy(k->old.etag, info.etag, sizeof(k->old.etag));
+		k->old.mtime = info.mtime;
+	}
+	if (k != NULL)
+		k->t = mono_now();
+out:
+	pthread_mutex_unlock(&f->mu);
+	objfs_obj_info_release(&info);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct objfs_list_entry *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+/* The flat listing of prefix from the inner store, all pages, into *out
+ * (*n entries, keys owned), in key order. */
+static int lag_flat(struct objfs_store *s, const char *prefix,
+		    struct objfs_list_entry **out, size_t *n, size_t *cap)
+{
+	struct objfs_list_req rq = { prefix, NULL, NULL, NULL, 1000 };
+	char *token = NULL;
+	size_t i;
+	int err;
+
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+
+		rq.continuation = token;
+		err = objfs_store_list(s->inner, &rq, &pg);
+		free(token);
+		token = NULL;
+		if (err != 0)
+			break;
+		if (*n + pg.n_entries > *cap) {
+			size_t nc = (*n + pg.n_entries) * 2 + 64;
+			struct objfs_list_entry *ne = realloc(*out,
+							      nc * sizeof(*ne));
+
+			if (ne == NULL) {
+				objfs_list_page_release(&pg);
+				err = ENOMEM;
+				break;
+			}
+			*out = ne;
+			*cap = nc;
+		}
+		for (i = 0; i < pg.n_entries; i++) {
+			(*out)[(*n)++] = pg.entries[i];
+			pg.entries[i].key = NULL;       /* moved */
+		}
+		token = pg.next;
+		pg.next = NULL;
+		objfs_list_page_release(&pg);
+	} while (token != NULL);
+	free(token);
+	return err;
+}
+
+/* Appends an entry (key copied) or a prefix to page, within caps. */
+static int page_push(struct objfs_list_page *pg, const struct objfs_list_entry *e,
+		     const char *prefix, size_t plen)
+{
+	if (e != NULL) {
+		struct objfs_list_entry *ne = realloc(pg->entries,
+						      (pg->n_entries + 1) *
+						      sizeof(*ne));
+
+		if (ne == NULL)
+			return ENOMEM;
+		pg->entries = ne;
+		ne[pg->n_entries] = *e;
+		ne[pg->n_entries].key = strdup(e->key);
+		if (ne[pg->n_entries].key == NULL)
+			return ENOMEM;
+		pg->n_entries++;
+	} else {
+		char **np = realloc(pg->prefixes,
+				    (pg->n_prefixes + 1) * sizeof(*np));
+
+		if (np == NULL)
+			return ENOMEM;
+		pg->prefixes = np;
+		np[pg->n_prefixes] = strndup(prefix, plen);
+		if (np[pg->n_prefixes] == NULL)
+			return ENOMEM;
+		pg->n_prefixes++;
+	}
+	return 0;
+}
+
+/* The item of len bytes at item against key after: <0, 0, >0. */
+static int item_cmp(const char *item, size_t len, const char *after)
+{
+	int c = strncmp(item, after, len);
+
+	if (c != 0)
+		return c;
+	return after[len] == '\0' ? 0 : -1;     /* after has len bytes */
+}
+
+/* A LIST as it would be lag_ms ago for the keys recorded (see the top). */
+static int lag_list(struct objfs_store *s, const struct objfs_list_req *req,
+		    struct objfs_list_page *page)
+{
+	struct objfs_fault *f = s->ctx;
+	const char *prefix = req->prefix != NULL ? req->prefix : "";
+	const char *delim = req->delimiter;
+	const char *after = req->start_after;
+	struct objfs_list_entry *e = NULL;
+	size_t n = 0, n0, cap = 0, plen = strlen(prefix), i, j, given = 0;
+	unsigned char *drop = NULL;
+	unsigned max = req->max_keys ? req->max_keys : 1000;
+	char *last = NULL;
+	int err;
+
+	if (req->continuation != NULL) {
+		if (strncmp(req->continuation, LAG_TOKEN,
+			    strlen(LAG_TOKEN)) != 0)
+			return EINVAL;
+		after = req->continuation + strlen(LAG_TOKEN);
+	}
+	err = lag_flat(s, prefix, &e, &n, &cap);
+	if (err != 0)
+		goto out;
+	n0 = n;
+	drop = calloc(n0 + 1, 1);
+	if (drop == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&f->mu);
+	lag_prune(f, mono_now());
+	for (i = 0; i < f->n_lag && err == 0; i++) {
+		const struct lag_key *k = &f->lag[i];
+		struct objfs_list_entry key = { k->key, 0, "", { 0, 0 } };
+		struct objfs_list_entry *hit;
+
+		if (strncmp(k->key, prefix, plen) != 0)
+			continue;
+		hit = n0 > 0 ? bsearch(&key, e, n0, sizeof(*e), entry_cmp) : NULL;
+		if (hit != NULL && !k->listed) {
+			drop[hit - e] = 1;      /* new: not listed yet */
+		} else if (hit == NULL && k->listed) {
+			/* gone: still listed (appended, sorted below) */
+			if (n == cap) {
+				size_t nc = cap * 2 + 64;
+				struct objfs_list_entry *ne = realloc(e, nc * sizeof(*ne));
+
+				if (ne == NULL) {
+					err = ENOMEM;
+					break;
+				}
+				e = ne;
+				cap = nc;
+			}
+			e[n] = k->old;
+			e[n].key = strdup(k->key);
+			if (e[n].key == NULL)
+				err = ENOMEM;
+			else
+				n++;
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	for (i = 0, j = 0; i < n; i++) {
+		if (i < n0 && drop[i])
+			free(e[i].key);
+		else
+			e[j++] = e[i];
+	}
+	n = j;
+	if (err != 0)
+		goto out;
+	qsort(e, n, sizeof(*e), entry_cmp);
+	/* the page: keys and common prefixes in one order, after `after` */
+	for (i = 0; i < n && err == 0; i++) {
+		const char *rest = e[i].key + plen;
+		const char *d = delim != NULL && *delim != '\0' ?
+				strstr(rest, delim) : NULL;
+		size_t ilen = d != NULL ? (size_t)(d - e[i].key) + strlen(delim) :
+			      strlen(e[i].key);
+
+		if (last != NULL && strlen(last) == ilen &&
+		    strncmp(last, e[i].key, ilen) == 0)
+			continue;       /* the same common prefix */
+		if (after != NULL && item_cmp(e[i].key, ilen, after) <= 0)
+			continue;       /* not after the start */
+		if (given == max) {
+			size_t tl = strlen(LAG_TOKEN) + strlen(last) + 1;
+
+			page->next = malloc(tl);
+			if (page->next == NULL)
+				err = ENOMEM;
+			else
+				snprintf(page->next, tl, "%s%s", LAG_TOKEN, last);
+			break;
+		}
+		err = page_push(page, d != NULL ? NULL : &e[i], e[i].key, ilen);
+		free(last);
+		last = strndup(e[i].key, ilen);
+		if (last == NULL)
+			err = ENOMEM;
+		given++;
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(e[i].key);
+	free(e);
+	free(drop);
+	free(last);
+	if (err != 0)
+		objfs_list_page_release(page);
 	return err;
 }
 
@@ -274,7 +610,12 @@ static int fault_put(struct objfs_store *s, const char *key,
 {
 	int err = enter(s, OBJFS_FOP_PUT);
 
-	return err != 0 ? err : objfs_store_put(s->inner, key, src, opts, info);
+	if (err != 0)
+		return err;
+	lag_write(s, key, false);
+	err = objfs_store_put(s->inner, key, src, opts, info);
+	lag_write(s, key, true);
+	return err;
 }
 
 static int fault_head(struct objfs_store *s, const char *key,
@@ -288,9 +629,17 @@ static int fault_head(struct objfs_store *s, const char *key,
 static int fault_list(struct objfs_store *s, const struct objfs_list_req *req,
 		      struct objfs_list_page *page)
 {
+	struct objfs_fault *f = s->ctx;
 	int err = enter(s, OBJFS_FOP_LIST);
+	bool lag;
 
-	return err != 0 ? err : objfs_store_list(s->inner, req, page);
+	if (err != 0)
+		return err;
+	pthread_mutex_lock(&f->mu);
+	lag = f->lag_ms > 0;
+	pthread_mutex_unlock(&f->mu);
+	return lag ? lag_list(s, req, page) :
+		objfs_store_list(s->inner, req, page);
 }
 
 static int fault_copy(struct objfs_store *s, const char *src, const char *dst,
@@ -299,27 +648,43 @@ static int fault_copy(struct objfs_store *s, const char *src, const char *dst,
 {
 	int err = enter(s, OBJFS_FOP_COPY);
 
-	return err != 0 ? err : objfs_store_copy(s->inner, src, dst, opts, info);
+	if (err != 0)
+		return err;
+	lag_write(s, dst, false);
+	err = objfs_store_copy(s->inner, src, dst, opts, info);
+	lag_write(s, dst, true);
+	return err;
 }
 
 static int fault_del(struct objfs_store *s, const char *key)
 {
 	int err = enter(s, OBJFS_FOP_DEL);
 
-	return err != 0 ? err : objfs_store_del(s->inner, key);
+	if (err != 0)
+		return err;
+	lag_write(s, key, false);
+	err = objfs_store_del(s->inner, key);
+	lag_write(s, key, true);
+	return err;
 }
 
 static int fault_del_many(struct objfs_store *s, const char *const *keys,
 			  size_t n, size_t *failed)
 {
 	int err = enter(s, OBJFS_FOP_DEL_MANY);
+	size_t i;
 
 	if (err != 0) {
 		if (failed != NULL)
 			*failed = n;
 		return err;
 	}
-	return objfs_store_del_many(s->inner, keys, n, failed);
+	for (i = 0; i < n; i++)
+		lag_write(s, keys[i], false);
+	err = objfs_store_del_many(s->inner, keys, n, failed);
+	for (i = 0; i < n; i++)
+		lag_write(s, keys[i], true);
+	return err;
 }
 
 static int fault_mpu_create(struct objfs_store *s, const char *key,
@@ -348,9 +713,13 @@ static int fault_mpu_complete(struct objfs_store *s, const char *key,
 {
 	int err = enter(s, OBJFS_FOP_MPU_COMPLETE);
 
-	return err != 0 ? err :
-		objfs_store_mpu_complete(s->inner, key, upload_id, parts, n,
-					 info);
+	if (err != 0)
+		return err;
+	lag_write(s, key, false);
+	err = objfs_store_mpu_complete(s->inner, key, upload_id, parts, n,
+				       info);
+	lag_write(s, key, true);
+	return err;
 }
 
 static int fault_mpu_abort(struct objfs_store *s, const char *key,
@@ -367,6 +736,9 @@ static void fault_destroy(struct objfs_store *s)
 
 	objfs_store_destroy(s->inner);
 	if (f != NULL) {
+		f->lag_ms = 0;
+		lag_prune(f, 0);
+		free(f->lag);
 		pthread_mutex_destroy(&f->mu);
 		free(f);
 	}

@@ -4,7 +4,8 @@
  * The fault layer wraps a store and, per operation, can fail calls with a
  * chosen errno (the next N calls, or each call with probability P drawn
  * from a seeded, deterministic generator), delay calls, and cut gets short
- * (deliver the first K bytes, then fail with EIO).  It counts the calls of
+ * (deliver the first K bytes, then fail with EIO), and make listings lag
+ * behind writes as Swift's container listings do.  It counts the calls of
  * every operation.  Used by retry tests and by FUSE/CSI tests.
  *
  * The control handle is created with the store by objfs_fault_store_create()
@@ -53,9 +54,18 @@ void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n);
 /* The next n gets hang for ms milliseconds before they run (a stalled
  * transfer); a fired cancel of the get ends the hang with ECANCELED. */
 void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms);
+/* Listings lag ms milliseconds behind writes (0: they do not): a LIST
+ * shows every key that a put, copy, multipart completion or delete
+ * changed less than ms ago as it was before that change (a new key is
+ * hidden, a deleted one still shown with its old size, ETag and
+ * Last-Modified), with the common prefixes that follow from that.  Such a
+ * LIST is answered by the layer from a flat listing of the inner store
+ * (its continuation tokens are the layer's own).  Calls of op other than
+ * LIST are unchanged (a HEAD or GET sees a write at once, as on Swift). */
+void objfs_fault_list_lag(struct objfs_fault *f, unsigned ms);
 /* Calls of op so far (failed ones included); OBJFS_FOP_ALL sums them. */
 uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op);
-/* Clears every rule and counter. */
+/* Clears every rule (the listing lag too) and counter. */
 void objfs_fault_reset(struct objfs_fault *f);
 
 #endif

@@ -2,7 +2,10 @@
  * dirsnap.c - directory listings (snapshots) and readdir entries.
  *
  * A snapshot is a sorted, deduplicated listing of one directory: the
- * store's keys and prefixes plus names created here and not yet uploaded.
+ * store's keys and prefixes plus names created here and not yet uploaded,
+ * and (a whole listing) with the names created or removed here lately
+ * that the store's listing does not show yet (recent.c: listings lag
+ * behind writes on some stores).
  * dir->snap holds the directory's current one (a reference); each open
  * readdir handle holds the one it started with (its offsets index it).
  * Listings are trusted for dir_ttl; a local change is noted in place
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "backend/tree.h"
+#include "common/log.h"
 #include "fs/fs_int.h"
 
 void snap_put_locked(struct dirsnap *s)
@@ -108,16 +112,38 @@ bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir)
 	       now_mono() - s->time < fs->o.dir_ttl;
 }
 
+/* Notes a change of dir's names in fs->recent (fs->lock). */
+static void recent_of(struct objfs_fs *fs, struct inode *dir,
+		      const char *name, bool add, bool is_dir)
+{
+	char dkey[KEYBUF];
+
+	if (inode_key(fs, dir, true, dkey, sizeof(dkey)) == 0)
+		recent_note(&fs->recent, dkey, name, add, is_dir, now_mono(),
+			    now_real());
+}
+
+void snap_note_stored(struct objfs_fs *fs, struct inode *in)
+{
+	fs_assert_locked(fs);
+	if (in->linked && in->parent != NULL && !in->hl_data)
+		recent_of(fs, in->parent, in->name, true, S_ISDIR(in->mode));
+}
+
 /* Keeps dir's listing current after a local change (fs->lock): the name
- * is added (add) or removed.  A listing that readdir handles share stays
- * theirs (their offsets index it): the directory gets a copy first. */
-void snap_note(struct inode *dir, const char *name, bool add,
-	       bool is_dir)
+ * is added (add) or removed, here and in fs->recent.  A listing that
+ * readdir handles share stays theirs (their offsets index it): the
+ * directory gets a copy first. */
+void snap_note(struct objfs_fs *fs, struct inode *dir, const char *name,
+	       bool add, bool is_dir)
 {
 	struct dirsnap *s = dir != NULL ? dir->snap : NULL;
 	bool found;
 	size_t i;
 
+	fs_assert_locked(fs);
+	if (dir != NULL)
+		recent_of(fs, dir, name, add, is_dir);
 	if (s == NULL) {
 		if (dir != NULL)
 			dir_entry_changed(dir, is_dir, add ? 1 : -1);
@@ -210,6 +236,81 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 		d->mtime = *mtime;
 	s->n++;
 	return 0;
+}
+
+/* The merge of fs->recent into a whole listing (merge_one() for each
+ * change of its directory): the listing's own n0 entries are sorted;
+ * names added go after them, names dropped are marked in gone. */
+struct merge {
+	struct dirsnap *s;
+	size_t *cap;
+	size_t n0;
+	bool *gone;
+	size_t added, dropped;
+};
+
+/* Whether a listing entry was written after a removal noted at when:
+ * another writer's object (Last-Modified is in whole seconds on Swift,
+ * and the store's clock is not ours: a second's margin). */
+static bool written_after(const struct dent *d, const struct timespec *when)
+{
+	return !d->is_dir && d->mtime.tv_sec > when->tv_sec + 1;
+}
+
+static void merge_one(void *arg, const struct recent_ent *c)
+{
+	struct merge *m = arg;
+	struct dirsnap view = { .n = m->n0, .e = m->s->e };
+	bool found;
+	size_t i = snap_find(&view, c->name, &found);
+
+	if (c->add && !found) {
+		/* no attributes: readdirplus and lookups fetch them as for
+		 * any name listed without */
+		if (snap_add(m->s, m->cap, c->name, c->is_dir, 0, NULL,
+			     NULL) == 0)
+			m->added++;
+	} else if (!c->add && found && !m->gone[i] &&
+		   m->s->e[i].is_dir == c->is_dir &&
+		   !written_after(&m->s->e[i], &c->when)) {
+		m->gone[i] = true;
+		m->dropped++;
+	}
+}
+
+/* Merges the names created or removed here lately (fs->recent) into s,
+ * a whole listing of the directory whose key is dkey, sorted and
+ * deduplicated: a name created here the listing lacks is added, one
+ * removed here it still shows is dropped.  Out of memory: s stays the
+ * store's listing.  fs->lock held. */
+static void snap_merge_recent(struct objfs_fs *fs, const char *dkey,
+			      struct dirsnap *s, size_t *cap)
+{
+	struct merge m = { s, cap, s->n, NULL, 0, 0 };
+	size_t i, j;
+
+	m.gone = calloc(s->n ? s->n : 1, sizeof(*m.gone));
+	if (m.gone == NULL)
+		return;
+	recent_each(&fs->recent, dkey, now_mono(), merge_one, &m);
+	if (m.dropped > 0) {
+		for (i = 0, j = 0; i < s->n; i++) {
+			if (i < m.n0 && m.gone[i]) {
+				free(s->e[i].name);
+				free(s->e[i].link);
+				continue;
+			}
+			s->e[j++] = s->e[i];
+		}
+		s->n = j;
+	}
+	if (m.added > 0 && s->n > 1)
+		qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
+	if (m.added > 0 || m.dropped > 0)
+		objfs_debug(fs->log, SUB, "listing of \"%s\": %zu names made "
+			    "here added, %zu removed here dropped (the store's "
+			    "listing lags)", dkey, m.added, m.dropped);
+	free(m.gone);
 }
 
 /* The last key or prefix of a page (NULL: an empty one). */
@@ -451,6 +552,8 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 			s->e[j++] = s->e[i];
 		}
 		s->n = j;
+		if (prev == NULL && !s->more)
+			snap_merge_recent(fs, dkey, s, &cap);
 		s->time = now_mono();
 		if (prev == NULL && !s->more) {
 			snap_drop(dir);

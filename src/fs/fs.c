@@ -573,7 +573,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 			in->dir_times = true;
 		}
 	}
-	snap_note(dir, name, true, S_ISDIR(mode));
+	snap_note(fs, dir, name, true, S_ISDIR(mode));
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&fs->ns);
 out:
@@ -952,7 +952,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	in->spool_id = spool_id;
 	state_note(fs, in);
 	fill_entry(fs, in, &e);
-	snap_note(dir, name, true, false);
+	snap_note(fs, dir, name, true, false);
 	pthread_mutex_unlock(&fs->lock);
 	hid_add(fs, &fh->hid, in->ino, false);
 	fi->fh = fh->hid.id;
@@ -1574,6 +1574,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	fs->o = *opts;
 	objfs_list_init(&fs->handles);
 	objfs_list_init(&fs->dirhandles);
+	recent_init(&fs->recent);       /* allocates nothing */
 	if (fs->o.dir_window == 0)
 		fs->o.dir_window = SNAP_WINDOW;
 	(void)objfs_fs_opts_ra(&fs->o);
@@ -1713,6 +1714,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 			inode_free(fs, fs->ino_tab[h]);
 	}
 	snap_drop(fs->root);
+	recent_release(&fs->recent);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_destroy(&fs->root->mu);
 	free(fs->root->name);

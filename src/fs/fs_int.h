@@ -11,6 +11,8 @@
  *   lookup.c     finding names in the store, do_lookup, revalidate
  *   dirsnap.c    directory listings (snapshots), HEAD batches, readdir
  *                entries
+ *   recent.c     the names this mount created or removed lately, merged
+ *                into listings that lag behind (recent.h)
  *   writeback.c  spools, uploads, streaming parts, inode_sync, the spool
  *                bound and its relief
  *   readahead.c  read-ahead chunks and reads of clean files from the store
@@ -82,6 +84,7 @@
 #include "fs/dcache.h"
 #include "fs/fs.h"
 #include "fs/pfcache.h"
+#include "fs/recent.h"
 #include "fs/spool.h"
 #include "volume/layout.h"
 
@@ -398,6 +401,10 @@ struct objfs_fs {
 	char writer[17];                /* this mount's id in segment names */
 
 	struct inode *hl_list;          /* data inodes (fs->lock) */
+
+	/* the names created or removed here lately, merged into listings
+	 * until the store's show them (recent.c; fs->lock) */
+	struct fs_recent recent;
 };
 
 /* What the store says about one name. */
@@ -601,8 +608,16 @@ void snap_drop(struct inode *dir);
  * held. */
 size_t snap_find(const struct dirsnap *s, const char *name, bool *found);
 /* Keeps dir's listing current after a local change: name added (add) or
- * removed.  fs->lock held. */
-void snap_note(struct inode *dir, const char *name, bool add, bool is_dir);
+ * removed.  Every change of a directory's names here passes through it:
+ * it also notes the change in fs->recent, which later listings merge
+ * until the store's listing shows it (recent.c).  fs->lock held. */
+void snap_note(struct objfs_fs *fs, struct inode *dir, const char *name,
+	       bool add, bool is_dir);
+/* in (a linked file, symlink or special file) reached the store for the
+ * first time now (its upload, after a create that noted it): its
+ * change's window in fs->recent starts again, from when a listing can
+ * first show it.  fs->lock held. */
+void snap_note_stored(struct objfs_fs *fs, struct inode *in);
 /* Whether dir's own listing is fresh (dir_ttl) and, with local changes
  * noted, names nothing: an rmdir need not list it again.  fs->lock held. */
 bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir);

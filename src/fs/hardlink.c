@@ -575,7 +575,8 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	}
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
-	dir_entry_changed(dir, false, 0);      /* its mtime and ctime */
+	/* its mtime and ctime, and the name in fs->recent */
+	snap_note(fs, dir, newname, true, false);
 	state_note(fs, in);
 	if (par != NULL) {
 		par->refs--;
@@ -629,7 +630,8 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	fs->scan_obj_delta += 2;
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
-	dir_entry_changed(dir, false, 0);      /* its mtime and ctime */
+	/* its mtime and ctime, and the name in fs->recent */
+	snap_note(fs, dir, newname, true, false);
 	state_note(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 out:

@@ -334,6 +334,14 @@ relist:
 			goto again;
 	}
 	err = inode_key(fs, parent, true, dkey, sizeof(dkey));
+	if (err == 0 && !want_dir) {
+		/* a directory made here lately: a lagging listing may not
+		 * show it, its marker's HEAD does (recent.c) */
+		const struct recent_ent *c = recent_find(&fs->recent, dkey,
+							 name, now_mono());
+
+		want_dir = c != NULL && c->add && c->is_dir;
+	}
 	if (err == 0)
 		err = objfs_key_join(dkey, name, false, key, sizeof(key));
 	pthread_mutex_unlock(&fs->lock);

@@ -152,7 +152,7 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		attrs_done(fs, in);
 		par = detach(fs, in);
 		inode_changed(in, false);
-		snap_note(par, name, false, false);
+		snap_note(fs, par, name, false, false);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);
 		if (hl_id[0] != '\0')  /* a hard link's name */
@@ -212,7 +212,7 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fs->scan_obj_delta--;
 		}
 		par = detach(fs, in);
-		snap_note(par, name, false, true);
+		snap_note(fs, par, name, false, true);
 		snap_drop(in);
 		pthread_mutex_unlock(&fs->lock);
 		keep_dir(fs, dir);

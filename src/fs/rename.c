@@ -295,8 +295,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			state_note(fs, src);
 		}
 	}
-	snap_note(sdir, name, false, is_dir);
-	snap_note(ddir, newname, true, is_dir);
+	if (is_dir)     /* the tree's recent changes follow it (recent.c) */
+		recent_rename_dir(&fs->recent, skey, dkey, now_mono());
+	snap_note(fs, sdir, name, false, is_dir);
+	snap_note(fs, ddir, newname, true, is_dir);
 	pthread_mutex_unlock(&fs->lock);
 	keep_dir(fs, sdir);
 	if (dst_hl[0] != '\0')

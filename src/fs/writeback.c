@@ -503,6 +503,8 @@ done:
 		fs->objects++;
 		fs->scan_obj_delta++;
 	}
+	if (!in->in_store)
+		snap_note_stored(fs, in);       /* listable from now */
 	in->in_store = true;
 	mask = streamed ? FATTR_ALL & ~(OBJFS_FATTR_MTIME | OBJFS_FATTR_ATIME |
 				   OBJFS_FATTR_CTIME) : FATTR_ALL;
@@ -758,6 +760,8 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	if (err != 0)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
+	if (!root && !dir && !in_store)
+		snap_note_stored(fs, in);       /* listable from now */
 	if (!root)
 		in->in_store = true;
 	in->meta_mask = FATTR_ALL;

@@ -346,19 +346,19 @@ static void test_dir_nlink(void **state)
 	(void)detach(fs, in[4]);                        /* s1: still listed */
 	check_dirs_first(r);
 	assert_int_equal(inode_nlink(fs, r), 5);
-	snap_note(r, "L2", true, true);                 /* listed now */
+	snap_note(fs, r, "L2", true, true);             /* listed now */
 	assert_int_equal(inode_nlink(fs, r), 5);
-	snap_note(r, "s2", false, true);
+	snap_note(fs, r, "s2", false, true);
 	assert_int_equal(inode_nlink(fs, r), 4);
-	snap_note(r, "f1", true, true);                 /* a file became a dir */
+	snap_note(fs, r, "f1", true, true);             /* a file became a dir */
 	assert_int_equal(inode_nlink(fs, r), 5);
-	snap_note(r, "f1", false, true);
-	snap_note(r, "s1", false, true);
+	snap_note(fs, r, "f1", false, true);
+	snap_note(fs, r, "s1", false, true);
 	(void)detach(fs, in[3]);                        /* L2, the only one */
 	check_dirs_first(r);
 	assert_null(r->last_dir);
 	assert_int_equal(inode_nlink(fs, r), 3);        /* still listed */
-	snap_note(r, "L2", false, true);
+	snap_note(fs, r, "L2", false, true);
 	assert_int_equal(inode_nlink(fs, r), 2);
 	for (i = 0; i < 6; i++)
 		if (i != 1 && i != 3 && i != 4)
