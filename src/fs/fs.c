@@ -245,6 +245,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		}
 		if (err != 0)
 			goto out_unlock;
+		in->told_unsaved = false;
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
 		in->dirty = true;
@@ -786,6 +787,7 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 		}
 		if (err == 0) {
 			in->seq = true;
+			in->told_unsaved = false;
 			pthread_mutex_lock(&fs->lock);
 			in->size = 0;
 			in->dirty = true;
@@ -1008,7 +1010,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	}
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&fh->in->mu);
-	err = inode_sync(fs, fh->in);
+	err = inode_sync_told(fs, fh->in);
 	if (err == 0)
 		err = attrs_sync(fs, fh->in);
 	pthread_mutex_unlock(&fh->in->mu);
@@ -1030,7 +1032,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	in = fh->in;
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
-	err = inode_sync(fs, in);
+	err = inode_release_sync(fs, in);
 	if (err != 0)
 		objfs_error(fs->log, SUB, "inode %" PRIu64 " keeps unsaved data "
 			    "after close: %s", (uint64_t)in->ino,

@@ -226,6 +226,11 @@ struct inode {
 	struct objfs_spool *spool;
 	bool dirty;                      /* also read under fs->lock */
 	bool seq;                        /* written only at its end since empty */
+	bool told_unsaved;               /* the last flush or fsync told the
+					    application its data is not
+					    stored, and nothing was written
+					    since: the last close keeps the
+					    data aside (inode_release_sync) */
 	struct stream *stream;           /* parts already on their way */
 	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
 					    counted in fs->spool_used */
@@ -957,6 +962,15 @@ void hl_inode_free(struct objfs_fs *fs, struct inode *in);
  * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
  * or an errno (logged: the data stays in the spool only).  in->mu held. */
 int spool_keep(struct objfs_fs *fs, struct inode *in);
+/* A flush or fsync: uploads in (ns read and in->mu held) and remembers a
+ * failure the application is told (in->told_unsaved). */
+int inode_sync_told(struct objfs_fs *fs, struct inode *in);
+/* The last close of in (ns read and in->mu held): uploads it, unless the
+ * application was told its data is not stored (in->told_unsaved): then
+ * the upload stops, the object stays as it was, and the bytes are kept in
+ * spool_dir (spool_keep()).  So what the application was told and what
+ * the store holds agree.  0 or the errno of the upload. */
+int inode_release_sync(struct objfs_fs *fs, struct inode *in);
 
 /* ---- state.c: what a successor needs (resumable mounts) ---- */
 

@@ -538,14 +538,40 @@ out:
 	return err;
 }
 
-/* Takes ns (read) and in->mu, uploads, releases. */
+int inode_sync_told(struct objfs_fs *fs, struct inode *in)
+{
+	int err = inode_sync(fs, in);
+
+	in->told_unsaved = err != 0 && in->dirty;
+	return err;
+}
+
+int inode_release_sync(struct objfs_fs *fs, struct inode *in)
+{
+	fs_assert_ns_held(fs);
+	fs_assert_held(&in->mu);
+	if (!in->told_unsaved || !in->dirty)
+		return inode_sync(fs, in);
+	/* close(2) or fsync(2) returned an error for this data: sending it
+	 * now would store what the application was told is not stored */
+	(void)spool_keep(fs, in);
+	stream_abort(fs, in);
+	pthread_mutex_lock(&fs->lock);
+	in->dirty = false;
+	in->told_unsaved = false;
+	state_note(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	return EIO;
+}
+
+/* Takes ns (read) and in->mu, uploads as a flush, releases. */
 int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
 {
 	int err;
 
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
-	err = inode_sync(fs, in);
+	err = inode_sync_told(fs, in);
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	return err;
@@ -919,6 +945,7 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 		pthread_mutex_lock(&fs->lock);
 		in->size = in->spool->size;
 		inode_changed(in, true);
+		in->told_unsaved = false;
 		if (!in->dirty || in->times_set) {
 			/* a successor dates a dirty file from its load unless
 			 * utimens set its times (recorded) */

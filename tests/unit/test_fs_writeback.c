@@ -147,6 +147,70 @@ static void test_put_fault(void **state)
 	unpin(fs, in);
 }
 
+/* Counts the files named objfs-unsaved-* (not their notes) in dir. */
+static unsigned kept_files(const char *dir)
+{
+	char cmd[512];
+	unsigned n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s' 2>/dev/null | grep '^objfs-unsaved-' | "
+		 "grep -vc '\\.txt$'", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	if (fscanf(p, "%u", &n) != 1)
+		n = 0;
+	pclose(p);
+	return n;
+}
+
+/* The last close after a flush that told the application its data is not
+ * stored: nothing is sent behind its back; the bytes are kept aside. */
+static void release_sync(struct fs_env *e, struct inode *in, int want)
+{
+	pthread_rwlock_rdlock(&e->fs->ns);
+	pthread_mutex_lock(&in->mu);
+	assert_int_equal(inode_release_sync(e->fs, in), want);
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&e->fs->ns);
+}
+
+static void test_close_after_told(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "told");
+	struct inode *in2 = fe_new_file(e, fs->root, "told2");
+	uint64_t puts;
+
+	/* close(2) got EACCES: the last close keeps the data aside, sends
+	 * nothing, and the store keeps what it had (nothing) */
+	assert_int_equal(inode_write(fs, in, "not stored", 10, 0), 0);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_PUT, 1, EACCES);
+	assert_int_equal(inode_sync_locked_ns(fs, in), EACCES);
+	assert_true(in->told_unsaved);
+	puts = objfs_fault_calls(e->fault, OBJFS_FOP_PUT);
+	release_sync(e, in, EIO);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_PUT) == puts);
+	assert_false(in_store(e, "told"));
+	assert_false(in->dirty);
+	assert_int_equal(kept_files(fs->spool_dir), 1);
+	assert_true(__atomic_load_n(&fs->unsaved_kept, __ATOMIC_RELAXED) == 1);
+	unpin(fs, in);
+
+	/* a write after the failed flush is new data nobody was told
+	 * about: the last close uploads it all */
+	assert_int_equal(inode_write(fs, in2, "first ", 6, 0), 0);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_PUT, 1, EACCES);
+	assert_int_equal(inode_sync_locked_ns(fs, in2), EACCES);
+	assert_int_equal(inode_write(fs, in2, "second", 6, 6), 0);
+	assert_false(in2->told_unsaved);
+	release_sync(e, in2, 0);
+	tu_check(e->store, "told2", "first second", 12);
+	assert_int_equal(kept_files(fs->spool_dir), 1);
+	unpin(fs, in2);
+}
+
 static void test_stream(void **state)
 {
 	struct fs_env *e = *state;
@@ -250,6 +314,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_write_sync, setup),
 		T(test_put_fault, setup),
+		T(test_close_after_told, setup),
 		T(test_stream, setup_stream),
 		T(test_stream_part_fault, setup_stream),
 		T(test_relieve_others, setup_small_spool),
