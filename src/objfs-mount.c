@@ -196,14 +196,44 @@ static int cli_proc(void *data, const char *arg, int key,
 		}
 		return 1;
 	}
-	if (arg[0] == '-')
-		return 1;       /* -f, -d, -s ...: fuse_parse_cmdline's */
+	if (arg[0] == '-') {
+		static const char *const known[] = {
+			"-f", "-d", "-s", "-h", "--help", "-V", "--version",
+		};
+		size_t i;
+
+		/* fuse_parse_cmdline's; anything else would be refused
+		 * only once the store was contacted */
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strcmp(arg, known[i]) == 0)
+				return 1;
+		fprintf(stderr, "objfs-mount: unknown argument %s (-f: stay in the "
+			"foreground; --help lists the options)\n", arg);
+		return -1;
+	}
 	r = objfs_mount_opts_apply(&c->mo, arg, 0, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "objfs-mount: -o %s\n", err);
 		return -1;
 	}
 	return r;
+}
+
+/* Adds -o fsname=SOURCE, its commas and backslashes escaped as libfuse's
+ * option parser reads them.  0 or -1. */
+static int add_fsname(struct fuse_args *args, const char *source)
+{
+	char opt[2 * 4096 + 16];
+	size_t n = 0, i;
+
+	n = (size_t)snprintf(opt, sizeof(opt), "-ofsname=");
+	for (i = 0; source[i] != '\0' && n + 3 < sizeof(opt); i++) {
+		if (source[i] == ',' || source[i] == '\\')
+			opt[n++] = '\\';
+		opt[n++] = source[i];
+	}
+	opt[n] = '\0';
+	return fuse_opt_add_arg(args, opt);
 }
 
 struct settings {
@@ -709,8 +739,10 @@ int main(int argc, char *argv[])
 			}
 		}
 	}
-	/* file-system options every mount gets */
-	if (fuse_opt_add_arg(&args, "-odefault_permissions,fsname=objfs,subtype=objfs") != 0 ||
+	/* file-system options every mount gets; df and mount(8) show the
+	 * source (no secret is ever in it) */
+	if (fuse_opt_add_arg(&args, "-odefault_permissions,subtype=objfs") != 0 ||
+	    add_fsname(&args, c.source) != 0 ||
 	    (s.fo.read_only && fuse_opt_add_arg(&args, "-oro") != 0))
 		goto out;
 	se = fuse_session_new(&args, reg != NULL ? objfs_fs_metered_ops() :

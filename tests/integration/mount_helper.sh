@@ -13,9 +13,13 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
 # 1. where `make install` puts it
-if make -s -C "$OBJFS_BUILDDIR" install-mounthelperSCRIPTS DESTDIR="$W/root" >"$W/install.out" 2>&1; then
+if make -s -C "$OBJFS_BUILDDIR" install-mounthelperSCRIPTS install-mounthelper-link \
+	DESTDIR="$W/root" >"$W/install.out" 2>&1; then
 	[ -x "$W/root/sbin/mount.objfs" ] ||
 		fail "make install did not put mount.objfs in /sbin: $(cd "$W/root" && find . -name 'mount.objfs')"
+	# mount(8) asks for mount.fuse.objfs for a live mount (remount)
+	[ "$(readlink "$W/root/sbin/mount.fuse.objfs")" = mount.objfs ] ||
+		fail "make install did not link mount.fuse.objfs to mount.objfs"
 else
 	fail "make install-mounthelperSCRIPTS: $(cat "$W/install.out")"
 fi
