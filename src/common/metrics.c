@@ -548,26 +548,125 @@ static bool name_char(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == ':';
 }
 
-/* The end of a label block starting after '{': the index of its '}'. */
-static int labels_end(const char *l, size_t len, size_t from, size_t *end)
-{
-	bool q = false;
-	size_t i;
+#define MERGE_LABELS_MAX 32     /* a sample's own labels */
 
-	for (i = from; i < len; i++) {
-		if (q) {
-			if (l[i] == '\\')
-				i++;
-			else if (l[i] == '"')
-				q = false;
-		} else if (l[i] == '"') {
-			q = true;
-		} else if (l[i] == '}') {
-			*end = i;
-			return 0;
+/* One label of a sample line: name and the value between its quotes. */
+struct mlabel {
+	const char *name, *value;
+	size_t nlen, vlen;
+};
+
+/* Parses the label block of l (len bytes) from *i, just past its '{', to
+ * just past its '}' into lb (*nlb of them): NAME="VALUE" pairs separated
+ * by commas (one after the last allowed, spaces around each), VALUE
+ * escaping only \\, \" and \n.  0 or EINVAL. */
+static int labels_parse(const char *l, size_t len, size_t *i,
+			struct mlabel *lb, size_t *nlb)
+{
+	size_t k = *i;
+
+	*nlb = 0;
+	for (;;) {
+		struct mlabel *m;
+
+		while (k < len && l[k] == ' ')
+			k++;
+		if (k < len && l[k] == '}')
+			break;
+		if (*nlb == MERGE_LABELS_MAX || k == len ||
+		    !((l[k] >= 'a' && l[k] <= 'z') || (l[k] >= 'A' && l[k] <= 'Z') ||
+		      l[k] == '_'))
+			return EINVAL;
+		m = &lb[(*nlb)++];
+		m->name = l + k;
+		while (k < len && name_char(l[k]) && l[k] != ':')
+			k++;
+		m->nlen = (size_t)(l + k - m->name);
+		while (k < len && l[k] == ' ')
+			k++;
+		if (k == len || l[k] != '=')
+			return EINVAL;
+		k++;
+		while (k < len && l[k] == ' ')
+			k++;
+		if (k == len || l[k] != '"')
+			return EINVAL;
+		m->value = l + ++k;
+		while (k < len && l[k] != '"') {
+			if (l[k] == '\\') {
+				if (k + 1 == len || (l[k + 1] != '\\' && l[k + 1] != '"' &&
+						     l[k + 1] != 'n'))
+					return EINVAL;
+				k++;
+			}
+			k++;
 		}
+		if (k == len)
+			return EINVAL;
+		m->vlen = (size_t)(l + k - m->value);
+		k++;
+		while (k < len && l[k] == ' ')
+			k++;
+		if (k < len && l[k] == ',')
+			k++;
+		else if (k == len || l[k] != '}')
+			return EINVAL;
 	}
-	return EINVAL;
+	*i = k + 1;
+	return 0;
+}
+
+/* Whether the sample's labels lb[0..n) repeat a name among themselves or
+ * take one of s's. */
+static bool labels_clash(const struct objfs_metrics_source *s,
+			 const struct mlabel *lb, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (lb[j].nlen == lb[i].nlen &&
+			    memcmp(lb[j].name, lb[i].name, lb[i].nlen) == 0)
+				return true;
+		for (j = 0; j < s->n_labels; j++)
+			if (strlen(s->label_names[j]) == lb[i].nlen &&
+			    memcmp(s->label_names[j], lb[i].name, lb[i].nlen) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* The end of a sample's value from *i: " VALUE" and an optional
+ * " TIMESTAMP", tokens of [0-9A-Za-z.+-] (numbers, NaN, +Inf).  Sets *v
+ * and *vlen to them (one space between).  0 or EINVAL. */
+static int value_parse(const char *l, size_t len, size_t i, size_t *v,
+		       size_t *vlen)
+{
+	size_t tok = 0;
+
+	*v = i;
+	while (i < len) {
+		size_t b;
+
+		if (l[i] != ' ' || tok == 2)
+			return EINVAL;
+		while (i < len && l[i] == ' ')
+			i++;
+		b = i;
+		while (i < len && ((l[i] >= '0' && l[i] <= '9') ||
+				   (l[i] >= 'a' && l[i] <= 'z') ||
+				   (l[i] >= 'A' && l[i] <= 'Z') ||
+				   l[i] == '.' || l[i] == '+' || l[i] == '-'))
+			i++;
+		if (i == b)
+			return EINVAL;
+		if (tok++ == 0)
+			*v = b;
+	}
+	if (tok == 0)
+		return EINVAL;
+	*vlen = len - *v;
+	return 0;
 }
 
 /* Whether sample name (len bytes) belongs to family fam. */
@@ -588,8 +687,9 @@ static bool of_family(const char *fam, const char *name, size_t len)
 static int merge_line(struct merge *mg, const struct objfs_metrics_source *s,
 		      const char *l, size_t len, struct mfam **cur)
 {
+	struct mlabel lb[MERGE_LABELS_MAX];
 	struct mfam *f;
-	size_t nl = 0, i, lend = 0;
+	size_t nl = 0, i, nlb = 0, v = 0, vlen = 0;
 	bool any;
 
 	while (len > 0 && (l[len - 1] == '\r' || l[len - 1] == ' '))
@@ -620,9 +720,18 @@ static int merge_line(struct merge *mg, const struct objfs_metrics_source *s,
 		}
 		return 0;
 	}
+	if (!name_char(l[0]) || (l[0] >= '0' && l[0] <= '9'))
+		return EINVAL;
 	while (nl < len && name_char(l[nl]))
 		nl++;
-	if (nl == 0 || nl == len || (l[nl] != '{' && l[nl] != ' '))
+	i = nl;
+	if (i < len && l[i] == '{') {
+		i++;
+		if (labels_parse(l, len, &i, lb, &nlb) != 0 ||
+		    labels_clash(s, lb, nlb))
+			return EINVAL;
+	}
+	if (value_parse(l, len, i, &v, &vlen) != 0)
 		return EINVAL;
 	if (*cur != NULL && of_family((*cur)->name, l, nl)) {
 		f = *cur;
@@ -632,11 +741,11 @@ static int merge_line(struct merge *mg, const struct objfs_metrics_source *s,
 			return ENOMEM;
 		*cur = f;
 	}
-	if (l[nl] == '{' && labels_end(l, len, nl + 1, &lend) != 0)
-		return EINVAL;
 	objfs_buf_add(&f->samples, l, nl);
 	any = false;
 	for (i = 0; i < s->n_labels; i++) {
+		if (s->label_values[i] == NULL)
+			continue;
 		objfs_buf_adds(&f->samples, any ? "," : "{");
 		objfs_buf_adds(&f->samples, s->label_names[i]);
 		objfs_buf_adds(&f->samples, "=\"");
@@ -644,23 +753,21 @@ static int merge_line(struct merge *mg, const struct objfs_metrics_source *s,
 		objfs_buf_addc(&f->samples, '"');
 		any = true;
 	}
-	if (l[nl] == '{') {
-		size_t inner = lend - (nl + 1);
-		/* a trailing comma inside is allowed by the format */
-		const char *in = l + nl + 1;
-
-		while (inner > 0 && (in[inner - 1] == ',' || in[inner - 1] == ' '))
-			inner--;
-		if (inner > 0) {
-			objfs_buf_adds(&f->samples, any ? "," : "{");
-			objfs_buf_add(&f->samples, in, inner);
-			any = true;
-		}
-		nl = lend + 1;
+	for (i = 0; i < nlb; i++) {
+		objfs_buf_adds(&f->samples, any ? "," : "{");
+		objfs_buf_add(&f->samples, lb[i].name, lb[i].nlen);
+		objfs_buf_adds(&f->samples, "=\"");
+		objfs_buf_add(&f->samples, lb[i].value, lb[i].vlen);
+		objfs_buf_addc(&f->samples, '"');
+		any = true;
 	}
 	if (any)
 		objfs_buf_addc(&f->samples, '}');
-	objfs_buf_add(&f->samples, l + nl, len - nl);
+	objfs_buf_addc(&f->samples, ' ');
+	/* the value's tokens with one space between */
+	for (i = v; i < v + vlen; i++)
+		if (l[i] != ' ' || l[i - 1] != ' ')
+			objfs_buf_addc(&f->samples, l[i]);
 	objfs_buf_addc(&f->samples, '\n');
 	return objfs_buf_err(&f->samples);
 }

@@ -132,7 +132,8 @@ void objfs_metrics_escape_label(struct objfs_buf *out, const char *v);
 /* ---- merging expositions (the node plugin and its mounts) -------------- */
 
 /* Extra labels put on every sample of one exposition; values are any
- * text (escaped here). */
+ * text (escaped here).  A NULL value: that label is not written, and its
+ * name is still the source's (no sample of it may have one so named). */
 struct objfs_metrics_source {
 	const char *text;               /* an exposition, NUL-terminated */
 	const char *const *label_names; /* n_labels of them */
@@ -144,8 +145,14 @@ struct objfs_metrics_source {
  * the first source that has it), then its samples from every source in
  * order, each with that source's extra labels first.  Comments other
  * than HELP/TYPE are dropped; a sample before any TYPE keeps a family of
- * its own name.  0, EINVAL (a sample line that is not NAME[{...}] VALUE)
- * or out's error. */
+ * its own name.  A sample line must be NAME[{LABELS}] VALUE [TIMESTAMP]:
+ * LABELS name="value" pairs (escapes \\, \" and \n only; a comma after
+ * the last and spaces around them allowed), no name twice nor one of the
+ * source's extra labels; VALUE and TIMESTAMP of [0-9A-Za-z.+-].  It is
+ * written back in that form (no spaces inside the braces, one space
+ * before each token), so no source can add a label, a line or a sample
+ * another's labels.  0, EINVAL (a sample line that is not so: nothing
+ * else is written) or out's error. */
 int objfs_metrics_merge(const struct objfs_metrics_source *src, size_t n,
 			struct objfs_buf *out);
 

@@ -250,25 +250,39 @@ static void answer(struct conn *c, int status, const char *reason,
 	c->out_off = 0;
 }
 
+int objfs_metrics_http_route(const char *head, size_t len)
+{
+	static const char path[] = "/metrics";
+	const size_t pl = sizeof(path) - 1;
+	size_t i;
+
+	if (len < 4 || memcmp(head, "GET ", 4) != 0)
+		return 405;
+	/* the target: up to a space, a line's end or the head's */
+	for (i = 4; i < len && head[i] != ' ' && head[i] != '\r' &&
+	     head[i] != '\n'; i++)
+		;
+	if (i - 4 < pl || memcmp(head + 4, path, pl) != 0 ||
+	    (i - 4 > pl && head[4 + pl] != '?'))
+		return 404;
+	return 200;
+}
+
 /* The head is in (or the client stopped sending): the answer. */
 static void respond(struct objfs_metrics_server *s, struct conn *c)
 {
-	char *head = c->head, *sp;
+	int route;
 
 	if (c->got == 0) {
 		conn_close(c);
 		return;
 	}
-	if (strncmp(head, "GET ", 4) != 0) {
+	route = objfs_metrics_http_route(c->head, c->got);
+	if (route == 405) {
 		answer(c, 405, "Method Not Allowed", "only GET\n", 9);
 		return;
 	}
-	sp = strchr(head + 4, ' ');
-	if (sp == NULL)
-		sp = head + strcspn(head, "\r\n");
-	*sp = '\0';
-	if (strcmp(head + 4, "/metrics") != 0 &&
-	    strncmp(head + 4, "/metrics?", 9) != 0) {
+	if (route == 404) {
 		answer(c, 404, "Not Found", "see /metrics\n", 13);
 		return;
 	}
@@ -294,8 +308,8 @@ static void conn_read(struct objfs_metrics_server *s, struct conn *c)
 	if (k > 0) {
 		c->got += (size_t)k;
 		c->head[c->got] = '\0';
-		if (strstr(c->head, "\r\n\r\n") == NULL &&
-		    strstr(c->head, "\n\n") == NULL && c->got < HEAD_MAX)
+		if (memmem(c->head, c->got, "\r\n\r\n", 4) == NULL &&
+		    memmem(c->head, c->got, "\n\n", 2) == NULL && c->got < HEAD_MAX)
 			return;
 	} else if (k < 0) {
 		conn_close(c);
@@ -533,6 +547,23 @@ static int wait_fd(int fd, short ev, long long deadline)
 	return r == 0 ? ETIMEDOUT : 0;
 }
 
+int objfs_metrics_http_body(const char *ans, size_t len, size_t *body)
+{
+	static const char ok[] = " 200";
+	const char *e;
+
+	/* "HTTP/1.D 200" and the status line's reason or end */
+	if (len < 13 || memcmp(ans, "HTTP/1.", 7) != 0 ||
+	    ans[7] < '0' || ans[7] > '9' || memcmp(ans + 8, ok, 4) != 0 ||
+	    (ans[12] != ' ' && ans[12] != '\r' && ans[12] != '\n'))
+		return EPROTO;
+	e = memmem(ans, len, "\r\n\r\n", 4);
+	if (e == NULL)
+		return EPROTO;
+	*body = (size_t)(e - ans) + 4;
+	return 0;
+}
+
 int objfs_metrics_fetch_unix(const char *path, int timeout_ms,
 			     struct objfs_buf *out)
 {
@@ -541,8 +572,7 @@ int objfs_metrics_fetch_unix(const char *path, int timeout_ms,
 	long long deadline = objfs_now_ms() + timeout_ms;
 	struct sockaddr_un sa;
 	char chunk[16384];
-	const char *body;
-	size_t sent = 0;
+	size_t sent = 0, body;
 	int fd = -1, dirfd = -1, err;
 
 	err = unix_addr(path, &sa, &dirfd);
@@ -593,19 +623,10 @@ int objfs_metrics_fetch_unix(const char *path, int timeout_ms,
 			goto out;
 		}
 	}
-	/* "HTTP/1.x 200": twelve bytes at least before they are looked at */
-	if (b.p == NULL || b.len < 12 || strncmp(b.p, "HTTP/1.", 7) != 0 ||
-	    strncmp(b.p + 8, " 200", 4) != 0) {
-		err = EPROTO;
+	err = objfs_metrics_http_body(b.p != NULL ? b.p : "", b.len, &body);
+	if (err != 0)
 		goto out;
-	}
-	body = strstr(b.p, "\r\n\r\n");
-	if (body == NULL) {
-		err = EPROTO;
-		goto out;
-	}
-	body += 4;
-	objfs_buf_add(out, body, b.len - (size_t)(body - b.p));
+	objfs_buf_add(out, b.p + body, b.len - body);
 	err = objfs_buf_err(out);
 out:
 	if (fd >= 0)

@@ -55,4 +55,15 @@ void objfs_metrics_server_stop(struct objfs_metrics_server *srv);
 int objfs_metrics_fetch_unix(const char *path, int timeout_ms,
 			     struct objfs_buf *out);
 
+/* What the responder answers the request head (len bytes; NUL bytes are
+ * bytes like others, nothing past len is read): 200 for GET /metrics or
+ * /metrics?QUERY, 405 for anything but GET, 404 for any other target. */
+int objfs_metrics_http_route(const char *head, size_t len);
+
+/* Where the body of an answer (len bytes, nothing past them read) starts:
+ * 0 with *body the offset just past the first blank line (CR LF CR LF)
+ * for an "HTTP/1.D 200" status line, EPROTO for any other answer or one
+ * with no end of head. */
+int objfs_metrics_http_body(const char *ans, size_t len, size_t *body);
+
 #endif

@@ -155,7 +155,8 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 
 /* ---- mountinfo -------------------------------------------------------- */
 
-/* Unescapes mountinfo's \ooo sequences of s[0..n) into out (cap). */
+/* Unescapes mountinfo's \ooo sequences of s[0..n) into out (cap): false
+ * when it does not fit or holds a NUL (no path does). */
 static bool unescape_field(const char *s, size_t n, char *out, size_t cap)
 {
 	size_t i, j = 0;
@@ -170,7 +171,7 @@ static bool unescape_field(const char *s, size_t n, char *out, size_t cap)
 			c = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
 			i += 3;
 		}
-		if (j + 1 >= cap)
+		if (c == '\0' || j + 1 >= cap)
 			return false;
 		out[j++] = c;
 	}
@@ -178,46 +179,85 @@ static bool unescape_field(const char *s, size_t n, char *out, size_t cap)
 	return true;
 }
 
+/* A device number "MAJ:MIN" of s[0..n) (as the kernel has them: 12 and
+ * 20 bits) into *dev.  False when malformed. */
+static bool parse_dev(const char *s, size_t n, unsigned long *dev)
+{
+	unsigned long v[2] = { 0, 0 };
+	const unsigned long lim[2] = { 0xfff, 0xfffff };
+	size_t i = 0, k, d;
+
+	for (k = 0; k < 2; k++) {
+		for (d = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++, d++) {
+			v[k] = v[k] * 10 + (unsigned long)(s[i] - '0');
+			if (v[k] > lim[k])
+				return false;
+		}
+		if (d == 0 || (k == 0 && (i == n || s[i++] != ':')))
+			return false;
+	}
+	if (i != n)
+		return false;
+	*dev = (v[0] << 20) | v[1];
+	return true;
+}
+
+/* One line l..end: whether it is path's mount (mp, cap bytes, the
+ * scratch of its unescaped mount point), and what it is in *mi.  Fields:
+ * id parent maj:min root mountpoint options [optional...] - fstype ... */
+static bool mountinfo_line(const char *l, const char *end, const char *path,
+			   char *mp, size_t cap, struct objfs_csi_mount_info *mi)
+{
+	const char *f[6], *p = l, *e;
+	size_t k;
+
+	/* the first six fields, each followed by more */
+	for (k = 0; k < 6; k++) {
+		f[k] = p;
+		e = memchr(p, ' ', (size_t)(end - p));
+		if (e == NULL)
+			return false;
+		p = e + 1;
+	}
+	if (!unescape_field(f[4], (size_t)(f[5] - f[4] - 1), mp, cap) ||
+	    strcmp(mp, path) != 0 ||
+	    !parse_dev(f[2], (size_t)(f[3] - f[2] - 1), &mi->dev))
+		return false;
+	/* the separator: a field "-" before the fstype */
+	for (;;) {
+		e = memchr(p, ' ', (size_t)(end - p));
+		if (e == NULL)
+			return false;
+		if (e - p == 1 && p[0] == '-')
+			break;
+		p = e + 1;
+	}
+	p = e + 1;
+	e = memchr(p, ' ', (size_t)(end - p));
+	k = e != NULL ? (size_t)(e - p) : (size_t)(end - p);
+	mi->fuse = (k == 4 && memcmp(p, "fuse", 4) == 0) ||
+		   (k >= 5 && memcmp(p, "fuse.", 5) == 0);
+	return true;
+}
+
 int objfs_csi_mountinfo_find(const char *text, const char *path,
 			     struct objfs_csi_mount_info *out)
 {
+	struct objfs_csi_mount_info mi;
 	const char *line = text;
 	char mp[PATH_MAX];
 	int found = ENOENT;
 
-	while (line != NULL && *line != '\0') {
+	while (*line != '\0') {
 		const char *nl = strchr(line, '\n');
 		const char *end = nl != NULL ? nl : line + strlen(line);
-		const char *f[6];
-		const char *p = line;
-		const char *sep;
-		size_t k;
 
-		/* fields: id parent maj:min root mountpoint options ... - fstype */
-		for (k = 0; k < 6 && p < end; k++) {
-			f[k] = p;
-			p = memchr(p, ' ', (size_t)(end - p));
-			if (p == NULL)
-				p = end;
-			else
-				p++;
+		/* the last one is the top mount */
+		if (mountinfo_line(line, end, path, mp, sizeof(mp), &mi)) {
+			*out = mi;
+			found = 0;
 		}
-		if (k == 6 &&
-		    unescape_field(f[4], (size_t)(f[5] - f[4] - 1), mp, sizeof(mp)) &&
-		    strcmp(mp, path) == 0) {
-			unsigned long maj = 0, min = 0;
-
-			sep = strstr(f[5], " - ");
-			if (sep != NULL && sep < end &&
-			    sscanf(f[2], "%lu:%lu", &maj, &min) == 2) {
-				sep += 3;
-				out->fuse = strncmp(sep, "fuse ", 5) == 0 ||
-					    strncmp(sep, "fuse.", 5) == 0;
-				out->dev = (maj << 20) | min;
-				found = 0;
-			}
-		}
-		line = nl != NULL ? nl + 1 : NULL;
+		line = nl != NULL ? nl + 1 : end;
 	}
 	return found;
 }
@@ -465,7 +505,7 @@ static bool json_field(const char *l, size_t n, const char *key, char *out,
 			if (*p == 'n' || *p == 't')
 				out[o++] = ' ';
 			else if (*p == 'u')
-				p += p + 4 < end ? 4 : 0;       /* a control character */
+				p += end - p > 4 ? 4 : 0;       /* a control character */
 			else
 				out[o++] = *p;
 			continue;
@@ -476,16 +516,59 @@ static bool json_field(const char *l, size_t n, const char *key, char *out,
 	return true;
 }
 
+int objfs_csi_log_cause_text(const char *buf, size_t n, char *msg, size_t cap)
+{
+	const char *line, *last = NULL, *cause = NULL, *e, *end = buf + n;
+	size_t last_n = 0, cause_n = 0;
+	int err = EIO;
+	char text[512];
+
+	if (cap == 0)
+		return EIO;
+	/* the last line that names a cause, else the last line */
+	for (line = buf; line < end; line = e + 1) {
+		e = memchr(line, '\n', (size_t)(end - line));
+		if (e == NULL)
+			e = end;
+		if (e == line)
+			continue;
+		last = line;
+		last_n = (size_t)(e - line);
+		if (memmem(line, last_n, "\"errno\":", 8) != NULL) {
+			cause = line;
+			cause_n = last_n;
+		}
+	}
+	if (cause != NULL) {
+		const char *num = (const char *)memmem(cause, cause_n, "\"errno\":", 8) + 8;
+		const char *ce = cause + cause_n;
+		long v = 0;
+
+		/* digits within the line: nothing past it is read */
+		while (num < ce && *num == ' ')
+			num++;
+		while (num < ce && *num >= '0' && *num <= '9' && v < 4096)
+			v = v * 10 + (*num++ - '0');
+		if (v > 0 && v < 4096 && (num == ce || *num < '0' || *num > '9'))
+			err = (int)v;
+		last = cause;
+		last_n = cause_n;
+	}
+	if (last != NULL && last[0] == '{' &&
+	    json_field(last, last_n, "msg", text, sizeof(text)))
+		snprintf(msg, cap, ": %s", text);
+	else if (last != NULL)
+		snprintf(msg, cap, ": %.*s", (int)(last_n < 400 ? last_n : 400), last);
+	return err;
+}
+
 int objfs_csi_log_cause(const char *path, char *msg, size_t cap)
 {
 	const size_t bufsz = 16384;
 	char *buf;
-	const char *line, *last = NULL, *cause = NULL, *e;
-	size_t last_n = 0, cause_n = 0;
 	ssize_t n;
 	off_t size;
-	int fd, err = EIO;
-	char text[512];
+	int fd, err;
 
 	if (path == NULL || cap == 0)
 		return EIO;
@@ -501,34 +584,7 @@ int objfs_csi_log_cause(const char *path, char *msg, size_t cap)
 	lseek(fd, size > (off_t)bufsz ? size - (off_t)bufsz : 0, SEEK_SET);
 	n = read(fd, buf, bufsz);
 	close(fd);
-	/* the last line that names a cause, else the last line */
-	for (line = buf; n > 0 && line < buf + n; line = e + 1) {
-		e = memchr(line, '\n', (size_t)(buf + n - line));
-		if (e == NULL)
-			e = buf + n;
-		if (e == line)
-			continue;
-		last = line;
-		last_n = (size_t)(e - line);
-		if (memmem(line, last_n, "\"errno\":", 8) != NULL) {
-			cause = line;
-			cause_n = last_n;
-		}
-	}
-	if (cause != NULL) {
-		const char *num = (const char *)memmem(cause, cause_n, "\"errno\":", 8) + 8;
-		long v = strtol(num, NULL, 10);
-
-		if (v > 0 && v < 4096)
-			err = (int)v;
-		last = cause;
-		last_n = cause_n;
-	}
-	if (last != NULL && last[0] == '{' &&
-	    json_field(last, last_n, "msg", text, sizeof(text)))
-		snprintf(msg, cap, ": %s", text);
-	else if (last != NULL)
-		snprintf(msg, cap, ": %.*s", (int)(last_n < 400 ? last_n : 400), last);
+	err = objfs_csi_log_cause_text(buf, n > 0 ? (size_t)n : 0, msg, cap);
 	free(buf);
 	return err;
 }

@@ -16,6 +16,9 @@ struct objfs_creds;
  * log is empty or path NULL).  Returns the cause's errno, or EIO when no
  * line names one.  objfs-mount never logs secrets. */
 int objfs_csi_log_cause(const char *path, char *msg, size_t cap);
+/* The same over the log's text buf (n bytes, not NUL-terminated; nothing
+ * past them is read), as objfs_csi_log_cause reads it. */
+int objfs_csi_log_cause_text(const char *buf, size_t n, char *msg, size_t cap);
 /* Writes c to a new 0600 file in dir (created 0700 when missing); path
  * gets its name.  The caller unlinks it.  0 or an errno. */
 int objfs_csi_write_creds(const char *dir, const struct objfs_creds *c,

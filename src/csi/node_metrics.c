@@ -109,7 +109,7 @@ void node_metrics_repaired(struct objfs_csi_node *n, bool ok)
 struct target {
 	char *values[N_LABELS];
 	const char *names[N_LABELS];
-	const char *vals[N_LABELS];
+	const char *vals[N_LABELS];     /* NULL: not passed by the CO */
 	size_t n_labels;
 	char sock[PATH_MAX + 64];
 	struct objfs_buf text;
@@ -185,15 +185,18 @@ static int target_init(struct objfs_csi_node *n, const struct vol *v,
 	if ((size_t)snprintf(t->sock, sizeof(t->sock), "%s/%s/metrics.sock",
 			     n->resume_dir, name) >= sizeof(t->sock))
 		return ENAMETOOLONG;
+	/* every name, so that no mount's own samples take one; NULL values
+	 * (the CO did not pass them) are not written */
 	for (i = 0; i < N_LABELS; i++) {
+		t->names[i] = label_names[i];
 		if (vals[i] == NULL || vals[i][0] == '\0')
 			continue;
 		t->values[i] = strdup(vals[i]);
 		if (t->values[i] == NULL)
 			return ENOMEM;
-		t->names[t->n_labels] = label_names[i];
-		t->vals[t->n_labels++] = t->values[i];
+		t->vals[i] = t->values[i];
 	}
+	t->n_labels = N_LABELS;
 	return 0;
 }
 
@@ -249,7 +252,10 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
 				objfs_debug(n->log, "node", "metrics of volume %s: %s",
 					    t[i].values[0], objfs_strerror(e));
 			}
-			/* the up gauge first: the mount's text may lack it */
+			/* the up gauge first: the mount's text may lack it
+			 * (and its last line an end) */
+			if (t[i].text.len > 0 && t[i].text.p[t[i].text.len - 1] != '\n')
+				objfs_buf_addc(&t[i].text, '\n');
 			objfs_buf_adds(&t[i].text, up_help);
 			objfs_buf_adds(&t[i].text, e == 0 ? "objfs_mount_up 1\n" :
 				       "objfs_mount_up 0\n");

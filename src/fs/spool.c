@@ -298,6 +298,7 @@ int objfs_spool_open_named(const char *path, struct objfs_spool **out)
 	struct objfs_spool *sp = NULL;
 	char jpath[4200], etag[OBJFS_ETAG_MAX];
 	struct jrec r;
+	off_t done;             /* journal bytes of whole records */
 	int fd, jfd = -1, err = 0;
 
 	if (snprintf(jpath, sizeof(jpath), "%s.j", path) >= (int)sizeof(jpath))
@@ -312,6 +313,7 @@ int objfs_spool_open_named(const char *path, struct objfs_spool **out)
 		goto fail;
 	}
 	etag[sizeof(etag) - 1] = '\0';
+	done = (off_t)(sizeof(r) + sizeof(etag));
 	sp = calloc(1, sizeof(*sp));
 	if (sp == NULL) {
 		err = ENOMEM;
@@ -331,13 +333,20 @@ int objfs_spool_open_named(const char *path, struct objfs_spool **out)
 		else if (r.op == 'B')
 			sp->base_size = r.a;
 		else if (r.op == 'E') {
-			sp->base_size = r.a;
-			if (read(jfd, sp->base_etag, sizeof(sp->base_etag)) !=
-			    (ssize_t)sizeof(sp->base_etag))
+			/* a record cut short by the crash is not one */
+			if (read(jfd, etag, sizeof(etag)) != (ssize_t)sizeof(etag))
 				break;
-			sp->base_etag[sizeof(sp->base_etag) - 1] = '\0';
+			etag[sizeof(etag) - 1] = '\0';
+			sp->base_size = r.a;
+			memcpy(sp->base_etag, etag, sizeof(etag));
+			done += (off_t)sizeof(etag);
 		}
+		done += (off_t)sizeof(r);
 	}
+	/* what follows the last whole record goes: records appended from now
+	 * on must start where a reader expects one */
+	if (err == 0 && lseek(jfd, 0, SEEK_END) > done && ftruncate(jfd, done) != 0)
+		err = errno;
 	sp->path = strdup(path);
 	if (err != 0 || sp->path == NULL) {
 		objfs_rangeset_release(&sp->present);

@@ -68,8 +68,10 @@ int objfs_spool_create(const char *dir, uint64_t base_size,
 /* The same as a file at path (a resumable mount's state directory) that
  * outlives the process: every change of the bookkeeping is appended to
  * path.j (no fsync: the process may die, the machine is another story),
- * so objfs_spool_open_named() finds the spool as it was.  0 or an
- * errno. */
+ * so objfs_spool_open_named() finds the spool as it was (a record cut
+ * short at the journal's end, by a death while writing it, is dropped
+ * from the file too, so what is appended next reads back).  0 or an
+ * errno (EPROTO: no journal header). */
 int objfs_spool_create_named(const char *path, uint64_t base_size,
 			     const char *base_etag, struct objfs_spool **out);
 int objfs_spool_open_named(const char *path, struct objfs_spool **out);
