@@ -880,24 +880,7 @@ def scrape(m):
     """The mount's metrics (its unix socket), as a dict of series to
     values."""
     import glob
-    path = glob.glob(m["spool"] + "/objfs-state.*/metrics.sock")[0]
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(30)
-    s.connect(path)
-    s.sendall(b"GET /metrics HTTP/1.0\r\nHost: objfs\r\n\r\n")
-    buf = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        buf += d
-    s.close()
-    out = {}
-    for line in buf.decode().split("\r\n\r\n", 1)[-1].splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[k] = float(v)
-    return out
+    return resume.scrape_sock(glob.glob(m["spool"] + "/objfs-state.*/metrics.sock")[0])
 
 
 def prefetch_tree(env, url, dirs, files):
