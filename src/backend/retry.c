@@ -7,7 +7,10 @@
  *   TRY -> ok                              -> return 0
  *       -> error, not retryable            -> return it
  *       -> error, attempts == max_attempts -> return it (the last error)
- *       -> error, elapsed >= max_total_ms  -> return it (the first
+ *       -> error, the store failing for >= max_total_ms (since the
+ *          first failure after its last answer, seen by any request),
+ *          or this request's tries >= 2 x max_total_ms
+ *                                          -> return it (the first
  *                                             contact's bound: below)
  *       -> else sleep(min(delay, max_total_ms - elapsed)), TRY again
  *
@@ -77,6 +80,9 @@ struct retry_ctx {
 	unsigned tokens;                        /* protected by mu */
 	uint64_t waits;                         /* protected by mu */
 	bool reached;                           /* mu: the store answered once */
+	bool down;                              /* mu: failing since down_since */
+	uint64_t down_since;                    /* mu: the first failure since
+						   the last answer (now_ms) */
 	struct objfs_metric *retries, *giveups; /* NULL: not counted */
 	struct objfs_metric *budget_waits;      /* NULL: not counted */
 };
@@ -323,20 +329,37 @@ static bool nothing_there(int err)
 	return err == ECONNREFUSED || err == EHOSTUNREACH;
 }
 
-static bool reached(struct retry_ctx *rc)
+/* A try failed at now with err: how long the store has been failing (since
+ * the first failure after its last answer, whichever request saw it), and
+ * the bound that applies (the first contact's or max_total_ms). */
+static uint64_t failing_for(struct retry_ctx *rc, uint64_t now, int err,
+			    uint64_t *bound)
 {
-	bool r;
+	uint64_t since;
 
 	pthread_mutex_lock(&rc->mu);
-	r = rc->reached;
+	if (!rc->down) {
+		rc->down = true;
+		rc->down_since = now;
+	}
+	since = rc->down_since;
+	*bound = rc->cfg.max_total_ms;
+	if (nothing_there(err) && !rc->reached && *bound > OBJFS_RETRY_FIRST_CONTACT_MS)
+		*bound = OBJFS_RETRY_FIRST_CONTACT_MS;
 	pthread_mutex_unlock(&rc->mu);
-	return r;
+	return now > since ? now - since : 0;
 }
 
-static void set_reached(struct retry_ctx *rc)
+/* A call ended with err (not ECANCELED): an answer of the store (any
+ * reply, or an error that is not "nothing there") marks it reached; a
+ * success or a final answer (not retryable) ends its failing time. */
+static void call_ended(struct retry_ctx *rc, int err)
 {
 	pthread_mutex_lock(&rc->mu);
-	rc->reached = true;
+	if (!nothing_there(err))
+		rc->reached = true;
+	if (!objfs_retry_retryable(err))
+		rc->down = false;
 	pthread_mutex_unlock(&rc->mu);
 }
 
@@ -345,9 +368,8 @@ static int run(struct objfs_store *s, const struct call *c)
 	struct retry_ctx *rc = s->ctx;
 	const struct objfs_retry_hooks *h = &rc->hooks;
 	const struct objfs_retry_config *cfg = &rc->cfg;
-	uint64_t start = h->now_ms(h->arg), elapsed = 0;
+	uint64_t start = h->now_ms(h->arg), elapsed = 0, now, failing, bound;
 	unsigned attempt, delay, lease = 0;     /* what the last retry took */
-	uint64_t bound;
 	bool paid;
 	int err;
 
@@ -362,12 +384,17 @@ static int run(struct objfs_store *s, const struct call *c)
 			err = ECANCELED;        /* another GET answered */
 			break;
 		}
-		elapsed = h->now_ms(h->arg) - start;
-		bound = cfg->max_total_ms;
-		if (nothing_there(err) && !reached(rc) &&
-		    bound > OBJFS_RETRY_FIRST_CONTACT_MS)
-			bound = OBJFS_RETRY_FIRST_CONTACT_MS;
-		if (attempt >= cfg->max_attempts || elapsed >= bound) {
+		now = h->now_ms(h->arg);
+		elapsed = now - start;
+		failing = failing_for(rc, now, err, &bound);
+		/* The bound counts from when the store stopped answering, for
+		 * every request alike: a system call that makes several
+		 * requests in an outage gets its error once the store has been
+		 * failing for the bound, not after a bound per request.  A
+		 * request whose own tries outlast two bounds (the store answers
+		 * others, not this one) gives up too. */
+		if (attempt >= cfg->max_attempts || failing >= bound ||
+		    elapsed >= 2 * bound) {
 			objfs_error(s->log, "retry",
 				    "%s %s: giving up after %u tries in %llu ms: "
 				    "%s", call_names[c->op], call_key(c),
@@ -386,8 +413,8 @@ static int run(struct objfs_store *s, const struct call *c)
 			objfs_metric_add(rc->budget_waits, c->op, 1);
 		}
 		/* The last try comes at the bound, not before it. */
-		if (elapsed + delay > bound)
-			delay = (unsigned)(bound - elapsed);
+		if (failing + delay > bound)
+			delay = (unsigned)(bound - failing);
 		/* An outage retries many times: the first retry is a warning,
 		 * the rest debug, the end (recovery or giving up) is said. */
 		objfs_logf(s->log, attempt == 1 ? OBJFS_LOG_WARN : OBJFS_LOG_DEBUG,
@@ -404,8 +431,8 @@ static int run(struct objfs_store *s, const struct call *c)
 	 * store): the bucket gets back what the last retry took, or 1. */
 	if (!objfs_retry_retryable(err) && err != ECANCELED)
 		budget_give(rc, lease > 0 ? lease : OBJFS_RETRY_EARN);
-	if (err != ECANCELED && !nothing_there(err))
-		set_reached(rc);
+	if (err != ECANCELED)
+		call_ended(rc, err);
 	if (err == 0 && attempt > 1)
 		objfs_info(s->log, "retry", "%s %s succeeded at try %u after "
 			   "%llu ms", call_names[c->op], call_key(c), attempt,

@@ -528,6 +528,38 @@ static void test_first_contact(void **state)
 	assert_int_equal(f->clock.now, 20000);
 }
 
+/* The bound counts from when the store stopped answering, for every
+ * request alike: a system call that sends several requests in an outage
+ * gets its error once the store has failed for the bound (issue 31: an
+ * open+write+fsync waited 93 s with a 60 s bound); an answer ends the
+ * failing time. */
+static void test_outage_per_store(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+
+	put_str(f->s, "k", "v", 0);             /* reached */
+	objfs_fault_reset(f->fault);
+	f->clock.now = 1000;
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_ALL, 100000, ECONNRESET);
+	/* the first request of the call waits out the bound ... */
+	put_str(f->s, "a", "1", ECONNRESET);
+	assert_int_equal(f->clock.now, 1000 + 20000);
+	/* ... the next ones of the same call give up at their first try */
+	f->clock.n = 0;
+	put_str(f->s, "b", "2", ECONNRESET);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), ECONNRESET);
+	assert_int_equal(f->clock.n, 0);
+	assert_int_equal(f->clock.now, 1000 + 20000);
+	/* the store answers again: a new failure has the whole bound */
+	objfs_fault_reset(f->fault);
+	assert_int_equal(objfs_store_head(f->s, "k", &info), 0);
+	objfs_obj_info_release(&info);
+	objfs_fault_fail_next(f->fault, OBJFS_FOP_PUT, 3, ECONNRESET);
+	put_str(f->s, "c", "3", 0);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_PUT), 4);
+}
+
 static void test_short_read_retried(void **state)
 {
 	struct fixture *f = *state;
@@ -702,8 +734,12 @@ static void test_budget_steady_failure(void **state)
 	uint64_t waits;
 
 	objfs_fault_fail_next(f->fault, OBJFS_FOP_HEAD, 1000000, EIO);
-	for (i = 0; i < 300; i++)
+	for (i = 0; i < 300; i++) {
+		/* all within the failing store's bound (past it, a call
+		 * gives up at its first try: test_outage_per_store) */
+		f->clock.now = 0;
 		assert_int_equal(objfs_store_head(f->s, "k", &info), EIO);
+	}
 	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_HEAD), 600);
 	budget_of(f, &tokens, &waits);
 	assert_int_equal(tokens, 0);
@@ -729,6 +765,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outage, setup_outage,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_first_contact, setup_outage,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_outage_per_store, setup_outage,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_total_budget, setup_budget,
 						teardown),
