@@ -1090,8 +1090,48 @@ def select_read(fd, timeout):
     return (os.read(fd, 1) if ready else b""), None, None
 
 
+def t_resume_request_timeout(env):
+    """Linux 6.14's FUSE request timeout shorter than a takeover may take
+    (a stand-in for /proc/sys/fs/fuse: the real one is global): -o resume
+    is refused with an error naming it; the default mounts as one process
+    and warns; noresume mounts quietly; 0 keeps resume."""
+    fs = _fs()
+    url = env.volume("reqtimeout")
+    sysctl = os.path.join(env.work, "fake-sysctl")
+    os.makedirs(sysctl)
+    open(sysctl + "/max_request_timeout", "w").write("5\n")
+    open(sysctl + "/default_request_timeout", "w").write("0\n")
+    saved = env.tool_env
+    env.tool_env = dict(saved, OBJFS_TEST_FUSE_SYSCTL_DIR=sysctl)
+    try:
+        mnt = os.path.join(env.work, "reqtimeout-mnt")
+        os.makedirs(mnt)
+        p = subprocess.run([fs.MOUNT, "-f", "-o", "resume", url, mnt], env=env.tool_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        err = p.stderr.decode()
+        fs.check(p.returncode != 0 and "cannot mount %s with resume" % url in err and
+                 "unanswered for 5 s" in err and "max_request_timeout" in err,
+                 "resume refused (%d): %s" % (p.returncode, err))
+        fs.check(not os.path.ismount(mnt), "not mounted")
+        m = env.mount(url)
+        fs.check(any("mounting without resume" in x and "unanswered for 5 s" in x
+                     for x in log_msgs(m)), "the default warns: %s" % log_msgs(m))
+        fs.check(len(os.listdir("/proc/%d/task" % m["proc"].pid)) > 1 and
+                 not ns_children(m["proc"].pid), "one process, no keeper")
+        fs.wfile(m["dir"] + "/f", b"one")
+        env.umount(m)
+        fs.check(env.get(url, "f") == b"one", "stored")
+        open(sysctl + "/max_request_timeout", "w").write("0\n")
+        m = env.mount(url)
+        fs.check(len(ns_children(m["proc"].pid)) == 1, "a keeper and its server")
+        env.umount(m)
+    finally:
+        env.tool_env = saved
+
+
 TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
          t_resume_holder_crash_init, t_resume_delq, t_resume_link, t_resume_user_resend,
          t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed,
-         t_resume_recover_dead_keeper, t_resume_recover_kept, t_resume_any_death]
+         t_resume_recover_dead_keeper, t_resume_recover_kept, t_resume_any_death,
+         t_resume_request_timeout]
