@@ -159,13 +159,26 @@ static void usage(const char *prog)
 "  log_level=LEVEL        debug, info, warn, error (default: info)\n"
 "  log_file=PATH          once detached (no -f), log there (appended)\n"
 "                         instead of syslog\n"
-"  resume                 survive the death of the serving process: a\n"
-"                         keeper (this pid) holds the FUSE connection and\n"
-"                         starts a successor; SIGUSR2 hands the mount to\n"
-"                         the binary now at the same path\n"
-"  state_dir=DIR          what a successor needs, and the metrics socket\n"
-"                         (default: SPOOL_DIR/objfs-state.PID, PID the\n"
-"                         keeper's, or this process's without resume)\n"
+"  resume                 (the default) survive the death of any one\n"
+"                         process: a keeper (this pid) holds the FUSE\n"
+"                         connection and starts a successor when the\n"
+"                         server dies; when the keeper dies the server\n"
+"                         starts a new keeper and serves on; SIGUSR2\n"
+"                         hands the mount to the binary now at the same\n"
+"                         path.  Costs a second process (about 2 MiB),\n"
+"                         a state log written on every create, rename,\n"
+"                         unlink and open of a file for writing, and\n"
+"                         unsaved data waiting in STATE_DIR/spool\n"
+"  noresume               one process: its death (kill -9, OOM) ends the\n"
+"                         mount (ENOTCONN until unmounted); fsynced data\n"
+"                         is saved, unsynced writes are lost\n"
+"  state_dir=DIR          what a successor or the next mount needs, and\n"
+"                         the metrics socket (default: with resume,\n"
+"                         /var/lib/objfs/state/HASH, or with spool_dir=\n"
+"                         SPOOL_DIR/objfs-state.HASH, HASH of the source\n"
+"                         and the mount point: a new mount of both\n"
+"                         recovers what a dead one left unsaved; with\n"
+"                         noresume, SPOOL_DIR/objfs-state.PID)\n"
 "  metrics=unix|off|[ADDR:]PORT  Prometheus metrics: on the unix socket\n"
 "                         STATE_DIR/metrics.sock (unix, the default), also\n"
 "                         on TCP ADDR:PORT (ADDR 127.0.0.1 unless given;\n"
@@ -239,7 +252,10 @@ static int add_fsname(struct fuse_args *args, const char *source)
 struct settings {
 	struct objfs_fs_opts fo;
 	bool resume;
+	bool resume_asked;              /* -o resume given (not the default) */
 	bool user_resend;               /* test only: force it */
+	int creds_fd;                   /* a keeper's copy of the credentials,
+					   kept for a new keeper; -1: none */
 	const char *state_dir;
 	struct objfs_store_config sc;
 	int ready_fd;
@@ -327,7 +343,14 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->fo.read_only = HAS(RO) && mo->ro;
 	if (HAS(READY_FD))
 		s->ready_fd = (int)mo->ready_fd;
-	s->resume = HAS(RESUME);
+	if (HAS(RESUME) && HAS(NORESUME)) {
+		fprintf(stderr, "objfs-mount: -o resume and noresume: one or the "
+			"other\n");
+		return EINVAL;
+	}
+	/* on unless -o noresume (issue 29): any one process may die */
+	s->resume = !HAS(NORESUME);
+	s->resume_asked = HAS(RESUME);
 	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
 	s->user_resend = HAS(USER_RESEND);
 	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
@@ -399,7 +422,10 @@ static int build_settings(struct cli *c, struct settings *s)
 	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
 	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
 	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);
-	if (getenv(OBJFS_CREDS_FD_ENV) != NULL || HAS(CREDENTIALS_FILE)) {
+	if (getenv(OBJFS_ADOPT_ENV) != NULL) {
+		/* a new keeper (mount/keeper.h) reads no credentials: the
+		 * server that starts it sends their fd */
+	} else if (getenv(OBJFS_CREDS_FD_ENV) != NULL || HAS(CREDENTIALS_FILE)) {
 		const char *cfd = getenv(OBJFS_CREDS_FD_ENV);
 		const char *path = mo->credentials_file;
 		char fdpath[64];
@@ -416,7 +442,10 @@ static int build_settings(struct cli *c, struct settings *s)
 		}
 		err = objfs_creds_load_file(path, &s->creds, &line);
 		if (cfd != NULL) {
-			close(atoi(cfd));
+			/* kept (close-on-exec) for a new keeper, should
+			 * this server's die (mount/resume.h) */
+			s->creds_fd = atoi(cfd);
+			(void)fcntl(s->creds_fd, F_SETFD, FD_CLOEXEC);
 			unsetenv(OBJFS_CREDS_FD_ENV);
 		}
 		if (err != 0) {
@@ -593,7 +622,7 @@ int main(int argc, char *argv[])
 	memset(&c, 0, sizeof(c));
 	memset(&co, 0, sizeof(co));
 	memset(&s, 0, sizeof(s));
-	s.ready_fd = -1;
+	s.ready_fd = s.creds_fd = -1;
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		goto out;
 	if (c.help) {
@@ -631,12 +660,65 @@ int main(int argc, char *argv[])
 		}
 	}
 	objfs_fuselog_route(log);
+	if (s.resume && getenv(OBJFS_KEEPER_ENV) == NULL &&
+	    getenv(OBJFS_ADOPT_ENV) == NULL) {
+		/* A kernel that aborts a connection whose request waits
+		 * longer than a takeover may take (Linux 6.14): a death would
+		 * end the mount anyway, and the keeper cannot help. */
+		unsigned to = objfs_fuse_request_timeout(getenv("OBJFS_TEST_FUSE_SYSCTL_DIR"));
+
+		if (to != 0 && to < OBJFS_TAKEOVER_MAX_S && s.resume_asked) {
+			objfs_error(log, "mount", "cannot mount %s with resume: the "
+				    "kernel aborts a FUSE request unanswered for %u s "
+				    "(/proc/sys/fs/fuse/max_request_timeout or "
+				    "default_request_timeout), and a takeover may take "
+				    "up to %u s; raise it (or set it to 0) or mount "
+				    "with noresume", c.source, to, OBJFS_TAKEOVER_MAX_S);
+			goto out;
+		}
+		if (to != 0 && to < OBJFS_TAKEOVER_MAX_S) {
+			objfs_warn(log, "mount", "%s: mounting without resume: the "
+				   "kernel aborts a FUSE request unanswered for %u s "
+				   "(/proc/sys/fs/fuse/max_request_timeout or "
+				   "default_request_timeout), shorter than a takeover "
+				   "may take (%u s); the death of this process will "
+				   "end the mount", c.source, to, OBJFS_TAKEOVER_MAX_S);
+			s.resume = false;
+		}
+	}
+	if (s.resume && getenv(OBJFS_ADOPT_ENV) != NULL) {
+		/* a server whose keeper died started this one: keep its mount */
+		const char *a = getenv(OBJFS_ADOPT_ENV);
+		struct objfs_keeper_conf kc = {
+			.argv = argv, .ready_fd = -1, .creds_fd = -1,
+			.foreground = co.foreground, .log_fd = log_fd,
+			.adopt_sock = -1, .log = log,
+		};
+
+		if (strspn(a, "0123456789") == strlen(a) && a[0] != '\0' &&
+		    strlen(a) < 9)
+			kc.adopt_sock = atoi(a);
+		unsetenv(OBJFS_ADOPT_ENV);
+		if (kc.adopt_sock < 0) {
+			objfs_error(log, "mount", "%s=%s: not a descriptor",
+				    OBJFS_ADOPT_ENV, a);
+			goto out;
+		}
+		(void)fcntl(kc.adopt_sock, F_SETFD, FD_CLOEXEC);
+		/* detached already (the server's session): log where a
+		 * detached mount does */
+		if (!co.foreground)
+			objfs_log_redirect(log, log_fd, "objfs-mount");
+		objfs_creds_release(&s.creds);
+		ret = objfs_keeper_run(&kc);
+		goto out;
+	}
 	if (s.resume && getenv(OBJFS_KEEPER_ENV) == NULL) {
 		/* this process keeps the FUSE fd; servers are its children */
 		struct objfs_keeper_conf kc = {
 			.argv = argv, .ready_fd = s.ready_fd, .creds_fd = -1,
 			.foreground = co.foreground, .log_fd = log_fd,
-			.log = log,
+			.adopt_sock = -1, .log = log,
 		};
 
 		/* every server reads the credentials again: keep the file
@@ -717,12 +799,25 @@ int main(int argc, char *argv[])
 			objfs_log_redirect(log, log_fd, "objfs-mount");
 		/* a cloned fd dies with this process, and its requests fail */
 		co.clone_fd = 0;
-		if (s.state_dir != NULL)
+		/* a new keeper, should this one die */
+		objfs_resume_set_relaunch(rs, argv, s.creds_fd);
+		s.creds_fd = -1;
+		if (s.state_dir != NULL) {
 			snprintf(state_dir, sizeof(state_dir), "%s", s.state_dir);
-		else
-			snprintf(state_dir, sizeof(state_dir), "%s/objfs-state.%d",
-				 s.fo.spool_dir != NULL ? s.fo.spool_dir : "/var/tmp",
-				 (int)getppid());
+		} else {
+			/* the same for every server of this source and mount
+			 * point (the keeper's pid changes with the keeper) */
+			err = objfs_default_state_dir(c.source, co.mountpoint,
+						      objfs_mount_opts_has(&c.mo,
+							OBJFS_MOPT_SPOOL_DIR) ?
+						      s.fo.spool_dir : NULL,
+						      state_dir, sizeof(state_dir));
+			if (err != 0) {
+				objfs_error(log, "mount", "the state directory of %s: %s",
+					    co.mountpoint, objfs_strerror(err));
+				goto out;
+			}
+		}
 		/* A first server (not a successor) would start an empty state
 		 * over what a mount that died with its keeper left in the
 		 * same state directory (the node plugin's watchdog mounts
@@ -879,6 +974,9 @@ int main(int argc, char *argv[])
 	objfs_info(log, "mount", "stopping (%s)", ret == 0 ? "clean" : "with errors");
 	objfs_metrics_server_stop(msrv);
 	msrv = NULL;
+	/* its metrics socket gone: an empty state directory goes too */
+	if (rs != NULL && err == 0)
+		rmdir(state_dir);
 out_unmount:
 	if (rs != NULL && !ended && (successor || serving)) {
 		/* a resumable server that fails leaves the state as a crash
@@ -902,6 +1000,8 @@ out:
 		rmdir(metrics_dir);
 	if (s.ready_fd >= 0)
 		close(s.ready_fd);
+	if (s.creds_fd >= 0)
+		close(s.creds_fd);
 	if (detach_fd >= 0)
 		close(detach_fd);       /* never ready: the caller exits 1 */
 	if (lc != NULL)

@@ -82,6 +82,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_LOG_FILE,
 	OBJFS_MOPT_METRICS,
 	OBJFS_MOPT_RESUME,
+	OBJFS_MOPT_NORESUME,
 	OBJFS_MOPT_STATE_DIR,
 	OBJFS_MOPT_CRASH_AT,
 	OBJFS_MOPT_USER_RESEND,
@@ -127,7 +128,9 @@ struct objfs_mount_opts {
 	enum objfs_log_level log_level;
 	const char *log_file;           /* detached: log here, not syslog */
 	const char *metrics;            /* off, unix or [ADDR:]PORT */
-	bool resume;                    /* a keeper holds the FUSE fd */
+	bool resume;                    /* a keeper holds the FUSE fd (the
+					   default of objfs-mount) */
+	bool noresume;                  /* no keeper: one process */
 	const char *state_dir;          /* what a successor reads */
 	const char *crash_at;           /* test only: SIGKILL in a request, or
 					   at INIT (crash_at=init) */

@@ -116,6 +116,19 @@ static bool real_alive(void *ctx, const struct objfs_csi_proc *p)
 	return p->start == 0 || start == p->start;
 }
 
+/* Signals a mount process; SIGKILL goes to its whole process group (its
+ * own, made by the double fork): a resumable mount's server outlives its
+ * keeper (it starts a new one), so a hung mount ends only when both die. */
+static void kill_mount(pid_t pid, int sig)
+{
+	pid_t g = getpgid(pid);
+
+	if (sig == SIGKILL && g > 1 && g != getpgrp())
+		kill(-g, sig);
+	else
+		kill(pid, sig);
+}
+
 /* Waiting for the exit on its own: a process still uploading what it had
  * not saved (its I/O counters move) gets all the time it needs, up to
  * STOP_MAX_MS; one that makes no progress for grace_ms is signalled. */
@@ -145,7 +158,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 
 		if (!real_alive(ctx, p))
 			return 0;
-		kill(p->pid, sigs[i]);
+		kill_mount(p->pid, sigs[i]);
 		deadline = objfs_now_ms() + waits[i];
 		while (real_alive(ctx, p) && objfs_now_ms() < deadline)
 			sleep_ms(20);
@@ -834,7 +847,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	if (err != 0 && proc.pid > 0) {
 		struct objfs_csi_mount_info mi;
 
-		kill(proc.pid, SIGKILL);
+		kill_mount(proc.pid, SIGKILL);
 		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse) {
 			real_abort_conn(ctx, mi.dev);
 			real_unmount(ctx, spec->mountpoint, true);

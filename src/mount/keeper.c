@@ -7,15 +7,21 @@
  * start: no allocation in the loop, no S3, no threads.  A server that said
  * KOP_BYE ended the mount: the keeper exits with its status.
  */
+#define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +50,66 @@ int objfs_self_exe(char *buf, size_t cap)
 	if (n > 10 && strcmp(buf + n - 10, " (deleted)") == 0)
 		buf[n - 10] = '\0';
 	return 0;
+}
+
+/* One unsigned number from dir/name; 0 when missing. */
+static unsigned read_sysctl(const char *dir, const char *name)
+{
+	char path[4200], buf[32];
+	unsigned long v;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	v = strtoul(buf, NULL, 10);
+	return v > 0xffffffffUL ? 0xffffffffu : (unsigned)v;
+}
+
+unsigned objfs_fuse_request_timeout(const char *dir)
+{
+	unsigned def, max;
+
+	if (dir == NULL)
+		dir = "/proc/sys/fs/fuse";
+	def = read_sysctl(dir, "default_request_timeout");
+	max = read_sysctl(dir, "max_request_timeout");
+	/* as fs/fuse/inode.c's init_server_timeout() with no timeout asked */
+	if (max != 0 && (def == 0 || def > max))
+		def = max;
+	return def;
+}
+
+int objfs_default_state_dir(const char *source, const char *mountpoint,
+			    const char *spool_dir, char *buf, size_t cap)
+{
+	uint64_t h = 14695981039346656037ULL;   /* FNV-1a, 64 bits */
+	const char *p;
+	int n;
+
+	for (p = source; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	h = (h ^ 0) * 1099511628211ULL;
+	for (p = mountpoint; *p != '\0'; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	if (spool_dir != NULL) {
+		n = snprintf(buf, cap, "%s/objfs-state.%016llx", spool_dir,
+			     (unsigned long long)h);
+	} else {
+		if ((mkdir("/var/lib/objfs", 0755) != 0 && errno != EEXIST) ||
+		    (mkdir("/var/lib/objfs/state", 0700) != 0 && errno != EEXIST))
+			return errno;
+		n = snprintf(buf, cap, "/var/lib/objfs/state/%016llx",
+			     (unsigned long long)h);
+	}
+	return n < 0 || (size_t)n >= cap ? ENAMETOOLONG : 0;
 }
 
 int objfs_detach_begin(int *ready)
@@ -117,9 +183,39 @@ static int keeper_setup(struct keeper *k)
 	k->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (k->sfd < 0)
 		return errno;
-	if (!k->c->foreground)
+	if (!k->c->foreground && k->c->adopt_sock < 0)
 		return detach(k);
 	return 0;
+}
+
+/* A keeper started by a server whose keeper died: its KOP_ADOPT (fd,
+ * credentials, INIT) and its pid, watched through a pidfd.  0 or an
+ * errno. */
+static int adopt(struct keeper *k)
+{
+	struct objfs_kslot *s = &k->slot;
+	struct objfs_kmsg *m = &s->msg;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	int fds[2], sock = k->c->adopt_sock, pidfd, err;
+
+	err = objfs_kpkt_recv(sock, m, sizeof(*m), fds, 2);
+	if (err == 0 && (m->op != KOP_ADOPT || fds[0] < 0))
+		err = EPROTO;
+	if (err == 0 && getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0)
+		err = errno;
+	if (err != 0) {
+		if (fds[0] >= 0)
+			close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		close(sock);
+		return err;
+	}
+	s->creds_fd = fds[1];
+	/* gone already (ESRCH): a successor starts at once */
+	pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+	return objfs_kslot_adopt_server(s, sock, fds[0], m, cr.pid, pidfd);
 }
 
 /* One signal; true when the keeper must exit (*status). */
@@ -163,11 +259,15 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	s->argv = conf->argv;
 	s->log = conf->log;
 	s->creds_fd = conf->creds_fd;
-	/* a supervisor that kills the pid it started (a hung mount) ends the
-	 * mount: the server must not outlive the keeper */
-	s->die_with_owner = true;
+	/* Servers outlive the keeper: a server whose keeper dies starts a
+	 * new one (issue 29), so the mount is lost only when both die at
+	 * once.  A supervisor that means to end a hung mount kills the
+	 * process group (every keeper and server is in it). */
+	s->die_with_owner = false;
 	err = keeper_setup(&k);
-	if (err == 0)
+	if (err == 0 && conf->adopt_sock >= 0)
+		err = adopt(&k);
+	else if (err == 0)
 		err = objfs_kslot_start(s);
 	if (err != 0) {
 		objfs_error(k.log, SUB, "starting: %s", strerror(err));

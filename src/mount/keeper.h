@@ -36,14 +36,42 @@ struct objfs_keeper_conf {
 					   server's until then, the keeper
 					   logs to log_fd */
 	int log_fd;                     /* log_file=, or -1: syslog */
+	int adopt_sock;                 /* -1, or (taken) the socket of a server
+					   whose keeper died: this keeper takes
+					   its place (KOP_ADOPT; foreground
+					   false means "log to log_fd", never
+					   detach) */
 	struct objfs_log *log;
 };
 
 /* Runs the keeper until the mount ends: forks and execs the first server
- * and its successors.  SIGTERM, SIGINT and SIGHUP go to the server (a
+ * and its successors (or, adopting, keeps a running server's mount).
+ * Servers outlive their keeper: one whose keeper dies starts a new keeper
+ * (objfs_resume.h) and serves on.  SIGTERM, SIGINT and SIGHUP go to the server (a
  * clean stop); SIGUSR2 starts a new binary from the same path and hands
  * the mount over to it.  Returns the exit status for main(). */
 int objfs_keeper_run(const struct objfs_keeper_conf *conf);
+
+/* The longest takeover (a server's death to its successor serving)
+ * measured, with margin, under load: docs/design/mount-resume.md,
+ * "Any one process may die".  A kernel request timeout shorter than this
+ * could abort the connection during a takeover. */
+#define OBJFS_TAKEOVER_MAX_S 15
+
+/* The request timeout the kernel gives a new FUSE connection of a server
+ * that asks for none (libfuse 3.14 never does), in seconds, 0 for none:
+ * default_request_timeout capped by max_request_timeout (Linux 6.14; files
+ * missing: 0), read from dir (NULL: /proc/sys/fs/fuse). */
+unsigned objfs_fuse_request_timeout(const char *dir);
+
+/* The state directory of a resumable mount given no state_dir=: named by
+ * a hash of the source and the absolute mount point, so a new mount of the
+ * same source on the same mount point finds what a dead one left there
+ * (fs/recover.c): SPOOL_DIR/objfs-state.HASH when spool_dir is given (NULL:
+ * not), else /var/lib/objfs/state/HASH.  Its parents are made (0700).
+ * 0 or an errno. */
+int objfs_default_state_dir(const char *source, const char *mountpoint,
+			    const char *spool_dir, char *buf, size_t cap);
 
 /* Detaching without a thread made before the fork (a thread does not
  * survive fork(), and joining it in the child crashes): forks; the

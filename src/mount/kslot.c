@@ -35,7 +35,9 @@
 #define SUB "keeper"
 #define DEATHS_WINDOW 30.0
 
-enum { PK_SSOCK = 1, PK_NSOCK, PK_FUSE, PK_FOREIGN };
+enum { PK_SSOCK = 1, PK_NSOCK, PK_FUSE, PK_FOREIGN, PK_SPIDFD };
+
+static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known);
 
 int objfs_kpkt_send(int sock, const void *m, size_t len, const int *fds, int nfds)
 {
@@ -171,7 +173,7 @@ void objfs_kslot_init(struct objfs_kslot *s)
 {
 	memset(s, 0, offsetof(struct objfs_kslot, msg));
 	s->creds_fd = s->log_fd = s->fuse_fd = s->ssock = s->nsock = -1;
-	s->foreign_pidfd = -1;
+	s->foreign_pidfd = s->server_pidfd = -1;
 }
 
 /* In the child, between fork and exec (the owner is single-threaded). */
@@ -211,6 +213,11 @@ static void exec_server(struct objfs_kslot *s, int sock, bool resume, pid_t owne
 		setenv(OBJFS_RESUME_ENV, "1", 1);
 	else
 		unsetenv(OBJFS_RESUME_ENV);
+	if (s->die_with_owner)
+		unsetenv(OBJFS_KEEPER_REPLACE_ENV);
+	else
+		setenv(OBJFS_KEEPER_REPLACE_ENV, "1", 1);
+	unsetenv(OBJFS_ADOPT_ENV);
 	unsetenv(OBJFS_CREDS_FD_ENV);
 	if (s->creds_fd >= 0) {
 		fd = fcntl(s->creds_fd, F_DUPFD, 3);
@@ -499,6 +506,33 @@ int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 	return s->next != 0 ? 0 : EAGAIN;
 }
 
+int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			     const struct objfs_kmsg *init, pid_t pid,
+			     int pidfd)
+{
+	s->ssock = sock;
+	s->fuse_fd = fuse_fd;
+	s->init = *init;
+	s->init.op = KOP_INIT;
+	s->init.status = 0;
+	if (init->len != sizeof(struct objfs_kinit) ||
+	    kinit_of(&s->init)->rep_len == 0) {
+		if (pidfd >= 0)
+			close(pidfd);
+		objfs_kslot_close(s, 0);
+		return EPROTO;
+	}
+	s->have_init = s->init_answered = true;
+	s->server = pid;
+	s->server_pidfd = pidfd;
+	s->ready = true;
+	objfs_info(s->log, SUB, "%s: keeping the mount of server pid %d, whose "
+		   "keeper died", s->name, (int)pid);
+	if (pidfd < 0)
+		(void)server_died(s, pid, 0, false);
+	return (s->events & KSLOT_EV_ENDED) ? EIO : 0;
+}
+
 void objfs_kslot_foreign_gone(struct objfs_kslot *s)
 {
 	if (!s->foreign)
@@ -526,6 +560,60 @@ static void drain_server(struct objfs_kslot *s)
 			return;
 		on_server_msg(s, fd);
 	}
+}
+
+/* The server pid is gone: reaped (known: st is its wait status), or an
+ * adopted server whose pidfd said so (its status unknown). */
+static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known)
+{
+	int code = !known ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) :
+		   128 + WTERMSIG(st);
+
+	drain_server(s);
+	close_fd(&s->ssock);
+	close_fd(&s->server_pidfd);
+	s->peek_server = false;
+	s->server = 0;
+	s->ready = false;
+	if (s->bye) {
+		ended(s, !known || code == 0 ? s->bye_status : code);
+		return true;
+	}
+	if (s->releasing) {
+		s->stop_sent = false;
+		check_released(s);
+		return true;
+	}
+	if (s->stop_sent && s->next != 0) {
+		/* a planned handover, not a death */
+		s->stop_sent = false;
+		try_give(s);
+		return true;
+	}
+	s->stop_sent = false;
+	if (s->ending) {
+		objfs_warn(s->log, SUB, "%s: server pid %d ended (%s %d) while the "
+			   "mount was being ended", s->name, (int)pid,
+			   !known ? "status unknown" :
+			   WIFEXITED(st) ? "status" : "signal",
+			   !known ? 0 : WIFEXITED(st) ? code : WTERMSIG(st));
+		ended(s, code ? code : 1);
+		return true;
+	}
+	if (known)
+		objfs_warn(s->log, SUB, "%s: server pid %d died (%s %d)", s->name,
+			   (int)pid, WIFEXITED(st) ? "status" : "signal",
+			   WIFEXITED(st) ? code : WTERMSIG(st));
+	else
+		objfs_warn(s->log, SUB, "%s: server pid %d died (not our child: "
+			   "its status is unknown)", s->name, (int)pid);
+	if (!replace(s)) {
+		ended(s, 1);
+		return true;
+	}
+	objfs_info(s->log, SUB, "%s: resuming the mount", s->name);
+	try_give(s);
+	return true;
 }
 
 /* Reaping: handles a death of the server or the successor. */
@@ -558,45 +646,7 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 		}
 		return true;
 	}
-	drain_server(s);
-	close_fd(&s->ssock);
-	s->peek_server = false;
-	s->server = 0;
-	s->ready = false;
-	if (s->bye) {
-		ended(s, code == 0 ? s->bye_status : code);
-		return true;
-	}
-	if (s->releasing) {
-		s->stop_sent = false;
-		check_released(s);
-		return true;
-	}
-	if (s->stop_sent && s->next != 0) {
-		/* a planned handover, not a death */
-		s->stop_sent = false;
-		try_give(s);
-		return true;
-	}
-	s->stop_sent = false;
-	if (s->ending) {
-		objfs_warn(s->log, SUB, "%s: server pid %d ended (%s %d) while the "
-			   "mount was being ended", s->name, (int)pid,
-			   WIFEXITED(st) ? "status" : "signal",
-			   WIFEXITED(st) ? code : WTERMSIG(st));
-		ended(s, code ? code : 1);
-		return true;
-	}
-	objfs_warn(s->log, SUB, "%s: server pid %d died (%s %d)", s->name,
-		   (int)pid, WIFEXITED(st) ? "status" : "signal",
-		   WIFEXITED(st) ? code : WTERMSIG(st));
-	if (!replace(s)) {
-		ended(s, 1);
-		return true;
-	}
-	objfs_info(s->log, SUB, "%s: resuming the mount", s->name);
-	try_give(s);
-	return true;
+	return server_died(s, pid, st, true);
 }
 
 void objfs_kslot_signal(struct objfs_kslot *s, int sig)
@@ -746,6 +796,8 @@ int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 		ADD(s->fuse_fd, s->have_init ? 0 : POLLIN, PK_FUSE);
 	if (s->foreign && s->foreign_pidfd >= 0)
 		ADD(s->foreign_pidfd, POLLIN, PK_FOREIGN);
+	if (s->server_pidfd >= 0)
+		ADD(s->server_pidfd, POLLIN, PK_SPIDFD);
 #undef ADD
 	return n;
 }
@@ -788,6 +840,10 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 				read_init(s);
 			}
 			break;
+		case PK_SPIDFD:
+			if (s->server_pidfd == p->fd && s->server != 0)
+				(void)server_died(s, s->server, 0, false);
+			break;
 		case PK_FOREIGN:
 			if (s->foreign_pidfd == p->fd) {
 				objfs_info(s->log, SUB, "%s: the other holder's server "
@@ -814,5 +870,6 @@ void objfs_kslot_close(struct objfs_kslot *s, int sig)
 	close_fd(&s->creds_fd);
 	close_fd(&s->log_fd);
 	close_fd(&s->foreign_pidfd);
+	close_fd(&s->server_pidfd);
 	s->server = s->next = 0;
 }

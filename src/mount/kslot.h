@@ -60,6 +60,11 @@
  *                                          safe)
  *                                          KOP_STOP: leave the mount to a
  *                                          successor (planned handover)
+ *   KOP_ADOPT + the fd and the credentials fd (or none), blob: the INIT
+ *             (answered): sent by a server whose keeper died to the
+ *             keeper it started (objfs-mount with $OBJFS_KEEPER_ADOPT_FD),
+ *             first on that socket; the pid is the socket's peer
+ *             (SO_PEERCRED), watched with a pidfd (objfs_kslot_adopt_server)
  *
  * The slot (struct objfs_kslot) is driven by its owner's poll loop: the
  * owner puts the slot's descriptors in its pollfd array
@@ -100,10 +105,16 @@ struct objfs_log;
 #define OBJFS_KEEPER_ENV "OBJFS_KEEPER_FD"
 #define OBJFS_RESUME_ENV "OBJFS_RESUME"
 #define OBJFS_CREDS_FD_ENV "OBJFS_CREDENTIALS_FD"
+/* Set (to "1") for the servers of a slot whose servers outlive it
+ * (!die_with_owner): a server that loses its keeper starts a new one
+ * (KOP_ADOPT, below) and serves on. */
+#define OBJFS_KEEPER_REPLACE_ENV "OBJFS_KEEPER_REPLACE"
+/* The new keeper's end of the socket to the server that started it. */
+#define OBJFS_ADOPT_ENV "OBJFS_KEEPER_ADOPT_FD"
 
 enum objfs_kop {
 	KOP_PUT = 1, KOP_INIT, KOP_READY, KOP_BYE, KOP_GET, KOP_FD, KOP_STOP,
-	KOP_PEEK,
+	KOP_PEEK, KOP_ADOPT,
 };
 
 #define OBJFS_KBLOB_MAX 1024
@@ -153,7 +164,7 @@ enum {
 };
 
 #define KSLOT_DEATHS_MAX 5
-#define KSLOT_POLLFDS 5                 /* at most this many per slot */
+#define KSLOT_POLLFDS 6                 /* at most this many per slot */
 
 struct objfs_kslot {
 	/* Set by the owner before objfs_kslot_start()/adopt(); borrowed. */
@@ -163,8 +174,9 @@ struct objfs_kslot {
 	struct objfs_log *log;
 	bool die_with_owner;            /* servers get PR_SET_PDEATHSIG SIGKILL:
 					   whoever kills the owner ends its
-					   mounts (no server serves on alone
-					   with nobody to resume it) */
+					   mounts (the holder's); else a server
+					   whose keeper dies starts a new one
+					   and serves on (objfs-mount's) */
 	/* Owned by the slot once set (closed by objfs_kslot_close()). */
 	int creds_fd;                   /* -1: none */
 	int log_fd;                     /* servers' stdout/stderr; -1: inherit */
@@ -190,6 +202,9 @@ struct objfs_kslot {
 	bool foreign;                   /* another holder's server serves */
 	bool foreign_asked;
 	int foreign_pidfd;              /* that server, or -1 */
+	int server_pidfd;               /* an adopted server (not our child:
+					   its end is the pidfd's POLLIN), or
+					   -1 */
 	int pending_sig;                /* to forward once a server is ready */
 	double deaths[KSLOT_DEATHS_MAX];
 	unsigned n_deaths;
@@ -211,6 +226,14 @@ int objfs_kslot_start(struct objfs_kslot *s);
  * errno. */
 int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 		      const struct objfs_kmsg *init, int foreign_pidfd);
+/* A keeper started by a server whose keeper died: s gets the server's
+ * socket (sock), the mount's fd and INIT exchange (answered), all taken,
+ * and watches server pid through pidfd (taken; -1: it is gone already, a
+ * successor starts at once).  Its death is resumed as a child's would be.
+ * 0, EPROTO (INIT not answered) or an errno. */
+int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			     const struct objfs_kmsg *init, pid_t pid,
+			     int pidfd);
 /* The foreign server is gone (its holder reaped it, or that holder is
  * gone): a waiting successor gets the fd. */
 void objfs_kslot_foreign_gone(struct objfs_kslot *s);

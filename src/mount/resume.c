@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/errors.h"
@@ -78,6 +79,10 @@ struct objfs_resume {
 	struct objfs_fs *fs;
 	int sock;                       /* the keeper's connection */
 	bool successor;
+	bool replace_keeper;            /* $OBJFS_KEEPER_REPLACE: start a new
+					   keeper when this one dies */
+	char *const *argv;              /* for it (borrowed), or NULL */
+	int creds_fd;                   /* for it, or -1 */
 	int fuse_fd;
 	struct objfs_kinit ib;          /* the keeper's INIT (rep_len 0: not
 					   answered yet) */
@@ -299,8 +304,11 @@ int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 	r->log = log;
 	r->fs = fs;
 	r->sock = (int)fd;
-	r->fuse_fd = -1;
+	r->fuse_fd = r->creds_fd = -1;
 	r->successor = res != NULL && strcmp(res, "1") == 0;
+	res = getenv(OBJFS_KEEPER_REPLACE_ENV);
+	r->replace_keeper = res != NULL && strcmp(res, "1") == 0;
+	unsetenv(OBJFS_KEEPER_REPLACE_ENV);
 	/* the servers after us must not inherit them */
 	unsetenv(OBJFS_KEEPER_ENV);
 	unsetenv(OBJFS_RESUME_ENV);
@@ -322,6 +330,8 @@ void objfs_resume_destroy(struct objfs_resume *r)
 		pthread_join(r->watcher, NULL);
 	}
 	close(r->sock);
+	if (r->creds_fd >= 0)
+		close(r->creds_fd);
 	if (r->slots != NULL)
 		munmap(r->slots, (size_t)SLOTS * SLOT_SIZE);
 	free(r);
@@ -581,6 +591,106 @@ int objfs_resume_answer_init(struct objfs_resume *r)
 	return 0;
 }
 
+void objfs_resume_set_relaunch(struct objfs_resume *r, char *const *argv,
+			       int creds_fd)
+{
+	if (r == NULL) {
+		if (creds_fd >= 0)
+			close(creds_fd);
+		return;
+	}
+	r->argv = argv;
+	if (r->creds_fd >= 0)
+		close(r->creds_fd);
+	r->creds_fd = creds_fd;
+}
+
+/* Whether env entry e is one of the keeper's variables (not passed on). */
+static bool keeper_var(const char *e)
+{
+	static const char *const names[] = {
+		OBJFS_KEEPER_ENV, OBJFS_RESUME_ENV, OBJFS_CREDS_FD_ENV,
+		OBJFS_KEEPER_REPLACE_ENV, OBJFS_ADOPT_ENV,
+	};
+	size_t i, l;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		l = strlen(names[i]);
+		if (strncmp(e, names[i], l) == 0 && e[l] == '=')
+			return true;
+	}
+	return false;
+}
+
+/* The keeper died while this server serves: start a new one beside it
+ * (see objfs_resume_set_relaunch) and hand it the mount.  The watcher
+ * thread; the fork's children make only async-signal-safe calls (the
+ * environment and the path are prepared before).  0 or an errno. */
+static int new_keeper(struct objfs_resume *r)
+{
+	extern char **environ;
+	char exe[4096], var[64], **envp;
+	struct objfs_kmsg m;
+	size_t n = 0, k = 0;
+	int sv[2], fds[2], err, st;
+	pid_t mid;
+	sigset_t none;
+
+	if (r->argv == NULL || r->fuse_fd < 0 || r->ib.rep_len == 0)
+		return EINVAL;
+	err = objfs_self_exe(exe, sizeof(exe));
+	if (err != 0)
+		return err;
+	while (environ[n] != NULL)
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (envp == NULL)
+		return ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		err = errno;
+		free(envp);
+		return err;
+	}
+	for (n = 0; environ[n] != NULL; n++) {
+		if (!keeper_var(environ[n]))
+			envp[k++] = environ[n];
+	}
+	snprintf(var, sizeof(var), "%s=%d", OBJFS_ADOPT_ENV, sv[1]);
+	envp[k] = var;
+	sigemptyset(&none);
+	mid = fork();
+	if (mid == 0) {
+		/* nobody's child: the grandchild is reparented at once */
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (fork() != 0)
+			_exit(0);
+		if (fcntl(sv[1], F_SETFD, 0) == 0)
+			execve(exe, r->argv, envp);
+		_exit(127);
+	}
+	err = mid < 0 ? errno : 0;
+	free(envp);
+	close(sv[1]);
+	if (mid > 0)
+		while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+			;
+	if (err == 0) {
+		memset(&m, 0, sizeof(m));
+		m.op = KOP_ADOPT;
+		m.len = sizeof(r->ib);
+		memcpy(m.blob, &r->ib, sizeof(r->ib));
+		fds[0] = r->fuse_fd;
+		fds[1] = r->creds_fd;
+		err = objfs_kpkt_send(sv[0], &m, sizeof(m), fds, 2);
+	}
+	/* the new keeper's socket takes the dead one's number: the main
+	 * thread's KOP_BYE goes to it */
+	if (err == 0 && dup3(sv[0], r->sock, O_CLOEXEC) < 0)
+		err = errno;
+	close(sv[0]);
+	return err;
+}
+
 static void *watch_main(void *arg)
 {
 	struct objfs_resume *r = arg;
@@ -593,6 +703,19 @@ static void *watch_main(void *arg)
 			close(fd);
 		if (err != 0 && r->closing)
 			return NULL;
+		if (err != 0 && r->replace_keeper && !fuse_session_exited(r->se)) {
+			int e = new_keeper(r);
+
+			if (e == 0) {
+				objfs_warn(r->log, SUB, "the keeper is gone (%s): a "
+					   "new keeper holds the mount, serving on",
+					   objfs_strerror(err));
+				continue;
+			}
+			objfs_error(r->log, SUB, "the keeper is gone (%s) and "
+				    "starting a new one failed: %s", objfs_strerror(err),
+				    objfs_strerror(e));
+		}
 		if (err != 0) {
 			objfs_warn(r->log, SUB, "the keeper is gone (%s): serving "
 				   "on, but a crash now ends the mount",

@@ -34,6 +34,17 @@ struct objfs_resume;
 int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 			struct objfs_resume **out);
 void objfs_resume_destroy(struct objfs_resume *r);
+/* For a server whose keeper may die (objfs-mount's own keeper, not the
+ * holder: $OBJFS_KEEPER_REPLACE): the argv (borrowed: main's) and the
+ * credentials fd (taken; -1: none) a new keeper is started with.  When the
+ * keeper's socket ends while the mount serves, the server execs
+ * objfs-mount again (the binary at the same path, double-forked: nobody's
+ * child but init's or the nearest subreaper's, in this process group) with
+ * $OBJFS_KEEPER_ADOPT_FD, sends it the fd, the credentials and the INIT
+ * (KOP_ADOPT, mount/kslot.h) and serves on, the new keeper's socket in
+ * place of the old one. */
+void objfs_resume_set_relaunch(struct objfs_resume *r, char *const *argv,
+			       int creds_fd);
 /* A successor ($OBJFS_RESUME): it takes a live mount. */
 bool objfs_resume_successor(const struct objfs_resume *r);
 /* First server, after fuse_session_mount(): installs the hooks, gives

@@ -22,11 +22,15 @@ WORKLOAD = r'''
 import os, sys, time, subprocess, zlib
 mode, path, stop, result = sys.argv[1:5]
 errors, ops, worst, detail = 0, 0, 0.0, ""
+slow = []
 def timed(fn):
     global worst, ops
     t = time.monotonic()
     r = fn()
-    worst = max(worst, time.monotonic() - t)
+    dt = time.monotonic() - t
+    worst = max(worst, dt)
+    if dt > 0.05:
+        slow.append("%f %f" % (t, dt))
     ops += 1
     return r
 try:
@@ -38,6 +42,16 @@ try:
             i += 1
             if i % 10 == 0:
                 timed(lambda: os.fsync(fd))
+            time.sleep(0.01)
+        timed(lambda: os.close(fd))
+        detail = str(i)
+    elif mode == "hold":
+        # written, never fsynced, open across the events, closed at the end
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        i = 0
+        while not os.path.exists(stop):
+            timed(lambda: os.write(fd, (b"%08d\n" % i) * 455))
+            i += 1
             time.sleep(0.01)
         timed(lambda: os.close(fd))
         detail = str(i)
@@ -80,6 +94,7 @@ try:
 except OSError as e:
     errors += 1
     detail += "%s: %s" % (mode, e)
+open(result + ".slow", "w").write("\n".join(slow))
 open(result, "w").write("%d %d %f %s" % (errors, ops, worst, detail))
 '''
 
@@ -114,10 +129,12 @@ class Workloads:
     def __init__(self, env, d):
         self.env, self.d, self.procs = env, d, []
         self.stop = os.path.join(env.work, "stop-%d" % id(self))
+        self.slow = {}          # mode: [(start, seconds)] of ops over 50 ms
 
-    def start(self, mode, path):
+    def start(self, mode, path, prefix=()):
         res = os.path.join(self.env.work, "res-%s-%d" % (mode, id(self)))
-        p = subprocess.Popen([sys.executable, "-c", WORKLOAD, mode, path, self.stop, res])
+        p = subprocess.Popen(list(prefix) + [sys.executable, "-c", WORKLOAD, mode, path,
+                                             self.stop, res])
         self.procs.append((mode, p, res))
 
     def finish(self):
@@ -132,6 +149,8 @@ class Workloads:
                 raise _fs().Fail("workload %s hung" % mode)
             errors, ops, worst, detail = (open(res).read().split(" ", 3) + [""])[:4]
             out[mode] = (int(errors), int(ops), float(worst), detail)
+            self.slow[mode] = [tuple(float(x) for x in line.split())
+                               for line in open(res + ".slow").read().splitlines() if line]
         os.unlink(self.stop)
         return out
 
@@ -722,12 +741,13 @@ def wait_gone(pid, what):
 
 
 def kill_keeper(env, m):
-    """kill -9 of the keeper of m (its servers die with it: PDEATHSIG),
-    then the lazy unmount of the dead mount, as the node plugin's watchdog
-    does before it mounts again."""
+    """kill -9 of the keeper of m and its server at once (their process
+    group: alone, either is survived, issue 29), then the lazy unmount of
+    the dead mount, as the node plugin's watchdog does before it mounts
+    again."""
     keeper = m["proc"].pid
     server = server_pid(keeper)
-    os.kill(keeper, signal.SIGKILL)
+    os.killpg(keeper, signal.SIGKILL)
     m["proc"].wait(timeout=60)
     wait_gone(server, "the server of the killed keeper")
     env.mounts.remove(m)
@@ -896,8 +916,222 @@ def t_resume_recover_kept(env):
     env.umount(m2)
 
 
+# ---- any one process may die (issue 29): standalone, resume by default ----
+
+def ns_children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def mount_procs(init, mnt):
+    """The objfs-mount processes of mount point mnt in the namespace whose
+    init is pid init: {pid: ppid}."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            argv = open("/proc/%s/cmdline" % d, "rb").read().split(b"\0")
+            ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if argv and argv[0].endswith(b"objfs-mount") and mnt.encode() in argv:
+            st = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[0]
+            if st != "Z":
+                out[int(d)] = ppid
+    return out
+
+
+def roles(init, mnt):
+    """(keeper, server) of the mount: the server is the one holding
+    /dev/fuse with threads; the keeper is single-threaded."""
+    keeper = server = None
+    for pid in mount_procs(init, mnt):
+        try:
+            threads = len(os.listdir("/proc/%d/task" % pid))
+        except OSError:
+            continue
+        if threads == 1:
+            keeper = pid
+        else:
+            server = pid
+    return keeper, server
+
+
+def t_resume_any_death(env):
+    """Standalone objfs-mount with no resume option (the default), as a
+    container runtime runs it: in its own pid and mount namespaces, under
+    an init that is not objfs-mount (a pid namespace dies with its pid 1).
+    kill -9 of the server, of the keeper, of the adopted server and of the
+    new keeper, while an appender with fsync, a writer that never fsyncs,
+    a streaming reader and ls -lR run in that mount namespace: no error,
+    every acknowledged line in the store, the unsynced file in the store
+    with all its bytes once closed; the pause of each death printed."""
+    fs = _fs()
+    url = env.volume("anydeath")
+    import zlib
+    big = os.urandom(1 << 20) * (16 if env.kind == "local" else 8)
+    env.tool(url, "put", "big", data=big)
+    env.tool(url, "put", "big.crc", data=str(zlib.crc32(big)).encode())
+    for i in range(3):
+        for j in range(8):
+            env.tool(url, "put", "tree/d%d/f%d" % (i, j), data=b"x" * j)
+    mnt = os.path.join(env.work, "anydeath-mnt")
+    spool = os.path.join(env.work, "anydeath-spool")
+    os.makedirs(mnt)
+    os.makedirs(spool)
+    logf = os.path.join(env.work, "anydeath.log")
+    r, w = os.pipe()
+    # pid 1 is a shell (an init such as tini or docker --init would do):
+    # it stays after the first keeper dies
+    script = '"$0" -f -o spool_dir=%s,ready_fd=%d %s %s; exec sleep 100000' % (
+        spool, w, url, mnt)
+    lf = open(logf, "ab")
+    ns = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
+         "--mount-proc", "--kill-child", "sh", "-c", script, fs.MOUNT],
+        stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(w,),
+        env=dict(env.tool_env), start_new_session=True)
+    os.close(w)
+    init = None
+    w = None
+    try:
+        ready, _, _ = select_read(r, 30)
+        os.close(r)
+        fs.check(ready == b"R", "mount not ready: %s" % open(logf).read()[-3000:])
+        for _ in range(500):
+            kids = ns_children(ns.pid)
+            if kids:
+                init = kids[0]
+                break
+            time.sleep(0.01)
+        fs.check(init is not None, "no namespace init")
+        enter = ["nsenter", "-t", str(init), "-m"]
+        keeper, server = roles(init, mnt)
+        fs.check(keeper and server, "a keeper and a server: %s" % mount_procs(init, mnt))
+        w = Workloads(env, mnt)
+        w.start("append", mnt + "/log", enter)
+        w.start("hold", mnt + "/held", enter)
+        w.start("read", mnt + "/big", enter)
+        w.start("ls", mnt + "/tree", enter)
+        time.sleep(1.5)
+        events = []
+        for what in ("server", "keeper", "server", "keeper"):
+            keeper, server = roles(init, mnt)
+            victim = server if what == "server" else keeper
+            t0 = time.monotonic()
+            os.kill(victim, signal.SIGKILL)
+            deadline = t0 + 60
+            while True:
+                k2, s2 = roles(init, mnt)
+                if (k2 and s2 and victim not in (k2, s2) and
+                        len(mount_procs(init, mnt)) == 2):
+                    break
+                fs.check(time.monotonic() < deadline, "no new %s after kill -9 of %d: %s" %
+                         (what, victim, mount_procs(init, mnt)))
+                time.sleep(0.01)
+            events.append((what, t0, time.monotonic() - t0))
+            time.sleep(1.5)
+        res = w.finish()
+        slow, w = w.slow, None
+    except BaseException:
+        if w is not None:
+            w.kill()
+        os.killpg(ns.pid, signal.SIGKILL)
+        ns.wait()
+        raise
+    finally:
+        lf.close()
+    for mode, (errors, ops, worst, detail) in sorted(res.items()):
+        print("  %-8s %5d operations, longest %.3f s, errors %d %s" %
+              (mode, ops, worst, errors, detail if errors else ""), flush=True)
+    # the pause of a death: the longest operation of the 10 ms loops and
+    # the reader that overlaps the 3 s after it
+    for what, t0, dt in events:
+        pause = 0.0
+        for mode in ("append", "hold", "read"):
+            for start, d in slow.get(mode, []):
+                if start + d >= t0 and start < t0 + 3:
+                    pause = max(pause, d)
+        print("  kill -9 of the %s: a new process in %.3f s, longest application "
+              "pause %.3f s" % (what, dt, pause), flush=True)
+    for mode, (errors, ops, worst, detail) in sorted(res.items()):
+        fs.check(errors == 0, "%s saw errors: %s" % (mode, detail))
+        fs.check(ops > 0, "%s made progress" % mode)
+    n = int(res["append"][3])
+    want = b"".join(b"%08d\n" % i for i in range(n))
+    nh = int(res["hold"][3])
+    held = b"".join((b"%08d\n" % i) * 455 for i in range(nh))
+    p = subprocess.run(enter + ["fusermount3", "-u", mnt], stderr=subprocess.PIPE, timeout=120)
+    fs.check(p.returncode == 0, "unmount: %s" % p.stderr.decode())
+    deadline = time.monotonic() + 120
+    while mount_procs(init, mnt):
+        fs.check(time.monotonic() < deadline, "the mount's processes did not exit")
+        time.sleep(0.05)
+    os.killpg(ns.pid, signal.SIGKILL)
+    ns.wait()
+    text = open(logf).read()
+    fs.check_server_deaths(text, mnt)
+    fs.check("giving the mount up" not in text, "the keeper gave up: %s" % text[-3000:])
+    fs.check(env.get(url, "log") == want, "every acknowledged line stored (%d lines)" % n)
+    fs.check(env.get(url, "held") == held,
+             "the unsynced file stored with every byte (%d bytes)" % len(held))
+    fs.check(len(os.listdir(spool)) == 0 or
+             all(not os.listdir(os.path.join(spool, x)) for x in os.listdir(spool)),
+             "a clean stop leaves no state: %s" % os.listdir(spool))
+
+
+def select_read(fd, timeout):
+    import select
+    ready, _, _ = select.select([fd], [], [], timeout)
+    return (os.read(fd, 1) if ready else b""), None, None
+
+
+def t_resume_request_timeout(env):
+    """Linux 6.14's FUSE request timeout shorter than a takeover may take
+    (a stand-in for /proc/sys/fs/fuse: the real one is global): -o resume
+    is refused with an error naming it; the default mounts as one process
+    and warns; noresume mounts quietly; 0 keeps resume."""
+    fs = _fs()
+    url = env.volume("reqtimeout")
+    sysctl = os.path.join(env.work, "fake-sysctl")
+    os.makedirs(sysctl)
+    open(sysctl + "/max_request_timeout", "w").write("5\n")
+    open(sysctl + "/default_request_timeout", "w").write("0\n")
+    saved = env.tool_env
+    env.tool_env = dict(saved, OBJFS_TEST_FUSE_SYSCTL_DIR=sysctl)
+    try:
+        mnt = os.path.join(env.work, "reqtimeout-mnt")
+        os.makedirs(mnt)
+        p = subprocess.run([fs.MOUNT, "-f", "-o", "resume", url, mnt], env=env.tool_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        err = p.stderr.decode()
+        fs.check(p.returncode != 0 and "cannot mount %s with resume" % url in err and
+                 "unanswered for 5 s" in err and "max_request_timeout" in err,
+                 "resume refused (%d): %s" % (p.returncode, err))
+        fs.check(not os.path.ismount(mnt), "not mounted")
+        m = env.mount(url)
+        fs.check(any("mounting without resume" in x and "unanswered for 5 s" in x
+                     for x in log_msgs(m)), "the default warns: %s" % log_msgs(m))
+        fs.check(len(os.listdir("/proc/%d/task" % m["proc"].pid)) > 1 and
+                 not ns_children(m["proc"].pid), "one process, no keeper")
+        fs.wfile(m["dir"] + "/f", b"one")
+        env.umount(m)
+        fs.check(env.get(url, "f") == b"one", "stored")
+        open(sysctl + "/max_request_timeout", "w").write("0\n")
+        m = env.mount(url)
+        fs.check(len(ns_children(m["proc"].pid)) == 1, "a keeper and its server")
+        env.umount(m)
+    finally:
+        env.tool_env = saved
+
+
 TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
          t_resume_holder_crash_init, t_resume_delq, t_resume_link, t_resume_user_resend,
          t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed,
-         t_resume_recover_dead_keeper, t_resume_recover_kept]
+         t_resume_recover_dead_keeper, t_resume_recover_kept, t_resume_any_death,
+         t_resume_request_timeout]

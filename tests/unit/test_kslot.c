@@ -6,6 +6,7 @@
  * standing in for /dev/fuse (a read takes one request, a write is one
  * reply); the server is the test, over the slot's socket, with a child
  * that only waits as its pid. */
+#define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
@@ -16,15 +17,19 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "mount/keeper.h"
 #include "mount/kslot.h"
 
 #define UNIQUE 2
@@ -272,6 +277,130 @@ static void test_dead_servers_reply_written(void **state)
 	assert_true(f->s.next > 0);
 }
 
+/* A keeper started by a server whose keeper died (KOP_ADOPT): the server
+ * is not its child, its death comes through the pidfd, and a successor
+ * starts as for a reaped server. */
+static void test_adopted_server_death_resumes(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_kslot a;
+	struct objfs_kmsg init;
+	struct objfs_kinit *k = (struct objfs_kinit *)(void *)init.blob;
+	int sp[2], fp[2], pidfd, i;
+	pid_t pid;
+
+	(void)f;
+	objfs_kslot_init(&a);
+	a.name = "adopted";
+	a.exe = "/bin/sleep";
+	a.argv = f->argv;
+	a.log = f->log;
+	memset(&init, 0, sizeof(init));
+	init.op = KOP_ADOPT;
+	init.len = sizeof(*k);
+	init_request(k);
+	init_reply(k, UNIQUE, 1 << 20);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	assert_true(pidfd >= 0);
+	assert_int_equal(objfs_kslot_adopt_server(&a, sp[0], fp[0], &init, pid,
+						  pidfd), 0);
+	assert_true(a.have_init && a.init_answered && a.ready);
+	assert_int_equal(a.server, pid);
+	assert_int_equal(a.next, 0);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	for (i = 0; i < 20 && a.next == 0; i++) {
+		struct pollfd pf[KSLOT_POLLFDS];
+		int n = objfs_kslot_pollfds(&a, pf, 0);
+
+		if (poll(pf, (nfds_t)n, 50) > 0)
+			objfs_kslot_poll(&a, pf);
+	}
+	assert_int_equal(a.server, 0);
+	assert_true(a.next > 0);
+	assert_false(a.events & KSLOT_EV_ENDED);
+	pid = a.next;
+	objfs_kslot_close(&a, 0);
+	waitpid(pid, NULL, 0);
+	close(sp[1]);
+	close(fp[1]);
+}
+
+static void put_file(const char *dir, const char *name, const char *v)
+{
+	char path[512];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(v, fp);
+	fclose(fp);
+}
+
+/* Linux 6.14's timeouts: default capped by max; missing files are 0. */
+static void test_request_timeout(void **state)
+{
+	char dir[] = "/tmp/objfs-test-sysctl.XXXXXX";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(objfs_fuse_request_timeout(dir), 0);
+	put_file(dir, "default_request_timeout", "0\n");
+	put_file(dir, "max_request_timeout", "0\n");
+	assert_int_equal(objfs_fuse_request_timeout(dir), 0);
+	put_file(dir, "max_request_timeout", "10\n");
+	assert_int_equal(objfs_fuse_request_timeout(dir), 10);
+	put_file(dir, "default_request_timeout", "30\n");
+	assert_int_equal(objfs_fuse_request_timeout(dir), 10);
+	put_file(dir, "default_request_timeout", "5\n");
+	assert_int_equal(objfs_fuse_request_timeout(dir), 5);
+	put_file(dir, "max_request_timeout", "0\n");
+	assert_int_equal(objfs_fuse_request_timeout(dir), 5);
+	assert_true(OBJFS_TAKEOVER_MAX_S > 5);
+	{
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/default_request_timeout", dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/max_request_timeout", dir);
+		unlink(path);
+		rmdir(dir);
+	}
+}
+
+/* The default state directory: the same for the same source and mount
+ * point, another for another. */
+static void test_default_state_dir(void **state)
+{
+	char a[256], b[256], c[256], d[256];
+
+	(void)state;
+	assert_int_equal(objfs_default_state_dir("s3://b/p", "/mnt/x", "/sp", a,
+						 sizeof(a)), 0);
+	assert_int_equal(objfs_default_state_dir("s3://b/p", "/mnt/x", "/sp", b,
+						 sizeof(b)), 0);
+	assert_int_equal(objfs_default_state_dir("s3://b/p", "/mnt/y", "/sp", c,
+						 sizeof(c)), 0);
+	assert_int_equal(objfs_default_state_dir("s3://b/q", "/mnt/x", "/sp", d,
+						 sizeof(d)), 0);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_string_not_equal(a, d);
+	assert_int_equal(strncmp(a, "/sp/objfs-state.", 16), 0);
+	assert_int_equal(strlen(a), 16 + 16);
+	assert_int_equal(objfs_default_state_dir("s3://b/p", "/mnt/x", "/sp", a, 20),
+			 ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +409,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dead_servers_reply_written, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_adopted_server_death_resumes, setup,
+						teardown),
+		cmocka_unit_test(test_request_timeout),
+		cmocka_unit_test(test_default_state_dir),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
