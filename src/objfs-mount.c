@@ -968,6 +968,14 @@ int main(int argc, char *argv[])
 	err = objfs_fs_sync_all(fs);
 	if (err != 0)
 		ret = 1;
+	if (objfs_fs_unsaved_kept(fs) > 0) {
+		/* each was logged with where it is: the status says so too */
+		objfs_error(log, "mount", "the data of %u file(s) could not be "
+			    "saved and was kept in %s (logged above)",
+			    objfs_fs_unsaved_kept(fs), s.fo.spool_dir != NULL ?
+			    s.fo.spool_dir : "the spool directory");
+		ret = 1;
+	}
 	if (err == 0)
 		objfs_resume_slots_drop(rs);
 	objfs_fs_state_stop(fs, err == 0);

@@ -241,12 +241,14 @@ static int snap_add(struct dirsnap *s, size_t *cap, const char *name,
 /* The merge of fs->recent into a whole listing (merge_one() for each
  * change of its directory): the listing's own n0 entries are sorted;
  * names added go after them, names dropped are marked in gone. */
+struct verified;
 struct merge {
 	struct dirsnap *s;
 	size_t *cap;
 	size_t n0;
 	bool *gone;
 	size_t added, dropped;
+	const struct verified *ok;      /* the adds the store confirmed */
 };
 
 /* Whether a listing entry was written after a removal noted at when:
@@ -257,6 +259,109 @@ static bool written_after(const struct dent *d, const struct timespec *when)
 	return !d->is_dir && d->mtime.tv_sec > when->tv_sec + 1;
 }
 
+/* The names made here lately that a whole listing lacks, each confirmed
+ * by the store (snap_verify_recent()): a lagging listing and a removal by
+ * another mount look alike, and only the second is gone from a HEAD. */
+struct verified {
+	char **names;           /* sorted: the ones the store has */
+	size_t n, cap;
+	const struct dirsnap *view;
+	char **ask;             /* the ones to ask about, and their kind */
+	bool *ask_dir;
+	size_t n_ask, cap_ask;
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool verified_has(const struct verified *v, const char *name)
+{
+	return v != NULL && v->n > 0 &&
+	       bsearch(&name, v->names, v->n, sizeof(*v->names), name_cmp) != NULL;
+}
+
+static void ask_one(void *arg, const struct recent_ent *c)
+{
+	struct verified *v = arg;
+	bool found;
+
+	if (!c->add)
+		return;
+	snap_find(v->view, c->name, &found);
+	if (found)
+		return;
+	if (v->n_ask == v->cap_ask) {
+		size_t nc = v->cap_ask ? 2 * v->cap_ask : 16;
+		char **a = realloc(v->ask, nc * sizeof(*a));
+		bool *d = a != NULL ? realloc(v->ask_dir, nc * sizeof(*d)) : NULL;
+
+		if (a != NULL)
+			v->ask = a;
+		if (d == NULL)
+			return;
+		v->ask_dir = d;
+		v->cap_ask = nc;
+	}
+	v->ask[v->n_ask] = strdup(c->name);
+	if (v->ask[v->n_ask] != NULL)
+		v->ask_dir[v->n_ask++] = c->is_dir;
+}
+
+/* Before the merge (fs->lock not held): asks the store, with a HEAD each,
+ * about the names made here lately that s (a whole listing of dkey,
+ * sorted here) lacks.  Those it has (or cannot say: an error) go into v;
+ * those it answers ENOENT for were removed by another mount, and are
+ * forgotten. */
+static void snap_verify_recent(struct objfs_fs *fs, const char *dkey,
+			       struct dirsnap *s, struct verified *v)
+{
+	char key[KEYBUF];
+	size_t i;
+
+	if (s->n > 1)
+		qsort(s->e, s->n, sizeof(*s->e), dent_cmp);
+	v->view = s;
+	pthread_mutex_lock(&fs->lock);
+	recent_each(&fs->recent, dkey, now_mono(), ask_one, v);
+	pthread_mutex_unlock(&fs->lock);
+	if (v->n_ask == 0)
+		return;
+	v->names = calloc(v->n_ask, sizeof(*v->names));
+	for (i = 0; i < v->n_ask; i++) {
+		struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+		int err = objfs_key_join(dkey, v->ask[i], v->ask_dir[i], key,
+					 sizeof(key));
+
+		if (err == 0)
+			err = objfs_store_head(fs->store, key, &info);
+		objfs_obj_info_release(&info);
+		if (err == ENOENT) {
+			pthread_mutex_lock(&fs->lock);
+			recent_forget(&fs->recent, dkey, v->ask[i]);
+			pthread_mutex_unlock(&fs->lock);
+		} else if (v->names != NULL) {
+			v->names[v->n++] = v->ask[i];
+			v->ask[i] = NULL;
+		}
+		free(v->ask[i]);
+	}
+	if (v->n > 1)
+		qsort(v->names, v->n, sizeof(*v->names), name_cmp);
+}
+
+static void verified_release(struct verified *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->n; i++)
+		free(v->names[i]);
+	free(v->names);
+	free(v->ask);
+	free(v->ask_dir);
+}
+
 static void merge_one(void *arg, const struct recent_ent *c)
 {
 	struct merge *m = arg;
@@ -264,7 +369,7 @@ static void merge_one(void *arg, const struct recent_ent *c)
 	bool found;
 	size_t i = snap_find(&view, c->name, &found);
 
-	if (c->add && !found) {
+	if (c->add && !found && verified_has(m->ok, c->name)) {
 		/* no attributes: readdirplus and lookups fetch them as for
 		 * any name listed without */
 		if (snap_add(m->s, m->cap, c->name, c->is_dir, 0, NULL,
@@ -284,9 +389,10 @@ static void merge_one(void *arg, const struct recent_ent *c)
  * removed here it still shows is dropped.  Out of memory: s stays the
  * store's listing.  fs->lock held. */
 static void snap_merge_recent(struct objfs_fs *fs, const char *dkey,
-			      struct dirsnap *s, size_t *cap)
+			      struct dirsnap *s, size_t *cap,
+			      const struct verified *ok)
 {
-	struct merge m = { s, cap, s->n, NULL, 0, 0 };
+	struct merge m = { s, cap, s->n, NULL, 0, 0, ok };
 	size_t i, j;
 
 	m.gone = calloc(s->n ? s->n : 1, sizeof(*m.gone));
@@ -464,6 +570,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	       struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
+	struct verified ok = { 0 };
 	struct dirsnap *s;
 	char dkey[KEYBUF];
 	char *token = NULL;
@@ -532,6 +639,8 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		free(s->after);
 		s->after = NULL;
 	}
+	if (prev == NULL && !s->more)
+		snap_verify_recent(fs, dkey, s, &ok);
 	pthread_mutex_lock(&fs->lock);
 	/* names created here and not yet uploaded (a whole listing only) */
 	for (c = prev == NULL && !s->more ? dir->child : NULL;
@@ -553,7 +662,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		}
 		s->n = j;
 		if (prev == NULL && !s->more)
-			snap_merge_recent(fs, dkey, s, &cap);
+			snap_merge_recent(fs, dkey, s, &cap, &ok);
 		s->time = now_mono();
 		if (prev == NULL && !s->more) {
 			snap_drop(dir);
@@ -567,6 +676,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	pthread_mutex_unlock(&fs->lock);
 out:
 	free(token);
+	verified_release(&ok);
 	if (s != NULL) {
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);

@@ -1504,6 +1504,11 @@ static void keep_unsaved(struct objfs_fs *fs)
 	free(dirty);
 }
 
+unsigned objfs_fs_unsaved_kept(struct objfs_fs *fs)
+{
+	return (unsigned)__atomic_load_n(&fs->unsaved_kept, __ATOMIC_RELAXED);
+}
+
 int objfs_fs_sync_all(struct objfs_fs *fs)
 {
 	int err;

@@ -148,5 +148,9 @@ void objfs_fs_crash_point(struct objfs_fs *fs, const char *op);
  * is logged as an error, so that stopping the mount never drops unsaved
  * data silently.  0 or the first error. */
 int objfs_fs_sync_all(struct objfs_fs *fs);
+/* Files whose data this mount kept in the spool directory because it
+ * could not be saved (at a close that had told the application so, at a
+ * stop, or from a dead mount's state): a stop with any is not clean. */
+unsigned objfs_fs_unsaved_kept(struct objfs_fs *fs);
 
 #endif

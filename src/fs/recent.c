@@ -368,3 +368,12 @@ void recent_each(struct fs_recent *r, const char *dkey, double now,
 	objfs_list_each(l, &d->ents)
 		fn(arg, objfs_list_entry(l, struct recent_ent, in_dir));
 }
+
+void recent_forget(struct fs_recent *r, const char *dkey, const char *name)
+{
+	struct recent_dir *d = dir_find(r, dkey);
+	struct recent_ent *e = d != NULL ? ent_find(r, d, name) : NULL;
+
+	if (e != NULL)
+		ent_free(r, e);
+}

@@ -95,6 +95,10 @@ void recent_rename_dir(struct fs_recent *r, const char *from, const char *to,
 const struct recent_ent *recent_find(struct fs_recent *r, const char *dkey,
 				     const char *name, double now);
 
+/* Forgets the change of name in the directory dkey, if any (another
+ * mount removed a name made here: its HEAD says so). */
+void recent_forget(struct fs_recent *r, const char *dkey, const char *name);
+
 /* Calls fn(arg, e) for each change of the directory whose key is dkey
  * noted less than the window before now (entries past it go first), in
  * no order; fn must not change r. */

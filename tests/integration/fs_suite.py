@@ -1548,8 +1548,9 @@ def t_store_hedge(env):
 def t_store_errors(env):
     """The store goes away under a mount for longer than retry_timeout:
     calls wait until the bound, then fail with EIO; a close that could not
-    upload says so, and the data is uploaded once the store is back
-    (nothing lost)."""
+    upload says so, and what the application was told holds: the data is
+    not sent later behind its back, the store keeps what it had, and the
+    bytes are kept aside in spool_dir, logged (nothing lost)."""
     proxy = store_proxy()
     try:
         url = env.volume("errs")
@@ -1575,11 +1576,21 @@ def t_store_errors(env):
         check(elapsed < 90, "three failing calls took %.0f s" % elapsed)
         check(env.get(url, "b") is None, "nothing half-written in the store")
         proxy.fail(False)
-        # the unsaved file is still there, and goes up at unmount
-        check(rfile(d + "/b") == b"written before the outage", "unsaved data kept")
+        # close said b is not stored: it is not, in the store or the mount
         check(rfile(d + "/a") == b"version 1", "reads work again")
-        env.umount(m)
-        check(env.get(url, "b") == b"written before the outage", "uploaded once the store is back")
+        expect_errno(lambda: rfile(d + "/b"), (errno.ENOENT,),
+                     "b, which close said is not stored")
+        env.mounts.remove(m)
+        subprocess.run(["fusermount3", "-u", d], timeout=60)
+        rc = m["proc"].wait(timeout=180)
+        log = open(m["log"]).read()
+        check(rc != 0, "objfs-mount exited %d after keeping unsaved data" % rc)
+        check(env.get(url, "b") is None, "b not sent after close said it was not stored")
+        kept = [json.loads(l)["msg"] for l in log.splitlines()
+                if "unsaved data of b " in l and " kept in " in l]
+        check(len(kept) == 1, "b's bytes kept aside and logged once: %s" % kept)
+        path = kept[0].split(" kept in ", 1)[1].split(";")[0].split(",")[0]
+        check(rfile(path) == b"written before the outage", "nothing lost: " + path)
     finally:
         proxy.close()
 
