@@ -426,7 +426,7 @@ struct objfs_s3_config {
 				       max(this, 4 x p90 of recent requests'
 				       longest silences) (waiting for an
 				       answer, sending a body) is abandoned,
-				       unless most transfers are silent too
+				       unless no transfer moves a byte
 				       (a slow server: s3_req.c); the retry
 				       layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */

@@ -82,6 +82,8 @@ struct s3_ctx {
 	unsigned n_free;         /* protected by mu */
 	unsigned n_total;        /* protected by mu */
 	struct s3_req *active;   /* transfers with a stall check, mu */
+	long long moved_ms;      /* atomic: the last byte any transfer
+				    with a stall check moved */
 	unsigned silences[S3_SILENCES];  /* mu: longest silence (ms) of
 					    the last requests answered or
 					    abandoned as stalled */

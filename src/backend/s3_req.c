@@ -11,8 +11,9 @@
  *   T = min(max(stall_ms, S3_STALL_K * p90 of the longest silences of the
  *           last S3_SILENCES requests), the low-speed limit),
  * and the silence is its own: when at least two transfers are under way
- * and more than half of them moved nothing for stall_ms / 2, the server is
- * slow for everyone, sending again would only add load, and the transfer
+ * and none of the store's transfers moved a byte for stall_ms / 2, the
+ * server is slow for everyone, sending again would only add load, and the
+ * transfer
  * waits on (counted: objfs_s3_slow_server_waits_total) until curl's
  * low-speed limit (low_speed_s: under 1 byte/s that long) ends it.  A
  * transfer moving bytes is never abandoned.  Each request that got an
@@ -28,7 +29,7 @@
  *
  *   silence < T                             -> wait
  *   silence >= T, others moving (or alone)  -> stalled: abandon
- *   silence >= T, most transfers silent     -> slow server: wait
+ *   silence >= T, no transfer moving        -> slow server: wait
  *   under 1 byte/s for the low-speed limit  -> curl abandons it
  */
 #include "config.h"
@@ -281,22 +282,22 @@ static void active_del(struct s3_ctx *c, struct s3_req *r, bool answered)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Whether most transfers under way (two at least) moved nothing for
- * stall_ms / 2: the server is slow for everyone. */
+/* Whether the server is slow for everyone: two transfers at least under
+ * way, and none of this store's transfers moved a byte for stall_ms / 2.
+ * While others move bytes, a silent transfer is its own connection's
+ * stall (a server starved of CPU moves nothing on any of them). */
 static bool server_silent(struct s3_ctx *c, long long now)
 {
 	const struct s3_req *a;
-	unsigned n = 0, silent = 0;
+	unsigned n = 0;
 
+	if (now - __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED) < c->stall_ms / 2)
+		return false;
 	pthread_mutex_lock(&c->mu);
-	for (a = c->active; a != NULL; a = a->active_next) {
+	for (a = c->active; a != NULL && n < 2; a = a->active_next)
 		n++;
-		if (now - __atomic_load_n(&a->moved_at_ms, __ATOMIC_RELAXED) >=
-		    c->stall_ms / 2)
-			silent++;
-	}
 	pthread_mutex_unlock(&c->mu);
-	return n >= 2 && 2 * silent > n;
+	return n >= 2;
 }
 
 /* ---- curl callbacks -------------------------------------------------------- */
@@ -322,6 +323,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 		r->moved_dl = dlnow;
 		r->moved_ul = ulnow;
 		__atomic_store_n(&r->moved_at_ms, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->ctx->moved_ms, now, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (silence < r->stall_ms ||
