@@ -203,6 +203,13 @@ int objfs_mount_opts_check_user(const char *list, char *err, size_t cap);
 int objfs_mount_opts_apply(struct objfs_mount_opts *o, const char *opt,
 			   unsigned flags, char *err, size_t cap);
 
+/* An S3 addressing style, path (*path_style true) or virtual: 0 or
+ * EINVAL.  The only spelling of the words in objfs: -o addressing= and a
+ * volume's addressingStyle (backend/s3conn.h) alike. */
+int objfs_mount_opts_addressing_parse(const char *s, bool *path_style);
+/* The name of a style: path or virtual. */
+const char *objfs_mount_opts_addressing_name(bool path_style);
+
 /* Appends the set options of o to buf (cap bytes, NUL-terminated; a comma
  * first when buf is not empty), in the table's order, values escaped,
  * then o->fuse.  Bytes are written in the largest unit that divides them
