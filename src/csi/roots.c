@@ -46,6 +46,24 @@ unsigned objfs_csi_conn_resolve(const struct objfs_csi *csi,
 	return bad;
 }
 
+enum objfs_rpc_code objfs_csi_conn_for_create(const struct objfs_csi *csi,
+					      const struct objfs_csi_params *p,
+					      void *const *secrets, size_t n_secrets,
+					      struct objfs_s3_conn *out,
+					      struct objfs_rpc_status *st)
+{
+	unsigned bad;
+
+	*out = p->conn;
+	bad = objfs_csi_conn_resolve(csi, NULL, NULL, secrets, n_secrets, out);
+	/* a style the node would refuse makes no volume */
+	if ((bad & OBJFS_S3_CONN_BAD_STYLE) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "secret %s must be path or virtual",
+				      OBJFS_S3_CONN_KEY_STYLE);
+	return OBJFS_RPC_OK;
+}
+
 /* "ctx.KEY" into buf; false when it does not fit. */
 static bool ctx_key(char *buf, size_t cap, const char *key)
 {

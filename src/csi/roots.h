@@ -70,6 +70,15 @@ unsigned objfs_csi_conn_resolve(const struct objfs_csi *csi,
 				objfs_s3_conn_get_fn *get, const void *hint,
 				void *const *secrets, size_t n_secrets,
 				struct objfs_s3_conn *out);
+/* CreateVolume's connection of a bucket volume: the parameters' (p),
+ * the secrets', the plugin's.  OK, or INVALID_ARGUMENT for a secret
+ * addressingStyle that is neither path nor virtual (the node would
+ * refuse the volume). */
+enum objfs_rpc_code objfs_csi_conn_for_create(const struct objfs_csi *csi,
+					      const struct objfs_csi_params *p,
+					      void *const *secrets, size_t n_secrets,
+					      struct objfs_s3_conn *out,
+					      struct objfs_rpc_status *st);
 /* Getters and a setter of a connection in a record's ctx.* fields: an
  * objfs_kv (index entry) or an objfs_volrec's params; values as stored
  * (an empty endpoint is given). */

@@ -236,7 +236,6 @@ enum objfs_rpc_code objfs_ctl_vol_begin(struct objfs_csi *csi, struct objfs_ctl_
 					struct objfs_rpc_status *st)
 {
 	enum objfs_rpc_code code;
-	unsigned bad;
 	size_t n = 0;
 
 	if (how->claim) {
@@ -269,14 +268,10 @@ enum objfs_rpc_code objfs_ctl_vol_begin(struct objfs_csi *csi, struct objfs_ctl_
 						 how->n_secrets, &v->root, st);
 	memset(&v->conn, 0, sizeof(v->conn));
 	if (v->id.store == OBJFS_ID_BUCKET) {
-		v->conn = how->params->conn;
-		bad = objfs_csi_conn_resolve(csi, NULL, NULL, how->secrets,
-					     how->n_secrets, &v->conn);
-		/* a style the node would refuse makes no volume */
-		if ((bad & OBJFS_S3_CONN_BAD_STYLE) != 0)
-			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "secret %s must be path or virtual",
-					      OBJFS_S3_CONN_KEY_STYLE);
+		code = objfs_csi_conn_for_create(csi, how->params, how->secrets,
+						 how->n_secrets, &v->conn, st);
+		if (code != OBJFS_RPC_OK)
+			return code;
 	}
 	return objfs_csi_root_open(csi, &v->id, &v->conn, how->secrets, how->n_secrets,
 				   &v->root, st);
