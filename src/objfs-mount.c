@@ -6,7 +6,9 @@
  * SOURCE is s3://BUCKET/PREFIX or file:///DIR/PREFIX.  Credentials come
  * from the environment or -o credentials_file, never from argv.  See
  * usage() for every option; common/mountopts.h reads them (the same
- * contract the node plugin builds them with).  Readiness: with -o ready_fd=N the program
+ * contract the node plugin builds them with); the S3 connection (-o
+ * endpoint, region, addressing, ca_file, else AWS_ENDPOINT_URL and
+ * AWS_REGION, else path-style) is backend/s3conn.h's.  Readiness: with -o ready_fd=N the program
  * writes the single byte "R" to fd N and closes it once the mount is live;
  * on failure it closes N without writing and exits non-zero.
  */

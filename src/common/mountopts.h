@@ -3,7 +3,9 @@
  * node plugin, which builds them (objfs-csi: csi/node.c, csi/mounter.c),
  * and objfs-mount, which parses them, across a process boundary.  One
  * table (mountopts.c) names every option once; docs/objfs-mount.md
- * describes them.
+ * describes them.  The S3 addressing styles are spelled here only
+ * (objfs_mount_opts_addressing_parse); backend/s3conn.h maps a whole
+ * connection to and from these options.
  *
  * Text: options separated by ',', each NAME or NAME=VALUE; in a value,
  * '\,' stands for a comma and '\\' for a backslash (libfuse's -o escaping,

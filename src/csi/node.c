@@ -30,7 +30,9 @@
  * Paths are checked in node_paths.c, a volume's process and bind mounts
  * are node_mount.c, NodeGetVolumeStats is node_stats.c, repairs and the
  * watchdog thread are watchdog.c; node_int.h holds the state they share.
- * objfs-mount's -o options are built and checked by common/mountopts.h.
+ * objfs-mount's -o options are built and checked by common/mountopts.h;
+ * the S3 connection is read from the volume context, checked and turned
+ * into -o options by backend/s3conn.h (through csi/roots.h).
  */
 #include "config.h"
 

@@ -1,6 +1,8 @@
 /*
  * params.c - StorageClass parameters of the CSI controller (see params.h):
- * one pass that names every problem by its key, then the policy.
+ * one pass that names every problem by its key, then the policy.  The
+ * connection's parameters (endpoint, region, addressingStyle) are read
+ * and checked by backend/s3conn.h; this file words the messages.
  */
 #include "config.h"
 

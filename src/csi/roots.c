@@ -6,6 +6,11 @@
  * connection resolved here and the request's secrets, and destroyed by
  * objfs_csi_root_close().  A caBundle secret is written once to a
  * content-addressed file under the state dir, so concurrent calls agree.
+ *
+ * The connection (backend/s3conn.h) is resolved here for controller and
+ * node alike (objfs_csi_conn_resolve: hint, secrets, plugin), with the
+ * getters of its sources in the CSI: request maps, index entries, volume
+ * records, the volume context.
  */
 #include "config.h"
 
