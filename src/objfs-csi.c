@@ -22,6 +22,7 @@
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "csi/driver.h"
@@ -41,6 +42,7 @@ struct options {
 	const char *s3_endpoint;
 	const char *s3_region;
 	const char *s3_addressing;
+	bool s3_path_style;             /* s3_addressing, parsed */
 	const char *s3_ca_file;
 	const char *credentials_file;
 	const char *mount_program;
@@ -283,8 +285,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return usage_error("--state-dir \"%s\" must be an absolute path", o->state_dir);
 	if (o->kubelet_dir[0] != '/')
 		return usage_error("--kubelet-dir \"%s\" must be an absolute path", o->kubelet_dir);
-	if (strcmp(o->s3_addressing, "path") != 0 &&
-	    strcmp(o->s3_addressing, "virtual") != 0)
+	if (objfs_mount_opts_addressing_parse(o->s3_addressing, &o->s3_path_style) != 0)
 		return usage_error("--s3-addressing must be path or virtual, not \"%s\"", o->s3_addressing);
 	if (o->s3_ca_file != NULL && access(o->s3_ca_file, R_OK) != 0)
 		return usage_error("--s3-ca-file %s cannot be read", o->s3_ca_file);
@@ -356,7 +357,7 @@ static int open_default_store(struct options *o, struct objfs_log *log,
 	sc.url = o->store_url;
 	sc.s3.endpoint = o->s3_endpoint;
 	sc.s3.region = o->s3_region;
-	sc.s3.path_style = strcmp(o->s3_addressing, "path") == 0;
+	sc.s3.path_style = o->s3_path_style;
 	sc.s3.ca_file = o->s3_ca_file;
 	sc.s3.access_key = o->creds.access_key;
 	sc.s3.secret_key = o->creds.secret_key;
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
 	cc.store.url = o.store_url;
 	cc.store.s3.endpoint = o.s3_endpoint;
 	cc.store.s3.region = o.s3_region;
-	cc.store.s3.path_style = strcmp(o.s3_addressing, "path") == 0;
+	cc.store.s3.path_style = o.s3_path_style;
 	cc.store.s3.ca_file = o.s3_ca_file;
 	cc.store.s3.access_key = o.creds.access_key;
 	cc.store.s3.secret_key = o.creds.secret_key;

@@ -6,7 +6,9 @@
  * SOURCE is s3://BUCKET/PREFIX or file:///DIR/PREFIX.  Credentials come
  * from the environment or -o credentials_file, never from argv.  See
  * usage() for every option; common/mountopts.h reads them (the same
- * contract the node plugin builds them with).  Readiness: with -o ready_fd=N the program
+ * contract the node plugin builds them with); the S3 connection (-o
+ * endpoint, region, addressing, ca_file, else AWS_ENDPOINT_URL and
+ * AWS_REGION, else path-style) is backend/s3conn.h's.  Readiness: with -o ready_fd=N the program
  * writes the single byte "R" to fd N and closes it once the mount is live;
  * on failure it closes N without writing and exits non-zero.
  */
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/s3conn.h"
 #include "backend/store_error.h"
 #include "common/creds.h"
 #include "common/errors.h"
@@ -258,12 +261,27 @@ struct settings {
 					   kept for a new keeper; -1: none */
 	const char *state_dir;
 	struct objfs_store_config sc;
+	struct objfs_s3_conn conn;      /* sc.s3 borrows its strings */
 	int ready_fd;
 	enum objfs_log_level level;
 	struct objfs_creds creds;
 	bool metrics;                   /* off: nothing counted */
 	const char *metrics_tcp;        /* [ADDR:]PORT, or NULL */
 };
+
+/* The environment as a source of the connection: AWS_ENDPOINT_URL,
+ * AWS_REGION; path-style addressing. */
+static const char *env_conn_get(const void *src, const char *key)
+{
+	(void)src;
+	if (strcmp(key, OBJFS_S3_CONN_KEY_ENDPOINT) == 0)
+		return getenv("AWS_ENDPOINT_URL");
+	if (strcmp(key, OBJFS_S3_CONN_KEY_REGION) == 0)
+		return getenv("AWS_REGION");
+	if (strcmp(key, OBJFS_S3_CONN_KEY_STYLE) == 0)
+		return objfs_s3_conn_style_name(true);
+	return NULL;
+}
 
 static int build_settings(struct cli *c, struct settings *s)
 {
@@ -273,6 +291,7 @@ static int build_settings(struct cli *c, struct settings *s)
 #define HAS(w) objfs_mount_opts_has(mo, OBJFS_MOPT_##w)
 	objfs_fs_opts_default(&s->fo);
 	memset(&s->sc, 0, sizeof(s->sc));
+	memset(&s->conn, 0, sizeof(s->conn));
 	s->ready_fd = -1;
 	s->level = HAS(LOG_LEVEL) ? mo->log_level : OBJFS_LOG_INFO;
 	if (HAS(UID))
@@ -415,10 +434,14 @@ static int build_settings(struct cli *c, struct settings *s)
 	}
 
 	s->sc.url = c->source;
-	s->sc.s3.endpoint = HAS(ENDPOINT) ? mo->endpoint : getenv("AWS_ENDPOINT_URL");
-	s->sc.s3.region = HAS(REGION) ? mo->region : getenv("AWS_REGION");
-	s->sc.s3.path_style = HAS(ADDRESSING) ? mo->path_style : true;
-	s->sc.s3.ca_file = HAS(CA_FILE) ? mo->ca_file : NULL;
+	/* the connection: -o, else the environment, else path-style (and
+	 * AWS's endpoint when none, the stack's) */
+	if (objfs_s3_conn_from_mount_opts(&s->conn, mo) != 0) {
+		fprintf(stderr, "objfs-mount: -o endpoint, region or ca_file: too long\n");
+		return EINVAL;
+	}
+	(void)objfs_s3_conn_add(&s->conn, env_conn_get, NULL);
+	objfs_s3_conn_to_store(&s->conn, &s->sc.s3);
 	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
 	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
 	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);

@@ -8,6 +8,9 @@
  * the keys it holds are the ones callers gave, and objfs_store_del_deferred()
  * finds it there.
  *
+ * An s3 store without an endpoint gets AWS's for its region
+ * (objfs_s3_aws_endpoint, backend/s3conn.c: the connection's one home).
+ *
  * The meter layer is in every stack, right above the leaf, so it sees
  * each try: it counts the stack's requests (objfs_store_requests()) and,
  * when cfg->metrics names a registry, exports them with the counters of
@@ -229,26 +232,6 @@ static int find_root(const char *path, char **root, char **prefix)
 		*root = *prefix = NULL;
 		return ENOMEM;
 	}
-	return 0;
-}
-
-int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
-			  size_t len, bool *path_style)
-{
-	const char *r = region != NULL && region[0] != '\0' ? region : "us-east-1";
-	size_t i;
-	int n;
-
-	for (i = 0; r[i] != '\0'; i++)
-		if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= '0' && r[i] <= '9') ||
-		      r[i] == '-'))
-			return EINVAL;
-	if (i > 63)
-		return EINVAL;
-	n = snprintf(buf, len, "https://s3.%s.amazonaws.com", r);
-	if (n < 0 || (size_t)n >= len)
-		return EINVAL;
-	*path_style = bucket != NULL && strchr(bucket, '.') != NULL;
 	return 0;
 }
 

@@ -233,6 +233,24 @@ static const char *kind_wants(enum kind k)
 	}
 }
 
+/* The one spelling of the S3 addressing styles (backend/s3conn.h uses
+ * it for a volume's addressingStyle too). */
+int objfs_mount_opts_addressing_parse(const char *s, bool *path_style)
+{
+	if (strcmp(s, "path") == 0)
+		*path_style = true;
+	else if (strcmp(s, "virtual") == 0)
+		*path_style = false;
+	else
+		return EINVAL;
+	return 0;
+}
+
+const char *objfs_mount_opts_addressing_name(bool path_style)
+{
+	return path_style ? "path" : "virtual";
+}
+
 /* Stores value (NUL-terminated, unescaped) into the field of sp. */
 static int set_value(struct objfs_mount_opts *o, const struct spec *sp, const char *value)
 {
@@ -270,10 +288,7 @@ static int set_value(struct objfs_mount_opts *o, const struct spec *sp, const ch
 		*(unsigned *)field = mode;
 		return 0;
 	case K_ADDRESSING:
-		if (strcmp(value, "path") != 0 && strcmp(value, "virtual") != 0)
-			return EINVAL;
-		*(bool *)field = strcmp(value, "path") == 0;
-		return 0;
+		return objfs_mount_opts_addressing_parse(value, (bool *)field);
 	case K_LEVEL:
 		if (objfs_log_parse_level(value, &level) != 0)
 			return EINVAL;
@@ -536,7 +551,7 @@ int objfs_mount_opts_build(const struct objfs_mount_opts *o, char *buf, size_t c
 			value = num;
 			break;
 		case K_ADDRESSING:
-			value = *(const bool *)field ? "path" : "virtual";
+			value = objfs_mount_opts_addressing_name(*(const bool *)field);
 			break;
 		case K_LEVEL:
 			value = objfs_log_level_name(*(const enum objfs_log_level *)field);

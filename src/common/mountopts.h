@@ -3,7 +3,9 @@
  * node plugin, which builds them (objfs-csi: csi/node.c, csi/mounter.c),
  * and objfs-mount, which parses them, across a process boundary.  One
  * table (mountopts.c) names every option once; docs/objfs-mount.md
- * describes them.
+ * describes them.  The S3 addressing styles are spelled here only
+ * (objfs_mount_opts_addressing_parse); backend/s3conn.h maps a whole
+ * connection to and from these options.
  *
  * Text: options separated by ',', each NAME or NAME=VALUE; in a value,
  * '\,' stands for a comma and '\\' for a backslash (libfuse's -o escaping,
@@ -205,6 +207,13 @@ int objfs_mount_opts_check_user(const char *list, char *err, size_t cap);
  * copied into o->mem. */
 int objfs_mount_opts_apply(struct objfs_mount_opts *o, const char *opt,
 			   unsigned flags, char *err, size_t cap);
+
+/* An S3 addressing style, path (*path_style true) or virtual: 0 or
+ * EINVAL.  The only spelling of the words in objfs: -o addressing= and a
+ * volume's addressingStyle (backend/s3conn.h) alike. */
+int objfs_mount_opts_addressing_parse(const char *s, bool *path_style);
+/* The name of a style: path or virtual. */
+const char *objfs_mount_opts_addressing_name(bool path_style);
 
 /* Appends the set options of o to buf (cap bytes, NUL-terminated; a comma
  * first when buf is not empty), in the table's order, values escaped,

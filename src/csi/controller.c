@@ -760,7 +760,7 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	struct objfs_rpc_status st;
 	struct objfs_id id;
 	struct objfs_csi_root root;
-	struct objfs_csi_conn conn;
+	struct objfs_s3_conn conn = OBJFS_S3_CONN_INIT;
 	char msg[OBJFS_RPC_MSG_MAX + 64];
 	bool abnormal = true;
 	int err;
@@ -770,9 +770,9 @@ static int volume_status(struct objfs_csi *csi, const char *idtext,
 	memset(&root, 0, sizeof(root));
 	if (objfs_id_parse(idtext, &id) != 0 || id.type != OBJFS_ID_VOLUME)
 		return ENOENT;
-	memset(&conn, 0, sizeof(conn));
 	if (id.store == OBJFS_ID_BUCKET)
-		objfs_csi_conn_resolve(csi, idx, NULL, NULL, 0, &conn);
+		(void)objfs_csi_conn_resolve(csi, idx != NULL ? objfs_csi_kv_conn_get : NULL,
+					     idx, NULL, 0, &conn);
 	if (id.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
 		return ENOENT;   /* unknown, and nowhere to look */
 	if (id.store == OBJFS_ID_BUCKET && (csi->cfg.store.s3.access_key == NULL ||

@@ -11,7 +11,10 @@
  *     the keys in the request's secrets (accessKeyID, secretAccessKey,
  *     optional sessionToken; else the plugin's own keys), at the endpoint
  *     from parameters, else the secret (key `endpoint`), else --s3-endpoint
- *     (region and addressingStyle likewise).  A secret `caBundle` (PEM)
+ *     (region and addressingStyle likewise: the connection, one type and
+ *     one order for controller and node, backend/s3conn.h; a secret
+ *     addressingStyle that is neither path nor virtual is
+ *     INVALID_ARGUMENT, as the node would refuse it).  A secret `caBundle` (PEM)
  *     is trusted for the endpoint (kept as STATE_DIR/ca/<sha256>.pem).
  *     Calls that get only an id find the endpoint again in the index
  *     (below); when the index does not know the id and no endpoint is
@@ -22,6 +25,7 @@
  *   bucket           S3 bucket (else the default store)
  *   basePrefix       segments under which volumes are made (default: none)
  *   endpoint, region, addressingStyle (path|virtual)   with `bucket` only
+ *                    (the connection's keys, OBJFS_S3_CONN_KEY_*)
  *   onDelete         delete (default) | retain | archive
  *   archivePrefix    where archive moves a volume, under basePrefix
  *                    (default .objfs-archive)

@@ -30,7 +30,9 @@
  * Paths are checked in node_paths.c, a volume's process and bind mounts
  * are node_mount.c, NodeGetVolumeStats is node_stats.c, repairs and the
  * watchdog thread are watchdog.c; node_int.h holds the state they share.
- * objfs-mount's -o options are built and checked by common/mountopts.h.
+ * objfs-mount's -o options are built and checked by common/mountopts.h;
+ * the S3 connection is read from the volume context, checked and turned
+ * into -o options by backend/s3conn.h (through csi/roots.h).
  */
 #include "config.h"
 
@@ -46,6 +48,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/s3conn.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/log.h"
@@ -375,12 +378,13 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	const struct objfs_csi_config *cfg = &n->csi->cfg;
 	const Csi__V1__VolumeCapability__MountVolume *m = r->volume_capability->mount;
 	void *const *ctx = (void *const *)r->volume_context;
-	const char *source = objfs_pb_map_get(ctx, r->n_volume_context, "source");
-	const char *endpoint = objfs_pb_map_get(ctx, r->n_volume_context, "endpoint");
-	const char *region = objfs_pb_map_get(ctx, r->n_volume_context, "region");
-	const char *addressing = objfs_pb_map_get(ctx, r->n_volume_context, "addressingStyle");
-	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context, "mountOptions");
-	char src[PATH_MAX + 512], aws[128], ca[PATH_MAX], resume_state[PATH_MAX];
+	const char *source = objfs_pb_map_get(ctx, r->n_volume_context, OBJFS_CSI_KEY_SOURCE);
+	const char *extra = objfs_pb_map_get(ctx, r->n_volume_context,
+					     OBJFS_CSI_KEY_MOUNT_OPTIONS);
+	struct objfs_s3_conn conn;
+	char src[PATH_MAX + 512], resume_state[PATH_MAX];
+	char bucket[OBJFS_BUCKET_MAX + 1];
+	enum objfs_rpc_code code;
 	struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;   /* borrows */
 	char opts[OPTS_MAX] = "";
 	char why[160] = "";
@@ -421,40 +425,16 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "volume_context source \"%s\" is a directory of the node: a local source must lie under the plugin's own store (--store file:///DIR), with no . or .. in its path",
 				      source);
-	if (empty(endpoint))
-		endpoint = cfg->store.s3.endpoint;
-	if (empty(region))
-		region = cfg->store.s3.region;
-	if (empty(addressing))
-		addressing = cfg->store.s3.path_style ? "path" : "virtual";
-	if (strcmp(addressing, "path") != 0 && strcmp(addressing, "virtual") != 0)
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_context addressingStyle must be path or virtual, not \"%s\"",
-				      addressing);
-	if (!empty(endpoint) && (!opt_value_ok(endpoint) ||
-				 (strncmp(endpoint, "http://", 7) != 0 &&
-				  strncmp(endpoint, "https://", 8) != 0)))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_context endpoint \"%s\" is not an http(s) URL", endpoint);
-	if (!empty(region) && !opt_value_ok(region))
-		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-				      "volume_context region \"%s\" is not valid", region);
-	if (s3 && empty(endpoint)) {
-		/* No endpoint anywhere: AWS's for the region, as the
-		 * controller's store stack does. */
-		char bucket[OBJFS_BUCKET_MAX + 1];
+	if (s3) {
 		size_t bl = strcspn(source + 5, "/");
-		bool path;
 
 		snprintf(bucket, sizeof(bucket), "%.*s",
 			 (int)(bl < OBJFS_BUCKET_MAX ? bl : OBJFS_BUCKET_MAX), source + 5);
-		if (objfs_s3_aws_endpoint(region, bucket, aws, sizeof(aws), &path) != 0)
-			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "volume %s: region \"%s\" cannot name an AWS endpoint",
-					      r->volume_id, region);
-		endpoint = aws;
-		addressing = path ? "path" : "virtual";
 	}
+	code = objfs_csi_conn_from_context(n->csi, ctx, r->n_volume_context,
+					   s3 ? bucket : NULL, r->volume_id, &conn, st);
+	if (code != OBJFS_RPC_OK)
+		return code;
 
 	mo.allow_other = true;
 	objfs_mount_opts_mark(&mo, OBJFS_MOPT_ALLOW_OTHER);
@@ -514,31 +494,24 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 		objfs_mount_opts_mark(&mo, OBJFS_MOPT_STATE_DIR);
 	}
 	if (s3) {
-		mo.endpoint = endpoint;
-		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ENDPOINT);
-		if (!empty(region)) {
-			mo.region = region;
-			objfs_mount_opts_mark(&mo, OBJFS_MOPT_REGION);
-		}
-		mo.path_style = strcmp(addressing, "path") == 0;
-		objfs_mount_opts_mark(&mo, OBJFS_MOPT_ADDRESSING);
 		const char *pem = objfs_pb_map_get((void *const *)r->secrets, r->n_secrets,
 						   "caBundle");
 
 		if (!empty(pem)) {
 			/* A node-stage secret's CA bundle, as the controller
 			 * trusts a provisioner secret's. */
-			err = objfs_csi_ca_bundle_file(n->csi, pem, ca, sizeof(ca));
+			err = objfs_csi_ca_bundle_file(n->csi, pem, conn.ca_file,
+						       sizeof(conn.ca_file));
 			if (err != 0)
 				return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 						      "node-stage secret caBundle: %s",
 						      err == EINVAL ? "not a PEM bundle" : objfs_strerror(err));
-			mo.ca_file = ca;
-			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
-		} else if (!empty(cfg->store.s3.ca_file) && opt_value_ok(cfg->store.s3.ca_file)) {
-			mo.ca_file = cfg->store.s3.ca_file;
-			objfs_mount_opts_mark(&mo, OBJFS_MOPT_CA_FILE);
+			conn.set |= OBJFS_S3_CONN_HAS_CA;
+		} else if (!opt_value_ok(conn.ca_file)) {
+			/* the plugin's CA file, when -o can carry it */
+			conn.set &= ~OBJFS_S3_CONN_HAS_CA;
 		}
+		objfs_s3_conn_to_mount_opts(&conn, &mo);
 	}
 	err = objfs_mount_opts_build(&mo, opts, sizeof(opts));
 	if (err != 0)
@@ -562,9 +535,10 @@ static enum objfs_rpc_code stage_spec(struct objfs_csi_node *n,
 	    objfs_pb_set_str(&rec->pvc_namespace, objfs_csi_k8s_name(ctx, r->n_volume_context,
 							   OBJFS_CSI_PVC_NAMESPACE)) != 0 ||
 	    objfs_pb_set_str(&rec->source, source) != 0 ||
-	    objfs_pb_set_str(&rec->endpoint, s3 ? endpoint : "") != 0 ||
-	    objfs_pb_set_str(&rec->region, s3 ? region : "") != 0 ||
-	    objfs_pb_set_str(&rec->addressing, s3 ? addressing : "") != 0 ||
+	    objfs_pb_set_str(&rec->endpoint, s3 ? conn.endpoint : "") != 0 ||
+	    objfs_pb_set_str(&rec->region, s3 ? conn.region : "") != 0 ||
+	    objfs_pb_set_str(&rec->addressing, s3 ? objfs_s3_conn_style_name(conn.path_style) :
+			     "") != 0 ||
 	    objfs_pb_set_str(&rec->options, opts) != 0 ||
 	    objfs_pb_set_str(&rec->group, m->volume_mount_group) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");

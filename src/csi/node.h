@@ -8,6 +8,9 @@
  *   endpoint         S3 endpoint URL       (else the plugin's --s3-endpoint)
  *   region           S3 region             (else the plugin's --s3-region)
  *   addressingStyle  path or virtual       (else the plugin's)
+ *                    (the connection: backend/s3conn.h's keys, resolved
+ *                    as the controller resolves it, objfs_csi_conn_from_
+ *                    context; no endpoint anywhere: AWS's for the region)
  *   mountOptions     extra objfs-mount -o options, comma-separated (checked
  *                    against objfs-mount's, common/mountopts.h)
  * Without "source" the volume lives at the plugin's default store + "/" +

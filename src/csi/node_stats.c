@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 
 #include "backend/backend.h"
+#include "backend/s3conn.h"
 #include "common/errors.h"
+#include "common/mountopts.h"
 #include "csi.pb-c.h"
 #include "csi/node.h"
 #include "csi/node_int.h"
@@ -187,13 +189,19 @@ enum objfs_rpc_code objfs_csi_node_get_volume_stats(void *ctx, const ProtobufCMe
 	if (!abnormal || hung) {
 		struct objfs_store_config sc;
 		struct objfs_creds c = node_creds_for(n, &cur_creds);
+		struct objfs_mount_opts mo = OBJFS_MOUNT_OPTS_INIT;
+		struct objfs_s3_conn conn = OBJFS_S3_CONN_INIT;
+		char why[160];
 
+		/* the connection the mount was started with: its -o back */
+		if (!empty(cur.options) &&
+		    objfs_mount_opts_parse(cur.options, 0, &mo, why, sizeof(why)) == 0)
+			(void)objfs_s3_conn_from_mount_opts(&conn, &mo);
+		objfs_mount_opts_release(&mo);
 		memset(&sc, 0, sizeof(sc));
 		sc.url = cur.source;
-		sc.s3.endpoint = cur.endpoint;
-		sc.s3.region = empty(cur.region) ? NULL : cur.region;
-		sc.s3.path_style = !streq(cur.addressing, "virtual");
 		sc.s3.ca_file = n->csi->cfg.store.s3.ca_file;
+		objfs_s3_conn_to_store(&conn, &sc.s3);
 		sc.s3.access_key = c.access_key;
 		sc.s3.secret_key = c.secret_key;
 		sc.s3.session_token = c.session_token;

@@ -1,6 +1,8 @@
 /*
  * params.c - StorageClass parameters of the CSI controller (see params.h):
- * one pass that names every problem by its key, then the policy.
+ * one pass that names every problem by its key, then the policy.  The
+ * connection's parameters (endpoint, region, addressingStyle) are read
+ * and checked by backend/s3conn.h; this file words the messages.
  */
 #include "config.h"
 
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/s3conn.h"
 #include "common/mountopts.h"
 #include "csi/params.h"
 #include "csi/pb.h"
@@ -37,10 +40,48 @@ const char *objfs_csi_k8s_name(void *const *entries, size_t n, const char *key)
 	return v;
 }
 
-static const char *const known_params[] = {
-	"bucket", "basePrefix", "endpoint", "region", "addressingStyle",
-	"onDelete", "archivePrefix", "mountOptions",
+/* The parameters besides the connection's (backend/s3conn.h), in the
+ * order messages list them: these two, the connection's, the rest. */
+static const char *const own_params[] = {
+	"bucket", "basePrefix", "onDelete", "archivePrefix", "mountOptions",
 };
+
+static bool param_known(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(own_params) / sizeof(own_params[0]); i++)
+		if (strcmp(key, own_params[i]) == 0)
+			return true;
+	for (i = 0; objfs_s3_conn_keys[i] != NULL; i++)
+		if (strcmp(key, objfs_s3_conn_keys[i]) == 0)
+			return true;
+	return false;
+}
+
+/* "bucket, basePrefix, endpoint, ..., mountOptions" into buf. */
+static void params_list(char *buf, size_t cap)
+{
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < 2; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s, ", own_params[i]);
+	for (i = 0; objfs_s3_conn_keys[i] != NULL && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s, ", objfs_s3_conn_keys[i]);
+	for (i = 2; i < sizeof(own_params) / sizeof(own_params[0]) && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s", own_params[i],
+					i + 1 < sizeof(own_params) / sizeof(own_params[0]) ?
+					", " : "");
+}
+
+/* The getter of a request's string map (struct objfs_csi_map). */
+const char *objfs_csi_map_conn_get(const void *src, const char *key)
+{
+	const struct objfs_csi_map *m = src;
+
+	return objfs_csi_map_get(m->entries, m->n, key);
+}
 
 /* Reads and checks StorageClass parameters.  INVALID_ARGUMENT names the
  * offending key (values are not secret, but are cut short). */
@@ -48,22 +89,23 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 					   struct objfs_csi_params *p,
 					   struct objfs_rpc_status *st)
 {
-	char why[256];
-	size_t i, j;
+	struct objfs_csi_map map = { entries, n };
+	char why[256], known[256];
+	unsigned bad;
+	size_t i;
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < n; i++) {
 		const struct objfs_pb_map_entry *e = entries[i];
-		bool known = false;
 
 		if (strncmp(e->key, "csi.storage.k8s.io/", 19) == 0)
 			continue;
-		for (j = 0; j < sizeof(known_params) / sizeof(known_params[0]); j++)
-			known = known || strcmp(e->key, known_params[j]) == 0;
-		if (!known)
+		if (!param_known(e->key)) {
+			params_list(known, sizeof(known));
 			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
-					      "unknown parameter \"%.64s\" (known: bucket, basePrefix, endpoint, region, addressingStyle, onDelete, archivePrefix, mountOptions)",
-					      e->key);
+					      "unknown parameter \"%.64s\" (known: %s)",
+					      e->key, known);
+		}
 		if (objfs_kv_value_valid(e->value) != 0 || strlen(e->value) > 1024)
 			return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 					      "parameter %s: value too long or has a line break",
@@ -71,9 +113,8 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 	}
 	p->bucket = objfs_csi_map_get(entries, n, "bucket");
 	p->base_prefix = objfs_csi_map_get(entries, n, "basePrefix");
-	p->endpoint = objfs_csi_map_get(entries, n, "endpoint");
-	p->region = objfs_csi_map_get(entries, n, "region");
-	p->addressing = objfs_csi_map_get(entries, n, "addressingStyle");
+	bad = objfs_s3_conn_add(&p->conn, objfs_csi_map_conn_get, &map);
+	bad |= objfs_s3_conn_check(&p->conn);
 	p->on_delete = objfs_csi_map_get(entries, n, "onDelete");
 	p->archive_prefix = objfs_csi_map_get(entries, n, "archivePrefix");
 	p->pv_name = objfs_csi_k8s_name(entries, n, OBJFS_CSI_PV_NAME);
@@ -91,8 +132,7 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter bucket \"%.64s\" is not a valid S3 bucket name",
 				      p->bucket);
-	if (p->bucket == NULL && (p->endpoint != NULL || p->region != NULL ||
-				  p->addressing != NULL))
+	if (p->bucket == NULL && (p->conn.set != 0 || (bad & OBJFS_S3_CONN_BAD_STYLE) != 0))
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameters endpoint, region and addressingStyle need parameter bucket");
 	if (p->base_prefix != NULL && objfs_id_prefix_valid(p->base_prefix) != 0)
@@ -103,18 +143,18 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter archivePrefix \"%.64s\" must be segments of [A-Za-z0-9._-] joined by '/', none starting with '.'",
 				      p->archive_prefix);
-	if (p->endpoint != NULL && strncmp(p->endpoint, "http://", 7) != 0 &&
-	    strncmp(p->endpoint, "https://", 8) != 0)
+	/* blanks and commas pass here as they always did (the node
+	 * refuses them) */
+	if ((bad & OBJFS_S3_CONN_BAD_SCHEME) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter endpoint must start with http:// or https://");
-	if (p->endpoint != NULL && strlen(p->endpoint) >= OBJFS_CSI_ENDPOINT_MAX)
+	if ((bad & OBJFS_S3_CONN_LONG_ENDPOINT) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter endpoint is too long");
-	if (p->region != NULL && strlen(p->region) >= OBJFS_CSI_REGION_MAX)
+	if ((bad & OBJFS_S3_CONN_LONG_REGION) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter region is too long");
-	if (p->addressing != NULL && strcmp(p->addressing, "path") != 0 &&
-	    strcmp(p->addressing, "virtual") != 0)
+	if ((bad & OBJFS_S3_CONN_BAD_STYLE) != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
 				      "parameter addressingStyle must be path or virtual");
 	p->policy = OBJFS_CSI_ON_DELETE_DELETE;
@@ -137,15 +177,16 @@ enum objfs_rpc_code objfs_csi_params_parse(void *const *entries, size_t n,
  * CreateVolume from a conflicting one. */
 void objfs_csi_params_digest(const struct objfs_csi_params *p, char *out)
 {
-	char buf[8192];
+	char buf[8192], conn[2048];
 	int n;
 
+	/* the text of the first digests: parameters in this order */
+	if (objfs_s3_conn_digest_text(&p->conn, conn, sizeof(conn)) != 0)
+		conn[0] = '\0';
 	n = snprintf(buf, sizeof(buf),
-		     "bucket=%s\nbasePrefix=%s\nendpoint=%s\nregion=%s\naddressingStyle=%s\nonDelete=%s\narchivePrefix=%s\nmountOptions=%s\n",
+		     "bucket=%s\nbasePrefix=%s\n%sonDelete=%s\narchivePrefix=%s\nmountOptions=%s\n",
 		     p->bucket ? p->bucket : "", p->base_prefix ? p->base_prefix : "",
-		     p->endpoint ? p->endpoint : "", p->region ? p->region : "",
-		     p->addressing ? p->addressing : "",
-		     p->on_delete ? p->on_delete : "",
+		     conn, p->on_delete ? p->on_delete : "",
 		     p->archive_prefix ? p->archive_prefix : "",
 		     p->mount_options ? p->mount_options : "");
 	if (n < 0 || (size_t)n >= sizeof(buf))

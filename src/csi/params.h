@@ -10,17 +10,17 @@
  * are cut short in messages.
  *
  * Ownership: struct objfs_csi_params points into the request's map (the
- * strings are borrowed; it lives no longer than the request).
+ * strings are borrowed; it lives no longer than the request), but for
+ * the connection's settings, which it holds (backend/s3conn.h).
  */
 #ifndef OBJFS_CSI_PARAMS_H
 #define OBJFS_CSI_PARAMS_H
 
 #include <stddef.h>
 
+#include "backend/s3conn.h"
 #include "csi/rpc.h"
 
-#define OBJFS_CSI_ENDPOINT_MAX 512
-#define OBJFS_CSI_REGION_MAX 64
 /* Hex digits of objfs_csi_params_digest(). */
 #define OBJFS_CSI_PARAMS_DIGEST_HEX 40
 
@@ -35,9 +35,8 @@ enum objfs_csi_on_delete {
 struct objfs_csi_params {
 	const char *bucket;
 	const char *base_prefix;
-	const char *endpoint;
-	const char *region;
-	const char *addressing;
+	struct objfs_s3_conn conn;      /* endpoint, region, addressingStyle
+					   as given (not resolved) */
 	const char *on_delete;
 	const char *archive_prefix;
 	const char *mount_options;
@@ -64,6 +63,13 @@ const char *objfs_csi_on_delete_name(enum objfs_csi_on_delete policy);
 /* The value of key in a request's string map (parameters or secrets), or
  * NULL when absent or empty; owned by the request. */
 const char *objfs_csi_map_get(void *const *entries, size_t n, const char *key);
+/* A request's string map, as a source of a connection's settings
+ * (objfs_csi_map_conn_get: empty values are not given). */
+struct objfs_csi_map {
+	void *const *entries;
+	size_t n;
+};
+const char *objfs_csi_map_conn_get(const void *src, const char *key);
 /* The value of key in such a map when it is a plain Kubernetes name (at
  * most OBJFS_CSI_K8S_NAME_MAX of [A-Za-z0-9._-]), else NULL: the CO's
  * names of a volume are metric labels, not worth failing a call for. */

@@ -6,6 +6,11 @@
  * connection resolved here and the request's secrets, and destroyed by
  * objfs_csi_root_close().  A caBundle secret is written once to a
  * content-addressed file under the state dir, so concurrent calls agree.
+ *
+ * The connection (backend/s3conn.h) is resolved here for controller and
+ * node alike (objfs_csi_conn_resolve: hint, secrets, plugin), with the
+ * getters of its sources in the CSI: request maps, index entries, volume
+ * records, the volume context.
  */
 #include "config.h"
 
@@ -19,51 +24,111 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/s3conn.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "csi/driver.h"
 #include "csi/params.h"
+#include "csi/pb.h"
 #include "csi/roots.h"
 #include "csi/volid.h"
 #include "volume/catalog.h"
 #include "volume/kvtext.h"
 
-static void conn_pick(char *dst, size_t cap, const char *a, const char *b,
-		      const char *c, const char *d)
+unsigned objfs_csi_conn_resolve(const struct objfs_csi *csi,
+				objfs_s3_conn_get_fn *get, const void *hint,
+				void *const *secrets, size_t n_secrets,
+				struct objfs_s3_conn *out)
 {
-	const char *v = a != NULL ? a : b != NULL ? b : c != NULL ? c : d;
+	struct objfs_csi_map sec = { secrets, n_secrets };
+	unsigned bad = 0;
 
-	snprintf(dst, cap, "%s", v != NULL ? v : "");
+	if (get != NULL)
+		bad |= objfs_s3_conn_add(out, get, hint);
+	if (n_secrets > 0)
+		bad |= objfs_s3_conn_add(out, objfs_csi_map_conn_get, &sec);
+	objfs_s3_conn_add_plugin(out, &csi->cfg.store);
+	return bad;
 }
 
-/* Resolves the connection of a bucket volume: first the hint (parameters
- * or the index), then the secret, then the plugin's defaults. */
-void objfs_csi_conn_resolve(struct objfs_csi *csi, const struct objfs_kv *hint,
-			    const struct objfs_csi_params *p,
-			    void *const *secrets, size_t n_secrets,
-			    struct objfs_csi_conn *out)
+enum objfs_rpc_code objfs_csi_conn_for_create(const struct objfs_csi *csi,
+					      const struct objfs_csi_params *p,
+					      void *const *secrets, size_t n_secrets,
+					      struct objfs_s3_conn *out,
+					      struct objfs_rpc_status *st)
 {
-	const char *he = NULL, *hr = NULL, *ha = NULL;
+	unsigned bad;
 
-	if (p != NULL) {
-		he = p->endpoint;
-		hr = p->region;
-		ha = p->addressing;
-	} else if (hint != NULL) {
-		he = objfs_kv_get(hint, OBJFS_CSI_CTX_ENDPOINT);
-		hr = objfs_kv_get(hint, OBJFS_CSI_CTX_REGION);
-		ha = objfs_kv_get(hint, OBJFS_CSI_CTX_ADDRESSING);
-	}
-	conn_pick(out->endpoint, sizeof(out->endpoint), he,
-		  objfs_csi_map_get(secrets, n_secrets, "endpoint"),
-		  csi->cfg.store.s3.endpoint, NULL);
-	conn_pick(out->region, sizeof(out->region), hr,
-		  objfs_csi_map_get(secrets, n_secrets, "region"),
-		  csi->cfg.store.s3.region, "us-east-1");
-	conn_pick(out->addressing, sizeof(out->addressing), ha,
-		  objfs_csi_map_get(secrets, n_secrets, "addressingStyle"),
-		  csi->cfg.store.url != NULL && strncmp(csi->cfg.store.url, "s3:", 3) == 0 &&
-		  !csi->cfg.store.s3.path_style ? "virtual" : NULL, "path");
+	*out = p->conn;
+	bad = objfs_csi_conn_resolve(csi, NULL, NULL, secrets, n_secrets, out);
+	/* a style the node would refuse makes no volume */
+	if ((bad & OBJFS_S3_CONN_BAD_STYLE) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "secret %s must be path or virtual",
+				      OBJFS_S3_CONN_KEY_STYLE);
+	return OBJFS_RPC_OK;
+}
+
+/* "ctx.KEY" into buf; false when it does not fit. */
+static bool ctx_key(char *buf, size_t cap, const char *key)
+{
+	return (size_t)snprintf(buf, cap, "%s%s", OBJFS_VOLREC_CTX, key) < cap;
+}
+
+const char *objfs_csi_kv_conn_get(const void *kv, const char *key)
+{
+	char k[64];
+
+	return ctx_key(k, sizeof(k), key) ? objfs_kv_get(kv, k) : NULL;
+}
+
+const char *objfs_csi_volrec_conn_get(const void *volrec, const char *key)
+{
+	char k[64];
+
+	return ctx_key(k, sizeof(k), key) ? objfs_volrec_get_param(volrec, k) : NULL;
+}
+
+int objfs_csi_kv_conn_set(void *kv, const char *key, const char *value)
+{
+	char k[64];
+
+	return ctx_key(k, sizeof(k), key) ? objfs_kv_set(kv, k, value) : ENAMETOOLONG;
+}
+
+enum objfs_rpc_code objfs_csi_conn_from_context(const struct objfs_csi *csi,
+						void *const *ctx, size_t n_ctx,
+						const char *bucket,
+						const char *volume_id,
+						struct objfs_s3_conn *out,
+						struct objfs_rpc_status *st)
+{
+	struct objfs_csi_map map = { ctx, n_ctx };
+	unsigned bad;
+
+	memset(out, 0, sizeof(*out));
+	bad = objfs_csi_conn_resolve(csi, objfs_csi_map_conn_get, &map, NULL, 0, out);
+	bad |= objfs_s3_conn_check(out);
+	if ((bad & OBJFS_S3_CONN_BAD_STYLE) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context %s must be path or virtual, not \"%s\"",
+				      OBJFS_S3_CONN_KEY_STYLE,
+				      objfs_pb_map_get(ctx, n_ctx, OBJFS_S3_CONN_KEY_STYLE));
+	if ((bad & (OBJFS_S3_CONN_BAD_SCHEME | OBJFS_S3_CONN_BAD_ENDPOINT_CHAR |
+		    OBJFS_S3_CONN_LONG_ENDPOINT)) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context endpoint \"%s\" is not an http(s) URL",
+				      out->endpoint);
+	if ((bad & (OBJFS_S3_CONN_BAD_REGION_CHAR | OBJFS_S3_CONN_LONG_REGION)) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume_context region \"%s\" is not valid", out->region);
+	/* No endpoint anywhere: AWS's for the region, as the controller's
+	 * store stack does. */
+	if (bucket != NULL && objfs_s3_conn_aws(out, bucket) != 0)
+		return objfs_rpc_fail(st, OBJFS_RPC_INVALID_ARGUMENT,
+				      "volume %s: region \"%s\" cannot name an AWS endpoint",
+				      volume_id, out->region);
+	return OBJFS_RPC_OK;
 }
 
 void objfs_csi_root_close(struct objfs_csi_root *r)
@@ -153,7 +218,7 @@ enum objfs_rpc_code objfs_csi_role_creds(struct objfs_csi *csi, const char *role
  * come from the secrets (keys, or a roleArn), else the plugin's own. */
 enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 					const struct objfs_id *id,
-					const struct objfs_csi_conn *conn,
+					const struct objfs_s3_conn *conn,
 					void *const *secrets, size_t n_secrets,
 					struct objfs_csi_root *r,
 					struct objfs_rpc_status *st)
@@ -180,9 +245,7 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 	sc = csi->cfg.store;
 	snprintf(url, sizeof(url), "s3://%s", id->bucket);
 	sc.url = url;
-	sc.s3.endpoint = r->conn.endpoint;
-	sc.s3.region = r->conn.region;
-	sc.s3.path_style = strcmp(r->conn.addressing, "virtual") != 0;
+	objfs_s3_conn_to_store(&r->conn, &sc.s3);
 	ak = objfs_csi_map_get(secrets, n_secrets, "accessKeyID");
 	sk = objfs_csi_map_get(secrets, n_secrets, "secretAccessKey");
 	if ((ak == NULL) != (sk == NULL))
@@ -249,15 +312,15 @@ enum objfs_rpc_code objfs_csi_root_open_by_id(struct objfs_csi *csi,
 					      struct objfs_rpc_status *st)
 {
 	struct objfs_kv idx = OBJFS_KV_INIT;
-	struct objfs_csi_conn conn;
+	struct objfs_s3_conn conn;
 	enum objfs_rpc_code code;
 
 	memset(&conn, 0, sizeof(conn));
 	if (id->store == OBJFS_ID_BUCKET) {
 		if (objfs_catalog_load(csi->store, id_kind(id), id_text, &idx) != 0)
 			objfs_kv_release(&idx);
-		objfs_csi_conn_resolve(csi, idx.n > 0 ? &idx : NULL, NULL,
-				       secrets, n_secrets, &conn);
+		(void)objfs_csi_conn_resolve(csi, idx.n > 0 ? objfs_csi_kv_conn_get : NULL,
+					     &idx, secrets, n_secrets, &conn);
 		/* Nothing in the index and nowhere to look: objfs knows
 		 * nothing of it (deleted already, or never made). */
 		if (idx.n == 0 && conn.endpoint[0] == '\0') {

@@ -79,6 +79,7 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 	struct objfs_snaprec rec = OBJFS_SNAPREC_INIT;
 	struct objfs_volrec vrec = OBJFS_VOLREC_INIT;
 	struct objfs_kv extra = OBJFS_KV_INIT;
+	struct objfs_s3_conn conn = OBJFS_S3_CONN_INIT;     /* the source's */
 	struct objfs_id vid, sid;
 	struct objfs_csi_root root;
 	char sidtext[OBJFS_ID_MAX + 1];
@@ -178,15 +179,10 @@ enum objfs_rpc_code objfs_csi_create_snapshot(void *ctx, const ProtobufCMessage 
 	err = objfs_snaprec_set(&rec.source_volume_id, rq->source_volume_id);
 	if (err == 0)
 		err = objfs_snaprec_entry(&rec, &extra);
-	v = objfs_volrec_get_param(&vrec, OBJFS_CSI_CTX_ENDPOINT);
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, OBJFS_CSI_CTX_ENDPOINT, v);
-	v = objfs_volrec_get_param(&vrec, OBJFS_CSI_CTX_REGION);
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, OBJFS_CSI_CTX_REGION, v);
-	v = objfs_volrec_get_param(&vrec, OBJFS_CSI_CTX_ADDRESSING);
-	if (err == 0 && v != NULL && vid.store == OBJFS_ID_BUCKET)
-		err = objfs_kv_set(&extra, OBJFS_CSI_CTX_ADDRESSING, v);
+	if (err == 0 && vid.store == OBJFS_ID_BUCKET) {
+		(void)objfs_s3_conn_add(&conn, objfs_csi_volrec_conn_get, &vrec);
+		err = objfs_s3_conn_write(&conn, objfs_csi_kv_conn_set, &extra);
+	}
 	if (err == 0)
 		err = objfs_catalog_add(csi->store, OBJFS_CATALOG_SNAPSHOT, sidtext,
 					rq->name, &extra);
@@ -346,15 +342,15 @@ static int snapshot_read(struct objfs_csi *csi, const char *idtext,
 	struct objfs_rpc_status st;
 	struct objfs_id sid;
 	struct objfs_csi_root root;
-	struct objfs_csi_conn conn;
+	struct objfs_s3_conn conn = OBJFS_S3_CONN_INIT;
 	int err;
 
 	*snap = NULL;
 	if (objfs_id_parse(idtext, &sid) != 0 || sid.type != OBJFS_ID_SNAPSHOT)
 		return ENOENT;
-	memset(&conn, 0, sizeof(conn));
 	if (sid.store == OBJFS_ID_BUCKET)
-		objfs_csi_conn_resolve(csi, idx, NULL, secrets, n_secrets, &conn);
+		(void)objfs_csi_conn_resolve(csi, idx != NULL ? objfs_csi_kv_conn_get : NULL,
+					     idx, secrets, n_secrets, &conn);
 	if (sid.store == OBJFS_ID_BUCKET && idx == NULL && conn.endpoint[0] == '\0')
 		return ENOENT;   /* unknown, and nowhere to look */
 	if (objfs_csi_root_open(csi, &sid, &conn, secrets, n_secrets, &root, &st) != OBJFS_RPC_OK) {

@@ -132,9 +132,10 @@ static int source_url(struct objfs_csi *csi, const struct objfs_id *id,
 
 /* Fills the ctx.* keys of a record or index entry. */
 static int context_record(struct objfs_csi *csi, const struct objfs_id *id,
-			  const struct objfs_csi_conn *conn, const struct objfs_csi_params *p,
+			  const struct objfs_s3_conn *conn, const struct objfs_csi_params *p,
 			  struct objfs_kv *kv)
 {
+	struct objfs_s3_conn def = OBJFS_S3_CONN_INIT;
 	char url[URL_MAX];
 	const char *durl = csi->cfg.store.url;
 	int err;
@@ -143,20 +144,11 @@ static int context_record(struct objfs_csi *csi, const struct objfs_id *id,
 	if (err == 0)
 		err = objfs_kv_set(kv, OBJFS_CSI_CTX_SOURCE, url);
 	if (err == 0 && id->store == OBJFS_ID_BUCKET) {
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_ENDPOINT, conn->endpoint);
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_REGION, conn->region);
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_ADDRESSING, conn->addressing);
+		err = objfs_s3_conn_write(conn, objfs_csi_kv_conn_set, kv);
 	} else if (err == 0 && durl != NULL && strncmp(durl, "s3:", 3) == 0) {
-		err = objfs_kv_set(kv, OBJFS_CSI_CTX_ENDPOINT,
-				   csi->cfg.store.s3.endpoint ? csi->cfg.store.s3.endpoint : "");
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_REGION,
-					   csi->cfg.store.s3.region ? csi->cfg.store.s3.region : "us-east-1");
-		if (err == 0)
-			err = objfs_kv_set(kv, OBJFS_CSI_CTX_ADDRESSING,
-					   csi->cfg.store.s3.path_style ? "path" : "virtual");
+		/* the default store's own connection */
+		objfs_s3_conn_add_plugin(&def, &csi->cfg.store);
+		err = objfs_s3_conn_write(&def, objfs_csi_kv_conn_set, kv);
 	}
 	if (err == 0 && p != NULL && p->mount_options != NULL)
 		err = objfs_kv_set(kv, OBJFS_CSI_CTX_MOUNT_OPTIONS, p->mount_options);
@@ -275,9 +267,12 @@ enum objfs_rpc_code objfs_ctl_vol_begin(struct objfs_csi *csi, struct objfs_ctl_
 		return objfs_csi_root_open_by_id(csi, &v->id, v->text, how->secrets,
 						 how->n_secrets, &v->root, st);
 	memset(&v->conn, 0, sizeof(v->conn));
-	if (v->id.store == OBJFS_ID_BUCKET)
-		objfs_csi_conn_resolve(csi, NULL, how->params, how->secrets,
-				       how->n_secrets, &v->conn);
+	if (v->id.store == OBJFS_ID_BUCKET) {
+		code = objfs_csi_conn_for_create(csi, how->params, how->secrets,
+						 how->n_secrets, &v->conn, st);
+		if (code != OBJFS_RPC_OK)
+			return code;
+	}
 	return objfs_csi_root_open(csi, &v->id, &v->conn, how->secrets, how->n_secrets,
 				   &v->root, st);
 }

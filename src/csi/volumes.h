@@ -72,7 +72,7 @@ struct objfs_ctl_vol {
 	struct objfs_id id;
 	char text[OBJFS_ID_MAX + 1];    /* the id as the CO knows it */
 	struct objfs_csi_root root;     /* open between begin and end */
-	struct objfs_csi_conn conn;     /* a bucket's, when begin resolved it
+	struct objfs_s3_conn conn;      /* a bucket's, when begin resolved it
 					   from parameters (else zero) */
 	char lk[3][OBJFS_CTL_VOL_LOCK_MAX];
 	const char *locks[3];
