@@ -30,6 +30,7 @@ No test sends a request to the real instance metadata address.
 Needs root and /dev/fuse (exits 77 only when they or RGW are absent).
 """
 import hashlib
+import json
 import os
 import signal
 import select
@@ -342,8 +343,14 @@ def main():
             p = subprocess.run([csilib.MOUNT_BIN, "-f", "-o", "spool_dir=" + work,
                                 "s3://%s/nokeys" % bucket, mnt], env=env,
                                capture_output=True, timeout=120)
-            return p.returncode, (p.stdout + p.stderr).decode(errors="replace"), \
-                time.monotonic() - t0
+            secs = time.monotonic() - t0
+            msgs = []
+            for line in (p.stdout + p.stderr).decode(errors="replace").splitlines():
+                try:
+                    msgs.append(json.loads(line)["msg"])      # the JSON log lines
+                except (ValueError, KeyError, TypeError):
+                    msgs.append(line)
+            return p.returncode, "\n".join(msgs), secs
 
         def no_keys():
             sources = ["environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): unset",
