@@ -16,6 +16,7 @@ RUN apt-get update \
         build-essential autoconf automake pkg-config \
         protobuf-c-compiler libprotobuf-dev libprotobuf-c-dev \
         libfuse3-dev libcurl4-openssl-dev libssl-dev libgrpc-dev libexpat1-dev \
+        libjson-c-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -32,7 +33,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         fuse3 ca-certificates \
-        libfuse3-3 libcurl4 libssl3 libprotobuf-c1 libgrpc29 libexpat1 \
+        libfuse3-3 libcurl4 libssl3 libprotobuf-c1 libgrpc29 libexpat1 libjson-c5 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 # Fail the build if a library is missing, then make the self-contained

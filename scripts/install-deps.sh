@@ -7,7 +7,7 @@ set -eu
 BUILD="autoconf automake pkg-config make gcc libc6-dev
   libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev
   libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
-  libgrpc-dev libexpat1-dev ca-certificates"
+  libgrpc-dev libexpat1-dev libjson-c-dev ca-certificates"
 # cmocka: unit tests.  python3-grpcio/-grpc-tools: an independent gRPC
 # client for the CSI tests.  swift*: the real S3 server of the tests
 # (OpenStack Swift with s3api, which checks SigV4 signatures); ceph-*,

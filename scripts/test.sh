@@ -16,6 +16,10 @@
 # no test may depend on a quiet machine.
 set -eu
 cd "$(dirname "$0")/.."
+# Never the real EC2 instance metadata (169.254.169.254): without keys,
+# objfs's credential chain ends there unless told not to, as the AWS SDKs'
+# does (the IMDS tests use a fake server on 127.0.0.1).
+export AWS_EC2_METADATA_DISABLED=true
 sh scripts/install-deps.sh --test
 fuzz_secs=${OBJFS_FUZZ_SECONDS:-15}
 fuzz_opt=""

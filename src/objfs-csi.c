@@ -58,6 +58,7 @@ struct options {
 	char default_store[PATH_MAX + 8];
 	char mount_program_buf[PATH_MAX];
 	struct objfs_creds creds;
+	struct objfs_aws_env aws;       /* the chain's settings and account */
 };
 
 static const char usage_text[] =
@@ -78,15 +79,23 @@ static const char usage_text[] =
 "                          /var/lib/kubelet)\n"
 "  --store URL             the default store: s3://BUCKET[/PREFIX] or\n"
 "                          file:///DIR (default file://STATE_DIR/store)\n"
-"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port] (default: AWS,\n"
+"  --s3-endpoint URL       S3 endpoint, http(s)://host[:port] (default:\n"
+"                          AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the\n"
+"                          profile's endpoint_url, else AWS,\n"
 "                          https://s3.REGION.amazonaws.com, virtual-hosted)\n"
-"  --s3-region REGION      S3 region (default us-east-1)\n"
+"  --s3-region REGION      S3 region (default: AWS_REGION,\n"
+"                          AWS_DEFAULT_REGION, the profile's, us-east-1)\n"
 "  --s3-addressing STYLE   path or virtual (default path)\n"
 "  --s3-ca-file FILE       PEM bundle of CAs to trust for the endpoint\n"
+"                          (default: AWS_CA_BUNDLE, the profile's ca_bundle)\n"
 "  --credentials-file FILE S3 keys as key=value lines: access_key_id=,\n"
-"                          secret_access_key=, session_token= (else env\n"
-"                          AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-"                          AWS_SESSION_TOKEN); never pass keys as arguments\n"
+"                          secret_access_key=, session_token= (else the AWS\n"
+"                          SDKs' chain: AWS_ACCESS_KEY_ID and\n"
+"                          AWS_SECRET_ACCESS_KEY, the AWS_PROFILE profile\n"
+"                          of ~/.aws/credentials and ~/.aws/config, web\n"
+"                          identity, container credentials, EC2 instance\n"
+"                          metadata: docs/credentials.md); never pass keys\n"
+"                          as arguments\n"
 "  --mount-program PATH    objfs-mount to run (default: beside objfs-csi)\n"
 "  --mount-memory-mib N    memory bound of each mount process (default 64)\n"
 "  --threads N             calls served at once (default 16)\n"
@@ -201,6 +210,8 @@ static void default_mount_program(struct options *o)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	char *scheme = NULL, *bucket = NULL, *prefix = NULL;
+	struct objfs_creds chain = OBJFS_CREDS_INIT;
+	char why[512];
 	int c, err, line;
 	int rc = 0;
 
@@ -318,10 +329,35 @@ static int parse_args(int argc, char **argv, struct options *o)
 			goto out;
 		}
 	}
-	if (objfs_creds_load_env(&o->creds) != 0) {
+	if (objfs_creds_any(&o->creds)) {
+		/* the file's source; the environment fills what it lacks */
+		if (objfs_creds_load_env(&o->creds) != 0) {
+			rc = 1;
+			goto out;
+		}
+		err = objfs_creds_chain(&chain, &o->aws, NULL, NULL, 0);
+		objfs_creds_release(&chain);
+		o->aws.looked[0] = '\0';
+	} else {
+		/* the AWS SDKs' chain (common/creds.h) */
+		err = objfs_creds_chain(&chain, &o->aws, NULL, why, sizeof(why));
+		if (err == EINVAL) {
+			rc = usage_error("credentials: %s", why);
+			goto out;
+		}
+		objfs_creds_release(&o->creds);
+		o->creds = chain;
+	}
+	if (err != 0 && err != EINVAL) {
 		rc = 1;
 		goto out;
 	}
+	if (o->s3_endpoint == NULL)
+		o->s3_endpoint = o->aws.endpoint;
+	if (o->s3_region == NULL)
+		o->s3_region = o->aws.region;
+	if (o->s3_ca_file == NULL)
+		o->s3_ca_file = o->aws.ca_bundle;
 	o->mount_runner = getenv("OBJFS_MOUNT_RUNNER");
 	if (o->mount_runner != NULL && o->mount_runner[0] != '\0' &&
 	    strcmp(o->mount_runner, "fork") != 0 &&
@@ -363,6 +399,7 @@ static int open_default_store(struct options *o, struct objfs_log *log,
 	sc.s3.secret_key = o->creds.secret_key;
 	sc.s3.session_token = o->creds.session_token;
 	sc.s3.keyless = &o->creds;
+	sc.s3.creds_looked = o->aws.looked[0] != '\0' ? o->aws.looked : NULL;
 	return objfs_store_stack_create(&sc, log, store);
 }
 
@@ -459,6 +496,7 @@ int main(int argc, char **argv)
 	cc.store.s3.secret_key = o.creds.secret_key;
 	cc.store.s3.session_token = o.creds.session_token;
 	cc.store.s3.keyless = &o.creds;     /* a role or container endpoint */
+	cc.store.s3.creds_looked = o.aws.looked[0] != '\0' ? o.aws.looked : NULL;
 	cc.store_open = objfs_store_stack_create;
 	cc.metrics = reg;
 	cc.store.metrics = reg;
@@ -517,6 +555,7 @@ out:
 	objfs_store_destroy(store);
 	objfs_metrics_destroy(reg);
 	objfs_creds_release(&o.creds);
+	objfs_aws_env_release(&o.aws);
 	objfs_log_destroy(log);
 	return rc;
 }

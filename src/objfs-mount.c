@@ -73,11 +73,15 @@ static void usage(const char *prog)
 "\n"
 "Store options (s3:// sources):\n"
 "  endpoint=URL           S3 endpoint, e.g. https://s3.example:9000\n"
-"                         (default: $AWS_ENDPOINT_URL, else AWS:\n"
+"                         (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL,\n"
+"                         the profile's endpoint_url, else AWS:\n"
 "                         https://s3.REGION.amazonaws.com, virtual-hosted)\n"
-"  region=NAME            signing region (default: $AWS_REGION or us-east-1)\n"
+"  region=NAME            signing region (default: $AWS_REGION,\n"
+"                         $AWS_DEFAULT_REGION, the profile's region, else\n"
+"                         us-east-1)\n"
 "  addressing=path|virtual  URL style (default: path)\n"
-"  ca_file=PATH           PEM bundle of CAs to trust (default: system's)\n"
+"  ca_file=PATH           PEM bundle of CAs to trust (default: $AWS_CA_BUNDLE,\n"
+"                         the profile's ca_bundle, else the system's)\n"
 "  insecure_skip_verify   do not verify the server's certificate\n"
 "  unsigned_payload       sign requests with UNSIGNED-PAYLOAD (the default\n"
 "                         over https, where TLS protects the payload)\n"
@@ -87,13 +91,23 @@ static void usage(const char *prog)
 "  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
 "                         session_token=, or role_arn= and\n"
 "                         web_identity_token_file=, or\n"
-"                         container_credentials_full_uri= (without it:\n"
-"                         $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY,\n"
-"                         $AWS_SESSION_TOKEN; $AWS_ROLE_ARN and\n"
+"                         container_credentials_full_uri= (without it,\n"
+"                         the AWS SDKs' chain, first found wins:\n"
+"                         $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY\n"
+"                         ($AWS_SESSION_TOKEN); the profile $AWS_PROFILE\n"
+"                         (default) of ~/.aws/credentials and\n"
+"                         ~/.aws/config ($AWS_SHARED_CREDENTIALS_FILE,\n"
+"                         $AWS_CONFIG_FILE); $AWS_ROLE_ARN and\n"
 "                         $AWS_WEB_IDENTITY_TOKEN_FILE, exchanged with STS\n"
-"                         AssumeRoleWithWebIdentity; or\n"
+"                         AssumeRoleWithWebIdentity;\n"
 "                         $AWS_CONTAINER_CREDENTIALS_FULL_URI with\n"
-"                         $AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE)\n"
+"                         $AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE; EC2\n"
+"                         instance metadata (IMDSv2;\n"
+"                         $AWS_EC2_METADATA_SERVICE_ENDPOINT, off when\n"
+"                         $AWS_EC2_METADATA_DISABLED=true).  None found:\n"
+"                         the mount fails, naming each place looked at)\n"
+"  no_sign_request        no credentials: unsigned requests (a public\n"
+"                         bucket)\n"
 "  creds_refresh=SECONDS  renew temporary keys this long before they\n"
 "                         expire (default: 300)\n"
 "  max_connections=N      pooled HTTP connections (default: 16)\n"
@@ -265,19 +279,32 @@ struct settings {
 	int ready_fd;
 	enum objfs_log_level level;
 	struct objfs_creds creds;
+	struct objfs_aws_env aws;       /* the chain's settings and account */
 	bool metrics;                   /* off: nothing counted */
 	const char *metrics_tcp;        /* [ADDR:]PORT, or NULL */
 };
 
-/* The environment as a source of the connection: AWS_ENDPOINT_URL,
- * AWS_REGION; path-style addressing. */
+/* The AWS settings as a source of the connection (src: the chain's
+ * struct objfs_aws_env, which reads the environment and the profile;
+ * when the chain did not run, a credentials_file given, the environment
+ * alone); path-style addressing. */
+static const char *first_env(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+
+	return v != NULL && v[0] != '\0' ? v : getenv(b);
+}
+
 static const char *env_conn_get(const void *src, const char *key)
 {
-	(void)src;
+	const struct objfs_aws_env *aws = src;
+
 	if (strcmp(key, OBJFS_S3_CONN_KEY_ENDPOINT) == 0)
-		return getenv("AWS_ENDPOINT_URL");
+		return aws->endpoint != NULL ? aws->endpoint :
+		       first_env("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
 	if (strcmp(key, OBJFS_S3_CONN_KEY_REGION) == 0)
-		return getenv("AWS_REGION");
+		return aws->region != NULL ? aws->region :
+		       first_env("AWS_REGION", "AWS_DEFAULT_REGION");
 	if (strcmp(key, OBJFS_S3_CONN_KEY_STYLE) == 0)
 		return objfs_s3_conn_style_name(true);
 	return NULL;
@@ -434,14 +461,12 @@ static int build_settings(struct cli *c, struct settings *s)
 	}
 
 	s->sc.url = c->source;
-	/* the connection: -o, else the environment, else path-style (and
-	 * AWS's endpoint when none, the stack's) */
+	/* the connection: -o first; the AWS settings (environment, profile)
+	 * fill in the rest once the chain has run, below */
 	if (objfs_s3_conn_from_mount_opts(&s->conn, mo) != 0) {
 		fprintf(stderr, "objfs-mount: -o endpoint, region or ca_file: too long\n");
 		return EINVAL;
 	}
-	(void)objfs_s3_conn_add(&s->conn, env_conn_get, NULL);
-	objfs_s3_conn_to_store(&s->conn, &s->sc.s3);
 	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
 	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
 	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);
@@ -477,11 +502,32 @@ static int build_settings(struct cli *c, struct settings *s)
 				objfs_strerror(err), line);
 			return err;
 		}
-	} else {
-		err = objfs_creds_load_env(&s->creds);
+	} else if (!HAS(NO_SIGN_REQUEST)) {
+		char why[512];
+
+		/* the AWS SDKs' chain (common/creds.h) */
+		err = objfs_creds_chain(&s->creds, &s->aws, NULL, why, sizeof(why));
+		if (err == EINVAL) {
+			fprintf(stderr, "objfs-mount: credentials: %s\n", why);
+			return err;
+		}
 		if (err != 0)
 			return err;
+		s->sc.s3.creds_looked = s->aws.looked;
+	} else {
+		/* the settings only: no source is looked at */
+		err = objfs_creds_chain(&s->creds, &s->aws, NULL, NULL, 0);
+		objfs_creds_release(&s->creds);
+		if (err != 0 && err != EINVAL)
+			return err;
 	}
+	/* then the AWS settings, path-style (and AWS's endpoint when none:
+	 * the stack's) */
+	(void)objfs_s3_conn_add(&s->conn, env_conn_get, &s->aws);
+	objfs_s3_conn_to_store(&s->conn, &s->sc.s3);
+	if (!HAS(CA_FILE))
+		s->sc.s3.ca_file = s->aws.ca_bundle != NULL ? s->aws.ca_bundle :
+				   getenv("AWS_CA_BUNDLE");
 	if (HAS(CREDS_REFRESH))
 		s->sc.s3.creds_refresh_s = mo->creds_refresh;
 #undef HAS
@@ -750,6 +796,7 @@ int main(int argc, char *argv[])
 			kc.creds_fd = open(c.mo.credentials_file, O_RDONLY | O_CLOEXEC);
 
 		objfs_creds_release(&s.creds);
+		objfs_aws_env_release(&s.aws);
 		s.ready_fd = -1;
 		ret = objfs_keeper_run(&kc);
 		goto out;
@@ -1061,6 +1108,7 @@ out:
 	if (log_fd >= 0)
 		close(log_fd);
 	objfs_creds_release(&s.creds);
+	objfs_aws_env_release(&s.aws);
 	free(co.mountpoint);
 	fuse_opt_free_args(&args);
 	cli_release(&c);

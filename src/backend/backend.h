@@ -408,6 +408,13 @@ struct objfs_s3_config {
 				       file, container endpoint:
 				       backend/credprov.h); copied; may be
 				       NULL (anonymous) */
+	const char *creds_looked;   /* the credential chain's account of
+				       where it looked (common/creds.h
+				       objfs_aws_env.looked): with neither
+				       keys nor a keyless source the store is
+				       refused (EACCES, "no credentials
+				       found" naming each place); NULL: such
+				       a store is anonymous (unsigned) */
 	double creds_refresh_s;     /* renew temporary keys this long before
 				       they expire; 0: 300 */
 	bool unsigned_payload;      /* UNSIGNED-PAYLOAD instead of the hash */

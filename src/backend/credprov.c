@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 #include <expat.h>
+#include <json-c/json.h>
 #include <openssl/crypto.h>
 
 #include "backend/credprov.h"
@@ -30,8 +31,14 @@
 /* What objfs asks STS for (AWS allows 900..the role's maximum, default
  * 3600; RGW up to rgw_sts_max_session_duration, 43200 by default). */
 #define STS_DURATION "3600"
+/* Instance metadata, as the AWS SDKs ask it: a session token of 6 h,
+ * 1 s to answer (off EC2 nothing answers: the chain ends fast). */
+#define IMDS_TOKEN_TTL "21600"
+#define IMDS_TIMEOUT_S 1L
+#define IMDS_ROLE_MAX 1024u
+#define IMDS_CREDS_PATH "/latest/meta-data/iam/security-credentials/"
 
-enum kind { K_NONE, K_STATIC, K_WEB, K_CONTAINER };
+enum kind { K_NONE, K_STATIC, K_WEB, K_CONTAINER, K_IMDS };
 
 struct objfs_credprov {
 	enum kind kind;
@@ -40,6 +47,7 @@ struct objfs_credprov {
 	char *ca_file;
 	bool insecure;
 	double refresh_s;
+	char *looked;                   /* where the chain looked, or NULL */
 	struct objfs_log *log;
 
 	pthread_mutex_t mu;             /* cur, exp, renewals, last_try */
@@ -47,6 +55,7 @@ struct objfs_credprov {
 	long long exp;                  /* their expiry (epoch s); 0: none */
 	unsigned renewals;
 	long long last_try;             /* last failed renewal */
+	char imds_role[130];            /* the instance's role (renew_mu) */
 	pthread_mutex_t renew_mu;       /* one renewal at a time */
 };
 
@@ -129,13 +138,25 @@ int objfs_credprov_create(const struct objfs_credprov_config *cfg,
 				    "container-link address only");
 			goto inval;
 		}
+	} else if (c != NULL && c->imds_endpoint != NULL) {
+		p->kind = K_IMDS;
+		if (strncmp(c->imds_endpoint, "http://", 7) != 0 &&
+		    strncmp(c->imds_endpoint, "https://", 8) != 0) {
+			objfs_error(log, "creds", "the instance metadata endpoint "
+				    "\"%s\" is not http[s]://HOST[:PORT] "
+				    "(AWS_EC2_METADATA_SERVICE_ENDPOINT)",
+				    c->imds_endpoint);
+			goto inval;
+		}
 	}
 	if (c != NULL && objfs_creds_copy(c, &p->src) != 0)
 		fail = true;
 	p->region = strdup(cfg->region != NULL && cfg->region[0] != '\0' ? cfg->region :
 			   "us-east-1");
 	p->ca_file = cfg->ca_file != NULL ? strdup(cfg->ca_file) : NULL;
-	if (p->region == NULL || (cfg->ca_file != NULL && p->ca_file == NULL))
+	p->looked = cfg->looked != NULL ? strdup(cfg->looked) : NULL;
+	if (p->region == NULL || (cfg->ca_file != NULL && p->ca_file == NULL) ||
+	    (cfg->looked != NULL && p->looked == NULL))
 		fail = true;
 	p->insecure = cfg->insecure_skip_verify;
 	p->refresh_s = cfg->refresh_s > 0 ? cfg->refresh_s : REFRESH_DEFAULT_S;
@@ -159,6 +180,7 @@ out:
 	objfs_creds_release(&p->cur);
 	free(p->region);
 	free(p->ca_file);
+	free(p->looked);
 	free(p);
 	return err;
 }
@@ -173,6 +195,7 @@ void objfs_credprov_destroy(struct objfs_credprov *p)
 	objfs_creds_release(&p->cur);
 	free(p->region);
 	free(p->ca_file);
+	free(p->looked);
 	free(p);
 }
 
@@ -182,6 +205,7 @@ const char *objfs_credprov_kind(const struct objfs_credprov *p)
 	case K_STATIC: return "static keys";
 	case K_WEB: return "web identity";
 	case K_CONTAINER: return "container endpoint";
+	case K_IMDS: return "instance metadata";
 	default: return "none";
 	}
 }
@@ -324,77 +348,80 @@ int objfs_credprov_parse_sts(const char *doc, size_t len, struct objfs_creds *ou
 	return err;
 }
 
-/* The JSON string value of "name" at the top level of doc (a flat
- * object, as the container endpoint answers), unescaped, malloc'ed. */
-static int json_string(const char *doc, size_t len, const char *name, char **out)
+/* The string member name of the object o: 0, ENOENT (absent), EPROTO
+ * (not a string, or one holding a NUL), ENOMEM.  *out is malloc'ed. */
+static int json_member(struct json_object *o, const char *name, char **out)
 {
-	const char *p = doc, *end = doc + len;
-	size_t nl = strlen(name);
-	char *v;
-	size_t k = 0;
+	struct json_object *v;
+	const char *str;
+	int n;
 
 	*out = NULL;
-	for (; p + nl + 2 <= end; p++) {
-		if (*p != '"' || (size_t)(end - p) < nl + 2 ||
-		    memcmp(p + 1, name, nl) != 0 || p[nl + 1] != '"')
-			continue;
-		p += nl + 2;
-		while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-			p++;
-		if (p >= end || *p != ':')
-			continue;
-		for (p++; p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'); p++)
-			;
-		if (p >= end || *p != '"')
-			return EPROTO;
-		v = malloc((size_t)(end - p));
-		if (v == NULL)
-			return ENOMEM;
-		for (p++; p < end && *p != '"'; p++) {
-			if (*p == '\\') {
-				if (++p >= end)
-					break;
-				switch (*p) {
-				case '"': case '\\': case '/': v[k++] = *p; break;
-				case 'n': v[k++] = '\n'; break;
-				case 't': v[k++] = '\t'; break;
-				case 'r': v[k++] = '\r'; break;
-				case 'b': v[k++] = '\b'; break;
-				case 'f': v[k++] = '\f'; break;
-				default:        /* \uXXXX: not in keys, tokens or times */
-					OPENSSL_cleanse(v, k);
-					free(v);
-					return EPROTO;
-				}
-			} else if ((unsigned char)*p < 0x20) {
-				break;
-			} else {
-				v[k++] = *p;
-			}
-		}
-		if (p >= end || *p != '"') {
-			OPENSSL_cleanse(v, k);
-			free(v);
-			return EPROTO;
-		}
-		v[k] = '\0';
-		*out = v;
-		return 0;
+	if (!json_object_object_get_ex(o, name, &v))
+		return ENOENT;
+	if (!json_object_is_type(v, json_type_string))
+		return EPROTO;
+	str = json_object_get_string(v);
+	n = json_object_get_string_len(v);
+	if (str == NULL || n < 0 || memchr(str, '\0', (size_t)n) != NULL)
+		return EPROTO;
+	*out = strndup(str, (size_t)n);
+	return *out == NULL ? ENOMEM : 0;
+}
+
+/* Wipes the string members of o (keys and tokens) before it is freed. */
+static void json_wipe(struct json_object *o)
+{
+	json_object_object_foreach(o, k, v) {
+		(void)k;
+		if (json_object_is_type(v, json_type_string))
+			OPENSSL_cleanse((char *)json_object_get_string(v),
+					(size_t)json_object_get_string_len(v));
 	}
-	return ENOENT;
 }
 
 int objfs_credprov_parse_json(const char *doc, size_t len, struct objfs_creds *out,
 			      long long *exp)
 {
-	char *t = NULL;
+	struct json_tokener *tok = NULL;
+	struct json_object *o = NULL;
+	char *t = NULL, *code = NULL;
+	size_t end;
 	int err;
 
-	err = json_string(doc, len, "AccessKeyId", &out->access_key);
-	if (err == 0)
-		err = json_string(doc, len, "SecretAccessKey", &out->secret_key);
+	if (len > DOC_MAX)
+		return EPROTO;
+	/* json-c: strict RFC 8259 (no trailing text, no comments, valid
+	 * UTF-8), nested at most 32 deep; only the top level counts */
+	tok = json_tokener_new();
+	if (tok == NULL)
+		return ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, doc, (int)len);
+	err = o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+		!json_object_is_type(o, json_type_object) ? EPROTO : 0;
 	if (err == 0) {
-		err = json_string(doc, len, "Token", &out->session_token);
+		for (end = json_tokener_get_parse_end(tok); end < len; end++)
+			if (doc[end] != ' ' && doc[end] != '\t' && doc[end] != '\r' &&
+			    doc[end] != '\n')
+				err = EPROTO;
+	}
+	json_tokener_free(tok);
+	/* instance metadata: "Code": "Success", else the error */
+	if (err == 0) {
+		err = json_member(o, "Code", &code);
+		if (err == ENOENT)
+			err = 0;
+		else if (err == 0 && strcmp(code, "Success") != 0)
+			err = EACCES;
+		free(code);
+	}
+	if (err == 0)
+		err = json_member(o, "AccessKeyId", &out->access_key);
+	if (err == 0)
+		err = json_member(o, "SecretAccessKey", &out->secret_key);
+	if (err == 0) {
+		err = json_member(o, "Token", &out->session_token);
 		if (err == ENOENT)
 			err = 0;
 		if (err == 0 && out->session_token != NULL && out->session_token[0] == '\0') {
@@ -403,10 +430,15 @@ int objfs_credprov_parse_json(const char *doc, size_t len, struct objfs_creds *o
 		}
 	}
 	if (err == 0)
-		err = json_string(doc, len, "Expiration", &t);
+		err = json_member(o, "Expiration", &t);
 	if (err == 0)
 		err = parse_time(t, exp);
 	free(t);
+	if (o != NULL) {
+		if (json_object_is_type(o, json_type_object))
+			json_wipe(o);
+		json_object_put(o);
+	}
 	if (err == ENOENT)
 		err = EPROTO;
 	if (err != 0)
@@ -461,10 +493,22 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return objfs_buf_err(b) == 0 ? n : 0;
 }
 
-/* One HTTP request: body (NULL: GET) to url with an optional header line;
- * the answer's status and body.  0 or an errno of the transport. */
-static int http(struct objfs_credprov *p, const char *url, const char *body,
-		const char *header, long *status, struct objfs_buf *resp)
+/* One HTTP request. */
+struct req {
+	const char *url;
+	const char *method;             /* NULL: GET, or POST with a body */
+	const char *body;
+	const char *header;             /* one header line, or NULL */
+	long timeout_s, connect_s;      /* 0: 30 s, 10 s */
+	bool noproxy;                   /* never through a proxy */
+	char *why;                      /* the transport's error, or NULL */
+	size_t cap;
+};
+
+/* rq's answer: its status and body.  0 or an errno of the transport
+ * (rq->why says what). */
+static int http(struct objfs_credprov *p, const struct req *rq, long *status,
+		struct objfs_buf *resp)
 {
 	struct curl_slist *hl = NULL, *t;
 	CURL *h = curl_easy_init();
@@ -474,26 +518,33 @@ static int http(struct objfs_credprov *p, const char *url, const char *body,
 	*status = 0;
 	if (h == NULL)
 		return ENOMEM;
-	if (header != NULL) {
-		t = curl_slist_append(hl, header);
+	if (rq->header != NULL) {
+		t = curl_slist_append(hl, rq->header);
 		if (t == NULL) {
 			curl_easy_cleanup(h);
 			return ENOMEM;
 		}
 		hl = t;
 	}
-	objfs_http_setup(h, url, p->ca_file, p->insecure);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+	objfs_http_setup(h, rq->url, p->ca_file, p->insecure);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, rq->timeout_s > 0 ? rq->timeout_s : 30L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, rq->connect_s > 0 ? rq->connect_s : 10L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+	if (rq->noproxy)
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	if (hl != NULL)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-	if (body != NULL)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (rq->body != NULL)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
+	if (rq->method != NULL)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
-		objfs_warn(p->log, SUB, "%s: %s", url, curl_easy_strerror(cc));
+		if (rq->why != NULL)
+			snprintf(rq->why, rq->cap, "%s", curl_easy_strerror(cc));
+		else
+			objfs_warn(p->log, SUB, "%s: %s", rq->url, curl_easy_strerror(cc));
 		err = cc == CURLE_OUT_OF_MEMORY ? ENOMEM : ECONNREFUSED;
 	} else {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -561,7 +612,7 @@ static int fetch_web(struct objfs_credprov *p, struct objfs_creds *out, long lon
 	OPENSSL_cleanse(token, strlen(token));
 	free(token);
 	if (err == 0)
-		err = http(p, url, form.p, NULL, &status, &resp);
+		err = http(p, &(struct req){ .url = url, .body = form.p }, &status, &resp);
 	if (form.p != NULL)
 		OPENSSL_cleanse(form.p, form.len);
 	objfs_buf_release(&form);
@@ -606,7 +657,8 @@ static int fetch_container(struct objfs_credprov *p, struct objfs_creds *out,
 		if (hdr == NULL)
 			return ENOMEM;
 	}
-	err = http(p, p->src.container_uri, NULL, hdr, &status, &resp);
+	err = http(p, &(struct req){ .url = p->src.container_uri, .header = hdr },
+		   &status, &resp);
 	if (hdr != NULL) {
 		OPENSSL_cleanse(hdr, strlen(hdr));
 		free(hdr);
@@ -630,6 +682,117 @@ static int fetch_container(struct objfs_credprov *p, struct objfs_creds *out,
 	return err == 0 ? 0 : (err == ENOMEM ? ENOMEM : EACCES);
 }
 
+/* A one-line answer (a token, a role name), trimmed, in b: 0 or EPROTO. */
+static int one_line(struct objfs_buf *b)
+{
+	size_t n = b->len;
+
+	if (objfs_buf_err(b) != 0 || b->p == NULL)
+		return EPROTO;
+	while (n > 0 && (b->p[n - 1] == '\n' || b->p[n - 1] == '\r' || b->p[n - 1] == ' '))
+		n--;
+	b->p[n] = '\0';
+	if (n == 0 || strpbrk(b->p, "\r\n") != NULL)
+		return EPROTO;
+	return 0;
+}
+
+/* EC2 instance metadata, IMDSv2: a session token (PUT, with its TTL),
+ * the role attached to the instance, its keys.  Without keys so far, a
+ * failure is "no credentials found" and names every source looked at. */
+static int fetch_imds(struct objfs_credprov *p, struct objfs_creds *out, long long *exp)
+{
+	struct objfs_buf tok = OBJFS_BUF_INIT(TOKEN_MAX, EFBIG);
+	struct objfs_buf role = OBJFS_BUF_INIT(IMDS_ROLE_MAX, EFBIG);
+	struct objfs_buf resp = OBJFS_BUF_INIT(DOC_MAX, EFBIG);
+	const char *ep = p->src.imds_endpoint;
+	char url[2048], cause[400] = "", curl_why[256] = "", *hdr = NULL, *e;
+	struct req rq = {
+		.timeout_s = IMDS_TIMEOUT_S, .connect_s = IMDS_TIMEOUT_S,
+		.noproxy = true, .why = curl_why, .cap = sizeof(curl_why),
+	};
+	int el = (int)strlen(ep), err;
+	long status = 0;
+
+	while (el > 0 && ep[el - 1] == '/')
+		el--;
+	rq.url = url;
+	snprintf(url, sizeof(url), "%.*s/latest/api/token", el, ep);
+	rq.method = "PUT";
+	rq.header = "X-aws-ec2-metadata-token-ttl-seconds: " IMDS_TOKEN_TTL;
+	err = http(p, &rq, &status, &tok);
+	if (err == 0 && status != 200)
+		snprintf(cause, sizeof(cause), "the session token PUT answered HTTP %ld",
+			 status);
+	if (err == 0 && cause[0] == '\0' && one_line(&tok) != 0)
+		snprintf(cause, sizeof(cause), "the session token is not one line");
+	if (err == 0 && cause[0] == '\0' &&
+	    asprintf(&hdr, "X-aws-ec2-metadata-token: %s", tok.p) < 0) {
+		hdr = NULL;
+		err = ENOMEM;
+	}
+	if (err == 0 && cause[0] == '\0') {
+		snprintf(url, sizeof(url), "%.*s" IMDS_CREDS_PATH, el, ep);
+		rq.method = NULL;
+		rq.header = hdr;
+		err = http(p, &rq, &status, &role);
+		if (err == 0 && status == 404)
+			snprintf(cause, sizeof(cause), "no IAM role is attached to "
+				 "the instance (HTTP 404 for the role)");
+		else if (err == 0 && status != 200)
+			snprintf(cause, sizeof(cause), "HTTP %ld for the role", status);
+		else if (err == 0 && (one_line(&role) != 0 || strchr(role.p, '/') != NULL ||
+				      strlen(role.p) > 128))
+			snprintf(cause, sizeof(cause), "the role's name is not one "
+				 "line of a name");
+	}
+	if (err == 0 && cause[0] == '\0') {
+		e = curl_easy_escape(NULL, role.p, 0);
+		if (e == NULL) {
+			err = ENOMEM;
+		} else {
+			snprintf(url, sizeof(url), "%.*s" IMDS_CREDS_PATH "%s", el, ep, e);
+			curl_free(e);
+			err = http(p, &rq, &status, &resp);
+		}
+		if (err == 0 && status != 200) {
+			snprintf(cause, sizeof(cause), "HTTP %ld for the keys of role %s",
+				 status, role.p);
+		} else if (err == 0) {
+			err = objfs_credprov_parse_json(resp.p != NULL ? resp.p : "",
+							resp.len, out, exp);
+			if (err != 0 && err != ENOMEM)
+				snprintf(cause, sizeof(cause), "the keys of role %s: an "
+					 "answer without \"Code\": \"Success\", AccessKeyId, "
+					 "SecretAccessKey and Expiration", role.p);
+			if (err == 0)
+				snprintf(p->imds_role, sizeof(p->imds_role), "%s", role.p);
+		}
+	}
+	if (err != 0 && err != ENOMEM && cause[0] == '\0')
+		snprintf(cause, sizeof(cause), "%s", curl_why[0] ? curl_why : objfs_strerror(err));
+	if (cause[0] != '\0') {
+		if (objfs_credprov_renewals(p) == 0 && p->looked != NULL)
+			objfs_error(p->log, SUB, "no credentials found; objfs looked at, "
+				    "in order: %s: %s", p->looked, cause);
+		else
+			objfs_error(p->log, SUB, "instance metadata %.*s: %s", el, ep, cause);
+		err = EACCES;
+	}
+	if (hdr != NULL) {
+		OPENSSL_cleanse(hdr, strlen(hdr));
+		free(hdr);
+	}
+	if (tok.p != NULL)
+		OPENSSL_cleanse(tok.p, tok.len);
+	if (resp.p != NULL)
+		OPENSSL_cleanse(resp.p, resp.len);
+	objfs_buf_release(&tok);
+	objfs_buf_release(&role);
+	objfs_buf_release(&resp);
+	return err;
+}
+
 /* Renews the keys (renew_mu held).  0 or an errno. */
 static int renew(struct objfs_credprov *p)
 {
@@ -641,6 +804,7 @@ static int renew(struct objfs_credprov *p)
 	int err;
 
 	err = p->kind == K_WEB ? fetch_web(p, &fresh, &exp) :
+		p->kind == K_IMDS ? fetch_imds(p, &fresh, &exp) :
 		fetch_container(p, &fresh, &exp);
 	if (err != 0)
 		return err;
@@ -656,6 +820,9 @@ static int renew(struct objfs_credprov *p)
 	if (p->kind == K_WEB)
 		objfs_info(p->log, SUB, "web identity: keys of role %s until %s",
 			   p->src.role_arn, when);
+	else if (p->kind == K_IMDS)
+		objfs_info(p->log, SUB, "instance metadata %s: keys of role %s until %s",
+			   p->src.imds_endpoint, p->imds_role, when);
 	else
 		objfs_info(p->log, SUB, "container endpoint %s: keys until %s",
 			   p->src.container_uri, when);

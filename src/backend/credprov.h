@@ -20,6 +20,19 @@
  *                Over http the host must be a loopback address or the EKS
  *                agent's (169.254.170.2, 169.254.170.23, fd00:ec2::23), as
  *                the AWS SDKs require.
+ *   instance     imds_endpoint (EC2 instance metadata, IMDSv2; the last
+ *   metadata     source of the chain, common/creds.h): PUT
+ *                /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds
+ *                (21600), then, with the token in X-aws-ec2-metadata-token,
+ *                GET /latest/meta-data/iam/security-credentials/ (the
+ *                instance's role) and .../ROLE (JSON as above, with
+ *                "Code": "Success"); 1 s per request, never through a
+ *                proxy.  Without keys so far, a failure is logged as "no
+ *                credentials found" with every source the chain looked at
+ *                (the config's looked).
+ *
+ * JSON answers are read with json-c (strict: only the top-level members
+ * count, escapes as RFC 8259 has them).
  *
  * Renewal: temporary keys are renewed refresh_s seconds before they
  * expire (default 300; a test may ask for more to force renewals), by the
@@ -50,6 +63,10 @@ struct objfs_credprov_config {
 						   endpoints, as for S3 */
 	bool insecure_skip_verify;
 	double refresh_s;                       /* 0: 300 */
+	const char *looked;                     /* where the chain looked
+						   (objfs_aws_env.looked), for
+						   the instance metadata's
+						   error; may be NULL */
 };
 
 /* 0; EINVAL when creds names no source, or an incomplete one (a role
@@ -69,15 +86,16 @@ int objfs_credprov_get(struct objfs_credprov *p, struct objfs_creds *out);
 /* Renewals done so far (tests). */
 unsigned objfs_credprov_renewals(struct objfs_credprov *p);
 
-/* What the source is, for logs: "static keys", "web identity (role ARN)",
- * "container endpoint", "none". */
+/* What the source is, for logs: "static keys", "web identity",
+ * "container endpoint", "instance metadata", "none". */
 const char *objfs_credprov_kind(const struct objfs_credprov *p);
 
 /* Pure helpers, exposed for tests: the fields of an STS
- * AssumeRoleWithWebIdentity answer or of a container endpoint's JSON into
- * *out and the expiry (seconds since the epoch) into *exp; an error
- * document's code and message into why (cap bytes).  0, EPROTO, ENOMEM,
- * or EACCES (an error document). */
+ * AssumeRoleWithWebIdentity answer or of a container endpoint's or the
+ * instance metadata's JSON (a top-level object) into *out and the expiry
+ * (seconds since the epoch) into *exp; an error document's code and
+ * message into why (cap bytes).  0, EPROTO, ENOMEM, or EACCES (an STS
+ * error document, a JSON "Code" other than "Success"). */
 int objfs_credprov_parse_sts(const char *doc, size_t len, struct objfs_creds *out,
 			     long long *exp, char *why, size_t cap);
 int objfs_credprov_parse_json(const char *doc, size_t len, struct objfs_creds *out,

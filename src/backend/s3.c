@@ -1013,6 +1013,13 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 			    "both lines of the credentials file)");
 		return EINVAL;
 	}
+	if (cfg->access_key == NULL && !objfs_creds_any(cfg->keyless) &&
+	    cfg->creds_looked != NULL) {
+		objfs_error(log, "s3", "no credentials found; objfs looked at, in "
+			    "order: %s (a public bucket: -o no_sign_request)",
+			    cfg->creds_looked);
+		return EACCES;
+	}
 	ep = cfg->endpoint;
 	if (strncmp(ep, "http://", 7) == 0)
 		hp = ep + 7;
@@ -1092,6 +1099,7 @@ int objfs_s3_store_create(const struct objfs_s3_config *cfg,
 		pc.ca_file = cfg->ca_file;
 		pc.insecure_skip_verify = cfg->insecure_skip_verify;
 		pc.refresh_s = cfg->creds_refresh_s;
+		pc.looked = cfg->creds_looked;
 		if (pc.creds != NULL) {
 			rc = objfs_credprov_create(&pc, log, &c->creds);
 			if (rc != 0)

@@ -79,6 +79,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(SPOOL_LIMIT, spool_limit, K_BYTES),
 	OWN(UNSAVED_KEEP, unsaved_keep, K_SECONDS),
 	OWN(CREDS_REFRESH, creds_refresh, K_SECONDS),
+	OWN(NO_SIGN_REQUEST, no_sign_request, K_FLAG),
 	NODE(CACHE_DIR, cache_dir, K_STR),
 	OWN(CACHE_SIZE, cache_size, K_BYTES),
 	OWN(VOLREC_TTL, volrec_ttl, K_SECONDS),

@@ -76,6 +76,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_SPOOL_LIMIT,
 	OBJFS_MOPT_UNSAVED_KEEP,
 	OBJFS_MOPT_CREDS_REFRESH,
+	OBJFS_MOPT_NO_SIGN_REQUEST,
 	OBJFS_MOPT_CACHE_DIR,
 	OBJFS_MOPT_CACHE_SIZE,
 	OBJFS_MOPT_VOLREC_TTL,
@@ -126,6 +127,7 @@ struct objfs_mount_opts {
 	const char *spool_dir;
 	double unsaved_keep;            /* seconds kept spools are kept */
 	double creds_refresh;           /* renew keys this long before expiry */
+	bool no_sign_request;           /* no credentials: unsigned requests */
 	const char *cache_dir;
 	enum objfs_log_level log_level;
 	const char *log_file;           /* detached: log here, not syslog */

@@ -736,14 +736,44 @@ out:
 	return err;
 }
 
+/* The instance metadata settings a mount inherits from the plugin (its
+ * environment is otherwise clean): a mount without credentials of its
+ * own ends its chain at instance metadata, which the plugin's
+ * AWS_EC2_METADATA_DISABLED and AWS_EC2_METADATA_SERVICE_ENDPOINT must
+ * govern too (common/creds.h).  Never secrets. */
+static const char *const imds_vars[] = {
+	"AWS_EC2_METADATA_DISABLED", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+	"AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+};
+#define N_IMDS_VARS (sizeof(imds_vars) / sizeof(imds_vars[0]))
+#define IMDS_VAR_MAX 1100
+
+/* "NAME=VALUE" of each set variable into vars (prefix before each, for
+ * systemd-run's --setenv=); the number set. */
+static size_t imds_env(char vars[][IMDS_VAR_MAX], const char *prefix)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < N_IMDS_VARS; i++) {
+		const char *v = getenv(imds_vars[i]);
+
+		if (v == NULL || strlen(v) > 1000)
+			continue;
+		snprintf(vars[n++], IMDS_VAR_MAX, "%s%s=%s", prefix, imds_vars[i], v);
+	}
+	return n;
+}
+
 static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		      struct objfs_csi_proc *out, char *msg, size_t cap)
 {
 	char creds_path[PATH_MAX] = "";
 	char opts[OPTS_MAX];
 	char *argv[7];
-	char *envp[2];
+	char *envp[2 + N_IMDS_VARS];
 	char pathenv[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	char imds[N_IMDS_VARS][IMDS_VAR_MAX];
+	size_t k, nv;
 	int ready[2] = { -1, -1 };
 	int logfd = -1;
 	struct objfs_csi_proc proc = { -1, 0 };
@@ -778,7 +808,10 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	argv[5] = (char *)spec->mountpoint;
 	argv[6] = NULL;
 	envp[0] = pathenv;
-	envp[1] = NULL;
+	nv = imds_env(imds, "");
+	for (k = 0; k < nv; k++)
+		envp[1 + k] = imds[k];
+	envp[1 + nv] = NULL;
 	if (pipe2(ready, O_CLOEXEC) != 0) {
 		err = errno;
 		goto out;
@@ -1047,7 +1080,9 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	char mem[48];
 	char name[OBJFS_NODE_REC_NAME_MAX];
 	char pidbuf[32];
-	char *argv[20];
+	char imds[N_IMDS_VARS][IMDS_VAR_MAX];
+	size_t k, nv;
+	char *argv[20 + N_IMDS_VARS];
 	struct objfs_csi_proc proc;
 	long long deadline, next_check = 0;
 	bool up = false;
@@ -1086,6 +1121,9 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		snprintf(mem, sizeof(mem), "--property=MemoryMax=%uM", spec->memory_mib);
 		argv[i++] = mem;
 	}
+	nv = imds_env(imds, "--setenv=");
+	for (k = 0; k < nv; k++)
+		argv[i++] = imds[k];
 	argv[i++] = (char *)"--";
 	argv[i++] = (char *)spec->program;
 	argv[i++] = (char *)"-f";

@@ -265,6 +265,13 @@ enum objfs_rpc_code objfs_csi_root_open(struct objfs_csi *csi,
 		sc.s3.access_key = sc.s3.secret_key = sc.s3.session_token = NULL;
 		sc.s3.keyless = &role;
 	}
+	if (sc.s3.access_key == NULL && !objfs_creds_any(sc.s3.keyless) &&
+	    sc.s3.creds_looked != NULL)
+		return objfs_rpc_fail(st, OBJFS_RPC_PERMISSION_DENIED,
+				      "no credentials for bucket %s: the secrets hold neither "
+				      "accessKeyID and secretAccessKey nor roleArn, and the "
+				      "plugin found none of its own; it looked at, in order: %s",
+				      id->bucket, sc.s3.creds_looked);
 	v = objfs_csi_map_get(secrets, n_secrets, "caBundle");
 	if (v != NULL) {
 		err = objfs_csi_ca_bundle_file(csi, v, ca, sizeof(ca));

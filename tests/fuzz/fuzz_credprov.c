@@ -6,7 +6,9 @@
  *
  * Properties: an answer read as valid has an access key, a secret key and
  * an expiry; an STS error document is EACCES with no keys; keys read from
- * JSON, written back as JSON (escaped), read back the same.
+ * JSON, written back as JSON (escaped), read back the same; only the
+ * top level counts: a valid answer nested one level down, as the value
+ * of a member of an object, is no answer (EPROTO).
  */
 #include "config.h"
 
@@ -64,6 +66,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(c.access_key != NULL && c.secret_key != NULL);
+	{
+		/* {"Nested": DOC} names no keys at its top level */
+		char *wrap = malloc(size + 16);
+		struct objfs_creds w = OBJFS_CREDS_INIT;
+		long long wexp = 0;
+
+		if (wrap == NULL)
+			abort();
+		memcpy(wrap, "{\"Nested\":", 10);
+		memcpy(wrap + 10, data + 1, size - 1);
+		wrap[10 + size - 1] = '}';
+		FUZZ_CHECK(objfs_credprov_parse_json(wrap, size + 10, &w, &wexp) == EPROTO);
+		FUZZ_CHECK(w.access_key == NULL && w.secret_key == NULL);
+		free(wrap);
+	}
 	{
 		size_t cap = 2 * (strlen(c.access_key) + strlen(c.secret_key) +
 				  (c.session_token ? strlen(c.session_token) : 0)) + 256;

@@ -17,6 +17,15 @@ import traceback
 import grpc
 
 BUILDDIR = os.environ.get("OBJFS_BUILDDIR", os.getcwd())
+# No test ever asks the real EC2 instance metadata (169.254.169.254): a
+# process without keys ends its credential chain there unless this says
+# no (common/creds.h); the IMDS tests point AWS_EC2_METADATA_SERVICE_ENDPOINT
+# at their fake server on 127.0.0.1 and drop this themselves.  Nor do the
+# tests read the machine's ~/.aws files.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+os.environ.pop("AWS_EC2_METADATA_SERVICE_ENDPOINT", None)
+os.environ.setdefault("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/objfs-test/credentials")
+os.environ.setdefault("AWS_CONFIG_FILE", "/nonexistent/objfs-test/config")
 SRCDIR = os.environ.get("OBJFS_SRCDIR", os.getcwd())
 CSI_BIN = os.path.join(BUILDDIR, "objfs-csi")
 MOUNT_BIN = os.path.join(BUILDDIR, "objfs-mount")

@@ -601,6 +601,7 @@ def t_config_errors(env):
     mnt = tempfile.mkdtemp(prefix="mnt-", dir=env.work)
     base = {k: v for k, v in env.tool_env.items()
             if not k.startswith("AWS_") and not k.startswith("OBJFS_TEST_S3")}
+    base["AWS_EC2_METADATA_DISABLED"] = "true"      # never the real IMDS
     ep = "endpoint=http://127.0.0.1:9"
     cases = [
         ("ftp://b/x", [], {}, "is not a store location"),

@@ -15,10 +15,22 @@ holding no keys of their own (backend/credprov.h):
   hands out keys of an RGW user that expire 8 s later, and deletes each key
   from RGW once expired (checked: RGW refuses it then); a write lasting
   25 s only completes if the mount renews before each expiry.
+- shared files: a profile (AWS_PROFILE) of AWS_SHARED_CREDENTIALS_FILE
+  and AWS_CONFIG_FILE gives the keys and the region, AWS_ENDPOINT_URL_S3
+  the endpoint.
+- EC2 instance metadata (IMDSv2) played on 127.0.0.1
+  (AWS_EC2_METADATA_SERVICE_ENDPOINT): the token PUT carries its TTL
+  header, every GET the token (one without is refused, as EC2 does); the
+  keys are renewed during a long write.
+- no keys anywhere (AWS_EC2_METADATA_DISABLED=true; then an instance with
+  no role): the mount fails within seconds, saying no credentials were
+  found and naming each source of the chain, in order.
+No test sends a request to the real instance metadata address.
 
 Needs root and /dev/fuse (exits 77 only when they or RGW are absent).
 """
 import hashlib
+import json
 import os
 import signal
 import select
@@ -112,7 +124,11 @@ def main():
         ep, bucket = s3["OBJFS_TEST_S3_ENDPOINT"], s3["OBJFS_TEST_S3_BUCKET"]
         idp = oidc.Idp(work)
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        base_env.update({"AWS_ENDPOINT_URL": ep, "AWS_REGION": s3["OBJFS_TEST_S3_REGION"]})
+        base_env.update({"AWS_ENDPOINT_URL": ep, "AWS_REGION": s3["OBJFS_TEST_S3_REGION"],
+                         # never the real instance metadata, nor ~/.aws
+                         "AWS_EC2_METADATA_DISABLED": "true",
+                         "AWS_SHARED_CREDENTIALS_FILE": os.path.join(work, "none", "c"),
+                         "AWS_CONFIG_FILE": os.path.join(work, "none", "g")})
         owner_env = dict(base_env, AWS_ACCESS_KEY_ID=s3["OBJFS_TEST_S3_ACCESS_KEY"],
                          AWS_SECRET_ACCESS_KEY=s3["OBJFS_TEST_S3_SECRET_KEY"])
 
@@ -239,6 +255,133 @@ def main():
             print("  %d MiB in 25 s, %d keys handed out, %d revoked on expiry"
                   % (n // MiB, len(keys), len(revoked)))
 
+        def shared_files():
+            cf, gf = os.path.join(work, "aws-credentials"), os.path.join(work, "aws-config")
+            with open(cf, "w") as f:
+                f.write("[default]\naws_access_key_id = WRONG\naws_secret_access_key = WRONG\n"
+                        "\n[objfs-test]\naws_access_key_id = %s\n"
+                        "aws_secret_access_key = %s\n"
+                        % (s3["OBJFS_TEST_S3_ACCESS_KEY"], s3["OBJFS_TEST_S3_SECRET_KEY"]))
+            with open(gf, "w") as f:
+                f.write("[default]\nregion = wrong-1\n[profile objfs-test]\nregion = %s\n"
+                        "s3 =\n  addressing_style = path\n" % s3["OBJFS_TEST_S3_REGION"])
+            env = {k: v for k, v in base_env.items()
+                   if k not in ("AWS_ENDPOINT_URL", "AWS_REGION")}
+            env.update(AWS_PROFILE="objfs-test", AWS_SHARED_CREDENTIALS_FILE=cf,
+                       AWS_CONFIG_FILE=gf, AWS_ENDPOINT_URL_S3=ep)
+            m = Mount(work, "s3://%s/prof" % bucket, env)
+            try:
+                with open(os.path.join(m.dir, "f"), "wb") as f:
+                    f.write(b"from the profile\n")
+                log = m.text()
+            finally:
+                rc = m.stop()
+            assert rc == 0, "unmount: %d\n%s" % (rc, m.text()[-3000:])
+            assert "region " + s3["OBJFS_TEST_S3_REGION"] in log, log[-2000:]
+            assert s3["OBJFS_TEST_S3_SECRET_KEY"] not in log
+            assert stored_sha("prof/f") == (hashlib.sha256(b"from the profile\n").hexdigest(),
+                                            17)
+
+        imds_keys = []
+
+        def imds_answer():
+            n = len(imds_keys)
+            ak, sk = "objfsimds%04d" % n, "objfsimdssecret%04d" % n
+            status, body = admin("PUT", **{"key-type": "s3", "access-key": ak,
+                                           "secret-key": sk})
+            if status != 200:
+                return 500, {"Code": "Failed", "Message": body.decode()[-200:]}
+            imds_keys.append(ak)
+            exp = time.time() + 3600
+            return 200, {"Code": "Success", "Type": "AWS-HMAC",
+                         "LastUpdated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                         "AccessKeyId": ak, "SecretAccessKey": sk, "Token": "",
+                         "Expiration": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(exp))}
+
+        def instance_metadata():
+            import urllib.error
+            import urllib.request
+            idp.imds = imds_answer
+            idp.imds_role = "objfs-node-role"
+            env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=idp.imds_url)
+            env.pop("AWS_EC2_METADATA_DISABLED")
+            # Keys last 3600 s; renewing 3597 s before expiry renews every
+            # 3 s or so: each renewal is a token PUT and two GETs.
+            m = Mount(work, "s3://%s/imds" % bucket, env, ["creds_refresh=3597", "part_size=5M"])
+            try:
+                sha, n = slow_write(os.path.join(m.dir, "long"), 10)
+                log = m.text()
+            finally:
+                rc = m.stop()
+            assert rc == 0, "unmount: %d\n%s" % (rc, m.text()[-3000:])
+            assert stored_sha("imds/long") == (sha, n)
+            assert len(idp.imds_puts) >= 2, idp.imds_puts
+            assert all(t == "21600" for t in idp.imds_puts), idp.imds_puts
+            assert idp.imds_refused == 0 and idp.imds_gets >= 4, (idp.imds_refused,
+                                                                  idp.imds_gets)
+            assert "instance metadata %s: keys of role objfs-node-role" % idp.imds_url in log, \
+                log[-2000:]
+            assert "instance metadata" in log and "imds-token-" not in log
+            # The fake is EC2's: a GET without the token is refused
+            for hdrs in ({}, {"X-aws-ec2-metadata-token": "forged"}):
+                req = urllib.request.Request(
+                    idp.imds_url + "/latest/meta-data/iam/security-credentials/", headers=hdrs)
+                try:
+                    urllib.request.urlopen(req, timeout=10)
+                    raise AssertionError("a GET without the token was answered")
+                except urllib.error.HTTPError as e:
+                    assert e.code == 401, e.code
+            print("  %d MiB in 10 s, %d token PUTs, %d keys handed out"
+                  % (n // MiB, len(idp.imds_puts), len(imds_keys)))
+
+        def refused(env):
+            """objfs-mount without usable keys: its exit status, output
+            and how long it took."""
+            mnt = os.path.join(work, "mnt-nokeys-%d" % time.monotonic_ns())
+            os.makedirs(mnt)
+            t0 = time.monotonic()
+            p = subprocess.run([csilib.MOUNT_BIN, "-f", "-o", "spool_dir=" + work,
+                                "s3://%s/nokeys" % bucket, mnt], env=env,
+                               capture_output=True, timeout=120)
+            secs = time.monotonic() - t0
+            msgs = []
+            for line in (p.stdout + p.stderr).decode(errors="replace").splitlines():
+                try:
+                    msgs.append(json.loads(line)["msg"])      # the JSON log lines
+                except (ValueError, KeyError, TypeError):
+                    msgs.append(line)
+            return p.returncode, "\n".join(msgs), secs
+
+        def no_keys():
+            sources = ["environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): unset",
+                       'profile "default" in ' + base_env["AWS_SHARED_CREDENTIALS_FILE"],
+                       base_env["AWS_CONFIG_FILE"] + " (no such file)",
+                       "web identity (AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE): unset",
+                       "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                       "EC2 instance metadata: disabled by AWS_EC2_METADATA_DISABLED"]
+            rc, out, secs = refused(base_env)
+            assert rc != 0, out
+            assert "no credentials found" in out, out
+            at = [out.find(s) for s in sources]
+            assert -1 not in at and at == sorted(at), (at, out)
+            assert "HTTP 412" not in out and "Stale file handle" not in out, out
+            assert secs < 15, secs
+            # Instance metadata that answers, with no role attached
+            idp.imds = imds_answer
+            idp.imds_role = None
+            env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=idp.imds_url)
+            env.pop("AWS_EC2_METADATA_DISABLED")
+            rc, out, secs = refused(env)
+            assert rc != 0, out
+            assert "no credentials found" in out and sources[0] in out, out
+            assert ("EC2 instance metadata (%s): no IAM role is attached" % idp.imds_url) \
+                in out, out
+            assert secs < 15, secs
+
+        r.run("no keys anywhere: the error names each source looked at", no_keys)
+        r.run("shared files: AWS_PROFILE of the credentials and config files", shared_files)
+        r.run("EC2 instance metadata (IMDSv2 on 127.0.0.1), renewed during a write",
+              instance_metadata)
         r.run("web identity (RGW STS), renewed during a long write", web_identity)
         r.run("container endpoint, keys revoked as they expire during a long write",
               container)

@@ -14,6 +14,16 @@ Expiration), whose answers the test chooses.
     idp.jwks_fetches              # how many times the JWKS was read
     idp.container = fn            # fn(auth_header) -> (status, dict)
     idp.container_url             # http://127.0.0.1:PORT/creds
+    idp.imds = fn                 # fn() -> (status, dict): the keys of the
+                                  # instance's role (IMDSv2, as EC2 answers:
+                                  # PUT /latest/api/token with
+                                  # X-aws-ec2-metadata-token-ttl-seconds,
+                                  # then GETs carrying the token; a GET
+                                  # without a valid token is 401)
+    idp.imds_role                 # the role's name (None: no role, 404)
+    idp.imds_url                  # http://127.0.0.1:PORT
+    idp.imds_puts                 # the TTL header of each token PUT
+    idp.imds_gets, idp.imds_refused   # GETs answered, GETs refused (401)
     idp.close()
 
     rgw_sts_setup(env, idp, role)  # RGW (OBJFS_TEST_S3_* env): the OIDC
@@ -54,6 +64,12 @@ class Idp:
         self.paths = []
         self.container_calls = 0
         self.container = None
+        self.imds = None
+        self.imds_role = "objfs-node-role"
+        self.imds_tokens = set()
+        self.imds_puts = []
+        self.imds_gets = 0
+        self.imds_refused = 0
         idp = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -71,9 +87,47 @@ class Idp:
                 except (BrokenPipeError, ConnectionResetError):
                     pass        # the client gave up (a timed-out fetch)
 
+            def text(self, status, body):
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self):
+                path = urllib.parse.urlsplit(self.path).path
+                idp.paths.append("PUT " + path)
+                if path != "/latest/api/token" or idp.imds is None:
+                    return self.reply(404, {})
+                ttl = self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")
+                idp.imds_puts.append(ttl)
+                if ttl is None or not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+                    return self.text(400, "")
+                token = "imds-token-%d-%s" % (len(idp.imds_puts), os.urandom(8).hex())
+                idp.imds_tokens.add(token)
+                self.text(200, token)
+
+            def imds_get(self, path):
+                if self.headers.get("X-aws-ec2-metadata-token") not in idp.imds_tokens:
+                    idp.imds_refused += 1
+                    return self.text(401, "")
+                idp.imds_gets += 1
+                base = "/latest/meta-data/iam/security-credentials/"
+                if idp.imds_role is None:
+                    return self.text(404, "")
+                if path == base:
+                    return self.text(200, idp.imds_role)
+                if path == base + idp.imds_role:
+                    status, body = idp.imds()
+                    return self.reply(status, body)
+                self.text(404, "")
+
             def do_GET(self):
                 path = urllib.parse.urlsplit(self.path).path
                 idp.paths.append(path)
+                if path.startswith("/latest/") and idp.imds is not None:
+                    return self.imds_get(path)
                 if path == "/realms/objfs/.well-known/openid-configuration":
                     # Ceph RGW 16 reads the discovery document, then jwks_uri
                     self.reply(200, {"issuer": idp.issuer,
@@ -94,6 +148,7 @@ class Idp:
         self.port = self.server.server_address[1]
         self.issuer = "http://127.0.0.1:%d/realms/objfs" % self.port
         self.container_url = "http://127.0.0.1:%d/creds" % self.port
+        self.imds_url = "http://127.0.0.1:%d" % self.port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

@@ -84,6 +84,58 @@ static void test_parse_json(void **state)
 	objfs_creds_release(&c);
 	assert_int_equal(objfs_credprov_parse_json("{\"AccessKeyId\":\"A\"}", 18, &c, &exp),
 			 EPROTO);
+	/* json-c: \u escapes are read; only top-level members count; an
+	 * instance metadata error "Code" is EACCES; trailing text, a NUL
+	 * and a non-string value are refused */
+	{
+		static const char esc[] =
+			"{\"AccessKeyId\":\"A\\u0042\\u00e9\",\"SecretAccessKey\":\"S\","
+			"\"Expiration\":\"2030-01-02T03:04:05Z\"}";
+		static const char nested[] =
+			"{\"Outer\":{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\","
+			"\"Expiration\":\"2030-01-02T03:04:05Z\"}}";
+		static const char shadow[] =
+			"{\"X\":{\"AccessKeyId\":\"EVIL\"},\"AccessKeyId\":\"A\","
+			"\"SecretAccessKey\":\"S\",\"Expiration\":\"2030-01-02T03:04:05Z\"}";
+		static const char imds[] =
+			"{\"Code\":\"Success\",\"LastUpdated\":\"2030-01-01T00:00:00Z\","
+			"\"Type\":\"AWS-HMAC\",\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\","
+			"\"Token\":\"T\",\"Expiration\":\"2030-01-02T03:04:05Z\"}\n";
+		static const char failed[] =
+			"{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"AccessKeyId\":\"A\","
+			"\"SecretAccessKey\":\"S\",\"Expiration\":\"2030-01-02T03:04:05Z\"}";
+		static const char trailing[] =
+			"{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"S\","
+			"\"Expiration\":\"2030-01-02T03:04:05Z\"} x";
+		static const char nul[] =
+			"{\"AccessKeyId\":\"A\\u0000B\",\"SecretAccessKey\":\"S\","
+			"\"Expiration\":\"2030-01-02T03:04:05Z\"}";
+		static const char num[] =
+			"{\"AccessKeyId\":1,\"SecretAccessKey\":\"S\","
+			"\"Expiration\":\"2030-01-02T03:04:05Z\"}";
+
+		assert_int_equal(objfs_credprov_parse_json(esc, strlen(esc), &c, &exp), 0);
+		assert_string_equal(c.access_key, "AB\xc3\xa9");
+		objfs_creds_release(&c);
+		assert_int_equal(objfs_credprov_parse_json(nested, strlen(nested), &c, &exp),
+				 EPROTO);
+		assert_null(c.access_key);
+		assert_int_equal(objfs_credprov_parse_json(shadow, strlen(shadow), &c, &exp), 0);
+		assert_string_equal(c.access_key, "A");
+		objfs_creds_release(&c);
+		assert_int_equal(objfs_credprov_parse_json(imds, strlen(imds), &c, &exp), 0);
+		assert_string_equal(c.session_token, "T");
+		objfs_creds_release(&c);
+		assert_int_equal(objfs_credprov_parse_json(failed, strlen(failed), &c, &exp),
+				 EACCES);
+		assert_null(c.access_key);
+		assert_int_equal(objfs_credprov_parse_json(trailing, strlen(trailing), &c, &exp),
+				 EPROTO);
+		assert_int_equal(objfs_credprov_parse_json(nul, strlen(nul), &c, &exp), EPROTO);
+		assert_int_equal(objfs_credprov_parse_json(num, strlen(num), &c, &exp), EPROTO);
+		assert_int_equal(objfs_credprov_parse_json("[]", 2, &c, &exp), EPROTO);
+		assert_null(c.access_key);
+	}
 	assert_int_equal(objfs_credprov_parse_json("{\"AccessKeyId\":\"A", 17, &c, &exp),
 			 EPROTO);
 	assert_null(c.access_key);
@@ -108,7 +160,7 @@ static void test_uri_allowed(void **state)
 static void test_sources(void **state)
 {
 	struct objfs_creds c = OBJFS_CREDS_INIT, out = OBJFS_CREDS_INIT;
-	struct objfs_credprov_config cfg = { &c, NULL, NULL, false, 0 };
+	struct objfs_credprov_config cfg = { &c, NULL, NULL, false, 0, NULL };
 	struct objfs_credprov *p = NULL;
 
 	(void)state;
@@ -140,6 +192,18 @@ static void test_sources(void **state)
 	assert_int_equal(objfs_credprov_get(p, &out), EACCES);
 	assert_null(out.access_key);
 	objfs_credprov_destroy(p);
+	objfs_creds_release(&c);
+	/* instance metadata: the last source; nothing answering (a closed
+	 * port on 127.0.0.1) is no keys, at once */
+	assert_int_equal(objfs_creds_set(&c, "ec2_metadata_endpoint", "http://127.0.0.1:9"), 0);
+	assert_int_equal(objfs_credprov_create(&cfg, NULL, &p), 0);
+	assert_string_equal(objfs_credprov_kind(p), "instance metadata");
+	assert_int_equal(objfs_credprov_get(p, &out), EACCES);
+	assert_null(out.access_key);
+	objfs_credprov_destroy(p);
+	objfs_creds_release(&c);
+	assert_int_equal(objfs_creds_set(&c, "ec2_metadata_endpoint", "file:///etc"), 0);
+	assert_int_equal(objfs_credprov_create(&cfg, NULL, &p), EINVAL);
 	objfs_creds_release(&c);
 }
 
@@ -186,7 +250,7 @@ static void *endpoint_main(void *arg)
 static void test_renewal(void **state)
 {
 	struct objfs_creds c = OBJFS_CREDS_INIT, out = OBJFS_CREDS_INIT;
-	struct objfs_credprov_config cfg = { &c, NULL, NULL, false, 1.5 };
+	struct objfs_credprov_config cfg = { &c, NULL, NULL, false, 1.5, NULL };
 	struct objfs_credprov *p = NULL;
 	struct sockaddr_in a;
 	socklen_t al = sizeof(a);

@@ -816,6 +816,29 @@ static void test_create_bucket_with_secrets(void **state)
 	pbfree(r);
 }
 
+/* No keys in the secrets and none the plugin found: the answer says so
+ * and names where the plugin looked (common/creds.h), never an HTTP
+ * status of an unsigned request. */
+static void test_create_bucket_no_credentials(void **state)
+{
+	struct env *e = *state;
+	struct create_args a = { .name = "pvc-nokeys" };
+	struct objfs_rpc_status st;
+	const ProtobufCMessageDescriptor *pd =
+		&csi__v1__create_volume_request__parameters_entry__descriptor;
+
+	kvs_add(&a.params, pd, "bucket", "vols");
+	kvs_add(&a.params, pd, "endpoint", e->endpoint);
+	e->csi->cfg.store.s3.creds_looked = "environment (AWS_ACCESS_KEY_ID, "
+		"AWS_SECRET_ACCESS_KEY): unset; EC2 instance metadata: disabled";
+	assert_int_equal(create(e, &a, NULL, &st), OBJFS_RPC_PERMISSION_DENIED);
+	assert_non_null(strstr(st.msg, "no credentials for bucket vols"));
+	assert_non_null(strstr(st.msg, "accessKeyID and secretAccessKey nor roleArn"));
+	assert_non_null(strstr(st.msg, "looked at, in order: environment (AWS_ACCESS_KEY_ID"));
+	assert_non_null(strstr(st.msg, "EC2 instance metadata: disabled"));
+	e->csi->cfg.store.s3.creds_looked = NULL;
+}
+
 static void test_bucket_snapshot_secrets(void **state)
 {
 	struct env *e = *state;
@@ -1884,6 +1907,7 @@ int main(void)
 		T(test_create_invalid),
 		T(test_create_long_name),
 		T(test_create_bucket_with_secrets),
+		T(test_create_bucket_no_credentials),
 		T(test_bucket_snapshot_secrets),
 		T(test_ca_bundle_secret),
 		T(test_default_store_on_s3),

@@ -108,6 +108,7 @@ static void test_round_trip(void **state)
 	o.state_dir = "/var/lib/objfs/s,1";
 	o.crash_at = "rename:a";
 	o.user_resend = true;
+	o.no_sign_request = true;
 	o.hedge_after = 0.25;
 	o.fuse = "noatime,fsname=vol\\,1";
 	o.set = (UINT64_C(1) << OBJFS_MOPT_COUNT) - 1;
