@@ -120,9 +120,11 @@ static void usage(const char *prog)
 "                         the store's usual silences, if longer) while\n"
 "                         others move is abandoned and tried again\n"
 "                         (default: 3)\n"
-"  hedge_after=SECONDS    a GET still running after 3 times the 95th\n"
-"                         percentile of recent GETs (at most this long) is\n"
-"                         raced by a second one; 0: never (default: 1)\n"
+"  hedge_after=SECONDS    a GET silent for twice the 95th percentile of\n"
+"                         recent GETs' silences (at most this long) is\n"
+"                         raced by a second one, 5 per 100 GETs at most,\n"
+"                         none while most GETs are late; 0: never\n"
+"                         (default: 0.5)\n"
 "  delete_delay=SECONDS   unlinks are answered at once and their deletes\n"
 "                         sent in batches (DeleteObjects) after this long;\n"
 "                         0: each delete before the unlink returns\n"
@@ -146,7 +148,8 @@ static void usage(const char *prog)
 "                         readahead x readahead_chunks; raise it for a\n"
 "                         distant S3: it bounds the bytes in flight)\n"
 "  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
-"  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3)\n"
+"  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3,\n"
+"                         at most 16)\n"
 "  prefetch=N             a reader going through a directory's files in\n"
 "                         order gets its next N small files (< 1 MiB)\n"
 "                         fetched in parallel (default: 16; 0: off; max 64)\n"
@@ -349,12 +352,21 @@ static int build_settings(struct cli *c, struct settings *s)
 		s->fo.ra_chunk = mo->readahead;
 	if (HAS(PART_SIZE))
 		s->fo.part_size = mo->part_size;
+	/* a bound the docs state is refused past, not cut quietly */
+	if (HAS(READAHEAD_CHUNKS) && mo->readahead_chunks > OBJFS_RA_CHUNKS_MAX) {
+		fprintf(stderr, "objfs-mount: -o readahead_chunks: at most %d\n",
+			OBJFS_RA_CHUNKS_MAX);
+		return EINVAL;
+	}
 	if (HAS(READAHEAD_CHUNKS))
 		s->fo.ra_chunks = (unsigned)mo->readahead_chunks;
+	if (HAS(PREFETCH) && mo->prefetch > OBJFS_PREFETCH_MAX) {
+		fprintf(stderr, "objfs-mount: -o prefetch: at most %d\n",
+			OBJFS_PREFETCH_MAX);
+		return EINVAL;
+	}
 	if (HAS(PREFETCH))
-		s->fo.prefetch = mo->prefetch > OBJFS_PREFETCH_MAX ?
-				 OBJFS_PREFETCH_MAX :
-				 (unsigned)mo->prefetch;
+		s->fo.prefetch = (unsigned)mo->prefetch;
 	if (HAS(UPLOAD_PARALLEL))
 		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
 	if (HAS(READAHEAD) || HAS(READAHEAD_CHUNKS)) {

@@ -32,6 +32,7 @@ struct objfs_metrics;
 struct objfs_store;
 
 #define OBJFS_PREFETCH_MAX 64        /* prefetch's bound */
+#define OBJFS_RA_CHUNKS_MAX 16       /* readahead_chunks' bound */
 
 /* Options; objfs_fs_opts_default() fills the defaults noted here. */
 struct objfs_fs_opts {

@@ -91,7 +91,7 @@
 #define HASH_BITS 16
 #define HASH_SIZE (1u << HASH_BITS)
 #define KEYBUF (OBJFS_KEY_MAX + 2)
-#define RA_MAX 16
+#define RA_MAX OBJFS_RA_CHUNKS_MAX
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
 #define PF_DIRQ 16              /* directories queued to list ahead */
 #define PF_LISTERS 2            /* threads listing them */
