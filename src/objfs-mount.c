@@ -15,6 +15,7 @@
 #define FUSE_USE_VERSION 312
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -173,6 +174,8 @@ static void usage(const char *prog)
 "                         (default: 30)\n"
 "  usage_refresh=SECONDS  re-list the volume to refresh `used' (default: 600)\n"
 "  ro                     read-only mount\n"
+"  nonempty               mount over a directory that has files (hidden\n"
+"                         while mounted; refused without it)\n"
 "  allow_other            let other users access the mount\n"
 "  ready_fd=N             write the byte \"R\" to fd N, then close it, once\n"
 "                         the mount is live (closed unwritten on failure)\n"
@@ -250,6 +253,22 @@ static int cli_proc(void *data, const char *arg, int key,
 		return -1;
 	}
 	return r;
+}
+
+/* Whether the directory path has no entry but . and .. (false when it
+ * holds one; true when it cannot be read: the mount then says why). */
+static bool dir_empty(const char *path)
+{
+	struct dirent *de;
+	bool empty = true;
+	DIR *d = opendir(path);
+
+	if (d == NULL)
+		return true;
+	while (empty && (de = readdir(d)) != NULL)
+		empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+	closedir(d);
+	return empty;
 }
 
 /* Adds -o fsname=SOURCE, its commas and backslashes escaped as libfuse's
@@ -766,6 +785,16 @@ int main(int argc, char *argv[])
 				   "end the mount", c.source, to, OBJFS_TAKEOVER_MAX_S);
 			s.resume = false;
 		}
+	}
+	/* a first mount (not a keeper's server, nor a new keeper) over a
+	 * directory that has files would hide them: refused unless asked */
+	if (getenv(OBJFS_KEEPER_ENV) == NULL && getenv(OBJFS_ADOPT_ENV) == NULL &&
+	    !objfs_mount_opts_has(&c.mo, OBJFS_MOPT_NONEMPTY) &&
+	    !dir_empty(co.mountpoint)) {
+		objfs_error(log, "mount", "mount point %s is not empty (a mount "
+			    "would hide its files): empty it, or mount with -o "
+			    "nonempty", co.mountpoint);
+		goto out;
 	}
 	if (s.resume && getenv(OBJFS_ADOPT_ENV) != NULL) {
 		/* a server whose keeper died started this one: keep its mount */

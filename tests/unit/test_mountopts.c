@@ -105,6 +105,7 @@ static void test_round_trip(void **state)
 	o.credentials_file = "/run/c";
 	o.resume = true;
 	o.noresume = true;              /* objfs-mount refuses both */
+	o.nonempty = true;
 	o.state_dir = "/var/lib/objfs/s,1";
 	o.crash_at = "rename:a";
 	o.user_resend = true;
@@ -130,6 +131,7 @@ static void test_round_trip(void **state)
 	assert_string_equal(p.ca_file, o.ca_file);
 	assert_true(p.resume);
 	assert_true(p.noresume);
+	assert_true(p.nonempty);
 	assert_string_equal(p.metrics, o.metrics);
 	assert_string_equal(p.state_dir, o.state_dir);
 	assert_string_equal(p.crash_at, o.crash_at);
