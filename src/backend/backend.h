@@ -433,7 +433,7 @@ struct objfs_s3_config {
 				       max(this, 4 x p90 of recent requests'
 				       longest silences) (waiting for an
 				       answer, sending a body) is abandoned,
-				       unless no transfer moves a byte
+				       unless nothing moved since on any
 				       (a slow server: s3_req.c); the retry
 				       layer tries again; 0: 3000 */
 	unsigned max_connections;   /* pooled handles; 0: 16 */

@@ -60,7 +60,7 @@ static const struct objfs_metric_def def_conns = {
 
 static const struct objfs_metric_def def_slow_waits = {
 	.name = "objfs_s3_slow_server_waits_total",
-	.help = "S3 transfers silent past the stall threshold that were not abandoned, because no transfer of the store moved a byte either (the server was slow for everyone).",
+	.help = "S3 transfers silent past the stall threshold that were not abandoned, because no transfer of the store moved a byte since their last (the server was slow for everyone).",
 	.type = OBJFS_METRIC_COUNTER,
 };
 

@@ -11,7 +11,7 @@
  *   T = min(max(stall_ms, S3_STALL_K * p90 of the longest silences of the
  *           last S3_SILENCES requests), the low-speed limit),
  * and the silence is its own: when at least two transfers are under way
- * and none of the store's transfers moved a byte for stall_ms / 2, the
+ * and no transfer of the store moved a byte since this one's last, the
  * server is slow for everyone, sending again would only add load, and the
  * transfer
  * waits on (counted: objfs_s3_slow_server_waits_total) until curl's
@@ -29,7 +29,7 @@
  *
  *   silence < T                             -> wait
  *   silence >= T, others moving (or alone)  -> stalled: abandon
- *   silence >= T, no transfer moving        -> slow server: wait
+ *   silence >= T, nothing moved since       -> slow server: wait
  *   under 1 byte/s for the low-speed limit  -> curl abandons it
  */
 #include "config.h"
@@ -282,16 +282,18 @@ static void active_del(struct s3_ctx *c, struct s3_req *r, bool answered)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Whether the server is slow for everyone: two transfers at least under
- * way, and none of this store's transfers moved a byte for stall_ms / 2.
- * While others move bytes, a silent transfer is its own connection's
- * stall (a server starved of CPU moves nothing on any of them). */
-static bool server_silent(struct s3_ctx *c, long long now)
+/* Whether r's silence is the server's, not its connection's: two
+ * transfers at least under way, and no transfer of this store moved a
+ * byte since r's last one.  A server starved of CPU moves nothing on any
+ * connection; one that answered others while r sat silent has shown that
+ * r's connection is stuck. */
+static bool server_silent(struct s3_ctx *c, const struct s3_req *r)
 {
 	const struct s3_req *a;
 	unsigned n = 0;
 
-	if (now - __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED) < c->stall_ms / 2)
+	if (__atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED) >
+	    __atomic_load_n(&r->moved_at_ms, __ATOMIC_RELAXED))
 		return false;
 	pthread_mutex_lock(&c->mu);
 	for (a = c->active; a != NULL && n < 2; a = a->active_next)
@@ -329,7 +331,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
 	if (silence < r->stall_ms ||
 	    silence < __atomic_load_n(&r->ctx->stall_thr_ms, __ATOMIC_RELAXED))
 		return 0;
-	if (server_silent(r->ctx, now)) {
+	if (server_silent(r->ctx, r)) {
 		if (!r->slow_server)
 			objfs_metric_add(r->ctx->meter.slow_waits, 0, 1);
 		r->slow_server = true;

@@ -1506,7 +1506,8 @@ static void keep_unsaved(struct objfs_fs *fs)
 
 unsigned objfs_fs_unsaved_kept(struct objfs_fs *fs)
 {
-	return (unsigned)__atomic_load_n(&fs->unsaved_kept, __ATOMIC_RELAXED);
+	return (unsigned)(__atomic_load_n(&fs->unsaved_kept, __ATOMIC_RELAXED) -
+			  __atomic_load_n(&fs->unsaved_recovered, __ATOMIC_RELAXED));
 }
 
 int objfs_fs_sync_all(struct objfs_fs *fs)

@@ -150,8 +150,9 @@ void objfs_fs_crash_point(struct objfs_fs *fs, const char *op);
  * data silently.  0 or the first error. */
 int objfs_fs_sync_all(struct objfs_fs *fs);
 /* Files whose data this mount kept in the spool directory because it
- * could not be saved (at a close that had told the application so, at a
- * stop, or from a dead mount's state): a stop with any is not clean. */
+ * could not be saved (at a close that had told the application so, or at
+ * a stop; not those a dead mount left, logged when it started): a stop
+ * with any is not clean. */
 unsigned objfs_fs_unsaved_kept(struct objfs_fs *fs);
 
 #endif

@@ -377,6 +377,8 @@ struct objfs_fs {
 	unsigned n_streams;             /* fs->lock: uploads streaming */
 	uint64_t unsaved_kept;          /* files kept as objfs-unsaved-*
 					   (spool_keep(), recover.c); atomic */
+	uint64_t unsaved_recovered;     /* of those, what a dead mount left
+					   (recover.c); atomic */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
 	struct fs_metrics *metrics;     /* NULL: nothing counted (fsmetrics.c) */
 	struct intent {                 /* the last ones, loaded or run */

@@ -290,6 +290,7 @@ int objfs_fs_recover(struct objfs_fs *fs, const char *dir)
 	c.failed = count_unsaved(tmp);
 	kept = __atomic_load_n(&tmp->unsaved_kept, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&fs->unsaved_kept, kept, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&fs->unsaved_recovered, kept, __ATOMIC_RELAXED);
 	objfs_info(fs->log, SUB, "recovered %u unsaved file(s) a dead mount "
 		   "left in %s: %u uploaded, %" PRIu64 " kept in %s, %u "
 		   "unlinked", c.uploaded + (unsigned)kept, dir, c.uploaded,

@@ -448,10 +448,11 @@ static bool replace(struct objfs_kslot *s)
 	if (s->fuse_fd >= 0 && !s->have_init)
 		read_init(s);
 	if (s->fuse_fd < 0 || !s->have_init) {
-		/* a first server that could not mount said why (its
-		 * "cause" line above): this line must not pass for it */
-		objfs_error(s->log, SUB, "%s: the server ended before the mount "
-			    "was live: nothing to resume", s->name);
+		/* a first server that could not mount said why (its "cause"
+		 * error line above): a warning here, so that its line is the
+		 * one error a reader or a supervisor finds */
+		objfs_warn(s->log, SUB, "%s: the server ended before the mount "
+			   "was live: nothing to resume", s->name);
 		return false;
 	}
 	if (s->conn_gone) {
