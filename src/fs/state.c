@@ -218,7 +218,7 @@ static unsigned dkey_hash(const char *k)
 	return h % ST_DKEY_HASH;
 }
 
-/* Counts key deferred n times more, or done once (fs->lock). */
+/* Counts key deferred n times more, or done n times (fs->lock). */
 static int dkey_count(struct objfs_fs *fs, const char *key, size_t kl,
 		      uint64_t n, bool done)
 {
@@ -234,9 +234,12 @@ static int dkey_count(struct objfs_fs *fs, const char *key, size_t kl,
 			break;
 	d = *pp;
 	if (done) {
-		if (d != NULL && --d->n == 0) {
-			*pp = d->next;
-			free(d);
+		if (d != NULL) {
+			d->n = d->n > n ? d->n - n : 0;
+			if (d->n == 0) {
+				*pp = d->next;
+				free(d);
+			}
 		}
 		return 0;
 	}
@@ -1015,20 +1018,24 @@ static void requeue(struct objfs_fs *fs)
 		objfs_info(fs->log, SUB, "state: %zu deletes the last server "
 			   "deferred queued again", n);
 	for (i = 0; i < n; i++) {
-		for (uint64_t t = 0; t < times[i]; t++) {
-			int err = objfs_store_del_deferred(fs->store, keys[i]);
+		/* a key deleted again is deleted once, however many of its
+		 * deletes were deferred (a count in the log is not a loop
+		 * bound: a log is a file a successor trusts only so far) */
+		int err = objfs_store_del_deferred(fs->store, keys[i]);
+		uint64_t now_done = times[i];
 
-			if (err != 0)
-				objfs_warn(fs->log, SUB, "deleting \"%s\" again: %s",
-					   keys[i], objfs_strerror(err));
-			/* done already, unless the store tells */
-			pthread_mutex_lock(&fs->lock);
-			if (err != 0 || !fs->st_delq) {
-				dkey_count(fs, keys[i], strlen(keys[i]), 1, true);
-				rec_delq(fs, keys[i], 1, true);
-			}
-			pthread_mutex_unlock(&fs->lock);
+		if (err != 0)
+			objfs_warn(fs->log, SUB, "deleting \"%s\" again: %s",
+				   keys[i], objfs_strerror(err));
+		/* done already, but the one the store tells of */
+		if (err == 0 && fs->st_delq)
+			now_done--;
+		pthread_mutex_lock(&fs->lock);
+		if (now_done > 0) {
+			dkey_count(fs, keys[i], strlen(keys[i]), now_done, true);
+			rec_delq(fs, keys[i], now_done, true);
 		}
+		pthread_mutex_unlock(&fs->lock);
 		free(keys[i]);
 	}
 	free(keys);
