@@ -575,6 +575,35 @@ out:
 	return err;
 }
 
+int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
+		    uint32_t *n)
+{
+	struct objfs_list_req rq = { dkey, "/", NULL, after, 1000 };
+	char name[OBJFS_NAME_MAX + 1], *token = NULL;
+	int err;
+
+	*n = 0;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		for (i = 0; err == 0 && i < pg.n_prefixes; i++)
+			*n += objfs_key_child(dkey, pg.prefixes[i], true, name,
+					      sizeof(name));
+		if (err == 0) {
+			token = pg.next;
+			pg.next = NULL;
+		}
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	free(token);
+	return err;
+}
+
 struct head_task {
 	struct objfs_fs *fs;
 	struct dirsnap *s;      /* d's listing */
@@ -737,6 +766,26 @@ uint64_t name_ino(const char *name)
 		h *= 1099511628211ULL;
 	}
 	return h | (1ULL << 63);
+}
+
+void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
+		   const struct dent *d, uint64_t *ino, mode_t *type)
+{
+	const struct inode *c = find_child(fs, dir, d->name);
+
+	fs_assert_locked(fs);
+	*ino = name_ino(d->name);
+	*type = d->is_dir ? S_IFDIR : S_IFREG;
+	if (c != NULL) {
+		/* a hard link's name: its file (name inodes are never the
+		 * kernel's) */
+		c = hl_name_file(fs, c);
+		if (c->hl_id == NULL || c->hl_data)
+			*ino = c->ino;
+		*type = c->mode & S_IFMT;
+	} else if (d->have_attr) {
+		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
+	}
 }
 
 /* Finds or makes the inode for a listing entry (fs->lock); *created tells

@@ -198,6 +198,10 @@ struct inode {
 					    prefetched */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
+	bool nsub_known;                 /* nsubdirs was counted from a
+					    listing (and kept since by this
+					    mount's changes): st_nlink may be
+					    shown (times.c) */
 	bool dir_times;                  /* a directory's mtime and ctime
 					    are this mount's own: changed or
 					    derived here (times.c) */
@@ -638,6 +642,12 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
  * fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s, struct aidx_pre *pre);
+/* The subdirectories of the directory whose key is dkey after the key
+ * after (a listing in windows: the rest after its first one), counted
+ * page by page without keeping names, into *n.  0 or an errno.  No lock
+ * held (store I/O). */
+int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
+		    uint32_t *n);
 /* Starts reading dir's attribute index while the caller lists it (for
  * snap_fetch_attrs); NULL when it cannot.  Takes fs->lock. */
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir);
@@ -649,6 +659,13 @@ struct dhandle *dh_new(struct objfs_fs *fs);
 void dh_free(struct objfs_fs *fs, struct dhandle *dh);
 /* The inode number readdir reports for a name without an inode. */
 uint64_t name_ino(const char *name);
+/* The inode number and type (S_IFMT bits) readdir gives listing entry d
+ * of dir without an inode for the kernel: lstat's as far as this mount
+ * knows (its inode, a hard link's file, or the attributes the listing
+ * holds), else name_ino() and a regular file or a directory as listed.
+ * fs->lock held. */
+void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
+		   const struct dent *d, uint64_t *ino, mode_t *type);
 /* The inode for a listing entry, found or made (*created: new, all counts
  * 0, owned by the tables).  NULL when out of memory.  fs->lock held. */
 struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
@@ -896,6 +913,16 @@ void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs);
 void dir_listed(struct inode *dir, struct dirsnap *s);
 /* st_nlink of in.  fs->lock held. */
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);
+/* Whether st_nlink of in may be shown: not a directory, or one whose
+ * subdirectories were counted from a listing.  fs->lock held. */
+bool inode_nlink_known(const struct inode *in);
+/* Makes the subdirectory count of dir (pinned by the caller; anything
+ * else: nothing to do) known before its attributes are shown: lists it
+ * when no listing counted it yet (a whole listing is kept as dir->snap,
+ * so a readdir that follows reuses it; a directory listed in windows is
+ * counted page by page, its names not kept).  0 or an errno (the count
+ * then stays unknown).  Takes fs->lock (store I/O without it). */
+int dir_count(struct objfs_fs *fs, struct inode *dir);
 
 /* ---- special.c: FIFOs, sockets, devices ---- */
 
@@ -945,6 +972,12 @@ int hl_data_key(const struct inode *in, char *buf, size_t cap);
  * it without attributes: the kernel's lookup finds the file).  fs->lock
  * held. */
 bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
+/* What a listing shows of the name inode name_in (a hard link's name):
+ * its file's data inode while this mount has it (its type and inode
+ * number are lstat's), else name_in itself (its type is the file's: the
+ * name's metadata holds it).  Any other inode: itself.  fs->lock held. */
+const struct inode *hl_name_file(struct objfs_fs *fs,
+				 const struct inode *name_in);
 /* Loading a dead server's state (state.c): in is the data inode of set
  * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);

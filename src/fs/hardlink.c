@@ -271,6 +271,18 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d)
 	return c != NULL && c->hl_id != NULL;
 }
 
+const struct inode *hl_name_file(struct objfs_fs *fs,
+				 const struct inode *name_in)
+{
+	const struct inode *data;
+
+	fs_assert_locked(fs);
+	if (name_in->hl_id == NULL || name_in->hl_data)
+		return name_in;
+	data = find_data(fs, name_in->hl_id);
+	return data != NULL ? data : name_in;
+}
+
 /* The name inode of (dir, name) for set id, its object of ETag etag just
  * written here (fresh for entry_ttl). */
 static void name_inode(struct objfs_fs *fs, struct inode *dir,

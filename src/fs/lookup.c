@@ -402,6 +402,9 @@ found:
 	*out = in;
 out_locked:
 	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && !pin)
+		dir_count(fs, *out);    /* the kernel sees its st_nlink: a
+					   failure leaves the count unknown */
 	return err;
 }
 
@@ -478,8 +481,10 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 {
 	bool fetched = false;
+	int err = revalidate_with(fs, in, force, 0, NULL, &fetched);
 
-	return revalidate_with(fs, in, force, 0, NULL, &fetched);
+	/* a directory's st_nlink, from a listing (times.c) */
+	return err == 0 ? dir_count(fs, in) : err;
 }
 
 int revalidate_get(struct objfs_fs *fs, struct inode *in, uint64_t len,
