@@ -213,6 +213,10 @@ struct inode {
 					    the same ETag and this renews them */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
+	double changed_at;               /* when this mount last changed its
+					    data or attributes (mono; times.c):
+					    a revalidation asked before then
+					    is not applied */
 	double put_time;                 /* when this mount's own upload of
 					  * it was answered (0: never) */
 	bool in_store;                   /* the object (or marker) exists */
@@ -405,6 +409,8 @@ struct objfs_fs {
 	char writer[17];                /* this mount's id in segment names */
 
 	struct inode *hl_list;          /* data inodes (fs->lock) */
+	struct hl_ino *hl_inos;         /* link sets' inode numbers given
+					   here (hardlink.c; fs->lock) */
 
 	/* the names created or removed here lately, merged into listings
 	 * until the store's show them (recent.c; fs->lock) */
@@ -984,6 +990,8 @@ int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
 void hl_inode_free(struct objfs_fs *fs, struct inode *in);
+/* Frees fs->hl_inos (destroy).  fs->lock held. */
+void hl_inos_free(struct objfs_fs *fs);
 
 /* Gives the spool of in, dirty after a failed save, a name in the spool
  * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the

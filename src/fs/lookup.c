@@ -419,7 +419,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	char key[KEYBUF];
 	struct probe p;
-	double attr_time, pf_when = 0;
+	double attr_time, asked, pf_when = 0;
 	bool need, reg;
 	int err;
 
@@ -442,6 +442,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
+	asked = now_mono();
 	if (reg && pf_revalidate(fs, key, attr_time, sink, &p, &pf_when)) {
 		/* a prefetch's GET (prefetch.c) */
 		*fetched = sink != NULL;
@@ -464,6 +465,12 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 				&p);
 	}
 	pthread_mutex_lock(&fs->lock);
+	if (err == 0 && in->changed_at >= asked) {
+		/* changed here meanwhile: the answer is older than that */
+		*fetched = false;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
 	if (err == 0 && same_type(p.fa.mode, in->mode)) {
 		apply_probe(fs, in, &p);
 		if (pf_when > 0 && in->attr_time > pf_when)

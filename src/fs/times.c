@@ -125,6 +125,7 @@ void inode_changed(struct inode *in, bool data)
 	if (data)
 		in->mtime = now;
 	in->ctime = now;
+	in->changed_at = now_mono();
 }
 
 void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
