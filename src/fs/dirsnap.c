@@ -785,7 +785,24 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {
 		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
+	} else if (!d->is_dir && d->etag[0] == '\0') {
+		/* a name noted here (a rename, a link) without an inode:
+		 * DT_UNKNOWN, so the reader asks lstat */
+		*type = 0;
 	}
+}
+
+bool dent_lookup_only(struct objfs_fs *fs, struct inode *dir,
+		      const struct dent *d)
+{
+	fs_assert_locked(fs);
+	if (hl_dent(fs, dir, d))
+		return true;
+	/* never an inode without attributes for a file: its name may be a
+	 * hard link's (a name inode gone since the HEADs were skipped for
+	 * it), which must not become a second inode of its file */
+	return !d->have_attr && !d->is_dir &&
+	       find_child(fs, dir, d->name) == NULL;
 }
 
 /* Finds or makes the inode for a listing entry (fs->lock); *created tells

@@ -1269,7 +1269,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus && (windowed || hl_dent(fs, dir, d))) {
+			if (plus && (windowed || dent_lookup_only(fs, dir, d))) {
 				/* ino 0: the kernel makes no dentry of it */
 				dent_ino_type(fs, dir, d, &e.attr.st_ino,
 					      &e.attr.st_mode);
