@@ -464,10 +464,12 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	       struct dirsnap **out)
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
+	struct aidx_pre *own = NULL;    /* started here: cancelled at the end */
 	struct dirsnap *s;
 	char dkey[KEYBUF];
 	char *token = NULL;
 	size_t cap = 0, i, j;
+	bool first = true;
 	struct inode *c;
 	int err;
 
@@ -518,12 +520,18 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		token = pg.next;
 		pg.next = NULL;
 		objfs_list_page_release(&pg);
+		if (err == 0 && token != NULL && pre == NULL && prev == NULL &&
+		    first && fs->o.dir_window >= 2 * RANGE_STEP)
+			/* more than a page (a lookup's or getattr's count,
+			 * dir_count(), a readdir): its index splits the rest */
+			pre = own = aidx_pre_start(fs, dkey);
 		if (err == 0 && token != NULL && pre != NULL && prev == NULL &&
 		    s->after != NULL && snap_ranges(fs, dkey, s, &cap, pre, &err)) {
 			free(token);    /* the rest listed in ranges */
 			token = NULL;
 		}
 		pre = NULL;             /* tried once */
+		first = false;
 	} while (err == 0 && token != NULL);
 	if (err != 0)
 		goto out;
@@ -567,6 +575,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	pthread_mutex_unlock(&fs->lock);
 out:
 	free(token);
+	aidx_pre_cancel(own);
 	if (s != NULL) {
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
