@@ -571,10 +571,12 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 {
 	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
 	struct verified ok = { 0 };
+	struct aidx_pre *own = NULL;    /* started here: cancelled at the end */
 	struct dirsnap *s;
 	char dkey[KEYBUF];
 	char *token = NULL;
 	size_t cap = 0, i, j;
+	bool first = true;
 	struct inode *c;
 	int err;
 
@@ -625,12 +627,18 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		token = pg.next;
 		pg.next = NULL;
 		objfs_list_page_release(&pg);
+		if (err == 0 && token != NULL && pre == NULL && prev == NULL &&
+		    first && fs->o.dir_window >= 2 * RANGE_STEP)
+			/* more than a page (a lookup's or getattr's count,
+			 * dir_count(), a readdir): its index splits the rest */
+			pre = own = aidx_pre_start(fs, dkey);
 		if (err == 0 && token != NULL && pre != NULL && prev == NULL &&
 		    s->after != NULL && snap_ranges(fs, dkey, s, &cap, pre, &err)) {
 			free(token);    /* the rest listed in ranges */
 			token = NULL;
 		}
 		pre = NULL;             /* tried once */
+		first = false;
 	} while (err == 0 && token != NULL);
 	if (err != 0)
 		goto out;
@@ -677,11 +685,41 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 out:
 	free(token);
 	verified_release(&ok);
+	aidx_pre_cancel(own);
 	if (s != NULL) {
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
 		pthread_mutex_unlock(&fs->lock);
 	}
+	return err;
+}
+
+int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
+		    uint32_t *n)
+{
+	struct objfs_list_req rq = { dkey, "/", NULL, after, 1000 };
+	char name[OBJFS_NAME_MAX + 1], *token = NULL;
+	int err;
+
+	*n = 0;
+	do {
+		struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+		size_t i;
+
+		rq.continuation = token;
+		err = objfs_store_list(fs->store, &rq, &pg);
+		free(token);
+		token = NULL;
+		for (i = 0; err == 0 && i < pg.n_prefixes; i++)
+			*n += objfs_key_child(dkey, pg.prefixes[i], true, name,
+					      sizeof(name));
+		if (err == 0) {
+			token = pg.next;
+			pg.next = NULL;
+		}
+		objfs_list_page_release(&pg);
+	} while (err == 0 && token != NULL);
+	free(token);
 	return err;
 }
 
@@ -847,6 +885,43 @@ uint64_t name_ino(const char *name)
 		h *= 1099511628211ULL;
 	}
 	return h | (1ULL << 63);
+}
+
+void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
+		   const struct dent *d, uint64_t *ino, mode_t *type)
+{
+	const struct inode *c = find_child(fs, dir, d->name);
+
+	fs_assert_locked(fs);
+	*ino = name_ino(d->name);
+	*type = d->is_dir ? S_IFDIR : S_IFREG;
+	if (c != NULL) {
+		/* a hard link's name: its file (name inodes are never the
+		 * kernel's) */
+		c = hl_name_file(fs, c);
+		if (c->hl_id == NULL || c->hl_data)
+			*ino = c->ino;
+		*type = c->mode & S_IFMT;
+	} else if (d->have_attr) {
+		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
+	} else if (!d->is_dir && d->etag[0] == '\0') {
+		/* a name noted here (a rename, a link) without an inode:
+		 * DT_UNKNOWN, so the reader asks lstat */
+		*type = 0;
+	}
+}
+
+bool dent_lookup_only(struct objfs_fs *fs, struct inode *dir,
+		      const struct dent *d)
+{
+	fs_assert_locked(fs);
+	if (hl_dent(fs, dir, d))
+		return true;
+	/* never an inode without attributes for a file: its name may be a
+	 * hard link's (a name inode gone since the HEADs were skipped for
+	 * it), which must not become a second inode of its file */
+	return !d->have_attr && !d->is_dir &&
+	       find_child(fs, dir, d->name) == NULL;
 }
 
 /* Finds or makes the inode for a listing entry (fs->lock); *created tells

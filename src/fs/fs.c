@@ -571,7 +571,7 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 				s->time = now_mono();
 				in->snap = s;
 			}
-			in->dir_times = true;
+			in->dir_times = in->nsub_known = true;
 		}
 	}
 	snap_note(fs, dir, name, true, S_ISDIR(mode));
@@ -1271,10 +1271,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			const struct dent *d = &s->e[i - 2 - s->base];
 
 			name = d->name;
-			if (plus && (windowed || hl_dent(fs, dir, d))) {
+			if (plus && (windowed || dent_lookup_only(fs, dir, d))) {
 				/* ino 0: the kernel makes no dentry of it */
-				e.attr.st_ino = name_ino(name);
-				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;
+				dent_ino_type(fs, dir, d, &e.attr.st_ino,
+					      &e.attr.st_mode);
 			} else if (plus) {
 				in = dent_inode(fs, dir, d, &created);
 				if (in == NULL) {
@@ -1282,15 +1282,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 					break;
 				}
 				fill_entry(fs, in, &e);
-				if (!d->have_attr && in->attr_time == 0)
-					e.attr_timeout = 0;
+				if ((!d->have_attr && in->attr_time == 0) ||
+				    !inode_nlink_known(in))
+					e.attr_timeout = 0;     /* getattr asks */
 			} else {
-				in = find_child(fs, dir, name);
-				e.attr.st_ino = in != NULL ? in->ino : name_ino(name);
-				e.attr.st_mode = d->is_dir ? S_IFDIR : S_IFREG;
-				if (in != NULL)
-					e.attr.st_mode = in->mode;
-				in = NULL;
+				dent_ino_type(fs, dir, d, &e.attr.st_ino,
+					      &e.attr.st_mode);
 			}
 		}
 		if (plus)
@@ -1723,6 +1720,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	}
 	snap_drop(fs->root);
 	recent_release(&fs->recent);
+	hl_inos_free(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_destroy(&fs->root->mu);
 	free(fs->root->name);

@@ -198,6 +198,10 @@ struct inode {
 					    prefetched */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
+	bool nsub_known;                 /* nsubdirs was counted from a
+					    listing (and kept since by this
+					    mount's changes): st_nlink may be
+					    shown (times.c) */
 	bool dir_times;                  /* a directory's mtime and ctime
 					    are this mount's own: changed or
 					    derived here (times.c) */
@@ -209,6 +213,10 @@ struct inode {
 					    the same ETag and this renews them */
 	char cache_etag[OBJFS_ETAG_MAX]; /* whose data the page cache holds */
 	double attr_time;                /* when attributes were fetched */
+	double changed_at;               /* when this mount last changed its
+					    data or attributes (mono; times.c):
+					    a revalidation asked before then
+					    is not applied */
 	double put_time;                 /* when this mount's own upload of
 					  * it was answered (0: never) */
 	bool in_store;                   /* the object (or marker) exists */
@@ -408,6 +416,8 @@ struct objfs_fs {
 	char writer[17];                /* this mount's id in segment names */
 
 	struct inode *hl_list;          /* data inodes (fs->lock) */
+	struct hl_ino *hl_inos;         /* link sets' inode numbers given
+					   here (hardlink.c; fs->lock) */
 
 	/* the names created or removed here lately, merged into listings
 	 * until the store's show them (recent.c; fs->lock) */
@@ -645,6 +655,12 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
  * fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s, struct aidx_pre *pre);
+/* The subdirectories of the directory whose key is dkey after the key
+ * after (a listing in windows: the rest after its first one), counted
+ * page by page without keeping names, into *n.  0 or an errno.  No lock
+ * held (store I/O). */
+int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
+		    uint32_t *n);
 /* Starts reading dir's attribute index while the caller lists it (for
  * snap_fetch_attrs); NULL when it cannot.  Takes fs->lock. */
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir);
@@ -656,6 +672,21 @@ struct dhandle *dh_new(struct objfs_fs *fs);
 void dh_free(struct objfs_fs *fs, struct dhandle *dh);
 /* The inode number readdir reports for a name without an inode. */
 uint64_t name_ino(const char *name);
+/* The inode number and type (S_IFMT bits) readdir gives listing entry d
+ * of dir without an inode for the kernel: lstat's as far as this mount
+ * knows (its inode, a hard link's file, or the attributes the listing
+ * holds), else name_ino() and a regular file or a directory as listed
+ * (0, DT_UNKNOWN, for a name noted here the store has not listed).
+ * fs->lock held. */
+void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
+		   const struct dent *d, uint64_t *ino, mode_t *type);
+/* Whether readdirplus gives entry d of dir without an inode (the
+ * kernel's lookup finds it): a hard link's name (hl_dent()), or a file
+ * without an inode whose attributes no index entry or HEAD gave (a name
+ * noted here after the listing, a name inode gone since).  fs->lock
+ * held. */
+bool dent_lookup_only(struct objfs_fs *fs, struct inode *dir,
+		      const struct dent *d);
 /* The inode for a listing entry, found or made (*created: new, all counts
  * 0, owned by the tables).  NULL when out of memory.  fs->lock held. */
 struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
@@ -903,6 +934,16 @@ void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs);
 void dir_listed(struct inode *dir, struct dirsnap *s);
 /* st_nlink of in.  fs->lock held. */
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in);
+/* Whether st_nlink of in may be shown: not a directory, or one whose
+ * subdirectories were counted from a listing.  fs->lock held. */
+bool inode_nlink_known(const struct inode *in);
+/* Makes the subdirectory count of dir (pinned by the caller; anything
+ * else: nothing to do) known before its attributes are shown: lists it
+ * when no listing counted it yet (a whole listing is kept as dir->snap,
+ * so a readdir that follows reuses it; a directory listed in windows is
+ * counted page by page, its names not kept).  0 or an errno (the count
+ * then stays unknown).  Takes fs->lock (store I/O without it). */
+int dir_count(struct objfs_fs *fs, struct inode *dir);
 
 /* ---- special.c: FIFOs, sockets, devices ---- */
 
@@ -952,12 +993,20 @@ int hl_data_key(const struct inode *in, char *buf, size_t cap);
  * it without attributes: the kernel's lookup finds the file).  fs->lock
  * held. */
 bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
+/* What a listing shows of the name inode name_in (a hard link's name):
+ * its file's data inode while this mount has it (its type and inode
+ * number are lstat's), else name_in itself (its type is the file's: the
+ * name's metadata holds it).  Any other inode: itself.  fs->lock held. */
+const struct inode *hl_name_file(struct objfs_fs *fs,
+				 const struct inode *name_in);
 /* Loading a dead server's state (state.c): in is the data inode of set
  * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
 void hl_inode_free(struct objfs_fs *fs, struct inode *in);
+/* Frees fs->hl_inos (destroy).  fs->lock held. */
+void hl_inos_free(struct objfs_fs *fs);
 
 /* Gives the spool of in, dirty after a failed save, a name in the spool
  * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the

@@ -25,16 +25,28 @@
  * names): `ls -l` costs a HEAD of the name, a HEAD of the data and a LIST
  * of its entries per link name.
  *
- * Inode numbers: a data inode made by a lookup is numbered from its id
- * (HL_INO_BASE and up), so every mount, and this one after the kernel
- * forgot it, gives the set one number; the plain file linked first keeps
- * its number while the kernel holds it.  While it becomes a set
+ * Inode numbers (issue 34 item 3: a name keeps its number across
+ * renames, links and forgets): the plain file linked first keeps its
+ * number, and fs->hl_inos remembers the number this mount gave each set
+ * (until its last name goes), so a data inode made again after the
+ * kernel forgot it has the same one; a set this mount never numbered is
+ * numbered from its id (HL_INO_BASE and up), the same in every mount.  While it becomes a set
  * (hl_pending) it is already on fs->hl_list, so a lookup of either name
  * finds it and not a second inode.  A file the kernel knows by its name
  * that another mount linked becomes the set's inode at its revalidation
  * (hl_adopt()).  create(2) of an existing link name opens the set's file
  * (hl_file()).  The state log of a resumable mount keeps a data inode's
  * id (state.c SF_HLINK), and link is an intent (fs.c).
+ *
+ * Attributes (issue 34 item 4): the data object holds them; every
+ * change of them here is a copy in place of it through the set's one data
+ * inode, under its in->mu, so this mount's updates reach the store one
+ * after the other, each carrying all of them (the last call wins); a
+ * revalidation whose HEAD was sent before a change here is not applied
+ * (in->changed_at), so an answer older than the change never replaces
+ * it in memory.  link(2) changes the file's ctime: the first link's copy
+ * to the data key carries it (a next link's stays in memory, as a
+ * rename's does: times.c).
  *
  * Order of the requests, so that a crash or a race leaves at most an
  * orphan (an entry or data no name points at, which a later unlink of
@@ -181,6 +193,62 @@ static int probe_data(struct objfs_fs *fs, const char *id, struct probe *p,
 
 /* ---- inodes (fs->lock) ------------------------------------------------ */
 
+/* The inode number this mount gave a link set (fs->hl_inos). */
+struct hl_ino {
+	char id[IDBUF];
+	fuse_ino_t ino;
+	struct hl_ino *next;
+};
+
+static struct hl_ino **ino_find(struct objfs_fs *fs, const char *id)
+{
+	struct hl_ino **pp;
+
+	for (pp = &fs->hl_inos; *pp != NULL; pp = &(*pp)->next) {
+		if (strcmp((*pp)->id, id) == 0)
+			break;
+	}
+	return pp;
+}
+
+/* Remembers ino as set id's number (out of memory: not remembered). */
+static void ino_remember(struct objfs_fs *fs, const char *id, fuse_ino_t ino)
+{
+	struct hl_ino **pp = ino_find(fs, id), *h = *pp;
+
+	fs_assert_locked(fs);
+	if (h == NULL) {
+		h = calloc(1, sizeof(*h));
+		if (h == NULL)
+			return;
+		snprintf(h->id, sizeof(h->id), "%s", id);
+		h->next = fs->hl_inos;
+		fs->hl_inos = h;
+	}
+	h->ino = ino;
+}
+
+static void ino_forget(struct objfs_fs *fs, const char *id)
+{
+	struct hl_ino **pp = ino_find(fs, id), *h = *pp;
+
+	fs_assert_locked(fs);
+	if (h != NULL) {
+		*pp = h->next;
+		free(h);
+	}
+}
+
+void hl_inos_free(struct objfs_fs *fs)
+{
+	struct hl_ino *h;
+
+	while ((h = fs->hl_inos) != NULL) {
+		fs->hl_inos = h->next;
+		free(h);
+	}
+}
+
 static struct inode *find_data(struct objfs_fs *fs, const char *id)
 {
 	struct inode *in;
@@ -271,6 +339,18 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d)
 	return c != NULL && c->hl_id != NULL;
 }
 
+const struct inode *hl_name_file(struct objfs_fs *fs,
+				 const struct inode *name_in)
+{
+	const struct inode *data;
+
+	fs_assert_locked(fs);
+	if (name_in->hl_id == NULL || name_in->hl_data)
+		return name_in;
+	data = find_data(fs, name_in->hl_id);
+	return data != NULL ? data : name_in;
+}
+
 /* The name inode of (dir, name) for set id, its object of ETag etag just
  * written here (fresh for entry_ttl). */
 static void name_inode(struct objfs_fs *fs, struct inode *dir,
@@ -301,15 +381,17 @@ static void name_inode(struct objfs_fs *fs, struct inode *dir,
 		in->attr_time = 0;
 }
 
-/* A new data inode of set id: numbered from the id (bit 62 set, so never
- * a number of the counter), so every mount, and this one after the
- * kernel forgot the file, gives the set one inode number (rsync -H,
+/* A new data inode of set id: the number this mount gave the set before
+ * (fs->hl_inos: the file linked first keeps its own after the kernel
+ * forgot it), else one from the id (bit 62 set, so never a number of the
+ * counter), so every mount gives the set one inode number (rsync -H,
  * find -samefile); the counter's next number when that one is taken. */
 static struct inode *data_inode_new(struct objfs_fs *fs, const char *id,
 				    mode_t mode)
 {
 	uint64_t h = 1469598103934665603ULL;
 	fuse_ino_t next = fs->next_ino, ino;
+	struct hl_ino *known = *ino_find(fs, id);
 	struct inode *in;
 	const char *p;
 
@@ -319,11 +401,17 @@ static struct inode *data_inode_new(struct objfs_fs *fs, const char *id,
 		h *= 1099511628211ULL;
 	}
 	ino = (fuse_ino_t)((h & (HL_INO_BASE - 1)) | HL_INO_BASE);
-	if (find_ino(fs, ino) != NULL)
-		return inode_new(fs, NULL, id, mode);
-	fs->next_ino = ino;
-	in = inode_new(fs, NULL, id, mode);
-	fs->next_ino = next;
+	if (known != NULL)
+		ino = known->ino;
+	if (find_ino(fs, ino) != NULL) {
+		in = inode_new(fs, NULL, id, mode);
+	} else {
+		fs->next_ino = ino;
+		in = inode_new(fs, NULL, id, mode);
+		fs->next_ino = next;
+	}
+	if (in != NULL)
+		ino_remember(fs, id, in->ino);
 	return in;
 }
 
@@ -425,6 +513,7 @@ int hl_file(struct objfs_fs *fs, struct inode **in)
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 {
 	char id[IDBUF];
+	double asked;
 	struct probe p;
 	unsigned nlink = 0;
 	bool need;
@@ -439,9 +528,11 @@ int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	pthread_mutex_unlock(&fs->lock);
 	if (!need)
 		return 0;
+	asked = now_mono();
 	err = probe_data(fs, id, &p, &nlink);
 	pthread_mutex_lock(&fs->lock);
-	if (err == 0 && in->hl_data && strcmp(in->hl_id, id) == 0) {
+	if (err == 0 && in->hl_data && strcmp(in->hl_id, id) == 0 &&
+	    in->changed_at < asked) {   /* else changed here meanwhile */
 		apply_probe(fs, in, &p);
 		in->hl_nlink = nlink;
 	}
@@ -487,6 +578,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	struct objfs_obj_info cinfo = OBJFS_OBJ_INFO_INIT;
 	struct objfs_obj_info n1 = OBJFS_OBJ_INFO_INIT;
 	struct objfs_obj_info n2 = OBJFS_OBJ_INFO_INIT;
+	struct objfs_meta meta = OBJFS_META_INIT;
 	char id[IDBUF], key1[KEYBUF], dkey[KEYBUF], etag[OBJFS_ETAG_MAX];
 	char tok1[OBJFS_HLINK_TOKEN_LEN + 1], tok2[OBJFS_HLINK_TOKEN_LEN + 1];
 	struct objfs_fattr fa;
@@ -527,9 +619,15 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (err == 0)
 		err = entry_set(fs, id, tok2, key2, true);
 	if (err == 0) {
+		/* the link changes its ctime: the data object holds it */
+		fa.ctime = now_real();
+		err = objfs_fattr_to_meta(&fa, &meta);
+		co.directive = OBJFS_META_REPLACE;
+		co.meta = &meta;
 		co.if_match = etag[0] != '\0' ? etag : NULL;
-		err = objfs_store_copy(fs->store, key1, dkey, &co, &cinfo);
 	}
+	if (err == 0)
+		err = objfs_store_copy(fs->store, key1, dkey, &co, &cinfo);
 	if (err == 0)
 		err = name_put(fs, key2, id, tok2, &fa, true, &n2);
 	if (err == 0) {
@@ -565,7 +663,10 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 			 sizeof(in->spool->base_etag), "%s", cinfo.etag);
 	in->hl_nlink = 2;
 	inode_changed(in, false);
+	in->ctime = fa.ctime;           /* as stored */
+	in->meta_mask = FATTR_ALL;
 	in->attr_time = now_mono();
+	ino_remember(fs, id, in->ino);  /* its number after a forget too */
 	/* the data, two entries and the new name */
 	fs->objects += 4;
 	fs->scan_obj_delta += 4;
@@ -584,6 +685,7 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	}
 	pthread_mutex_unlock(&fs->lock);
 out:
+	objfs_meta_release(&meta);
 	objfs_obj_info_release(&cinfo);
 	objfs_obj_info_release(&n1);
 	objfs_obj_info_release(&n2);
@@ -711,6 +813,8 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 			fs->objects--;
 			fs->scan_obj_delta--;
 		}
+		if (err == 0)
+			ino_forget(fs, id);
 		if (err == 0 && in != NULL && in->hl_data) {
 			unlist(fs, in);
 			in->in_store = false;

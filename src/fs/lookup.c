@@ -402,6 +402,9 @@ found:
 	*out = in;
 out_locked:
 	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && !pin)
+		dir_count(fs, *out);    /* the kernel sees its st_nlink: a
+					   failure leaves the count unknown */
 	return err;
 }
 
@@ -416,7 +419,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	char key[KEYBUF];
 	struct probe p;
-	double attr_time, pf_when = 0;
+	double attr_time, asked, pf_when = 0;
 	bool need, reg;
 	int err;
 
@@ -439,6 +442,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
+	asked = now_mono();
 	if (reg && pf_revalidate(fs, key, attr_time, sink, &p, &pf_when)) {
 		/* a prefetch's GET (prefetch.c) */
 		*fetched = sink != NULL;
@@ -461,6 +465,12 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 				&p);
 	}
 	pthread_mutex_lock(&fs->lock);
+	if (err == 0 && in->changed_at >= asked) {
+		/* changed here meanwhile: the answer is older than that */
+		*fetched = false;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
 	if (err == 0 && same_type(p.fa.mode, in->mode)) {
 		apply_probe(fs, in, &p);
 		if (pf_when > 0 && in->attr_time > pf_when)
@@ -478,8 +488,10 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 int revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 {
 	bool fetched = false;
+	int err = revalidate_with(fs, in, force, 0, NULL, &fetched);
 
-	return revalidate_with(fs, in, force, 0, NULL, &fetched);
+	/* a directory's st_nlink, from a listing (times.c) */
+	return err == 0 ? dir_count(fs, in) : err;
 }
 
 int revalidate_get(struct objfs_fs *fs, struct inode *in, uint64_t len,

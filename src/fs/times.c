@@ -31,15 +31,26 @@
  * removed elsewhere, and changes other mounts make after that first
  * listing or a change here, are not seen.  These are per-mount.
  *
- * Link counts: a directory has 2 + the subdirectories its listing shows
- * (its snapshot, which every local change is noted in), with those this
- * mount knows (linked inodes) that the listing does not show yet; without
- * a snapshot, the count of the last one (dir_listed()) kept by
- * dir_entry_changed(); a directory never listed here has 2.  Files have
- * one link per name (hard links: hardlink.c, the set's entry count).
+ * Link counts (issue 34): a directory has 2 + the subdirectories a whole
+ * listing of it shows (its snapshot: the store's names merged with those
+ * this mount created or removed lately, recent.c), kept current by every
+ * local change (snap_note(), dir_entry_changed()); without a snapshot,
+ * the count of the last one (dir_listed()), kept the same way.  Never the
+ * subdirectories that happen to be in the inode table.  A directory no
+ * listing counted yet (nsub_known false: a fresh mount, a lookup) is
+ * listed before its attributes are shown (dir_count(): from getattr,
+ * revalidate and lookup for the kernel; one LIST per directory, kept as
+ * its snapshot for the readdir that usually follows), and readdirplus
+ * gives such a directory's entry a zero attribute timeout, so the kernel
+ * asks getattr when someone stats it rather than listing every
+ * subdirectory of a directory read (`ls` costs nothing more, `ls -l` a
+ * LIST per subdirectory).  A directory made here is known empty.  Files
+ * have one link per name (hard links: hardlink.c, the set's entry count).
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs/fs_int.h"
@@ -114,6 +125,7 @@ void inode_changed(struct inode *in, bool data)
 	if (data)
 		in->mtime = now;
 	in->ctime = now;
+	in->changed_at = now_mono();
 }
 
 void dir_entry_changed(struct inode *dir, bool is_dir, int subdirs)
@@ -141,6 +153,7 @@ void dir_listed(struct inode *dir, struct dirsnap *s)
 			newest = s->e[i].mtime;
 	}
 	dir->nsubdirs = n;
+	dir->nsub_known = true;
 	s->ndirs = n;           /* inode_nlink counts no more */
 	if (dir->dir_times)
 		return;         /* changes here since: dir_entry_changed() */
@@ -154,32 +167,66 @@ void dir_listed(struct inode *dir, struct dirsnap *s)
 nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 {
 	struct dirsnap *s = in->snap;
-	const struct inode *c;
-	uint32_t n;
 	size_t i;
-	bool found;
 
 	if (!S_ISDIR(in->mode))
 		return in->hl_data ? in->hl_nlink :
 		       (in->linked || in == fs->root ? 1 : 0);
 	if (s == NULL)
 		return 2 + in->nsubdirs;
-	/* the listing's subdirectories (counted once per listing: the
+	/* the listing's subdirectories, counted once per listing (the
 	 * kernel asks for a directory's attributes after every create in
-	 * it), and those this mount knows that it does not show (yet:
-	 * listings of some stores lag behind writes); the child list holds
-	 * the directories first */
+	 * it); names this mount made that a lagging listing lacks are in it
+	 * already (recent.c) */
 	if (s->ndirs < 0) {
 		for (i = 0, s->ndirs = 0; i < s->n; i++)
 			s->ndirs += s->e[i].is_dir;
 	}
-	n = (uint32_t)s->ndirs;
-	for (c = in->child; c != NULL && c->sib_dir; c = c->sib_next) {
-		if (!c->linked || !S_ISDIR(c->mode))
-			continue;
-		i = snap_find(s, c->name, &found);
-		if (!found || !s->e[i].is_dir)
-			n++;
+	return 2 + (nlink_t)s->ndirs;
+}
+
+bool inode_nlink_known(const struct inode *in)
+{
+	return !S_ISDIR(in->mode) || in->nsub_known;
+}
+
+int dir_count(struct objfs_fs *fs, struct inode *dir)
+{
+	struct dirsnap *s = NULL;
+	char dkey[KEYBUF], *after = NULL;
+	uint32_t n = 0, rest = 0;
+	bool need;
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	need = S_ISDIR(dir->mode) && !dir->nsub_known &&
+	       (dir->linked || dir == fs->root);
+	pthread_mutex_unlock(&fs->lock);
+	if (!need)
+		return 0;
+	err = snap_build(fs, dir, NULL, NULL, &s);      /* dir_listed() */
+	pthread_mutex_lock(&fs->lock);
+	if (err == 0 && s->more) {
+		/* listed in windows: the rest counted, the names not kept */
+		for (i = 0; i < s->n; i++)
+			n += s->e[i].is_dir;
+		after = s->after != NULL ? strdup(s->after) : NULL;
+		err = after == NULL ? ENOMEM :
+		      inode_key(fs, dir, true, dkey, sizeof(dkey));
 	}
-	return 2 + n;
+	if (s != NULL)
+		snap_put_locked(s);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0 && after != NULL) {
+		err = snap_count_dirs(fs, dkey, after, &rest);
+		pthread_mutex_lock(&fs->lock);
+		if (err == 0 && !dir->nsub_known) {
+			dir->nsubdirs = n + rest;
+			dir->nsub_known = true;
+		}
+		pthread_mutex_unlock(&fs->lock);
+	}
+	free(after);
+	return err;
 }

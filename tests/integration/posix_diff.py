@@ -12,7 +12,11 @@ uid, gid, size (not of directories), nlink, rdev, WHICH of atime, mtime
 and ctime changed across the step, and the exact values utimensat set.
 At the end both trees are walked and compared (names and the same
 fields); the caller then remounts and compares again (what the store
-kept).
+kept).  Also compared: the type readdir gives every name of the
+directories a step touched (d_type: find, rsync, tar and os.scandir trust
+it), whether a rename or link keeps the inode number, and, first thing
+after the remount, every directory's st_nlink before anything lists it
+(fresh_nlinks()).
 
 A difference is either fixed or listed in KNOWN with its reason (the same
 reasons are in docs/objfs-mount.md, "Known differences from a local
@@ -315,6 +319,61 @@ def _steps():
     add(ROOT, "bind", "h1/sock")
     add(ROOT, "link", "h1/sock", "h1/sock2")
     add(ROOT, "unlink", "h1/sock")
+    # issue 34 item 1: readdir's d_type of hard-linked names that are not
+    # regular files (compared after every step: dtypes())
+    add(ROOT, "mkdir", "dt", 0o755)
+    add(ROOT, "symlink", "nowhere", "dt/sl")
+    add(ROOT, "link", "dt/sl", "dt/sl2")
+    add(ROOT, "mknod", "dt/c0", stat.S_IFCHR | 0o644, os.makedev(0, 0))
+    add(ROOT, "link", "dt/c0", "dt/c1")
+    add(ROOT, "mkfifo", "dt/p0", 0o644)
+    add(ROOT, "link", "dt/p0", "dt/p1")
+    add(ROOT, "bind", "dt/s0")
+    add(ROOT, "link", "dt/s0", "dt/s1")
+    # item 2: a directory's st_nlink (and after the remount: fresh_nlinks())
+    add(ROOT, "mkdir", "nl", 0o755)
+    add(ROOT, "mkdir", "nl/a", 0o755)
+    add(ROOT, "mkdir", "nl/a/b", 0o755)
+    add(ROOT, "mkdir", "nl/a/c", 0o755)
+    add(ROOT, "creat", "nl/a/f", 0o644, 0)
+    add(ROOT, "stat", "nl/a")
+    add(ROOT, "rmdir", "nl/a/c")
+    add(ROOT, "rename", "nl/a/b", "nl/b2")
+    # item 3: inode numbers across renames (compared for every rename and
+    # link: same_ino()): pjdfstest rename/00.t's socket, rename/10.t's
+    # sticky directory with entries of other types renamed over and back
+    add(ROOT, "mkdir", "ri", 0o755)
+    add(ROOT, "bind", "ri/n0")
+    add(ROOT, "rename", "ri/n0", "ri/n1")
+    add(ROOT, "link", "ri/n1", "ri/n0")
+    add(ROOT, "rename", "ri/n1", "ri/n2")
+    add(ROOT, "stat", "ri/n0")
+    add(ROOT, "mkdir", "ri/st", 0o777)
+    add(ROOT, "chmod", "ri/st", 0o1777)
+    add(U1, "mkdir", "ri/st/from", 0o755)
+    for i, (kind, mk) in enumerate((
+            ("fifo", ("mkfifo", 0o644)), ("sym", ("symlink",)),
+            ("sock", ("bind",)), ("reg", ("creat", 0o644, 0)))):
+        n2, n3 = "ri/st/from/n2", "ri/st/n3" + kind
+        add(U1, "creat", n2, 0o644, 0)
+        if mk[0] == "symlink":
+            add(U1, "symlink", "x", n3)
+        else:
+            add(U1, mk[0], n3, *mk[1:])
+        add(U1, "rename", n2, n3)
+        add(U1, "rename", n3, n2)
+        add(U1, "unlink", n2)
+    # item 4: attributes of a hard-linked name (pjdfstest link/00.t)
+    add(ROOT, "mkdir", "l4", 0o755)
+    for kind, mode in (("b", stat.S_IFBLK), ("p", stat.S_IFIFO)):
+        n = ["l4/%s%d" % (kind, i) for i in range(3)]
+        add(ROOT, "mknod", n[0], mode | 0o644, os.makedev(1, 2))
+        add(ROOT, "link", n[0], n[1])
+        add(ROOT, "link", n[1], n[2])
+        add(ROOT, "chmod", n[1], 0o201)
+        add(ROOT, "chown", n[1], 65534, 65533)
+        add(ROOT, "stat", n[0])
+        add(ROOT, "stat", n[2])
     return s
 
 
@@ -485,6 +544,33 @@ def lag_times(c_ref, c_mnt):
     return c_ref == "-" and c_mnt != "-" or set(c_ref) < set(c_mnt)
 
 
+def dtypes(root, rel):
+    """name -> the type readdir gives it (d_type, not following symlinks:
+    os.scandir asks lstat only for DT_UNKNOWN), for the directory rel; an
+    errno when it cannot be read."""
+    def kind(e):
+        if e.is_symlink():
+            return "symlink"
+        if e.is_dir(follow_symlinks=False):
+            return "dir"
+        if e.is_file(follow_symlinks=False):
+            return "file"
+        return "other"
+    try:
+        with os.scandir(os.path.join(root, rel) if rel else root) as it:
+            return {e.name: kind(e) for e in it}
+    except OSError as e:
+        return e.errno
+
+
+def same_ino(op, args, before, after):
+    """For rename and link: whether the new name has the inode number the
+    old one had (None when the step did not run through)."""
+    if op not in ("rename", "link") or isinstance(before, int) or isinstance(after, int):
+        return None
+    return before.st_ino == after.st_ino
+
+
 def run_steps(ref, mnt, log=None, settle=0.015, lagging_listings=False):
     """Runs STEPS on both trees; returns (unknown, known) differences.
     lagging_listings: the store's listings lag behind writes (Swift)."""
@@ -497,6 +583,7 @@ def run_steps(ref, mnt, log=None, settle=0.015, lagging_listings=False):
     for who, op, args, tags in STEPS:
         paths = _paths(args)
         before = [(snap(ref, p), snap(mnt, p)) for p in paths]
+        src = (snap(ref, args[0]), snap(mnt, args[0])) if op in ("rename", "link") else (0, 0)
         time.sleep(settle)      # let a coarse clock tick between steps
         e_ref = run_as(who, ref, op, args)
         e_mnt = run_as(who, mnt, op, args)
@@ -523,6 +610,43 @@ def run_steps(ref, mnt, log=None, settle=0.015, lagging_listings=False):
             x_mnt = explicit(op, args, a_mnt) if p == args[0] else None
             if x_ref != x_mnt:
                 differ(tags, "%s: %s: set times %s, objfs %s" % (step, short(p), x_ref, x_mnt))
+        if op in ("rename", "link"):
+            k_ref = same_ino(op, args, src[0], snap(ref, args[1]))
+            k_mnt = same_ino(op, args, src[1], snap(mnt, args[1]))
+            if k_ref != k_mnt:
+                differ(tags, "%s: %s keeps the inode number: %s, objfs %s" % (
+                    step, short(args[1]), k_ref, k_mnt))
+        for p in paths:
+            d_ref = dtypes(ref, p)
+            if isinstance(d_ref, int):
+                continue        # not a directory
+            d_mnt = dtypes(mnt, p)
+            if d_ref != d_mnt:
+                differ(tags, "%s: %s: readdir types %s, objfs %s" % (
+                    step, short(p or "."), d_ref, d_mnt))
+    return unknown, known
+
+
+def fresh_nlinks(ref, mnt, what):
+    """st_nlink of every directory of the reference tree, lstat'ed on the
+    mount before anything lists it (a fresh mount: issue 34 item 2):
+    (unknown, known) differences.  Call it first thing after a mount."""
+    unknown, known = [], []
+    dirs = []
+    for dirpath, dirnames, _ in os.walk(ref):
+        dirs += [os.path.relpath(os.path.join(dirpath, n), ref) for n in dirnames]
+    for rel in sorted(dirs, key=lambda r: (r.count("/"), r)):
+        n_ref = os.lstat(os.path.join(ref, rel)).st_nlink
+        try:
+            n_mnt = os.lstat(os.path.join(mnt, rel)).st_nlink
+        except OSError as e:
+            n_mnt = errno.errorcode.get(e.errno, e.errno)
+        if n_ref != n_mnt:
+            line = "%s: %s: nlink %s, objfs %s" % (what, short(rel), n_ref, n_mnt)
+            if rel.startswith("long/") and "keylimit" in KNOWN:
+                known.append(line + " [known: keylimit]")
+            else:
+                unknown.append(line)
     return unknown, known
 
 
