@@ -1121,10 +1121,27 @@ void reply_err(fuse_req_t req, int err);
  * caller), else 0.  Takes fs->lock. */
 int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		   const char *name);
+/* ---- names.c: mkdir, symlink, mknod, link ---- */
 /* Creates name under parent (mkdir, symlink with link, mknod with rdev)
  * and replies the entry; an intent.  No lock held. */
 void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, dev_t rdev, const char *link);
+/* The operations of names.c in the ops table (fs.c). */
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		 mode_t mode);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		   const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		const char *newname);
+struct intent_ctx;
+/* The entry a re-sent request's intent recorded (its inode still known):
+ * true with *e filled in.  Takes fs->lock. */
+bool intent_entry(struct objfs_fs *fs, const struct intent_ctx *ic,
+		  struct fuse_entry_param *e);
+/* The group of a new file or directory made by ctx in dir, and its mode's
+ * setgid and group bits (a setgid directory; fsGroup). */
+gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
+		const struct inode *dir, mode_t *mode);
 /* Creates key (EEXIST when the store has it: a conditional PUT where the
  * store has one, backend/s3.c) with the attributes fa and body (a
  * symlink's target; empty for a marker or a special file).  No lock
