@@ -758,6 +758,69 @@ static int s3_mpu_part(struct objfs_store *s, const char *key,
 	return rc;
 }
 
+/* UploadPartCopy of one range.  A server that does not implement it
+ * (NotImplemented, 501, 405, or 400 InvalidRequest: a copy source it does
+ * not take) is remembered: EOPNOTSUPP from then on without a request. */
+static int s3_mpu_part_copy(struct objfs_store *s, const char *key,
+			    const char *upload_id, unsigned number,
+			    const struct objfs_part_copy *pc,
+			    struct objfs_part *part)
+{
+	struct s3_ctx *c = s->ctx;
+	struct s3_req r;
+	char num[16], range[64];
+	int rc;
+
+	rc = objfs_key_valid(key);
+	if (rc != 0)
+		return rc;
+	if (pc == NULL || objfs_key_valid(pc->src) != 0 || upload_id == NULL ||
+	    upload_id[0] == '\0' || number < 1 ||
+	    number > OBJFS_MPU_MAX_PARTS || pc->len == 0)
+		return EINVAL;
+	if (pc->len > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+	if (__atomic_load_n(&c->no_part_copy, __ATOMIC_RELAXED) != 0)
+		return EOPNOTSUPP;
+	snprintf(num, sizeof(num), "%u", number);
+	snprintf(range, sizeof(range), "bytes=%llu-%llu",
+		 (unsigned long long)pc->off,
+		 (unsigned long long)(pc->off + pc->len - 1));
+	s3_req_init(&r, "PUT", key);
+	r.want_body = true;
+	r.slow = true;
+	s3_req_param(&r, "partNumber", num);
+	s3_req_param(&r, "uploadId", upload_id);
+	rc = copy_source_header(&r, c, pc->src);
+	if (rc == 0)
+		rc = s3_req_header(&r, "", "x-amz-copy-source-range", range);
+	if (rc == 0 && pc->if_match != NULL)
+		rc = s3_req_header(&r, "", "x-amz-copy-source-if-match",
+				   pc->if_match);
+	if (rc == 0)
+		rc = s3_perform(s, &r);
+	if (rc == 0)
+		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
+					     "CopyPartResult", part->etag,
+					     &r.err);
+	if (rc == 0 && part->etag[0] == '\0')
+		rc = EPROTO;
+	if (rc == EREMOTEIO)
+		rc = objfs_s3_errno_http(500, r.err.code);
+	if (rc == ENOSYS || rc == ENOTSUP ||
+	    (rc == EINVAL && strcmp(r.err.code, "InvalidRequest") == 0)) {
+		__atomic_store_n(&c->no_part_copy, 1, __ATOMIC_RELAXED);
+		objfs_info(s->log, "s3", "server refuses UploadPartCopy (%s); "
+			   "changed files are uploaded whole",
+			   r.err.code[0] != '\0' ? r.err.code : "no code");
+		rc = EOPNOTSUPP;
+	}
+	if (rc == 0)
+		part->number = number;
+	s3_req_release(&r);
+	return rc;
+}
+
 /* The ETag S3 gives a completed multipart upload: the MD5 of the parts'
  * binary MD5s, then "-" and the number of parts.  Ceph RGW 16 answers
  * CompleteMultipartUpload with an empty <ETag/>; it computes its ETag this
@@ -952,6 +1015,7 @@ static const struct objfs_store_ops s3_ops = {
 	.mpu_create = s3_mpu_create,
 	.mpu_part = s3_mpu_part,
 	.mpu_complete = s3_mpu_complete,
+	.mpu_part_copy = s3_mpu_part_copy,
 	.mpu_abort = s3_mpu_abort,
 	.destroy = s3_destroy,
 };
