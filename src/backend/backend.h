@@ -427,8 +427,10 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
  * upload whose unchanged stretches are part copies of the stored object
  * (mpu_part_copy, conditional on base_etag) and whose changed ones are
  * read from src and sent, each widened to the 5 MiB S3 wants of every
- * part but the last (by less than OBJFS_MPU_MIN_PART of unchanged bytes
- * per changed range; unchanged stretches shorter than that are sent).
+ * part but the last: less than OBJFS_MPU_MIN_PART of unchanged bytes is
+ * sent per changed range, but where an unchanged stretch between two is
+ * too short to copy once widened (under 2 x OBJFS_MPU_MIN_PART): then
+ * it is sent whole.
  * Sent stretches are cut into parts of about part_size, up to `parallel`
  * in flight.  The stored object is checked again (a HEAD) after the last
  * copy, before the upload completes: ESTALE when it is no longer
