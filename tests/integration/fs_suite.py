@@ -1955,8 +1955,11 @@ def t_fsync_append(env):
     middle of the stored file sends about one part.  Contents checked in
     the mount and in the store."""
     url = env.volume("fsyncapp")
-    part, step, total = 8 << 20, 8 << 20, 64 << 20
-    m = env.mount(url, ["part_size=8M"])
+    # OBJFS_FSYNC_APPEND="TOTAL_MIB PART_MIB" measures other sizes (the
+    # issue's figure: "512 32")
+    tm, pm = os.environ.get("OBJFS_FSYNC_APPEND", "64 8").split()
+    part, step, total = int(pm) << 20, 8 << 20, int(tm) << 20
+    m = env.mount(url, ["part_size=%dM" % int(pm)])
     p = m["dir"] + "/journal"
     rnd = random.Random(33)
     exp = bytearray()
