@@ -74,6 +74,10 @@ struct s3_ctx {
 				    (Swift: 501); atomic */
 	int no_part_copy;        /* the server refused UploadPartCopy
 				    (atomic): answered EOPNOTSUPP at once */
+	int no_copy_cond;        /* the server's UploadPartCopy condition
+				    fails on a matching source (Swift 2.30
+				    with a multipart source): not sent;
+				    atomic */
 	int no_multi_delete;     /* DeleteObjects refused where DELETE is
 				    allowed (RGW 16, keys scoped to a
 				    prefix); atomic */
