@@ -431,8 +431,9 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
  * sent per changed range, but where an unchanged stretch between two is
  * too short to copy once widened (under 2 x OBJFS_MPU_MIN_PART): then
  * it is sent whole.
- * Sent stretches are cut into parts of about part_size, up to `parallel`
- * in flight.  The stored object is checked again (a HEAD) after the last
+ * Copied stretches are cut into parts of at most 64 MiB (the server
+ * works on a copy before it answers), sent ones into parts of about
+ * part_size; up to `parallel` in flight.  The stored object is checked again (a HEAD) after the last
  * copy, before the upload completes: ESTALE when it is no longer
  * base_etag.  EOPNOTSUPP, before anything was sent, when it does not pay
  * (nothing to copy of at least OBJFS_MPU_MIN_PART, a base under
