@@ -627,9 +627,8 @@ static int seg_push(struct seg_list *l, uint64_t off, uint64_t len, bool copy)
 }
 
 /* The most one part copy copies: the server does that work before it
- * answers (Ceph RGW 16 on memstore took over 2 minutes for 235 MiB, past
- * the S3 leaf's limit for a silent answer), and smaller copies run in
- * parallel. */
+ * answers, silent (bounded by the S3 leaf's limit for a silent answer),
+ * and smaller copies run in parallel. */
 #define COPY_PIECE (64ULL << 20)
 
 /* Cuts a stretch into parts: copies into pieces of at most COPY_PIECE, sent
