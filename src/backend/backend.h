@@ -242,9 +242,24 @@ struct objfs_list_page {
 #define OBJFS_LIST_PAGE_INIT { NULL, 0, NULL, 0, NULL }
 void objfs_list_page_release(struct objfs_list_page *page);
 
+/* A half-open byte range [start, end). */
+struct objfs_range {
+	uint64_t start;
+	uint64_t end;
+};
+
 struct objfs_part {
 	unsigned number;                /* 1..10000 */
 	char etag[OBJFS_ETAG_MAX];
+};
+
+/* What mpu_part_copy copies: bytes [off, off+len) of the object src
+ * (a key of the same store), when it still has ETag if_match (NULL: any). */
+struct objfs_part_copy {
+	const char *src;
+	uint64_t off;
+	uint64_t len;
+	const char *if_match;
 };
 
 /* ---- the interface ---------------------------------------------------- */
@@ -323,6 +338,22 @@ struct objfs_store_ops {
 	 * answered by the store: 0, or EIO when one failed since the last
 	 * barrier (those keys are visible again). */
 	int (*del_barrier)(struct objfs_store *s);
+
+	/* Part `number` of an upload made by the store from bytes
+	 * [pc->off, pc->off + pc->len) of the object pc->src (UploadPartCopy:
+	 * nothing is sent but the request); part->etag is filled.  pc->len
+	 * is 1..5 GiB and the range lies inside the source (else EINVAL or
+	 * ERANGE).  With pc->if_match, a source with another ETag is ESTALE
+	 * (best effort: Ceph RGW 16 ignores the condition, so a caller that
+	 * must know checks the source again after its last part).  A store
+	 * that cannot copy parts is EOPNOTSUPP (the S3 leaf maps
+	 * NotImplemented, 501, 405 and 400 InvalidRequest to it, and
+	 * answers so at once after the first refusal).  Every kind sets it
+	 * (layers forward it); NULL is EOPNOTSUPP. */
+	int (*mpu_part_copy)(struct objfs_store *s, const char *key,
+			     const char *upload_id, unsigned number,
+			     const struct objfs_part_copy *pc,
+			     struct objfs_part *part);
 };
 
 /* An instance.  Created by each kind's constructor; freed by
@@ -368,6 +399,11 @@ int objfs_store_mpu_complete(struct objfs_store *s, const char *key,
 			     struct objfs_obj_info *info);
 int objfs_store_mpu_abort(struct objfs_store *s, const char *key,
 			  const char *upload_id);
+/* A store without mpu_part_copy answers EOPNOTSUPP. */
+int objfs_store_mpu_part_copy(struct objfs_store *s, const char *key,
+			      const char *upload_id, unsigned number,
+			      const struct objfs_part_copy *pc,
+			      struct objfs_part *part);
 /* Destroys s and everything below it; NULL is fine. */
 void objfs_store_destroy(struct objfs_store *s);
 
@@ -384,6 +420,50 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
 		       const struct objfs_source *src,
 		       const struct objfs_put_opts *opts, uint64_t part_size,
 		       unsigned parallel, struct objfs_obj_info *info);
+
+/* Stores src again as key, whose stored object (base_size bytes, ETag
+ * base_etag) src differs from only in `changed` (n sorted, disjoint
+ * ranges; bytes of src past base_size count as changed too): a multipart
+ * upload whose unchanged stretches are part copies of the stored object
+ * (mpu_part_copy, conditional on base_etag) and whose changed ones are
+ * read from src and sent, each widened to the 5 MiB S3 wants of every
+ * part but the last: less than OBJFS_MPU_MIN_PART of unchanged bytes is
+ * sent per changed range, but where an unchanged stretch between two is
+ * too short to copy once widened (under 2 x OBJFS_MPU_MIN_PART): then
+ * it is sent whole.
+ * Copied stretches are cut into parts of at most 64 MiB (the server
+ * works on a copy before it answers), sent ones into parts of about
+ * part_size; up to `parallel` in flight.  The stored object is checked again (a HEAD) after the last
+ * copy, before the upload completes: ESTALE when it is no longer
+ * base_etag.  EOPNOTSUPP, before anything was sent, when it does not pay
+ * (nothing to copy of at least OBJFS_MPU_MIN_PART, a base under
+ * 2 x part_size, more than 10,000 parts); EOPNOTSUPP too when the store
+ * refuses part copies.  read_at() of src is only called for the sent
+ * stretches (objfs_store_delta_plan() says which).  Aborts the upload on
+ * any failure.  0 or an errno; *sent (when not NULL) gets the bytes
+ * read from src and sent. */
+int objfs_store_upload_delta(struct objfs_store *s, const char *key,
+			     const struct objfs_source *src,
+			     const struct objfs_put_opts *opts,
+			     uint64_t base_size, const char *base_etag,
+			     const struct objfs_range *changed, size_t n,
+			     uint64_t part_size, unsigned parallel,
+			     uint64_t *sent, struct objfs_obj_info *info);
+
+/* One stretch of a delta upload: [off, off+len) of the new object, copied
+ * from the same bytes of the stored one or sent from the source. */
+struct objfs_delta_seg {
+	uint64_t off;
+	uint64_t len;
+	bool copy;
+};
+/* The stretches objfs_store_upload_delta() would use, in order, covering
+ * [0, size): *segs malloc'ed (caller frees), *nseg set.  0, EOPNOTSUPP
+ * (it would not pay: see there) or ENOMEM. */
+int objfs_store_delta_plan(uint64_t size, uint64_t base_size,
+			   const struct objfs_range *changed, size_t n,
+			   uint64_t part_size, struct objfs_delta_seg **segs,
+			   size_t *nseg);
 
 /* ---- the kinds --------------------------------------------------------- */
 
@@ -519,10 +599,10 @@ void objfs_hedge_refusals(struct objfs_store *s, uint64_t *budget,
  * OBJFS_DELETE_BATCH keys and copies of objects over 5 GiB), indexed in
  * this order:
  *   get put head list copy del del_many mpu_create mpu_part mpu_complete
- *   mpu_abort
+ *   mpu_abort mpu_part_copy
  * Counted with metrics on or off; objfs_store_requests_total (metrics on)
  * counts the same requests, by result too, in the same place. */
-#define OBJFS_STORE_REQ_OPS 11
+#define OBJFS_STORE_REQ_OPS 12
 struct objfs_store_requests {
 	uint64_t n[OBJFS_STORE_REQ_OPS];
 	uint64_t total;

@@ -483,6 +483,17 @@ static int delq_copy(struct objfs_store *s, const char *src, const char *dst,
 	return objfs_store_copy(s->inner, src, dst, opts, info);
 }
 
+static int delq_mpu_part_copy(struct objfs_store *s, const char *key,
+			      const char *upload_id, unsigned number,
+			      const struct objfs_part_copy *pc,
+			      struct objfs_part *part)
+{
+	if (pending(q_of(s), pc->src))
+		return ENOENT;
+	return objfs_store_mpu_part_copy(s->inner, key, upload_id, number, pc,
+					 part);
+}
+
 /* Drops keys from the queue: their delete is sent now by the caller. */
 static void drop(struct delq *q, const char *const *keys, size_t n)
 {
@@ -710,6 +721,7 @@ static const struct objfs_store_ops delq_ops = {
 	.mpu_create = delq_mpu_create,
 	.mpu_part = delq_mpu_part,
 	.mpu_complete = delq_mpu_complete,
+	.mpu_part_copy = delq_mpu_part_copy,
 	.mpu_abort = delq_mpu_abort,
 	.destroy = delq_destroy,
 	.del_deferred = delq_del_deferred,

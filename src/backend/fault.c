@@ -7,6 +7,8 @@
  *                      seeded by the test: deterministic)
  *   delay_ms           sleep before each call
  *   calls              every call, failed or not
+ *   sent               bytes of the puts and parts forwarded (bytes a
+ *                      client would have sent)
  * and for gets: short_k/short_n (cut the next short_n gets, or every get
  * while short_all, after short_k bytes), stall_n/stall_ms (the next
  * stall_n gets hang up to stall_ms first, ended early by their cancel);
@@ -71,6 +73,7 @@ struct objfs_fault {
 	bool short_all;                         /* protected by mu */
 	unsigned stall_n, stall_ms;             /* protected by mu */
 	unsigned lag_ms;                        /* protected by mu */
+	uint64_t sent;                          /* protected by mu */
 	struct lag_key *lag;                    /* protected by mu */
 	size_t n_lag, cap_lag;                  /* protected by mu */
 };
@@ -184,10 +187,32 @@ uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op)
 	return n;
 }
 
+uint64_t objfs_fault_sent(struct objfs_fault *f)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&f->mu);
+	n = f->sent;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+static void count_sent(struct objfs_store *s, const struct objfs_source *src)
+{
+	struct objfs_fault *f = s->ctx;
+
+	if (src == NULL)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->sent += src->size;
+	pthread_mutex_unlock(&f->mu);
+}
+
 void objfs_fault_reset(struct objfs_fault *f)
 {
 	pthread_mutex_lock(&f->mu);
 	memset(f->r, 0, sizeof(f->r));
+	f->sent = 0;
 	f->short_k = 0;
 	f->short_n = 0;
 	f->short_all = false;
@@ -613,6 +638,7 @@ static int fault_put(struct objfs_store *s, const char *key,
 	if (err != 0)
 		return err;
 	lag_write(s, key, false);
+	count_sent(s, src);
 	err = objfs_store_put(s->inner, key, src, opts, info);
 	lag_write(s, key, true);
 	return err;
@@ -702,8 +728,22 @@ static int fault_mpu_part(struct objfs_store *s, const char *key,
 {
 	int err = enter(s, OBJFS_FOP_MPU_PART);
 
+	if (err != 0)
+		return err;
+	count_sent(s, src);
+	return objfs_store_mpu_part(s->inner, key, upload_id, number, src, part);
+}
+
+static int fault_mpu_part_copy(struct objfs_store *s, const char *key,
+			       const char *upload_id, unsigned number,
+			       const struct objfs_part_copy *pc,
+			       struct objfs_part *part)
+{
+	int err = enter(s, OBJFS_FOP_MPU_PART_COPY);
+
 	return err != 0 ? err :
-		objfs_store_mpu_part(s->inner, key, upload_id, number, src, part);
+		objfs_store_mpu_part_copy(s->inner, key, upload_id, number, pc,
+					  part);
 }
 
 static int fault_mpu_complete(struct objfs_store *s, const char *key,
@@ -757,6 +797,7 @@ static const struct objfs_store_ops fault_ops = {
 	.mpu_create = fault_mpu_create,
 	.mpu_part = fault_mpu_part,
 	.mpu_complete = fault_mpu_complete,
+	.mpu_part_copy = fault_mpu_part_copy,
 	.mpu_abort = fault_mpu_abort,
 	.destroy = fault_destroy,
 };

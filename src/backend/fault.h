@@ -32,6 +32,7 @@ enum objfs_fault_op {
 	OBJFS_FOP_MPU_PART,
 	OBJFS_FOP_MPU_COMPLETE,
 	OBJFS_FOP_MPU_ABORT,
+	OBJFS_FOP_MPU_PART_COPY,
 	OBJFS_FOP_COUNT,
 	/* Applies a rule to every operation. */
 	OBJFS_FOP_ALL = OBJFS_FOP_COUNT,
@@ -65,6 +66,9 @@ void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms);
 void objfs_fault_list_lag(struct objfs_fault *f, unsigned ms);
 /* Calls of op so far (failed ones included); OBJFS_FOP_ALL sums them. */
 uint64_t objfs_fault_calls(struct objfs_fault *f, enum objfs_fault_op op);
+/* Bytes of the puts and parts forwarded to the inner store so far (what
+ * a client would have sent; part copies send none). */
+uint64_t objfs_fault_sent(struct objfs_fault *f);
 /* Clears every rule (the listing lag too) and counter. */
 void objfs_fault_reset(struct objfs_fault *f);
 

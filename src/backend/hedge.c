@@ -667,6 +667,15 @@ static int hedge_mpu_part(struct objfs_store *s, const char *key,
 	return objfs_store_mpu_part(s->inner, key, upload_id, number, src, part);
 }
 
+static int hedge_mpu_part_copy(struct objfs_store *s, const char *key,
+			       const char *upload_id, unsigned number,
+			       const struct objfs_part_copy *pc,
+			       struct objfs_part *part)
+{
+	return objfs_store_mpu_part_copy(s->inner, key, upload_id, number, pc,
+					 part);
+}
+
 static int hedge_mpu_complete(struct objfs_store *s, const char *key,
 			      const char *upload_id,
 			      const struct objfs_part *parts, size_t n,
@@ -715,6 +724,7 @@ static const struct objfs_store_ops hedge_ops = {
 	.mpu_create = hedge_mpu_create,
 	.mpu_part = hedge_mpu_part,
 	.mpu_complete = hedge_mpu_complete,
+	.mpu_part_copy = hedge_mpu_part_copy,
 	.mpu_abort = hedge_mpu_abort,
 	.destroy = hedge_destroy,
 };

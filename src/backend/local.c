@@ -692,9 +692,8 @@ int local_obj_path(const char *key, char *path, size_t cap)
 	return 0;
 }
 
-/* local_obj_open() that also checks the If-Match ETag (ESTALE). */
-static int obj_open_match(struct local *L, const char *path,
-			  const char *if_match, struct robj *ro)
+int local_obj_open_match(struct local *L, const char *path,
+			 const char *if_match, struct robj *ro)
 {
 	int err = local_obj_open(L, path, ro);
 
@@ -722,7 +721,7 @@ static int local_get(struct objfs_store *s, const char *key,
 		opts = &all;
 	err = local_obj_path(key, path, sizeof(path));
 	if (err == 0)
-		err = obj_open_match(L, path, opts->if_match, &ro);
+		err = local_obj_open_match(L, path, opts->if_match, &ro);
 	if (err != 0)
 		return err;
 	if (ro.size > 0 && opts->off >= ro.size) {
@@ -828,7 +827,7 @@ static int local_copy(struct objfs_store *s, const char *src, const char *dst,
 	if (err == 0)
 		err = local_obj_path(dst, dpath, sizeof(dpath));
 	if (err == 0)
-		err = obj_open_match(L, spath, opts->if_match, &ro);
+		err = local_obj_open_match(L, spath, opts->if_match, &ro);
 	if (err != 0)
 		return err;
 	if (opts->directive == OBJFS_META_REPLACE) {
@@ -919,6 +918,7 @@ static const struct objfs_store_ops local_ops = {
 	.mpu_create = local_mpu_create,
 	.mpu_part = local_mpu_part,
 	.mpu_complete = local_mpu_complete,
+	.mpu_part_copy = local_mpu_part_copy,
 	.mpu_abort = local_mpu_abort,
 	.destroy = local_destroy,
 };

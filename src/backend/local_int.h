@@ -102,6 +102,11 @@ int local_mpu_part(struct objfs_store *s, const char *key,
 			  const char *upload_id, unsigned number,
 			  const struct objfs_source *src, struct objfs_part *part);
 
+int local_mpu_part_copy(struct objfs_store *s, const char *key,
+			const char *upload_id, unsigned number,
+			const struct objfs_part_copy *pc,
+			struct objfs_part *part);
+
 struct local *local_of(struct objfs_store *s);
 
 /* Decodes an on-disk name (without its suffix) into out; EINVAL when it is
@@ -114,6 +119,10 @@ void local_obj_close(struct robj *ro);
 /* Opens the object file at path (relative to the root) and reads its
  * trailer. */
 int local_obj_open(struct local *L, const char *path, struct robj *ro);
+
+/* local_obj_open() that also checks the If-Match ETag (ESTALE). */
+int local_obj_open_match(struct local *L, const char *path,
+			 const char *if_match, struct robj *ro);
 
 /* The on-disk path of an object key: 0 or EINVAL. */
 int local_obj_path(const char *key, char *path, size_t cap);

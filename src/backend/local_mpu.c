@@ -141,6 +141,48 @@ int local_mpu_part(struct objfs_store *s, const char *key,
 			    part->etag, sizeof(part->etag));
 }
 
+/* The part is written from the source object's file, as UploadPartCopy
+ * does on the server: the caller sends nothing. */
+int local_mpu_part_copy(struct objfs_store *s, const char *key,
+			const char *upload_id, unsigned number,
+			const struct objfs_part_copy *pc,
+			struct objfs_part *part)
+{
+	struct local *L = local_of(s);
+	struct robj rec = { .fd = -1 }, ro = { .fd = -1 };
+	struct objfs_fd_source fdctx;
+	struct objfs_source src;
+	char path[PATH_MAX];
+	int err;
+
+	if (objfs_key_valid(key) != 0 || number < 1 ||
+	    number > OBJFS_MPU_MAX_PARTS || pc == NULL || pc->len == 0)
+		return EINVAL;
+	if (pc->len > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+	err = upload_open(L, key, upload_id, &rec);
+	if (err != 0)
+		return err;
+	local_obj_close(&rec);
+	err = local_obj_path(pc->src, path, sizeof(path));
+	if (err == 0)
+		err = local_obj_open_match(L, path, pc->if_match, &ro);
+	if (err != 0)
+		return err;
+	if (pc->off >= ro.size || pc->len > ro.size - pc->off) {
+		err = ERANGE;
+		goto out;
+	}
+	objfs_source_fd(&src, &fdctx, ro.fd, pc->off, pc->len);
+	snprintf(path, sizeof(path), "%s/%s/%05u", MPU_DIR, upload_id, number);
+	part->number = number;
+	err = local_write_object(L, path, &src, NULL, NULL, INSTALL_IN_PLACE,
+				 part->etag, sizeof(part->etag));
+out:
+	local_obj_close(&ro);
+	return err;
+}
+
 /* Removes the directory at path (relative to the root) and the files in
  * it (best effort). */
 static void remove_flat_dir(struct local *L, const char *path)

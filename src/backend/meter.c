@@ -31,7 +31,8 @@
 #include "common/metrics.h"
 
 enum { M_GET, M_PUT, M_HEAD, M_LIST, M_COPY, M_DEL, M_DEL_MANY,
-       M_MPU_CREATE, M_MPU_PART, M_MPU_COMPLETE, M_MPU_ABORT, M_OPS };
+       M_MPU_CREATE, M_MPU_PART, M_MPU_COMPLETE, M_MPU_ABORT,
+       M_MPU_PART_COPY, M_OPS };
 
 _Static_assert(M_OPS == OBJFS_STORE_REQ_OPS,
 	       "the ops of objfs_store_requests, in the same order");
@@ -39,6 +40,7 @@ _Static_assert(M_OPS == OBJFS_STORE_REQ_OPS,
 static const char *const op_names[M_OPS] = {
 	"get", "put", "head", "list", "copy", "del", "del_many",
 	"mpu_create", "mpu_part", "mpu_complete", "mpu_abort",
+	"mpu_part_copy",
 };
 
 enum { R_OK, R_NOT_FOUND, R_DENIED, R_PRECONDITION, R_INVALID, R_THROTTLED,
@@ -246,6 +248,19 @@ static int meter_mpu_part(struct objfs_store *s, const char *key,
 	return end(s, M_MPU_PART, t0, err);
 }
 
+/* A part copy moves no byte through the client: not in the bytes. */
+static int meter_mpu_part_copy(struct objfs_store *s, const char *key,
+			       const char *upload_id, unsigned number,
+			       const struct objfs_part_copy *pc,
+			       struct objfs_part *part)
+{
+	uint64_t t0 = begin(s, M_MPU_PART_COPY);
+
+	return end(s, M_MPU_PART_COPY, t0,
+		   objfs_store_mpu_part_copy(s->inner, key, upload_id, number,
+					     pc, part));
+}
+
 static int meter_mpu_complete(struct objfs_store *s, const char *key,
 			      const char *upload_id,
 			      const struct objfs_part *parts, size_t n,
@@ -285,6 +300,7 @@ static const struct objfs_store_ops meter_ops = {
 	.mpu_create = meter_mpu_create,
 	.mpu_part = meter_mpu_part,
 	.mpu_complete = meter_mpu_complete,
+	.mpu_part_copy = meter_mpu_part_copy,
 	.mpu_abort = meter_mpu_abort,
 	.destroy = meter_destroy,
 };

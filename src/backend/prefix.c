@@ -218,6 +218,24 @@ static int prefix_mpu_part(struct objfs_store *s, const char *key,
 		objfs_store_mpu_part(s->inner, f.k, upload_id, number, src, part);
 }
 
+static int prefix_mpu_part_copy(struct objfs_store *s, const char *key,
+				const char *upload_id, unsigned number,
+				const struct objfs_part_copy *pc,
+				struct objfs_part *part)
+{
+	struct objfs_part_copy fpc = *pc;
+	struct full_key f, fs;
+	int err = full(s, key, &f);
+
+	if (err == 0)
+		err = full(s, pc->src, &fs);
+	if (err != 0)
+		return err;
+	fpc.src = fs.k;
+	return objfs_store_mpu_part_copy(s->inner, f.k, upload_id, number,
+					 &fpc, part);
+}
+
 static int prefix_mpu_complete(struct objfs_store *s, const char *key,
 			       const char *upload_id,
 			       const struct objfs_part *parts, size_t n,
@@ -263,6 +281,7 @@ static const struct objfs_store_ops prefix_ops = {
 	.mpu_create = prefix_mpu_create,
 	.mpu_part = prefix_mpu_part,
 	.mpu_complete = prefix_mpu_complete,
+	.mpu_part_copy = prefix_mpu_part_copy,
 	.mpu_abort = prefix_mpu_abort,
 	.destroy = prefix_destroy,
 };

@@ -189,12 +189,12 @@ static uint64_t next_random(struct retry_ctx *c)
 /* One call to the inner store, with its arguments. */
 enum call_op {
 	C_GET, C_PUT, C_HEAD, C_LIST, C_COPY, C_DEL, C_DEL_MANY,
-	C_MPU_CREATE, C_MPU_PART, C_MPU_COMPLETE, C_MPU_ABORT,
+	C_MPU_CREATE, C_MPU_PART, C_MPU_COMPLETE, C_MPU_ABORT, C_MPU_PART_COPY,
 };
 
 static const char *const call_names[OBJFS_STORE_REQ_OPS] = {
 	"get", "put", "head", "list", "copy", "del", "del_many",
-	"mpu_create", "mpu_part", "mpu_complete", "mpu_abort",
+	"mpu_create", "mpu_part", "mpu_complete", "mpu_abort", "mpu_part_copy",
 };
 
 static const struct objfs_metric_def def_retries = {
@@ -235,6 +235,7 @@ struct call {
 	const struct objfs_source *src;
 	const struct objfs_put_opts *put_opts;
 	const struct objfs_copy_opts *copy_opts;
+	const struct objfs_part_copy *part_copy;
 	const struct objfs_list_req *req;
 	struct objfs_list_page *page;
 	const char *const *keys;
@@ -275,6 +276,10 @@ static int call_once(struct objfs_store *in, const struct call *c)
 						c->parts, c->n, c->info);
 	case C_MPU_ABORT:
 		return objfs_store_mpu_abort(in, c->key, c->upload_id);
+	case C_MPU_PART_COPY:
+		return objfs_store_mpu_part_copy(in, c->key, c->upload_id,
+						 c->number, c->part_copy,
+						 c->part);
 	}
 	return EINVAL;
 }
@@ -524,6 +529,18 @@ static int retry_mpu_part(struct objfs_store *s, const char *key,
 	return run(s, &c);
 }
 
+static int retry_mpu_part_copy(struct objfs_store *s, const char *key,
+			       const char *upload_id, unsigned number,
+			       const struct objfs_part_copy *pc,
+			       struct objfs_part *part)
+{
+	struct call c = { .op = C_MPU_PART_COPY, .key = key,
+			  .upload_id = upload_id, .number = number,
+			  .part_copy = pc, .part = part };
+
+	return run(s, &c);
+}
+
 static int retry_mpu_complete(struct objfs_store *s, const char *key,
 			      const char *upload_id,
 			      const struct objfs_part *parts, size_t n,
@@ -569,6 +586,7 @@ static const struct objfs_store_ops retry_ops = {
 	.mpu_create = retry_mpu_create,
 	.mpu_part = retry_mpu_part,
 	.mpu_complete = retry_mpu_complete,
+	.mpu_part_copy = retry_mpu_part_copy,
 	.mpu_abort = retry_mpu_abort,
 	.destroy = retry_destroy,
 };

@@ -38,7 +38,8 @@
  *     (added, s3_xml.c); CopyObject reads its condition from
  *     x-amz-copy-if-match, not x-amz-copy-source-if-match (both sent);
  *     UploadPartCopy ignores source conditions (the source is checked again
- *     after the last part); completing an aborted upload is a 500 (ENOENT
+ *     after the last part; Swift 2.30 fails them on multipart sources:
+ *     detected once per store, then not sent); completing an aborted upload is a 500 (ENOENT
  *     when ListParts says the upload is gone); a continuation token it did
  *     not issue lists from that string instead of failing (EINVAL when it
  *     cannot be one of its tokens).
@@ -758,6 +759,114 @@ static int s3_mpu_part(struct objfs_store *s, const char *key,
 	return rc;
 }
 
+static int part_copy_once(struct objfs_store *s, const char *key,
+			  const char *upload_id, unsigned number,
+			  const struct objfs_part_copy *pc, bool cond,
+			  struct objfs_part *part);
+
+/* UploadPartCopy of one range.  A server that does not implement it
+ * (NotImplemented, 501, 405, or 400 InvalidRequest: a copy source it does
+ * not take) is remembered: EOPNOTSUPP from then on without a request.
+ * Swift 2.30 checks x-amz-copy-source-if-match of UploadPartCopy against
+ * its own ETag of a multipart source, not the S3 one, so the condition
+ * always fails there: a 412 from a source a HEAD finds unchanged is
+ * remembered, and the condition is no longer sent (the caller checks the
+ * source after its last part, as for RGW). */
+static int s3_mpu_part_copy(struct objfs_store *s, const char *key,
+			    const char *upload_id, unsigned number,
+			    const struct objfs_part_copy *pc,
+			    struct objfs_part *part)
+{
+	struct s3_ctx *c = s->ctx;
+	bool cond = pc != NULL && pc->if_match != NULL &&
+		__atomic_load_n(&c->no_copy_cond, __ATOMIC_RELAXED) == 0;
+	int rc = part_copy_once(s, key, upload_id, number, pc, cond, part);
+
+	if (rc == ESTALE && cond) {
+		struct objfs_obj_info now = OBJFS_OBJ_INFO_INIT;
+		const char *a = pc->if_match, *b;
+
+		if (s3_head(s, pc->src, &now) == 0) {
+			b = now.etag;
+			a += *a == '"';
+			b += *b == '"';
+			if (strncmp(a, b, strcspn(a, "\"")) == 0 &&
+			    strcspn(a, "\"") == strcspn(b, "\"")) {
+				__atomic_store_n(&c->no_copy_cond, 1,
+						 __ATOMIC_RELAXED);
+				objfs_info(s->log, "s3", "server fails the "
+					   "source condition of UploadPartCopy "
+					   "on a matching source; not sent "
+					   "from now on");
+				rc = part_copy_once(s, key, upload_id, number,
+						    pc, false, part);
+			}
+		}
+		objfs_obj_info_release(&now);
+	}
+	return rc;
+}
+
+static int part_copy_once(struct objfs_store *s, const char *key,
+			  const char *upload_id, unsigned number,
+			  const struct objfs_part_copy *pc, bool cond,
+			  struct objfs_part *part)
+{
+	struct s3_ctx *c = s->ctx;
+	struct s3_req r;
+	char num[16], range[64];
+	int rc;
+
+	rc = objfs_key_valid(key);
+	if (rc != 0)
+		return rc;
+	if (pc == NULL || objfs_key_valid(pc->src) != 0 || upload_id == NULL ||
+	    upload_id[0] == '\0' || number < 1 ||
+	    number > OBJFS_MPU_MAX_PARTS || pc->len == 0)
+		return EINVAL;
+	if (pc->len > OBJFS_MPU_MAX_PART)
+		return EFBIG;
+	if (__atomic_load_n(&c->no_part_copy, __ATOMIC_RELAXED) != 0)
+		return EOPNOTSUPP;
+	snprintf(num, sizeof(num), "%u", number);
+	snprintf(range, sizeof(range), "bytes=%llu-%llu",
+		 (unsigned long long)pc->off,
+		 (unsigned long long)(pc->off + pc->len - 1));
+	s3_req_init(&r, "PUT", key);
+	r.want_body = true;
+	r.slow = true;
+	s3_req_param(&r, "partNumber", num);
+	s3_req_param(&r, "uploadId", upload_id);
+	rc = copy_source_header(&r, c, pc->src);
+	if (rc == 0)
+		rc = s3_req_header(&r, "", "x-amz-copy-source-range", range);
+	if (rc == 0 && cond)
+		rc = s3_req_header(&r, "", "x-amz-copy-source-if-match",
+				   pc->if_match);
+	if (rc == 0)
+		rc = s3_perform(s, &r);
+	if (rc == 0)
+		rc = objfs_s3_xml_parse_etag(r.body.p, r.body.len,
+					     "CopyPartResult", part->etag,
+					     &r.err);
+	if (rc == 0 && part->etag[0] == '\0')
+		rc = EPROTO;
+	if (rc == EREMOTEIO)
+		rc = objfs_s3_errno_http(500, r.err.code);
+	if (rc == ENOSYS || rc == ENOTSUP ||
+	    (rc == EINVAL && strcmp(r.err.code, "InvalidRequest") == 0)) {
+		__atomic_store_n(&c->no_part_copy, 1, __ATOMIC_RELAXED);
+		objfs_info(s->log, "s3", "server refuses UploadPartCopy (%s); "
+			   "changed files are uploaded whole",
+			   r.err.code[0] != '\0' ? r.err.code : "no code");
+		rc = EOPNOTSUPP;
+	}
+	if (rc == 0)
+		part->number = number;
+	s3_req_release(&r);
+	return rc;
+}
+
 /* The ETag S3 gives a completed multipart upload: the MD5 of the parts'
  * binary MD5s, then "-" and the number of parts.  Ceph RGW 16 answers
  * CompleteMultipartUpload with an empty <ETag/>; it computes its ETag this
@@ -952,6 +1061,7 @@ static const struct objfs_store_ops s3_ops = {
 	.mpu_create = s3_mpu_create,
 	.mpu_part = s3_mpu_part,
 	.mpu_complete = s3_mpu_complete,
+	.mpu_part_copy = s3_mpu_part_copy,
 	.mpu_abort = s3_mpu_abort,
 	.destroy = s3_destroy,
 };

@@ -72,6 +72,12 @@ struct s3_ctx {
 	unsigned max_conn;
 	int no_cond_put;         /* the server refused If-None-Match on PUT
 				    (Swift: 501); atomic */
+	int no_part_copy;        /* the server refused UploadPartCopy
+				    (atomic): answered EOPNOTSUPP at once */
+	int no_copy_cond;        /* the server's UploadPartCopy condition
+				    fails on a matching source (Swift 2.30
+				    with a multipart source): not sent;
+				    atomic */
 	int no_multi_delete;     /* DeleteObjects refused where DELETE is
 				    allowed (RGW 16, keys scoped to a
 				    prefix); atomic */

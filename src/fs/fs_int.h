@@ -315,6 +315,11 @@ struct objfs_fs {
 	struct objfs_fs_opts o;
 	size_t key_room;                /* bytes a key may have (the prefix
 					   of the volume taken off) */
+	int no_part_copy;               /* the store refused a part copy:
+					   changed files go up whole from
+					   now on (atomic; writeback.c) */
+	uint64_t delta_uploads;         /* files stored again by part copies
+					   and changed bytes (atomic) */
 	char *spool_dir;
 	struct fuse_session *se;
 	struct objfs_pool *pool;

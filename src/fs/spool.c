@@ -285,6 +285,7 @@ int objfs_spool_rebase(struct objfs_spool *sp, uint64_t size, const char *etag)
 
 	sp->base_size = size;
 	snprintf(sp->base_etag, sizeof(sp->base_etag), "%s", etag);
+	objfs_rangeset_release(&sp->changed);
 	err = jwrite(sp, 'E', size, 0);
 	if (err == 0 && sp->jfd >= 0 &&
 	    write(sp->jfd, sp->base_etag, sizeof(sp->base_etag)) !=
@@ -347,8 +348,14 @@ int objfs_spool_open_named(const char *path, struct objfs_spool **out)
 	 * on must start where a reader expects one */
 	if (err == 0 && lseek(jfd, 0, SEEK_END) > done && ftruncate(jfd, done) != 0)
 		err = errno;
+	/* the journal does not say what was written since the base: every
+	 * byte held counts as changed */
+	for (size_t i = 0; err == 0 && i < sp->present.n; i++)
+		err = objfs_rangeset_add(&sp->changed, sp->present.r[i].start,
+					 sp->present.r[i].end);
 	sp->path = strdup(path);
 	if (err != 0 || sp->path == NULL) {
+		objfs_rangeset_release(&sp->changed);
 		objfs_rangeset_release(&sp->present);
 		free(sp->path);
 		free(sp);
@@ -401,6 +408,7 @@ void objfs_spool_leave(struct objfs_spool *sp)
 		close(sp->jfd);
 	free(sp->path);
 	objfs_rangeset_release(&sp->present);
+	objfs_rangeset_release(&sp->changed);
 	free(sp->kept);
 	free(sp);
 }
@@ -431,6 +439,7 @@ void objfs_spool_destroy(struct objfs_spool *sp)
 		free(sp->path);
 	}
 	objfs_rangeset_release(&sp->present);
+	objfs_rangeset_release(&sp->changed);
 	free(sp->kept);
 	free(sp);
 }
@@ -470,6 +479,8 @@ int objfs_spool_write(struct objfs_spool *sp, uint64_t off, const void *buf,
 			return err;
 	}
 	err = sp_add(sp, off, off + len);
+	if (err == 0 && off < sp->base_size)
+		err = objfs_rangeset_add(&sp->changed, off, off + len);
 	if (err != 0)
 		return err;
 	if (off + len > sp->size)
@@ -506,7 +517,9 @@ int objfs_spool_truncate(struct objfs_spool *sp, uint64_t size)
 	if (ftruncate(sp->fd, (off_t)size) != 0)
 		return errno;
 	if (size < sp->size) {
-		err = sp_remove(sp, size, UINT64_MAX);
+		err = objfs_rangeset_remove(&sp->changed, size, UINT64_MAX);
+		if (err == 0)
+			err = sp_remove(sp, size, UINT64_MAX);
 		if (err != 0)
 			return err;
 		/* bytes past the new end can no longer come from the base */

@@ -19,12 +19,9 @@
 
 #include "backend/backend.h"
 
-/* A sorted set of disjoint, non-adjacent half-open ranges [start, end).
+/* A sorted set of disjoint, non-adjacent half-open ranges [start, end)
+ * (struct objfs_range: backend.h).
  * OBJFS_RANGESET_INIT is empty; free with objfs_rangeset_release(). */
-struct objfs_range {
-	uint64_t start;
-	uint64_t end;
-};
 struct objfs_rangeset {
 	struct objfs_range *r;
 	size_t n;
@@ -53,6 +50,12 @@ struct objfs_spool {
 	int jfd;                        /* a named spool's journal, or -1 */
 	char *path;                     /* a named spool's file, or NULL */
 	struct objfs_rangeset present;
+	struct objfs_rangeset changed;  /* bytes written since the base (a
+					   subset of present; bytes past
+					   base_size count as changed
+					   whether in it or not); a spool
+					   reopened from its journal counts
+					   every present byte */
 	uint64_t size;                  /* the file's current size */
 	uint64_t base_size;             /* size of the object it started from */
 	char base_etag[OBJFS_ETAG_MAX]; /* "" when it started from nothing */
@@ -76,7 +79,7 @@ int objfs_spool_create_named(const char *path, uint64_t base_size,
 			     const char *base_etag, struct objfs_spool **out);
 int objfs_spool_open_named(const char *path, struct objfs_spool **out);
 /* The stored object is now the spool's bytes (an upload completed):
- * base_size size, base ETag etag.  0 or an errno. */
+ * base_size size, base ETag etag, nothing changed.  0 or an errno. */
 int objfs_spool_rebase(struct objfs_spool *sp, uint64_t size, const char *etag);
 /* Closes sp; a named spool's files are deleted. */
 void objfs_spool_destroy(struct objfs_spool *sp);

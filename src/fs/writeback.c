@@ -13,6 +13,19 @@
  * An acknowledged flush/fsync/close means the object is in the store; a
  * failed upload leaves the inode dirty for the next try.
  *
+ * Changed files: a file stored before and then grown or changed in place
+ * (the spool's `changed` ranges: bytes written since its base) is stored
+ * again by objfs_store_upload_delta(): its unchanged stretches are part
+ * copies of the stored object (the spool's base, its ETag checked), only
+ * the changed ones (widened to S3's 5 MiB parts) are fetched where
+ * missing and sent.  Where that does not pay (a base under 2 x
+ * part_size, nothing long enough to copy) or the store refuses part
+ * copies (remembered: fs->no_part_copy), or the stored object is no
+ * longer the base (another writer: ESTALE), the whole file goes up as
+ * before, after fetching what the spool lacks; if that fetch finds the
+ * object changed, the sync fails with EIO as before, and a spool holding
+ * every byte overwrites the other writer's object (last writer wins).
+ *
  * Streaming: a file written only at its end since empty (in->seq) sends
  * every complete part_size bytes of its spool as a part of a multipart
  * upload while it is written, so its close sends only the tail.
@@ -140,6 +153,62 @@ int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 		off = ge;
 	}
 	spool_account(fs, in);  /* what was fetched, also before a failure */
+	return err;
+}
+
+/* Stores in's spool as key by part copies of its base and the changed
+ * stretches (in->mu): see the top of this file.  EOPNOTSUPP (nothing sent)
+ * when it does not pay or the store refuses part copies, ESTALE when the
+ * stored object is no longer the base: the caller uploads the whole file
+ * then.  0 or an errno. */
+static int upload_changed(struct objfs_fs *fs, struct inode *in,
+			  const char *key, const struct objfs_source *src,
+			  const struct objfs_put_opts *po,
+			  struct objfs_obj_info *info)
+{
+	struct objfs_spool *sp = in->spool;
+	struct objfs_delta_seg *plan = NULL;
+	uint64_t sent = 0;
+	size_t n = 0, i;
+	bool in_store;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	in_store = in->in_store;
+	pthread_mutex_unlock(&fs->lock);
+	if (!in_store || sp->base_etag[0] == '\0' ||
+	    __atomic_load_n(&fs->no_part_copy, __ATOMIC_RELAXED) != 0)
+		return EOPNOTSUPP;
+	err = objfs_store_delta_plan(sp->size, sp->base_size, sp->changed.r,
+				     sp->changed.n, fs->o.part_size, &plan, &n);
+	if (err != 0)
+		return err;
+	/* the sent stretches must be local; the copied ones need not be */
+	for (i = 0; i < n && err == 0; i++) {
+		if (!plan[i].copy)
+			err = spool_fetch(fs, in, plan[i].off,
+					  plan[i].off + plan[i].len);
+	}
+	free(plan);
+	if (err != 0)
+		return err;
+	err = objfs_store_upload_delta(fs->store, key, src, po, sp->base_size,
+				       sp->base_etag, sp->changed.r,
+				       sp->changed.n, fs->o.part_size,
+				       fs->o.upload_parallel, &sent, info);
+	if (err == 0) {
+		__atomic_add_fetch(&fs->delta_uploads, 1, __ATOMIC_RELAXED);
+		objfs_debug(fs->log, SUB, "stored %s again: %" PRIu64 " of %"
+			    PRIu64 " bytes sent, the rest copied", key, sent,
+			    sp->size);
+	} else if (err == EOPNOTSUPP) {
+		__atomic_store_n(&fs->no_part_copy, 1, __ATOMIC_RELAXED);
+		objfs_info(fs->log, SUB, "the store refuses part copies: "
+			   "changed files are uploaded whole");
+	} else if (err == ESTALE) {
+		objfs_warn(fs->log, SUB, "%s changed in the store since it was "
+			   "read: uploading it whole", key);
+	}
 	return err;
 }
 
@@ -480,16 +549,21 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 		if (err != 0)
 			return err;
 	}
-	err = spool_fetch(fs, in, 0, in->spool->size);
-	if (err != 0)
-		return err;
 	err = objfs_fattr_to_meta(&fa, &meta);
 	if (err != 0)
 		goto out;
 	po.meta = &meta;
 	objfs_source_fd(&src, &fdctx, in->spool->fd, 0, in->spool->size);
-	err = objfs_store_upload(fs->store, key, &src, &po, fs->o.part_size,
-				 fs->o.upload_parallel, &info);
+	err = upload_changed(fs, in, key, &src, &po, &info);
+	if (err == EOPNOTSUPP || err == ESTALE) {
+		objfs_obj_info_release(&info);
+		err = spool_fetch(fs, in, 0, in->spool->size);
+		if (err != 0)
+			goto out;
+		err = objfs_store_upload(fs->store, key, &src, &po,
+					 fs->o.part_size,
+					 fs->o.upload_parallel, &info);
+	}
 	if (err != 0) {
 		objfs_error(fs->log, SUB, "uploading %s (%" PRIu64 " bytes): %s",
 			    key, in->spool->size, objfs_strerror(err));

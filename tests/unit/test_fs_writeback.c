@@ -5,7 +5,11 @@
  * and keeps the data dirty for a retry; a large sequential write streams
  * its parts while it is written and completes one multipart upload, and
  * falls back to a whole upload when a part fails; past spool_limit other
- * files' spools are uploaded and freed, and last the written file itself.
+ * files' spools are uploaded and freed, and last the written file itself;
+ * a stored file changed in place or appended to is stored again by part
+ * copies of its unchanged parts and the changed bytes (objfs_fault_sent()
+ * counts what was sent), whole where the store refuses part copies or
+ * another writer replaced the object.
  */
 #include "config.h"
 
@@ -308,6 +312,172 @@ static void test_relieve_own(void **state)
 	free(data);
 }
 
+/* A stored file of four 5 MiB parts, changed in its middle and appended
+ * to: the sync sends one part around the change plus the append; the rest
+ * is copied by the store (part copies). */
+static void test_delta_sync(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "d");
+	size_t n = 4 * OBJFS_MPU_MIN_PART + 100, app = MIB, mid = 12 * MIB;
+	char *data = pattern(n + 2 * app);
+	uint64_t sent;
+
+	write_all(e, in, data, n, MIB);
+	sync_check(e, in, "d", data, n);
+	objfs_fault_reset(e->fault);
+	memset(data + mid, 'x', 1000);
+	assert_int_equal(inode_write(fs, in, data + mid, 1000, mid), 0);
+	assert_int_equal(inode_write(fs, in, data + n, app, n), 0);
+	sync_check(e, in, "d", data, n + app);
+	sent = objfs_fault_sent(e->fault);
+	/* one part around the change, the append, attribute index segments */
+	assert_true(sent >= OBJFS_MPU_MIN_PART + app);
+	assert_true(sent <= OBJFS_MPU_MIN_PART + app + 256 * 1024);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART_COPY) == 2);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART) == 2);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_COMPLETE) == 1);
+	assert_true(fs->delta_uploads == 1);
+	/* appends alone: everything stored is copied, only they are sent */
+	objfs_fault_reset(e->fault);
+	assert_int_equal(inode_write(fs, in, data, app, n + app), 0);
+	memcpy(data + n + app, data, app);
+	sync_check(e, in, "d", data, n + 2 * app);
+	assert_true(objfs_fault_sent(e->fault) <= app + 256 * 1024);
+	unpin(fs, in);
+	free(data);
+}
+
+/* A store that refuses part copies: the whole file goes up, and the
+ * refusal is remembered (no part copy is tried again). */
+static void test_delta_refused(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "r");
+	size_t n = 4 * OBJFS_MPU_MIN_PART;
+	char *data = pattern(n + 20);
+
+	write_all(e, in, data, n, MIB);
+	sync_check(e, in, "r", data, n);
+	objfs_fault_reset(e->fault);
+	objfs_fault_fail_next(e->fault, OBJFS_FOP_MPU_PART_COPY, 1000,
+			      EOPNOTSUPP);
+	assert_int_equal(inode_write(fs, in, data + n, 10, n), 0);
+	sync_check(e, in, "r", data, n + 10);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART_COPY) >= 1);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_ABORT) == 1);
+	assert_true(objfs_fault_sent(e->fault) >= n + 10);
+	assert_true(fs->no_part_copy);
+	objfs_fault_reset(e->fault);
+	assert_int_equal(inode_write(fs, in, data + n + 10, 10, n + 10), 0);
+	sync_check(e, in, "r", data, n + 20);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART_COPY) == 0);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_CREATE) == 1);
+	unpin(fs, in);
+	free(data);
+}
+
+/* The stored object was replaced by another writer.  A spool holding every
+ * byte: the part copies fail (ETag) and the whole file goes up from the
+ * spool (last writer wins, as before).  A spool that lacks bytes of the
+ * old object cannot be completed: the sync fails with EIO and the file
+ * stays dirty. */
+static void test_delta_stale(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in = fe_new_file(e, fs->root, "s");
+	size_t n = 4 * OBJFS_MPU_MIN_PART;
+	char *data = pattern(n), *other = malloc(n);
+
+	assert_non_null(other);
+	memset(other, 'o', n);
+	write_all(e, in, data, n, MIB);
+	sync_check(e, in, "s", data, n);
+	tu_put(e->store, "s", other, n, NULL);
+	objfs_fault_reset(e->fault);
+	memset(data + 3 * MIB, 'y', 100);
+	assert_int_equal(inode_write(fs, in, data + 3 * MIB, 100, 3 * MIB), 0);
+	sync_check(e, in, "s", data, n);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_PART_COPY) >= 1);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_MPU_ABORT) == 1);
+	assert_false(fs->no_part_copy);
+	/* now without the bytes: the spool is dropped, another writer
+	 * replaces the object, a change is synced */
+	pthread_mutex_lock(&in->mu);
+	spool_drop(fs, in, false);
+	pthread_mutex_unlock(&in->mu);
+	assert_null(in->spool);
+	tu_put(e->store, "s", other, n, NULL);
+	assert_int_equal(inode_write(fs, in, "z", 1, 2 * MIB), 0);
+	assert_int_equal(inode_sync_locked_ns(fs, in), EIO);
+	assert_true(in->dirty);
+	tu_check(e->store, "s", other, n);
+	pthread_mutex_lock(&in->mu);
+	stream_abort(fs, in);
+	in->dirty = false;      /* nothing to store at teardown */
+	pthread_mutex_unlock(&in->mu);
+	unpin(fs, in);
+	free(other);
+	free(data);
+}
+
+/* Plans: what is copied and sent, and where it does not pay. */
+static void test_delta_plan(void **state)
+{
+	const uint64_t m = OBJFS_MPU_MIN_PART;
+	struct objfs_range mid = { 12 * MIB, 12 * MIB + 1000 };
+	struct objfs_range edge = { 10 * MIB - 1, 10 * MIB + 1 };
+	struct objfs_delta_seg *p = NULL;
+	uint64_t sent, copied, off;
+	size_t n, i;
+
+	(void)state;
+	/* too small to pay: base under 2 parts */
+	assert_int_equal(objfs_store_delta_plan(12 * MIB, 9 * MIB, NULL, 0, m,
+						&p, &n), EOPNOTSUPP);
+	/* an append: one copy, the appended bytes sent */
+	assert_int_equal(objfs_store_delta_plan(24 * MIB, 20 * MIB, NULL, 0, m,
+						&p, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(p[0].copy && p[0].off == 0 && p[0].len == 20 * MIB);
+	assert_true(!p[1].copy && p[1].len == 4 * MIB);
+	free(p);
+	/* every part but the last at least 5 MiB, contiguous, and the
+	 * unchanged bytes sent less than 5 MiB per change */
+	for (i = 0; i < 2; i++) {
+		const struct objfs_range *c = i == 0 ? &mid : &edge;
+		size_t k;
+
+		assert_int_equal(objfs_store_delta_plan(21 * MIB, 20 * MIB,
+							c, 1, m, &p, &n), 0);
+		sent = copied = off = 0;
+		for (k = 0; k < n; k++) {
+			assert_true(p[k].off == off);
+			assert_true(k + 1 == n || p[k].len >= m);
+			off += p[k].len;
+			if (p[k].copy)
+				copied += p[k].len;
+			else
+				sent += p[k].len;
+		}
+		assert_true(off == 21 * MIB);
+		assert_true(sent <= (c->end - c->start) + m + MIB);
+		assert_true(copied >= 20 * MIB - m - (c->end - c->start));
+		free(p);
+	}
+	/* everything changed: nothing to copy */
+	{
+		struct objfs_range all = { 0, 20 * MIB };
+
+		assert_int_equal(objfs_store_delta_plan(20 * MIB, 20 * MIB,
+							&all, 1, m, &p, &n),
+				 EOPNOTSUPP);
+	}
+}
+
 int main(void)
 {
 #define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, fe_teardown_state)
@@ -319,6 +489,10 @@ int main(void)
 		T(test_stream_part_fault, setup_stream),
 		T(test_relieve_others, setup_small_spool),
 		T(test_relieve_own, setup_small_spool),
+		T(test_delta_sync, setup_stream),
+		T(test_delta_refused, setup_stream),
+		T(test_delta_stale, setup_stream),
+		cmocka_unit_test(test_delta_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
