@@ -539,15 +539,84 @@ static int upload_parts(struct upload_job *job, unsigned parallel)
 	return job->err;
 }
 
+/* ETags equal but for quotes. */
+static bool etag_same(const char *a, const char *b)
+{
+	size_t la, lb;
+
+	if (*a == '"')
+		a++;
+	if (*b == '"')
+		b++;
+	la = strlen(a);
+	lb = strlen(b);
+	if (la > 0 && a[la - 1] == '"')
+		la--;
+	if (lb > 0 && b[lb - 1] == '"')
+		lb--;
+	return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* Runs job (s, key, src and part_size or plan, n_parts set) as one
+ * multipart upload: its parts, then, when base_etag is set, a HEAD that
+ * finds the object still the one the copies read (a store that ignores a
+ * copy's condition, Ceph RGW 16, may have copied from a newer object:
+ * ESTALE), then the completion; any failure aborts the upload.  0 or the
+ * first error. */
+static int run_job(struct upload_job *job, const struct objfs_put_opts *opts,
+		   unsigned parallel, struct objfs_obj_info *info)
+{
+	struct objfs_obj_info now = OBJFS_OBJ_INFO_INIT;
+	char *upload_id = NULL;
+	bool mu_init = false;
+	int err, aerr;
+
+	job->parts = calloc(job->n_parts, sizeof(*job->parts));
+	if (job->parts == NULL) {
+		err = ENOMEM;
+		goto out;
+	}
+	err = pthread_mutex_init(&job->mu, NULL);
+	if (err != 0)
+		goto out;
+	mu_init = true;
+
+	err = objfs_store_mpu_create(job->s, job->key, opts, &upload_id);
+	if (err != 0)
+		goto out;
+	job->upload_id = upload_id;
+	err = upload_parts(job, parallel);
+	if (err == 0 && job->base_etag != NULL) {
+		err = objfs_store_head(job->s, job->key, &now);
+		if (err == ENOENT || (err == 0 && !etag_same(now.etag, job->base_etag)))
+			err = ESTALE;
+	}
+	if (err == 0)
+		err = objfs_store_mpu_complete(job->s, job->key, upload_id,
+					       job->parts, job->n_parts, info);
+	if (err != 0) {
+		aerr = objfs_store_mpu_abort(job->s, job->key, upload_id);
+		if (aerr != 0)
+			objfs_warn(job->s->log, "store",
+				   "abort of a failed upload failed: %s",
+				   objfs_strerror(aerr));
+	}
+out:
+	if (mu_init)
+		pthread_mutex_destroy(&job->mu);
+	objfs_obj_info_release(&now);
+	free(upload_id);
+	free(job->parts);
+	job->parts = NULL;
+	return err;
+}
+
 int objfs_store_upload(struct objfs_store *s, const char *key,
 		       const struct objfs_source *src,
 		       const struct objfs_put_opts *opts, uint64_t part_size,
 		       unsigned parallel, struct objfs_obj_info *info)
 {
 	struct upload_job job = { 0 };
-	char *upload_id = NULL;
-	bool mu_init = false;
-	int err, aerr;
 
 	if (part_size < OBJFS_MPU_MIN_PART)
 		part_size = OBJFS_MPU_MIN_PART;
@@ -565,37 +634,7 @@ int objfs_store_upload(struct objfs_store *s, const char *key,
 	job.src = src;
 	job.part_size = part_size;
 	job.n_parts = (size_t)((src->size + part_size - 1) / part_size);
-	job.parts = calloc(job.n_parts, sizeof(*job.parts));
-	if (job.parts == NULL) {
-		err = ENOMEM;
-		goto out;
-	}
-	err = pthread_mutex_init(&job.mu, NULL);
-	if (err != 0)
-		goto out;
-	mu_init = true;
-
-	err = objfs_store_mpu_create(s, key, opts, &upload_id);
-	if (err != 0)
-		goto out;
-	job.upload_id = upload_id;
-	err = upload_parts(&job, parallel);
-	if (err == 0)
-		err = objfs_store_mpu_complete(s, key, upload_id, job.parts,
-					       job.n_parts, info);
-	if (err != 0) {
-		aerr = objfs_store_mpu_abort(s, key, upload_id);
-		if (aerr != 0)
-			objfs_warn(s->log, "store",
-				   "abort of a failed upload failed: %s",
-				   objfs_strerror(aerr));
-	}
-out:
-	if (mu_init)
-		pthread_mutex_destroy(&job.mu);
-	free(upload_id);
-	free(job.parts);
-	return err;
+	return run_job(&job, opts, parallel, info);
 }
 
 /* ---- objfs_store_upload_delta ------------------------------------------ */
@@ -734,23 +773,6 @@ int objfs_store_delta_plan(uint64_t size, uint64_t base_size,
 	return 0;
 }
 
-/* ETags equal but for quotes. */
-static bool etag_same(const char *a, const char *b)
-{
-	size_t la, lb;
-
-	if (*a == '"')
-		a++;
-	if (*b == '"')
-		b++;
-	la = strlen(a);
-	lb = strlen(b);
-	if (la > 0 && a[la - 1] == '"')
-		la--;
-	if (lb > 0 && b[lb - 1] == '"')
-		lb--;
-	return la == lb && strncmp(a, b, la) == 0;
-}
 
 int objfs_store_upload_delta(struct objfs_store *s, const char *key,
 			     const struct objfs_source *src,
@@ -760,12 +782,9 @@ int objfs_store_upload_delta(struct objfs_store *s, const char *key,
 			     uint64_t part_size, unsigned parallel,
 			     uint64_t *sent, struct objfs_obj_info *info)
 {
-	struct objfs_obj_info now = OBJFS_OBJ_INFO_INIT;
 	struct upload_job job = { 0 };
 	struct objfs_delta_seg *plan = NULL;
-	char *upload_id = NULL;
-	bool mu_init = false;
-	int err, aerr;
+	int err;
 
 	if (sent != NULL)
 		*sent = 0;
@@ -780,49 +799,11 @@ int objfs_store_upload_delta(struct objfs_store *s, const char *key,
 	job.src = src;
 	job.plan = plan;
 	job.base_etag = base_etag;
-	job.parts = calloc(job.n_parts, sizeof(*job.parts));
-	if (job.parts == NULL) {
-		err = ENOMEM;
-		goto out;
-	}
-	err = pthread_mutex_init(&job.mu, NULL);
-	if (err != 0)
-		goto out;
-	mu_init = true;
-
-	err = objfs_store_mpu_create(s, key, opts, &upload_id);
-	if (err != 0)
-		goto out;
-	job.upload_id = upload_id;
-	err = upload_parts(&job, parallel);
-	/* a store that ignores the copies' condition (Ceph RGW 16) may have
-	 * copied from a newer object: the base must still be there */
-	if (err == 0)
-		err = objfs_store_head(s, key, &now);
-	if (err == 0 && !etag_same(now.etag, base_etag))
-		err = ESTALE;
-	else if (err == ENOENT)
-		err = ESTALE;
-	if (err == 0)
-		err = objfs_store_mpu_complete(s, key, upload_id, job.parts,
-					       job.n_parts, info);
+	err = run_job(&job, opts, parallel, info);
 	if (err == 0 && info != NULL)
 		info->size = src->size;
-	if (err != 0) {
-		aerr = objfs_store_mpu_abort(s, key, upload_id);
-		if (aerr != 0)
-			objfs_warn(s->log, "store",
-				   "abort of a failed upload failed: %s",
-				   objfs_strerror(aerr));
-	}
-out:
 	if (sent != NULL)
 		*sent = job.sent;
-	if (mu_init)
-		pthread_mutex_destroy(&job.mu);
-	objfs_obj_info_release(&now);
-	free(upload_id);
-	free(job.parts);
 	free(plan);
 	return err;
 }
