@@ -149,7 +149,6 @@ while [ $i -le "$WRITERS" ]; do
 	i=$((i + 1))
 done
 BYTES=$((WRITERS * SIZE_MB * 1048576))
-GIB=$(echo "$BYTES" | awk '{ print $1 / 1073741824 }')
 
 # wait_objects PREFIX DEADLINE: until every file is in the store at its size
 wait_objects() {
