@@ -75,7 +75,10 @@ stop_server() {
 		for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do
 			echo "$p" >"$(dirname "$CG")/cgroup.procs" 2>/dev/null || true
 		done
-		rmdir "$CG" 2>/dev/null || true
+		# the daemons' last threads may take a while to be reaped
+		i=0
+		until rmdir "$CG" 2>/dev/null || [ $i -ge 100 ]; do sleep 0.2; i=$((i + 1)); done
+		[ -d "$CG" ] && echo "bench/overload.sh: could not remove $CG" >&2
 	fi
 	CG=""
 }
@@ -84,7 +87,14 @@ cleanup() {
 		[ -d "$m" ] || continue
 		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
 	done
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for p in $JOBS $PIDS; do kill "$p" 2>/dev/null || true; done
+	# a mount whose store went away may wait for it: not after 5 s
+	sleep 1
+	for p in $PIDS; do
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 40 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -9 "$p" 2>/dev/null || true
+	done
 	stop_server
 	rm -rf "$W"
 }
@@ -105,7 +115,7 @@ limit_server() {
 		pids="$pids $(ps -eo pid=,pgid= | awk -v g="$g" '$2 == g { print $1 }')"
 	done
 	quota=$(echo "$SERVER_CPU" | awk '{ printf "%d", $1 * 100000 }')
-	name=objfs-overload-$$
+	name=objfs-overload-$$-$RUN
 	if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
 		# cgroup v2 (unified at /sys/fs/cgroup)
 		echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
@@ -226,6 +236,7 @@ one_run() {
 	BUCKET=$OBJFS_TEST_S3_BUCKET
 	export AWS_ENDPOINT_URL="$OBJFS_TEST_S3_ENDPOINT" AWS_REGION="$OBJFS_TEST_S3_REGION"
 	export AWS_ACCESS_KEY_ID="$OBJFS_TEST_S3_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$OBJFS_TEST_S3_SECRET_KEY"
+	RUN=$1
 	limit_server
 	echo "run $1: server limit: $LIMIT" | tee "$RD/limit"
 	labels=""
