@@ -223,7 +223,11 @@ do_umount() {
 	while kill -0 "$PID" 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
 	kill -9 "$PID" 2>/dev/null || true
 	wait "$PID" 2>/dev/null || true
+	forget "$PID"
 }
+# forget PID: a process waited for, no longer to be killed at exit (its
+# pid may be another's by then)
+forget() { PIDS=$(echo " $PIDS " | sed "s/ $1 / /"); }
 
 # one_run N: a fresh server, limited; the proxy; each tool writes then reads
 one_run() {
@@ -310,6 +314,7 @@ one_run() {
 	done
 	kill "$PROXY"
 	wait "$PROXY" || true
+	forget "$PROXY"
 	stop_server
 	rm -rf "$W/s3" "$W"/rclone-cache-*
 	report "$RD" | tee "$RD/table"
