@@ -17,6 +17,13 @@ the exit status is 1 if there was any.
                                                  "N RELEASE NAMESPACE WHERE" lines on stdout
     check_manifests.py classes RENDERED.json EXAMPLES.json WHERE
                                                  the examples' classes exist in the render
+    check_manifests.py holder-memory WHERE RENDERED.json VALUES.json
+                                                 the holder's memory limit covers maxSlots
+                                                 mounts (VALUES.json: the values files
+                                                 rendered, in order, from yaml2json)
+    check_manifests.py quota WHERE RENDERED.json CLASSES-JSON
+                                                 the ResourceQuota for the system-* classes
+                                                 CLASSES-JSON (null: none wanted)
 
 Environment: OBJFS_CSI (path of a built objfs-csi; when set, the objfs-csi
 arguments of every rendered container are run through `objfs-csi --dry-run`),
@@ -150,6 +157,7 @@ CASES = {
         "extra": {("StorageClass", "objfs")},
         "metrics": {"controller": 9811, "node": 9812},
         "netpol": {"controller", "node"},
+        "quota": ["system-cluster-critical", "system-node-critical"],
     },
     "full": {
         "namespace": "objfs-system", "fullname": "objfs-full",
@@ -166,6 +174,8 @@ CASES = {
         "metrics": {"controller": 19811, "node": 19812},
         # node.hostNetwork: no NetworkPolicy can apply to the node pods
         "netpol": {"controller"},
+        # objfs-* classes, and no holder (hostSystemd): no quota
+        "quota": None,
     },
     "existing": {
         "namespace": "storage", "fullname": "rel-objfs", "kubelet": "/var/lib/kubelet",
@@ -176,6 +186,7 @@ CASES = {
         "extra": {("StorageClass", "objfs"), ("VolumeSnapshotClass", "objfs")},
         "metrics": None,
         "netpol": set(),
+        "quota": ["system-cluster-critical", "system-node-critical"],
     },
 }
 
@@ -200,7 +211,85 @@ def expected_objects(case):
     if case["metrics"]:
         objs |= {("Service", fn + "-controller-metrics"), ("Service", fn + "-node-metrics")}
     objs |= {("NetworkPolicy", "%s-%s-metrics" % (fn, c)) for c in case["netpol"]}
+    if case["quota"]:
+        objs.add(("ResourceQuota", fn + "-critical-pods"))
     return objs | case["extra"]
+
+
+def check_quota(where, docs, want):
+    """The ResourceQuota that admits system-* priority classes outside
+    kube-system: present exactly when a rendered pod uses one, scoped to
+    exactly those classes (want: the classes, or None for no quota)."""
+    pcs = set()
+    for d in docs:
+        if d.get("kind") in ("Deployment", "DaemonSet"):
+            pc = d["spec"]["template"]["spec"].get("priorityClassName")
+            if pc and pc.startswith("system-"):
+                pcs.add(pc)
+    quotas = [d for d in docs if d.get("kind") == "ResourceQuota"]
+    if want is not None and sorted(pcs) != sorted(want):
+        fail("%s: system-* classes of the pods %s, want %s" % (where, sorted(pcs), want))
+    if not pcs or want is None:
+        if quotas:
+            fail("%s: a ResourceQuota without (or not wanting) a system-* class" % where)
+        return
+    if len(quotas) != 1:
+        fail("%s: %d ResourceQuotas for the classes %s, want 1" % (where, len(quotas), sorted(pcs)))
+        return
+    spec = quotas[0]["spec"]
+    exprs = spec.get("scopeSelector", {}).get("matchExpressions", [])
+    if len(exprs) != 1 or exprs[0].get("scopeName") != "PriorityClass" \
+            or exprs[0].get("operator") != "In" or sorted(exprs[0].get("values", [])) != sorted(pcs):
+        fail("%s: ResourceQuota scopeSelector %r, want PriorityClass In %s"
+             % (where, exprs, sorted(pcs)))
+    pods = spec.get("hard", {}).get("pods")
+    nodes_pods = 1 + sum(1 for d in docs if d.get("kind") == "DaemonSet")
+    if pods is None or int(pods) < 1000 * nodes_pods:
+        fail("%s: ResourceQuota hard.pods %r is not generous (1000 nodes need %d)"
+             % (where, pods, 1000 * nodes_pods))
+    if set(spec.get("hard", {})) != {"pods"}:
+        fail("%s: ResourceQuota limits more than pods: %r" % (where, spec.get("hard")))
+
+
+QUANTITY = {"": 1, "k": 1000, "M": 1000 ** 2, "G": 1000 ** 3, "T": 1000 ** 4,
+            "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40}
+
+
+def quantity(q):
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(|k|M|G|T|Ki|Mi|Gi|Ti)", str(q))
+    if not m:
+        return None
+    return float(m.group(1)) * QUANTITY[m.group(2)]
+
+
+def merged_values(values_docs):
+    vals = {}
+    for v in values_docs:
+        merge_values(vals, v)
+    return vals
+
+
+def check_holder_memory(where, docs, values_docs):
+    """The holder's memory limit covers every slot at the mount memory bound:
+    limit >= holder.maxSlots x node.mountMemoryMiB + holder.memoryBaseMiB."""
+    vals = merged_values(values_docs)
+    h, n = vals["holder"], vals["node"]
+    need = (int(h["maxSlots"]) * int(n["mountMemoryMiB"]) + int(h["memoryBaseMiB"])) << 20
+    ds = [d for d in docs if d.get("kind") == "DaemonSet"
+          and d["metadata"]["name"].endswith("-holder")]
+    if len(ds) != 1:
+        fail("%s: %d holder DaemonSets, want 1" % (where, len(ds)))
+        return
+    c = [c for c in ds[0]["spec"]["template"]["spec"]["containers"] if c["name"] == "objfs-holder"]
+    lim = c[0].get("resources", {}).get("limits", {}).get("memory") if c else None
+    got = quantity(lim) if lim is not None else None
+    if got is None or got < need:
+        fail("%s: holder memory limit %r < maxSlots %s x mountMemoryMiB %s + memoryBaseMiB %s (%d MiB)"
+             % (where, lim, h["maxSlots"], n["mountMemoryMiB"], h["memoryBaseMiB"], need >> 20))
+    a = c[0].get("args", []) if c else []
+    slots = a[a.index("--max-slots") + 1] if "--max-slots" in a[:-1] else None
+    if slots != str(h["maxSlots"]):
+        fail("%s: --max-slots %r is not holder.maxSlots %s" % (where, slots, h["maxSlots"]))
 
 
 def index(docs):
@@ -1332,12 +1421,24 @@ def main():
         for e in errors:
             print("FAIL:", e)
         return 1 if errors else 0
+    if len(sys.argv) == 5 and sys.argv[1] in ("holder-memory", "quota"):
+        docs = json.load(open(sys.argv[3]))
+        if sys.argv[1] == "holder-memory":
+            check_holder_memory(sys.argv[2], docs, json.load(open(sys.argv[4])))
+        else:
+            want = json.loads(sys.argv[4])
+            check_quota(sys.argv[2], docs, want)
+        for e in errors:
+            print("FAIL:", e)
+        return 1 if errors else 0
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     what, path = sys.argv[1:]
     if what in CASES:
-        check_chart(what, json.load(open(path)))
+        docs = json.load(open(path))
+        check_chart(what, docs)
+        check_quota(what, docs, CASES[what]["quota"])
     elif what == "examples":
         check_examples(json.load(open(path)))
     elif what == "values":

@@ -10,7 +10,9 @@
 #     Secret and CA ConfigMap), parses the output strictly and runs
 #     check_manifests.py on it: objects, namespaces, socket paths shared by
 #     plugin and sidecars, kubelet registration path, sidecar flags, RBAC,
-#     Secret references and keys, and `objfs-csi --dry-run` on the objfs-csi
+#     Secret references and keys, the ResourceQuota for the system-* priority
+#     classes, the holder's memory limit against maxSlots x the mount memory
+#     bound, and `objfs-csi --dry-run` on the objfs-csi
 #     arguments of each rendered container (when objfs-csi is built);
 #  3. checks that invalid values are refused, NOTES.txt renders, every value
 #     in values.yaml is commented, the examples parse and fit together, and
@@ -103,6 +105,51 @@ printf 's3: {bucket: my-k8s-volumes}\n' >"$tmp/s3.yaml"
 render_case objfs default default -f "$tmp/s3.yaml"
 render_case objfs objfs-system full -f "$srcdir/tests/helm/values-full.yaml"
 render_case rel storage existing -f "$srcdir/tests/helm/values-existing.yaml"
+# The holder's memory limit covers every slot at the mount memory bound
+# (maxSlots x node.mountMemoryMiB + holder.memoryBaseMiB): the defaults, and
+# values-full.yaml with the holder on (it runs host systemd units)
+printf 'node: {hostSystemd: {enabled: false}}\n' >"$tmp/holder-on.yaml"
+holder_memory() { # case rendered-yaml values-files...
+	hm=$1 out=$2
+	shift 2
+	if ! "$render" yaml2json "$out" >"$tmp/$hm.hm.json" 2>"$tmp/$hm.hm.err" ||
+	   ! "$render" yaml2json "$chart/values.yaml" "$@" >"$tmp/$hm.values.json" 2>>"$tmp/$hm.hm.err"; then
+		fail "$hm: holder memory: $(cat "$tmp/$hm.hm.err")"
+		return
+	fi
+	$check holder-memory "$hm" "$tmp/$hm.hm.json" "$tmp/$hm.values.json" || fail "$hm: the holder's memory limit"
+}
+holder_memory default "$tmp/default.yaml" "$tmp/s3.yaml"
+grep -q 'memory: 8208Mi' "$tmp/default.yaml" || fail "default: the holder's limit is not 128 x 64 + 16 = 8208Mi"
+if "$render" -f "$srcdir/tests/helm/values-full.yaml" -f "$tmp/holder-on.yaml" -name objfs \
+	-namespace objfs-system "$chart" >"$tmp/full-holder.yaml" 2>"$tmp/full-holder.err"; then
+	holder_memory full-holder "$tmp/full-holder.yaml" "$srcdir/tests/helm/values-full.yaml" "$tmp/holder-on.yaml"
+	# the holder alone uses a system-* class there: the quota names it alone
+	$check quota full-holder "$tmp/full-holder.hm.json" '["system-node-critical"]' ||
+		fail "full-holder: the ResourceQuota"
+else
+	fail "full with the holder: render: $(cat "$tmp/full-holder.err")"
+fi
+# an explicit holder.resources.limits.memory is kept
+printf 'holder: {resources: {limits: {memory: 3Gi}}}\n' >"$tmp/holder-lim.yaml"
+"$render" -f "$tmp/s3.yaml" -f "$tmp/holder-lim.yaml" "$chart" >"$tmp/holder-lim.out" 2>&1 ||
+	fail "holder.resources.limits.memory=3Gi: $(cat "$tmp/holder-lim.out")"
+grep -q 'memory: 3Gi' "$tmp/holder-lim.out" || fail "an explicit holder.resources.limits.memory is not kept"
+# the system-* priority class quota: not in kube-system, not when turned off
+for q in kube-system off; do
+	if [ $q = off ]; then
+		printf 'criticalPodsQuota: {create: false}\n' >"$tmp/quota.yaml"
+		qns=objfs
+	else
+		: >"$tmp/quota.yaml"
+		qns=kube-system
+	fi
+	if ! "$render" -f "$tmp/s3.yaml" -f "$tmp/quota.yaml" -namespace $qns "$chart" >"$tmp/quota.out" 2>&1; then
+		fail "quota ($q): $(cat "$tmp/quota.out")"
+	elif grep -q '^kind: ResourceQuota' "$tmp/quota.out"; then
+		fail "quota ($q): a ResourceQuota was rendered"
+	fi
+done
 # IRSA: the role annotation on every service account of the plugin
 n=$(grep -c 'eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/objfs' "$tmp/full.yaml" || true)
 [ "$n" = 2 ] || fail "full: serviceAccountAnnotations on $n service accounts, not 2"
@@ -125,6 +172,9 @@ refuse 'storageClass.create needs' 's3: {bucket: null}'
 refuse 'storageClass.create needs' 's3: {bucket: ""}'
 refuse 'kubeletDir must be an absolute path' 'kubeletDir: var/lib/kubelet'
 refuse 'mountMemoryMiB must be at least' 'node: {mountMemoryMiB: 1}'
+refuse 'holder.maxSlots must be between' 'holder: {maxSlots: 0}'
+refuse 'holder.memoryBaseMiB must be at least' 'holder: {memoryBaseMiB: 2}'
+refuse 'criticalPodsQuota.pods must be at least' 'criticalPodsQuota: {pods: 0}'
 refuse 'metrics.nodePort must differ' 'metrics: {nodePort: 9809}'
 
 # storageClass.create=false: no bucket needed, no StorageClass, NOTES say so
@@ -212,7 +262,9 @@ for d in README.md docs/kubernetes.md charts/objfs/README.md; do
 	grep -q 'pod-security.kubernetes.io/enforce=privileged' "$srcdir/$d" ||
 		fail "$d: the install lacks the Pod Security label the node pods need"
 done
-grep -q 'image.repository=' "$srcdir/README.md" || fail "README.md: the install does not set image.repository"
+for d in README.md docs/kubernetes.md charts/objfs/README.md; do
+	grep -q 'image.repository=' "$srcdir/$d" || fail "$d: the install does not set image.repository"
+done
 if grep -qi 'placeholder' "$srcdir/examples/README.md"; then
 	fail "examples/README.md still calls something a placeholder"
 fi

@@ -112,6 +112,41 @@ type: OnDelete
 {{- end -}}
 {{- end -}}
 
+{{/* The holder container's resources: holder.resources, whose memory limit,
+     unless holder.resources.limits.memory is set, is computed so that every
+     slot can hold a mount at its bound: holder.maxSlots x
+     node.mountMemoryMiB + holder.memoryBaseMiB, in Mi. */}}
+{{- define "objfs.holderResources" -}}
+{{- $h := .Values.holder -}}
+{{- $r := deepCopy ($h.resources | default dict) -}}
+{{- $lim := $r.limits | default dict -}}
+{{- if not $lim.memory -}}
+{{- $_ := set $lim "memory" (printf "%dMi" (add (mul (int $h.maxSlots) (int .Values.node.mountMemoryMiB)) (int $h.memoryBaseMiB))) -}}
+{{- end -}}
+{{- $_ := set $r "limits" $lim -}}
+{{- toYaml $r -}}
+{{- end -}}
+
+{{/* The system-* priority classes (system-node-critical,
+     system-cluster-critical) the release's pods use, sorted, joined by commas;
+     empty when none.  Outside kube-system, clusters that restrict them (GKE
+     and any with an admission-controller LimitedResources entry for
+     PriorityClass) admit such pods only under a ResourceQuota that names
+     the class (criticalPodsQuota). */}}
+{{- define "objfs.systemPriorityClasses" -}}
+{{- $pcs := list .Values.controller.priorityClassName .Values.node.priorityClassName -}}
+{{- if eq (include "objfs.mountRunner" .) "holder" -}}
+{{- $pcs = append $pcs .Values.holder.priorityClassName -}}
+{{- end -}}
+{{- $sys := list -}}
+{{- range $pcs -}}
+{{- if and . (hasPrefix "system-" (toString .)) -}}
+{{- $sys = append $sys (toString .) -}}
+{{- end -}}
+{{- end -}}
+{{- $sys | uniq | sortAlpha | join "," -}}
+{{- end -}}
+
 {{- define "objfs.validate" -}}
 {{- if not (has .Values.logLevel (list "debug" "info" "warn" "error")) -}}
 {{- fail (printf "logLevel must be debug, info, warn or error, not %q" .Values.logLevel) -}}
@@ -141,6 +176,15 @@ type: OnDelete
 {{- end -}}
 {{- if lt (int .Values.node.mountMemoryMiB) 16 -}}
 {{- fail "node.mountMemoryMiB must be at least 16" -}}
+{{- end -}}
+{{- if or (lt (int .Values.holder.maxSlots) 1) (gt (int .Values.holder.maxSlots) 4096) -}}
+{{- fail "holder.maxSlots must be between 1 and 4096" -}}
+{{- end -}}
+{{- if lt (int .Values.holder.memoryBaseMiB) 8 -}}
+{{- fail "holder.memoryBaseMiB must be at least 8" -}}
+{{- end -}}
+{{- if and .Values.criticalPodsQuota.create (lt (int .Values.criticalPodsQuota.pods) 1) -}}
+{{- fail "criticalPodsQuota.pods must be at least 1" -}}
 {{- end -}}
 {{- if .Values.metrics.enabled -}}
 {{- $np := int .Values.metrics.nodePort -}}
