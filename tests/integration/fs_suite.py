@@ -806,8 +806,10 @@ def t_listing_ranges(env):
     if env.kind == "s3":
         check(r is not None, "the mount logged its store requests")
         # d: 3 pages (2,200 names) in 3 LISTs; its lookup's LIST of the
-        # root, the index's, the mount's own (usage, volume record)
-        check(int(r.get("list", 0)) <= 3 + 1 + 1 + 2, "LISTs: %s" % r)
+        # root, the index's, the mount's own (usage, volume record), the
+        # root's own st_nlink when it is first shown (its subdirectories:
+        # a LIST, issue 34 item 2)
+        check(int(r.get("list", 0)) <= 3 + 1 + 1 + 2 + 1, "LISTs: %s" % r)
 
 
 def t_small_reads(env):
@@ -958,8 +960,9 @@ def t_prefetch_cp(env):
         check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2, "no HEAD per file: %s" % r)
         # a LIST per directory (6), t's lookup, and for the index the
         # first directory's own LIST and then one of the whole index
-        # (the catalogue), which answers the other directories
-        check(int(r.get("list", 0)) <= 6 + 1 + 2, "a directory listed once: %s" % r)
+        # (the catalogue), which answers the other directories; the
+        # root's st_nlink when it is first shown (issue 34 item 2)
+        check(int(r.get("list", 0)) <= 6 + 1 + 2 + 1, "a directory listed once: %s" % r)
     # files opened by name in order, their directory listed by a lookup
     # but never read (rsync's receiver reopening what it wrote): nothing
     # prefetched
