@@ -904,9 +904,12 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {
 		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
-	} else if (!d->is_dir && d->etag[0] == '\0') {
-		/* a name noted here (a rename, a link) without an inode:
-		 * DT_UNKNOWN, so the reader asks lstat */
+	} else if (!d->is_dir) {
+		/* a listed name whose attributes are not known (a name noted
+		 * here without an inode, or one the attribute index does not
+		 * show yet): its object may be a FIFO, a device, a symlink or
+		 * a hard link's name as well as a file, so DT_UNKNOWN, and
+		 * the reader asks lstat (find, rsync and tar do) */
 		*type = 0;
 	}
 }
