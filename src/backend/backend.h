@@ -10,6 +10,7 @@
  *            local  (a directory that behaves like a bucket, src/backend/local.c)
  *   layers:  retry  (capped exponential backoff with jitter, retry.c)
  *            hedge  (races a second GET against a slow one, hedge.c)
+ *            limit  (an adaptive bound on requests in flight, limit.c)
  *            meter  (counts and times every request, meter.c)
  *            fault  (injects errors, delays and short reads, fault.c)
  *            prefix (confines every key to a prefix, prefix.c)
@@ -19,7 +20,7 @@
  * copy, move and delete (tree.h).
  *
  * objfs_store_stack_create() (stack.c) assembles a stack from a config, e.g.
- * prefix -> retry -> s3.  Tests build small stacks directly.
+ * prefix -> retry -> limit -> meter -> s3.  Tests build small stacks directly.
  *
  * Conventions for every op:
  *   - returns 0 or a positive errno; never aborts, never prints secrets;
@@ -644,7 +645,8 @@ int objfs_fault_store_create(struct objfs_store *inner,
 
 /* Where a volume or bucket lives:
  *   s3://BUCKET[/PREFIX]   the S3 leaf (endpoint etc. from cfg->s3), under
- *                          a meter layer (with cfg->metrics), a retry
+ *                          a meter layer (with cfg->metrics), a limit
+ *                          layer (at most s3.max_connections), a retry
  *                          layer, a hedge layer (when cfg->hedge.ceiling_ms)
  *                          and a prefix layer;
  *   file:///DIR[/PREFIX]   the local leaf (under a meter layer with
@@ -681,7 +683,8 @@ int objfs_store_url_parse(const char *url, char **scheme, char **bucket,
 int objfs_s3_aws_endpoint(const char *region, const char *bucket, char *buf,
 			  size_t len, bool *path_style);
 
-/* Builds [delq ->] prefix -> [hedge ->] retry -> [meter ->] leaf for cfg; an s3 url without an endpoint
+/* Builds [delq ->] prefix -> [hedge ->] retry -> limit -> [meter ->] leaf
+ * for cfg (limit and retry for s3 only); an s3 url without an endpoint
  * gets AWS's (objfs_s3_aws_endpoint).  0 or an errno; *out is owned by
  * the caller (objfs_store_destroy). */
 int objfs_store_stack_create(const struct objfs_store_config *cfg,

@@ -1,12 +1,16 @@
 /*
  * stack.c - store URLs and the one function that assembles a store stack.
  *
- *   s3://BUCKET[/PREFIX]   [delq ->] prefix(PREFIX) -> [hedge ->] retry -> meter -> s3(BUCKET)
+ *   s3://BUCKET[/PREFIX]   [delq ->] prefix(PREFIX) -> [hedge ->] retry -> limit -> meter -> s3(BUCKET)
  *   file:///DIR[/PREFIX]   [delq ->] prefix(PREFIX) -> meter -> local(ROOT)
  *
  * The delq layer (deferred deletes, when cfg->delete_delay_ms) is on top:
  * the keys it holds are the ones callers gave, and objfs_store_del_deferred()
  * finds it there.
+ *
+ * The limit layer (limit.c: an adaptive bound on the requests in flight,
+ * at most max_connections) is under the retry layer, so each retry waits
+ * for a slot too, and a retry's sleep holds none.
  *
  * An s3 store without an endpoint gets AWS's for its region
  * (objfs_s3_aws_endpoint, backend/s3conn.c: the connection's one home).
@@ -37,6 +41,7 @@
 
 #include "backend/backend.h"
 #include "backend/delq.h"
+#include "backend/limit.h"
 #include "common/log.h"
 
 #define STORE_MARKER OBJFS_LOCAL_STORE_MARKER
@@ -255,6 +260,7 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 	struct objfs_store *leaf = NULL, *mid = NULL;
 	struct objfs_retry_config retry;
 	struct objfs_hedge_config hedge;
+	struct objfs_limit_config limit;
 	int rc;
 
 	*out = NULL;
@@ -287,9 +293,14 @@ int objfs_store_stack_create(const struct objfs_store_config *cfg,
 		rc = objfs_s3_store_create(&s3, log, &leaf);
 		if (rc != 0)
 			goto out;
-		/* meter, retry, hedge and prefix take ownership, also on
-		 * failure */
+		/* meter, limit, retry, hedge and prefix take ownership,
+		 * also on failure */
 		rc = meter(cfg, &leaf);
+		if (rc != 0)
+			goto out;
+		limit.max = s3.max_connections;
+		limit.metrics = cfg->metrics;
+		rc = objfs_limit_store_create(leaf, &limit, &leaf);
 		if (rc != 0)
 			goto out;
 		retry = cfg->retry;

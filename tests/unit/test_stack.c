@@ -192,9 +192,10 @@ static void test_s3_stack(void **state)
 	assert_non_null(s->inner);
 	assert_string_equal(s->inner->ops->name, "retry");
 	assert_non_null(s->inner->inner);
-	assert_string_equal(s->inner->inner->ops->name, "meter");
-	assert_string_equal(s->inner->inner->inner->ops->name, "s3");
-	assert_null(s->inner->inner->inner->inner);
+	assert_string_equal(s->inner->inner->ops->name, "limit");
+	assert_string_equal(s->inner->inner->inner->ops->name, "meter");
+	assert_string_equal(s->inner->inner->inner->inner->ops->name, "s3");
+	assert_null(s->inner->inner->inner->inner->inner);
 	assert_int_equal(objfs_store_head(s, "k", &info), ECONNREFUSED);
 	/* metrics off: the stack still counts its requests */
 	assert_int_equal(objfs_store_requests(s, &rq), 0);
@@ -217,6 +218,9 @@ static void test_s3_stack(void **state)
 	assert_string_equal(line, "total=3 head=3");
 	assert_int_equal(objfs_metrics_render(reg, &text), 0);
 	assert_non_null(strstr(text.p, "objfs_store_requests_total{op=\"head\",result=\"unreachable\"} 3\n"));
+	/* the limit layer's: refused connections are no congestion */
+	assert_non_null(strstr(text.p, "objfs_store_concurrency_limit 16\n"));
+	assert_non_null(strstr(text.p, "objfs_store_concurrency_waits_total 0\n"));
 	objfs_buf_release(&text);
 	objfs_store_destroy(s);
 	objfs_metrics_destroy(reg);
@@ -230,7 +234,7 @@ static void test_s3_stack(void **state)
 	cfg.s3.endpoint = NULL;
 	cfg.s3.region = "eu-west-1";
 	assert_int_equal(objfs_store_stack_create(&cfg, NULL, &s), 0);
-	assert_string_equal(s->inner->inner->inner->ops->name, "s3");
+	assert_string_equal(s->inner->inner->inner->inner->ops->name, "s3");
 	objfs_store_destroy(s);
 	s = NULL;
 	cfg.s3.region = "eu west";
