@@ -52,8 +52,8 @@
  *     than half pass max(floor_ms / 2, p50 * slow_percent / 100) (the
  *     floor's half: a GET at its threshold is late), most GETs
  *     are late, a second GET would wait as long, and none is sent.  A GET
- *     in flight that another overtook (one ended after it began) counts
- *     as on time: the GETs in flight are biased to the slow ones (with 8
+ *     in flight that a younger one overtook (one that began floor_ms or
+ *     more after it has ended) counts as on time: the GETs in flight are biased to the slow ones (with 8
  *     readers and 30% of GETs held 5 s, they were mostly the held ones
  *     and every hedge was refused).  Only an outlier against the current
  *     distribution is raced.
@@ -158,7 +158,8 @@ struct hedge {
 	} first, gap;                   /* h->mu */
 	unsigned recent[RECENT];        /* h->mu: first-byte waits of the */
 	unsigned n_recent, next_recent; /* last primaries that ended */
-	long long last_end_ms;          /* h->mu: when the last one ended */
+	long long ended_start_ms;       /* h->mu: the latest start of a
+					   primary that ended */
 	unsigned tokens;                /* h->mu: budget, in thousandths */
 	uint64_t hedged, won;           /* h->mu */
 	uint64_t refusals[2];           /* h->mu */
@@ -207,15 +208,17 @@ static void sample(struct ring *r, long long ms)
 		r->n++;
 }
 
-/* A primary's first-byte wait into the recent view (h->mu). */
-static void sample_recent(struct hedge *h, long long ms)
+/* A primary's first-byte wait into the recent view, and its start
+ * (h->mu). */
+static void sample_recent(struct hedge *h, long long ms, long long start_ms)
 {
 	h->recent[h->next_recent] = ms < 0 ? 0 : ms > 3600000 ? 3600000 :
 				    (unsigned)ms;
 	h->next_recent = (h->next_recent + 1) % RECENT;
 	if (h->n_recent < RECENT)
 		h->n_recent++;
-	h->last_end_ms = objfs_now_ms();
+	if (start_ms > h->ended_start_ms)
+		h->ended_start_ms = start_ms;
 }
 
 /* Whether most current first-byte waits are late against the longer-term
@@ -239,10 +242,12 @@ static bool server_slow(struct hedge *h, long long now)
 		       now - g->start_ms;
 		pthread_mutex_unlock(&g->mu);
 		n++;
-		/* a GET that others overtook (one ended after it began) is
-		 * its own outlier, not the server's slowness: those in
-		 * flight are biased to the slow ones, the quick have ended */
-		late += wait > (long long)bar && h->last_end_ms <= g->start_ms;
+		/* a GET that a younger one overtook (one that began a floor
+		 * later has ended) is its own outlier, not the server's
+		 * slowness: those in flight are biased to the slow ones,
+		 * the quick have ended */
+		late += wait > (long long)bar &&
+			h->ended_start_ms <= g->start_ms + (long long)h->cfg.floor_ms;
 	}
 	for (i = 0; i < h->n_recent; i++) {
 		n++;
@@ -340,7 +345,7 @@ static void *primary_main(void *arg)
 	g->primary_done = true;
 	g->primary_err = err;
 	sample_recent(h, g->first_byte_ms >= 0 ? g->first_byte_ms :
-		      end - g->start_ms);
+		      end - g->start_ms, g->start_ms);
 	if (err == 0 && g->winner == W_NONE) {
 		g->winner = W_PRIMARY;
 		if (g->first_byte_ms >= 0) {
