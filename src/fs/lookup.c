@@ -228,6 +228,8 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
 		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
 	}
+	if (strcmp(in->etag, p->etag) != 0)
+		in->xattr_known = false;        /* changed elsewhere */
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
 		free(in->link);
 		in->link = NULL;
