@@ -2131,6 +2131,12 @@ def t_xattrs(env):
     # a directory (its marker)
     os.mkdir(d + "/dd")
     os.setxattr(d + "/dd", "user.dir", b"dirval")
+    os.setxattr(d, "user.root", b"rootval")
+    # a hard link's: one set of attributes for every name
+    wfile(d + "/h1", b"linked")
+    os.link(d + "/h1", d + "/h2")
+    os.setxattr(d + "/h2", "user.h", b"hv")
+    check(os.getxattr(d + "/h1", "user.h") == b"hv", "through the other name")
     # a write, a chmod and a rename keep them
     wfile(f, b"more\n", "ab")
     check(xattrs(f) == want, "after a write")
@@ -2149,6 +2155,9 @@ def t_xattrs(env):
     check(xattrs(f) == want, "across a remount: %r" % xattrs(f))
     check(rfile(f) == b"data\nmore\n", "data")
     check(os.getxattr(d + "/dd", "user.dir") == b"dirval", "a directory's")
+    check(os.getxattr(d, "user.root") == b"rootval", "the root's")
+    check(os.getxattr(d + "/h1", "user.h") == b"hv" and
+          os.getxattr(d + "/h2", "user.h") == b"hv", "a hard link's")
     check(len(xattrs(d + "/full")) == n, "the full file's")
     # overwrite a file whose attributes this mount has not read yet
     wfile(d + "/full", b"rewritten")
