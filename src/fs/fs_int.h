@@ -444,6 +444,10 @@ struct probe {
 	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
 	char hl_id[33];         /* a hard link's name: its link set, else "" */
 	char hl_tok[17];        /* and its token (volume/hlink.h) */
+	bool headed;            /* from a HEAD (probe_from_info()) */
+	bool xattrs;            /* and its metadata holds extended
+				   attributes (xattr.h): unless it does, they
+				   are known without another HEAD */
 };
 
 /* Every attribute in the metadata (what objfs writes). */

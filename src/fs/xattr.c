@@ -13,8 +13,9 @@
  * place of a chmod, a rename's copy with attributes, a link's copy)
  * carries them (xattr_meta()), so each of those first makes them known
  * (xattr_load()): at most one HEAD per inode, only for an object this
- * mount did not read with a HEAD.  A revalidation that finds another
- * ETag forgets them (lookup.c).  getxattr and listxattr read them again
+ * mount did not read with a HEAD or whose HEAD showed attributes (a HEAD
+ * without them makes them known: lookup.c's apply_probe()).  A
+ * revalidation that finds another ETag forgets them.  getxattr and listxattr read them again
  * once attr_ttl has passed, unless changes made here are not stored yet.
  * A change is stored as chmod's is: with the upload of a dirty file, by a
  * copy of the object onto itself soon after (attrs_defer()) for a clean
@@ -57,8 +58,10 @@ int xattr_load(struct objfs_fs *fs, struct inode *in, bool fresh)
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}
-	if (!root && !in->in_store) {
-		/* no object: nothing stored */
+	if (!root && (!in->in_store ||
+		      !(S_ISREG(in->mode) || S_ISDIR(in->mode)))) {
+		/* no object, or a type without user.* (the kernel's rule):
+		 * nothing stored */
 		free(in->xattr);
 		in->xattr = NULL;
 		in->xattr_known = true;
