@@ -2180,6 +2180,30 @@ def t_xattrs(env):
           "a truncate and a set: %r" % xattrs(d + "/f2"))
     if cp_ok:
         check(xattrs(d + "/copy") == want, "cp --preserve=xattr: %r" % xattrs(d + "/copy"))
+    # another mount's change shows once attr_ttl has passed; setfattr and
+    # getfattr (attr) as a user runs them
+    m2 = env.mount(url)
+    os.setxattr(m2["dir"] + "/f2", "user.other", b"from m2")
+    if shutil.which("setfattr") and shutil.which("getfattr"):
+        subprocess.run(["setfattr", "-n", "user.cli", "-v", "cli", m2["dir"] + "/dd"],
+                       check=True)
+        out = subprocess.run(["getfattr", "--only-values", "-n", "user.cli",
+                              m2["dir"] + "/dd"], stdout=subprocess.PIPE,
+                             check=True).stdout
+        check(out == b"cli", "getfattr: %r" % out)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.getxattr(d + "/f2", "user.other") == b"from m2":
+                break
+        except OSError as e:
+            if e.errno != errno.ENODATA:
+                raise
+        time.sleep(0.2)
+    else:
+        raise Fail("another mount's setxattr not seen within 10 s")
+    env.umount(m2)
+    os.removexattr(d + "/f2", "user.other")
     for name in list(want):
         os.removexattr(d + "/f2", name)
     check(os.listxattr(d + "/f2") == [], "all removed")
