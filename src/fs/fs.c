@@ -78,6 +78,7 @@ static int fs_errno(int err)
 	case EEXIST: case ENOTEMPTY: case ENOTDIR: case EISDIR: case EINVAL:
 	case ENAMETOOLONG: case EROFS: case ENOMEM: case EFBIG: case EXDEV:
 	case ENOSYS: case ENOTSUP: case EDQUOT: case EINTR:
+	case ENODATA: case ERANGE: case E2BIG:
 		return err;
 	default:
 		return EIO;
@@ -1113,6 +1114,8 @@ static const struct fuse_lowlevel_ops objfs_ops = {
 	.releasedir = op_releasedir,
 	.statfs = op_statfs,
 	.create = op_create,
+	.setxattr = fs_op_setxattr, .getxattr = fs_op_getxattr,
+	.listxattr = fs_op_listxattr, .removexattr = fs_op_removexattr,
 };
 
 const struct fuse_lowlevel_ops *objfs_fs_ops(void)

@@ -228,6 +228,11 @@ struct inode {
 	uint64_t charged;                /* bytes counted in fs->used */
 	struct dirsnap *snap;
 	char *link;
+	char *xattr;                     /* user.* attributes encoded
+					    (xattr.h), NULL: none */
+	bool xattr_known;                /* xattr is the object's, or its
+					    change not yet stored (xattr.c) */
+	double xattr_time;               /* when it was read (mono) */
 
 	/* data (mu) */
 	pthread_mutex_t mu;
@@ -439,6 +444,10 @@ struct probe {
 	unsigned meta_mask;     /* OBJFS_FATTR_* the metadata holds */
 	char hl_id[33];         /* a hard link's name: its link set, else "" */
 	char hl_tok[17];        /* and its token (volume/hlink.h) */
+	bool headed;            /* from a HEAD (probe_from_info()) */
+	bool xattrs;            /* and its metadata holds extended
+				   attributes (xattr.h): unless it does, they
+				   are known without another HEAD */
 };
 
 /* Every attribute in the metadata (what objfs writes). */
@@ -1104,6 +1113,24 @@ void fs_metrics_open(struct objfs_fs *fs, bool kept);
 void fs_metrics_streamed_part(struct objfs_fs *fs);
 /* Frees fs->metrics (destroy). */
 void fs_metrics_free(struct objfs_fs *fs);
+
+/* ---- xattr.c: extended attributes (user.* in object metadata) ---- */
+
+/* Makes in's attributes known (in->xattr_known): a HEAD of its object
+ * when they are not, or, when fresh, were read more than attr_ttl ago
+ * and no change made here awaits storing.  0 or a store errno.  in->mu
+ * held (and ns, so its key stays); takes fs->lock. */
+int xattr_load(struct objfs_fs *fs, struct inode *in, bool fresh);
+/* Adds in's attributes to m (metadata about to be written for it).  0,
+ * E2BIG or ENOMEM.  fs->lock held; xattr_load() done first. */
+int xattr_meta(struct objfs_fs *fs, struct inode *in, struct objfs_meta *m);
+/* The operations of xattr.c in the ops table (fs.c). */
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    size_t size);
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		    const char *value, size_t size, int flags);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* ---- fs.c: the FUSE edge ---- */
 

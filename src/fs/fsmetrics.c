@@ -30,7 +30,8 @@ enum {
 	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
 	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
 	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
-	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_COUNT
+	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_SETXATTR, OP_GETXATTR,
+	OP_LISTXATTR, OP_REMOVEXATTR, OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
@@ -38,19 +39,21 @@ static const char *const op_names[OP_COUNT] = {
 	"mknod", "mkdir", "unlink", "rmdir", "symlink", "rename", "link",
 	"open", "read", "write", "flush", "release", "fsync", "opendir",
 	"readdir", "readdirplus", "releasedir", "statfs", "create", "fsyncdir",
+	"setxattr", "getxattr", "listxattr", "removexattr",
 };
 
 /* fs.c's fs_errno() set, then everything else. */
 static const int errnos[] = {
 	ENOENT, EACCES, EPERM, EIO, ENOSPC, EEXIST, ENOTEMPTY, ENOTDIR,
 	EISDIR, EINVAL, ENAMETOOLONG, EROFS, ENOMEM, EFBIG, EXDEV, ENOSYS,
-	ENOTSUP, EDQUOT, EINTR,
+	ENOTSUP, EDQUOT, EINTR, ENODATA, ERANGE, E2BIG,
 };
 #define N_ERRNOS (sizeof(errnos) / sizeof(errnos[0]))
 static const char *const errno_names[N_ERRNOS + 1] = {
 	"ENOENT", "EACCES", "EPERM", "EIO", "ENOSPC", "EEXIST", "ENOTEMPTY",
 	"ENOTDIR", "EISDIR", "EINVAL", "ENAMETOOLONG", "EROFS", "ENOMEM",
-	"EFBIG", "EXDEV", "ENOSYS", "ENOTSUP", "EDQUOT", "EINTR", "other",
+	"EFBIG", "EXDEV", "ENOSYS", "ENOTSUP", "EDQUOT", "EINTR", "ENODATA",
+	"ERANGE", "E2BIG", "other",
 };
 
 static const char *const read_sources[] = { "readahead", "store", "local" };
@@ -317,6 +320,17 @@ METERED(create, OP_CREATE,
 METERED(fsyncdir, OP_FSYNCDIR,
 	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
 	(req, ino, datasync, fi))
+METERED(setxattr, OP_SETXATTR,
+	(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+	 size_t size, int flags),
+	(req, ino, name, value, size, flags))
+METERED(getxattr, OP_GETXATTR,
+	(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
+	(req, ino, name, size))
+METERED(listxattr, OP_LISTXATTR, (fuse_req_t req, fuse_ino_t ino, size_t size),
+	(req, ino, size))
+METERED(removexattr, OP_REMOVEXATTR,
+	(fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
 #undef METERED
 
 /* Writes also count their bytes: an accepted write took all of them. */
@@ -371,6 +385,10 @@ static const struct fuse_lowlevel_ops metered_ops = {
 	.statfs = m_statfs,
 	.create = m_create,
 	.fsyncdir = m_fsyncdir,
+	.setxattr = m_setxattr,
+	.getxattr = m_getxattr,
+	.listxattr = m_listxattr,
+	.removexattr = m_removexattr,
 };
 
 const struct fuse_lowlevel_ops *objfs_fs_metered_ops(void)

@@ -589,6 +589,8 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	err = inode_sync(fs, in);
 	if (err == 0)
 		err = attrs_sync(fs, in);
+	if (err == 0)
+		err = xattr_load(fs, in, false);        /* the copy carries them */
 	if (err != 0)
 		return err;
 	pthread_mutex_lock(&fs->lock);
@@ -621,7 +623,11 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (err == 0) {
 		/* the link changes its ctime: the data object holds it */
 		fa.ctime = now_real();
-		err = objfs_fattr_to_meta(&fa, &meta);
+		pthread_mutex_lock(&fs->lock);
+		err = xattr_meta(fs, in, &meta);
+		pthread_mutex_unlock(&fs->lock);
+		if (err == 0)
+			err = objfs_fattr_to_meta(&fa, &meta);
 		co.directive = OBJFS_META_REPLACE;
 		co.meta = &meta;
 		co.if_match = etag[0] != '\0' ? etag : NULL;

@@ -165,6 +165,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 	stream_free(in->stream);        /* a dirty one at destroy */
 	pthread_mutex_destroy(&in->mu);
 	free(in->link);
+	free(in->xattr);
 	free(in->name);
 	free(in);
 }

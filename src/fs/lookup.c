@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "fs/fs_int.h"
+#include "fs/xattr.h"
 #include "volume/hlink.h"
 
 /* ---- finding names in the store --------------------------------------- */
@@ -39,6 +40,8 @@ void probe_from_info(struct objfs_fs *fs, const struct objfs_obj_info *info,
 	p->fa.gid = fs->o.gid;
 	p->fa.mtime = info->mtime;
 	p->meta_mask = objfs_fattr_from_meta(&info->meta, &p->fa);
+	p->headed = true;
+	p->xattrs = objfs_meta_get(&info->meta, OBJFS_XATTR_META "0") != NULL;
 	if (dir || !objfs_hlink_from_meta(&info->meta, p->hl_id, p->hl_tok))
 		p->hl_id[0] = p->hl_tok[0] = '\0';
 	if (dir && !S_ISDIR(p->fa.mode))
@@ -227,6 +230,15 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		free(in->hl_id);
 		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
 		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
+	}
+	if (p->headed && !p->xattrs) {
+		/* none: no HEAD needed before a write of its metadata */
+		free(in->xattr);
+		in->xattr = NULL;
+		in->xattr_known = true;
+		in->xattr_time = in->attr_time;
+	} else if (strcmp(in->etag, p->etag) != 0) {
+		in->xattr_known = false;        /* changed elsewhere */
 	}
 	if (!S_ISDIR(in->mode) && strcmp(in->etag, p->etag) != 0) {
 		free(in->link);

@@ -204,6 +204,10 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			err = inode_sync(fs, src);
 			pthread_mutex_lock(&fs->lock);
 			with_attrs = src->attr_dirty;
+			pthread_mutex_unlock(&fs->lock);
+			if (with_attrs && err == 0)
+				err = xattr_load(fs, src, false);
+			pthread_mutex_lock(&fs->lock);
 			if (with_attrs) {
 				/* the copy carries the attributes set late */
 				struct objfs_fattr fa;
@@ -211,6 +215,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				inode_fattr(src, &fa);
 				if (err == 0)
 					err = objfs_fattr_to_meta(&fa, &meta);
+				if (err == 0)
+					err = xattr_meta(fs, src, &meta);
 				co.directive = OBJFS_META_REPLACE;
 				co.meta = &meta;
 			}

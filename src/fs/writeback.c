@@ -397,9 +397,13 @@ static void stream_feed(struct objfs_fs *fs, struct inode *in)
 		char key[KEYBUF];
 		int err;
 
+		err = xattr_load(fs, in, false);
 		pthread_mutex_lock(&fs->lock);
-		err = inode_key(fs, in, false, key, sizeof(key));
+		if (err == 0)
+			err = inode_key(fs, in, false, key, sizeof(key));
 		inode_fattr(in, &fa);
+		if (err == 0)
+			err = xattr_meta(fs, in, &meta);
 		pthread_mutex_unlock(&fs->lock);
 		st = err == 0 ? stream_new(key, &fa) : NULL;
 		if (st != NULL) {
@@ -499,6 +503,9 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	fs_assert_held(&in->mu);
 	if (!in->dirty)
 		return 0;
+	err = xattr_load(fs, in, false);        /* the upload carries them */
+	if (err != 0 && err != ENOENT)
+		return err;
 	pthread_mutex_lock(&fs->lock);
 	linked = in->linked || in->hl_data;     /* hardlink.c: its data key */
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
@@ -549,7 +556,11 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 		if (err != 0)
 			return err;
 	}
-	err = objfs_fattr_to_meta(&fa, &meta);
+	pthread_mutex_lock(&fs->lock);
+	err = xattr_meta(fs, in, &meta);
+	pthread_mutex_unlock(&fs->lock);
+	if (err == 0)
+		err = objfs_fattr_to_meta(&fa, &meta);
 	if (err != 0)
 		goto out;
 	po.meta = &meta;
@@ -830,6 +841,9 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	int err;
 
 	fs_assert_ns_held(fs);
+	err = xattr_load(fs, in, false);        /* the copy replaces them */
+	if (err != 0)
+		return err;
 	pthread_mutex_lock(&fs->lock);
 	if (in->link != NULL)
 		link = strdup(in->link);
@@ -838,9 +852,11 @@ int store_attrs(struct objfs_fs *fs, struct inode *in)
 	in_store = in->in_store;
 	inode_fattr(in, &fa);
 	err = root ? 0 : inode_key(fs, in, true, key, sizeof(key));
+	if (err == 0)
+		err = xattr_meta(fs, in, &meta);
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
-		return err;
+		goto out;
 	if (root)
 		snprintf(key, sizeof(key), "%s", OBJFS_ROOT_ATTR_KEY);
 	err = objfs_fattr_to_meta(&fa, &meta);

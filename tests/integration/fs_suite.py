@@ -2075,6 +2075,146 @@ def t_deferred_attrs_then_upload(env):
     check(env.head(url, "f")["meta"].get("mode") == str(stat.S_IFREG | 0o600), "with its mode")
 
 
+# ---- extended attributes (issue 34 item 5) ----------------------------------
+
+def xattrs(path):
+    """The user.* attributes of path as a dict."""
+    return {n: os.getxattr(path, n) for n in os.listxattr(path)
+            if n.startswith("user.")}
+
+
+def t_xattrs(env):
+    """user.* attributes kept in object metadata (xattr-N): set, get, list,
+    remove; kept across a remount, a write, a chmod, a rename and cp
+    --preserve=xattr; other namespaces answer EOPNOTSUPP; the limits
+    answer E2BIG (one value too large) and ENOSPC (all of them)."""
+    url = env.volume("xattr")
+    m = env.mount(url)
+    d = m["dir"]
+    f = d + "/f"
+    wfile(f, b"data\n")
+    binval = bytes(range(256))
+    want = {"user.a": b"alpha", "user.bin": binval, "user.empty": b"",
+            "user.odd name,:%\u00e9": b"x"}
+    for n, v in want.items():
+        os.setxattr(f, n, v)
+    check(xattrs(f) == want, "set then get: %r" % xattrs(f))
+    check(os.getxattr(f, "user.bin") == binval, "binary value")
+    expect_errno(lambda: os.setxattr(f, "user.a", b"b", os.XATTR_CREATE),
+                 (errno.EEXIST,), "XATTR_CREATE of an existing name")
+    expect_errno(lambda: os.setxattr(f, "user.none", b"b", os.XATTR_REPLACE),
+                 (errno.ENODATA,), "XATTR_REPLACE of a missing name")
+    expect_errno(lambda: os.getxattr(f, "user.none"), (errno.ENODATA,),
+                 "getxattr of a missing name")
+    os.removexattr(f, "user.empty")
+    del want["user.empty"]
+    expect_errno(lambda: os.removexattr(f, "user.empty"), (errno.ENODATA,),
+                 "removexattr of a missing name")
+    # other namespaces: as on a filesystem without them
+    for n in ("trusted.x", "security.x", "system.x"):
+        expect_errno(lambda: os.setxattr(f, n, b"v"), (errno.EOPNOTSUPP,),
+                     "setxattr " + n)
+    expect_errno(lambda: os.getxattr(f, "security.selinux"),
+                 (errno.EOPNOTSUPP, errno.ENODATA), "getxattr security.selinux")
+    # the limits
+    expect_errno(lambda: os.setxattr(f, "user.big", b"v" * 2000),
+                 (errno.E2BIG,), "one value past the limit")
+    expect_errno(lambda: os.setxattr(f, "user.huge", b"v" * 70000),
+                 (errno.E2BIG,), "a value past the kernel's limit")
+    g = d + "/full"
+    wfile(g, b"")
+    n = 0
+    try:
+        for n in range(100):
+            os.setxattr(g, "user.k%d" % n, b"v" * 100)
+        raise Fail("no ENOSPC after 100 values of 100 bytes")
+    except OSError as e:
+        check(e.errno == errno.ENOSPC, "all of them past the limit: %d" % e.errno)
+    check(n >= 10 and len(xattrs(g)) == n, "the ones before ENOSPC kept: %d" % n)
+    # a directory (its marker)
+    os.mkdir(d + "/dd")
+    os.setxattr(d + "/dd", "user.dir", b"dirval")
+    os.setxattr(d, "user.root", b"rootval")
+    # a hard link's: one set of attributes for every name
+    wfile(d + "/h1", b"linked")
+    os.link(d + "/h1", d + "/h2")
+    os.setxattr(d + "/h2", "user.h", b"hv")
+    check(os.getxattr(d + "/h1", "user.h") == b"hv", "through the other name")
+    # a write, a chmod and a rename keep them
+    wfile(f, b"more\n", "ab")
+    check(xattrs(f) == want, "after a write")
+    os.chmod(f, 0o640)
+    os.rename(f, d + "/f2")
+    f = d + "/f2"
+    check(xattrs(f) == want, "after chmod and rename")
+    env.umount(m)
+    meta = env.head(url, "f2")["meta"]
+    check("xattr-0" in meta and all(len(v) <= 256 for v in meta.values()),
+          "stored as xattr-N of at most 256 bytes: %r" % meta)
+    check(meta.get("mode") == str(stat.S_IFREG | 0o640), "with its mode")
+    m = env.mount(url)
+    d = m["dir"]
+    f = d + "/f2"
+    check(xattrs(f) == want, "across a remount: %r" % xattrs(f))
+    check(rfile(f) == b"data\nmore\n", "data")
+    check(os.getxattr(d + "/dd", "user.dir") == b"dirval", "a directory's")
+    check(os.getxattr(d, "user.root") == b"rootval", "the root's")
+    check(os.getxattr(d + "/h1", "user.h") == b"hv" and
+          os.getxattr(d + "/h2", "user.h") == b"hv", "a hard link's")
+    check(len(xattrs(d + "/full")) == n, "the full file's")
+    # overwrite a file whose attributes this mount has not read yet
+    wfile(d + "/full", b"rewritten")
+    os.truncate(f, 2)
+    os.setxattr(f, "user.a", b"changed")
+    want["user.a"] = b"changed"
+    cp_ok = False
+    if shutil.which("cp"):
+        p = subprocess.run(["cp", "--preserve=xattr", f, d + "/copy"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cp_ok = p.returncode == 0
+        if not cp_ok:
+            print("  cp --preserve=xattr: %s" % p.stderr.decode().strip())
+    env.umount(m)
+    m = env.mount(url)
+    d = m["dir"]
+    check(len(xattrs(d + "/full")) == n and rfile(d + "/full") == b"rewritten",
+          "kept by an overwrite")
+    check(xattrs(d + "/f2") == want and rfile(d + "/f2") == b"da",
+          "a truncate and a set: %r" % xattrs(d + "/f2"))
+    if cp_ok:
+        check(xattrs(d + "/copy") == want, "cp --preserve=xattr: %r" % xattrs(d + "/copy"))
+    # another mount's change shows once attr_ttl has passed; setfattr and
+    # getfattr (attr) as a user runs them
+    m2 = env.mount(url)
+    os.setxattr(m2["dir"] + "/f2", "user.other", b"from m2")
+    if shutil.which("setfattr") and shutil.which("getfattr"):
+        subprocess.run(["setfattr", "-n", "user.cli", "-v", "cli", m2["dir"] + "/dd"],
+                       check=True)
+        out = subprocess.run(["getfattr", "--only-values", "-n", "user.cli",
+                              m2["dir"] + "/dd"], stdout=subprocess.PIPE,
+                             check=True).stdout
+        check(out == b"cli", "getfattr: %r" % out)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.getxattr(d + "/f2", "user.other") == b"from m2":
+                break
+        except OSError as e:
+            if e.errno != errno.ENODATA:
+                raise
+        time.sleep(0.2)
+    else:
+        raise Fail("another mount's setxattr not seen within 10 s")
+    env.umount(m2)
+    os.removexattr(d + "/f2", "user.other")
+    for name in list(want):
+        os.removexattr(d + "/f2", name)
+    check(os.listxattr(d + "/f2") == [], "all removed")
+    env.umount(m)
+    check(not any(k.startswith("xattr-") for k in env.head(url, "f2")["meta"]),
+          "no xattr-N left")
+
+
 # ---- hard links (issue 13) ---------------------------------------------------
 
 def hl_keys(env, url):
@@ -2625,6 +2765,7 @@ TESTS = [
     t_usage_shared,
     t_metrics_off,
     t_deferred_attrs_then_upload,
+    t_xattrs,
     t_hardlink_basic,
     t_hardlink_open_write,
     t_hardlink_rename,
