@@ -176,6 +176,10 @@ static void usage(const char *prog)
 "  ro                     read-only mount\n"
 "  nonempty               mount over a directory that has files (hidden\n"
 "                         while mounted; refused without it)\n"
+"  xattrs                 user.* extended attributes, kept in the objects'\n"
+"                         metadata (1,536 bytes a file at most); off by\n"
+"                         default: with them the kernel asks one more\n"
+"                         request before every write(2)\n"
 "  allow_other            let other users access the mount\n"
 "  ready_fd=N             write the byte \"R\" to fd N, then close it, once\n"
 "                         the mount is live (closed unwritten on failure)\n"
@@ -418,6 +422,7 @@ static int build_settings(struct cli *c, struct settings *s)
 	if (HAS(SPOOL_LIMIT))
 		s->fo.spool_limit = mo->spool_limit;
 	s->fo.read_only = HAS(RO) && mo->ro;
+	s->fo.xattrs = HAS(XATTRS);
 	if (HAS(READY_FD))
 		s->ready_fd = (int)mo->ready_fd;
 	if (HAS(RESUME) && HAS(NORESUME)) {

@@ -90,6 +90,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(RESUME, resume, K_FLAG),
 	OWN(NORESUME, noresume, K_FLAG),
 	OWN(NONEMPTY, nonempty, K_FLAG),
+	OWN(XATTRS, xattrs, K_FLAG),
 	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false,
 				   OBJFS_MOPT_PLUGIN },
 	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false,

@@ -87,6 +87,7 @@ enum objfs_mopt {
 	OBJFS_MOPT_RESUME,
 	OBJFS_MOPT_NORESUME,
 	OBJFS_MOPT_NONEMPTY,
+	OBJFS_MOPT_XATTRS,
 	OBJFS_MOPT_STATE_DIR,
 	OBJFS_MOPT_CRASH_AT,
 	OBJFS_MOPT_USER_RESEND,
@@ -137,6 +138,7 @@ struct objfs_mount_opts {
 					   default of objfs-mount) */
 	bool noresume;                  /* no keeper: one process */
 	bool nonempty;                  /* mount over a directory's files */
+	bool xattrs;                    /* user.* extended attributes */
 	const char *state_dir;          /* what a successor reads */
 	const char *crash_at;           /* test only: SIGKILL in a request, or
 					   at INIT (crash_at=init) */

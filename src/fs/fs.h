@@ -62,6 +62,12 @@ struct objfs_fs_opts {
 				       is uploaded early to free them: 2 GiB
 				       (0: no bound but the disk's) */
 	bool read_only;             /* EROFS for every change: false */
+	bool xattrs;                /* user.* extended attributes (xattr.c):
+				       false, and every xattr call answers
+				       ENOSYS, so the kernel asks no more (it
+				       asks getxattr(security.capability)
+				       before each write of a filesystem
+				       that has them) */
 	const char *cache_dir;      /* on-disk data cache under this directory
 				       (a private subdirectory): NULL = none */
 	uint64_t cache_size;        /* its bound in bytes: 1 GiB */

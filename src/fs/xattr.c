@@ -111,7 +111,8 @@ static struct inode *xattr_begin(fuse_req_t req, fuse_ino_t ino,
 {
 	struct objfs_fs *fs = req_fs(req);
 	struct inode *in;
-	int err = name != NULL ? objfs_xattr_name_check(name) : 0;
+	int err = !fs->o.xattrs ? ENOSYS :
+		  name != NULL ? objfs_xattr_name_check(name) : 0;
 
 	if (err != 0) {
 		reply_err(req, err);

@@ -2089,7 +2089,7 @@ def t_xattrs(env):
     --preserve=xattr; other namespaces answer EOPNOTSUPP; the limits
     answer E2BIG (one value too large) and ENOSPC (all of them)."""
     url = env.volume("xattr")
-    m = env.mount(url)
+    m = env.mount(url, ["xattrs"])
     d = m["dir"]
     f = d + "/f"
     wfile(f, b"data\n")
@@ -2152,7 +2152,7 @@ def t_xattrs(env):
     check("xattr-0" in meta and all(len(v) <= 256 for v in meta.values()),
           "stored as xattr-N of at most 256 bytes: %r" % meta)
     check(meta.get("mode") == str(stat.S_IFREG | 0o640), "with its mode")
-    m = env.mount(url)
+    m = env.mount(url, ["xattrs"])
     d = m["dir"]
     f = d + "/f2"
     check(xattrs(f) == want, "across a remount: %r" % xattrs(f))
@@ -2175,7 +2175,7 @@ def t_xattrs(env):
         if not cp_ok:
             print("  cp --preserve=xattr: %s" % p.stderr.decode().strip())
     env.umount(m)
-    m = env.mount(url)
+    m = env.mount(url, ["xattrs"])
     d = m["dir"]
     check(len(xattrs(d + "/full")) == n and rfile(d + "/full") == b"rewritten",
           "kept by an overwrite")
@@ -2185,7 +2185,7 @@ def t_xattrs(env):
         check(xattrs(d + "/copy") == want, "cp --preserve=xattr: %r" % xattrs(d + "/copy"))
     # another mount's change shows once attr_ttl has passed; setfattr and
     # getfattr (attr) as a user runs them
-    m2 = env.mount(url)
+    m2 = env.mount(url, ["xattrs"])
     os.setxattr(m2["dir"] + "/f2", "user.other", b"from m2")
     if shutil.which("setfattr") and shutil.which("getfattr"):
         subprocess.run(["setfattr", "-n", "user.cli", "-v", "cli", m2["dir"] + "/dd"],

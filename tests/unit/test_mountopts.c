@@ -106,6 +106,7 @@ static void test_round_trip(void **state)
 	o.resume = true;
 	o.noresume = true;              /* objfs-mount refuses both */
 	o.nonempty = true;
+	o.xattrs = true;
 	o.state_dir = "/var/lib/objfs/s,1";
 	o.crash_at = "rename:a";
 	o.user_resend = true;
