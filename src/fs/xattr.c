@@ -126,6 +126,19 @@ static struct inode *xattr_begin(fuse_req_t req, fuse_ino_t ino,
 	return in;
 }
 
+/* xattr_load(), taking ns (read) and in->mu around it. */
+static int xattr_load_ns(struct objfs_fs *fs, struct inode *in)
+{
+	int err;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	err = xattr_load(fs, in, true);
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	return err;
+}
+
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		    size_t size)
 {
@@ -137,11 +150,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (in == NULL)
 		return;
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&in->mu);
-	err = xattr_load(fs, in, true);
-	pthread_mutex_unlock(&in->mu);
-	pthread_rwlock_unlock(&fs->ns);
+	err = xattr_load_ns(fs, in);
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		err = objfs_xattr_get(in->xattr, name, val,
@@ -170,11 +179,7 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 	if (in == NULL)
 		return;
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&in->mu);
-	err = xattr_load(fs, in, true);
-	pthread_mutex_unlock(&in->mu);
-	pthread_rwlock_unlock(&fs->ns);
+	err = xattr_load_ns(fs, in);
 	if (err == 0 && size > 0) {
 		buf = malloc(size);
 		if (buf == NULL)
