@@ -114,7 +114,17 @@ do_mount() {
 # do_umount MNT PID: unmounts, waits for the process; sets CPU (its user +
 # system seconds, read just before) and REQ (objfs: the requests it logged)
 hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu PID: user+system CPU seconds of PID and every process under it, and
+# of their children already waited for (a mount's keeper and its servers:
+# objfs-mount runs as two processes with resume, the default)
+proc_tree() {
+	echo "$1"
+	for c in $(pgrep -P "$1" 2>/dev/null); do proc_tree "$c"; done
+}
+cpu() {
+	for p in $(proc_tree "$1"); do cat "/proc/$p/stat" 2>/dev/null; done |
+		awk -v t="$TCK" '{ s += $14 + $15 + $16 + $17 } END { printf "%.2f", s / t }'
+}
 do_umount() {
 	CPU=$(cpu "$2")
 	fusermount3 -u "$1" 2>/dev/null || umount -l "$1"

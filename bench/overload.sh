@@ -103,7 +103,17 @@ trap 'exit 1' INT TERM
 
 now() { date +%s.%N; }
 elapsed() { echo "$1 $2" | awk '{ printf "%.2f", $2 - $1 }'; }
-cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu PID: user+system CPU seconds of PID and every process under it, and
+# of their children already waited for (a mount's keeper and its servers:
+# objfs-mount runs as two processes with resume, the default)
+proc_tree() {
+	echo "$1"
+	for c in $(pgrep -P "$1" 2>/dev/null); do proc_tree "$c"; done
+}
+cpu() {
+	for p in $(proc_tree "$1"); do cat "/proc/$p/stat" 2>/dev/null; done |
+		awk -v t="$TCK" '{ s += $14 + $15 + $16 + $17 } END { printf "%.2f", s / t }'
+}
 freeport() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # limit_server: the server's daemons (every process of each daemon's group)
