@@ -261,9 +261,12 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	s->creds_fd = conf->creds_fd;
 	/* Servers outlive the keeper: a server whose keeper dies starts a
 	 * new one (issue 29), so the mount is lost only when both die at
-	 * once.  A supervisor that means to end a hung mount kills the
-	 * process group (every keeper and server is in it). */
-	s->die_with_owner = false;
+	 * once.  Not under a supervisor (ready_fd: objfs-csi's runners),
+	 * which watches the keeper's pid and repairs a mount whose keeper
+	 * died by mounting again: there the servers die with the keeper,
+	 * or the repair would race a server's new keeper for the mount
+	 * point (two keepers of one staging path). */
+	s->die_with_owner = conf->ready_fd >= 0;
 	err = keeper_setup(&k);
 	if (err == 0 && conf->adopt_sock >= 0)
 		err = adopt(&k);
