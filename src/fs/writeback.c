@@ -158,7 +158,8 @@ int spool_fetch(struct objfs_fs *fs, struct inode *in, uint64_t off,
 
 /* Stores in's spool as key by part copies of its base and the changed
  * stretches (in->mu): see the top of this file.  EOPNOTSUPP (nothing sent)
- * when it does not pay or the store refuses part copies, ESTALE when the
+ * when it does not pay or the store refuses or denies part copies
+ * (remembered: the mount uploads whole from then on), ESTALE when the
  * stored object is no longer the base: the caller uploads the whole file
  * then.  0 or an errno. */
 static int upload_changed(struct objfs_fs *fs, struct inode *in,
@@ -201,10 +202,15 @@ static int upload_changed(struct objfs_fs *fs, struct inode *in,
 		objfs_debug(fs->log, SUB, "stored %s again: %" PRIu64 " of %"
 			    PRIu64 " bytes sent, the rest copied", key, sent,
 			    sp->size);
-	} else if (err == EOPNOTSUPP) {
+	} else if (err == EOPNOTSUPP || err == EACCES || err == EPERM) {
+		/* refused, or denied: a part copy reads its source, which a
+		 * write-only role or policy may not allow */
 		__atomic_store_n(&fs->no_part_copy, 1, __ATOMIC_RELAXED);
-		objfs_info(fs->log, SUB, "the store refuses part copies: "
-			   "changed files are uploaded whole");
+		objfs_info(fs->log, SUB, "the store %s part copies (%s): "
+			   "changed files are uploaded whole",
+			   err == EOPNOTSUPP ? "refuses" : "denies",
+			   objfs_strerror(err));
+		err = EOPNOTSUPP;
 	} else if (err == ESTALE) {
 		objfs_warn(fs->log, SUB, "%s changed in the store since it was "
 			   "read: uploading it whole", key);
