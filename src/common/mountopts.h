@@ -179,6 +179,13 @@ static inline void objfs_mount_opts_mark(struct objfs_mount_opts *o,
 	o->set |= (uint64_t)1 << which;
 }
 
+/* Set in the environment of an objfs-mount that a supervisor starts and
+ * repairs (objfs-csi's fork and host-systemd runners): its servers die
+ * with its keeper, and the supervisor, which watches the keeper, mounts
+ * again; without it a server that loses its keeper starts a new one
+ * (mount/keeper.c). */
+#define OBJFS_MOUNT_SUPERVISED_ENV "OBJFS_SUPERVISED"
+
 /* Who may set an option (see the head of this file). */
 enum objfs_mopt_owner {
 	OBJFS_MOPT_ANYONE,      /* a volume's options too */

@@ -770,8 +770,9 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	char creds_path[PATH_MAX] = "";
 	char opts[OPTS_MAX];
 	char *argv[7];
-	char *envp[2 + N_IMDS_VARS];
+	char *envp[3 + N_IMDS_VARS];
 	char pathenv[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	char supervised[] = OBJFS_MOUNT_SUPERVISED_ENV "=1";
 	char imds[N_IMDS_VARS][IMDS_VAR_MAX];
 	size_t k, nv;
 	int ready[2] = { -1, -1 };
@@ -808,10 +809,11 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	argv[5] = (char *)spec->mountpoint;
 	argv[6] = NULL;
 	envp[0] = pathenv;
+	envp[1] = supervised;   /* its servers die with the keeper */
 	nv = imds_env(imds, "");
 	for (k = 0; k < nv; k++)
-		envp[1 + k] = imds[k];
-	envp[1 + nv] = NULL;
+		envp[2 + k] = imds[k];
+	envp[2 + nv] = NULL;
 	if (pipe2(ready, O_CLOEXEC) != 0) {
 		err = errno;
 		goto out;
@@ -1082,7 +1084,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	char pidbuf[32];
 	char imds[N_IMDS_VARS][IMDS_VAR_MAX];
 	size_t k, nv;
-	char *argv[20 + N_IMDS_VARS];
+	char *argv[21 + N_IMDS_VARS];
 	struct objfs_csi_proc proc;
 	long long deadline, next_check = 0;
 	bool up = false;
@@ -1124,6 +1126,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	nv = imds_env(imds, "--setenv=");
 	for (k = 0; k < nv; k++)
 		argv[i++] = imds[k];
+	argv[i++] = (char *)"--setenv=" OBJFS_MOUNT_SUPERVISED_ENV "=1";
 	argv[i++] = (char *)"--";
 	argv[i++] = (char *)spec->program;
 	argv[i++] = (char *)"-f";

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "mount/keeper.h"
 
 #define SUB "keeper"
@@ -261,12 +262,12 @@ int objfs_keeper_run(const struct objfs_keeper_conf *conf)
 	s->creds_fd = conf->creds_fd;
 	/* Servers outlive the keeper: a server whose keeper dies starts a
 	 * new one (issue 29), so the mount is lost only when both die at
-	 * once.  Not under a supervisor (ready_fd: objfs-csi's runners),
-	 * which watches the keeper's pid and repairs a mount whose keeper
-	 * died by mounting again: there the servers die with the keeper,
-	 * or the repair would race a server's new keeper for the mount
-	 * point (two keepers of one staging path). */
-	s->die_with_owner = conf->ready_fd >= 0;
+	 * once.  Not under a supervisor that repairs (objfs-csi's runners
+	 * set OBJFS_MOUNT_SUPERVISED_ENV): it watches the keeper's pid and
+	 * mounts again when it dies, so there the servers die with the
+	 * keeper, or the repair would race a server's new keeper for the
+	 * mount point (two keepers of one staging path). */
+	s->die_with_owner = getenv(OBJFS_MOUNT_SUPERVISED_ENV) != NULL;
 	err = keeper_setup(&k);
 	if (err == 0 && conf->adopt_sock >= 0)
 		err = adopt(&k);
