@@ -602,15 +602,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		}
 		return;
 	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		goto out;
-	}
-	err = new_name_check(fs, dir, name);
+	err = new_name_dir(fs, parent, name, &dir);
 	if (err != 0)
 		goto out;
-	pf_drop_name(fs, dir, name);
 	/* an existing name (stale negative entry) is opened, not replaced;
 	 * one the dead server made for this very request is not EEXIST */
 	err = do_lookup(fs, dir, name, true, &old);

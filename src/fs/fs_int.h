@@ -1153,6 +1153,12 @@ void reply_err(fuse_req_t req, int err);
  * caller), else 0.  Takes fs->lock. */
 int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		   const char *name);
+/* The directory a new name goes in (create, mkdir, symlink, mknod):
+ * pinned into *dir (NULL when parent is unknown: ENOENT; the caller
+ * unpins it whatever the result), the name checked (new_name_check) and
+ * any prefetch under it dropped.  0 or an errno. */
+int new_name_dir(struct objfs_fs *fs, fuse_ino_t parent, const char *name,
+		 struct inode **dir);
 /* ---- names.c: mkdir, symlink, mknod, link ---- */
 /* Creates name under parent (mkdir, symlink with link, mknod with rdev)
  * and replies the entry; an intent.  No lock held. */

@@ -41,6 +41,20 @@ int new_name_check(struct objfs_fs *fs, struct inode *parent,
 	return key_room_check(fs, parent, name);
 }
 
+int new_name_dir(struct objfs_fs *fs, fuse_ino_t parent, const char *name,
+		 struct inode **dir)
+{
+	int err;
+
+	*dir = pin_ino(fs, parent);
+	if (*dir == NULL)
+		return ENOENT;
+	err = new_name_check(fs, *dir, name);
+	if (err == 0)
+		pf_drop_name(fs, *dir, name);
+	return err;
+}
+
 int put_with_attrs(struct objfs_fs *fs, const char *key,
 		   const struct objfs_fattr *fa, const void *body,
 		   size_t len, struct objfs_obj_info *info)
@@ -135,15 +149,9 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		intent_reply_entry(req, fs, &ic, err);
 		return;
 	}
-	dir = pin_ino(fs, parent);
-	if (dir == NULL) {
-		err = ENOENT;
-		goto out;
-	}
-	err = new_name_check(fs, dir, name);
+	err = new_name_dir(fs, parent, name, &dir);
 	if (err != 0)
 		goto out;
-	pf_drop_name(fs, dir, name);
 	memset(&fa, 0, sizeof(fa));
 	fa.gid = new_group(fs, ctx, dir, &mode);
 	fa.mode = mode;

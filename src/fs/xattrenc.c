@@ -195,20 +195,27 @@ int objfs_xattr_name_check(const char *name)
 	return 0;
 }
 
+/* The entry of the attribute name (with its "user." prefix) in enc: 0,
+ * the name's own error, EINVAL (enc is malformed) or ENODATA. */
+static int find_named(const char *enc, const char *name, struct entry *e)
+{
+	int err = objfs_xattr_name_check(name), r;
+
+	if (err != 0)
+		return err;
+	r = find(enc, name + PREFIX_LEN, e);
+	return r < 0 ? EINVAL : r == 0 ? ENODATA : 0;
+}
+
 int objfs_xattr_get(const char *enc, const char *name, void *buf,
 		    size_t cap, size_t *len)
 {
 	struct entry e;
 	long n;
-	int err = objfs_xattr_name_check(name), r;
+	int err = find_named(enc, name, &e);
 
 	if (err != 0)
 		return err;
-	r = find(enc, name + PREFIX_LEN, &e);
-	if (r < 0)
-		return EINVAL;
-	if (r == 0)
-		return ENODATA;
 	n = b64_decode(e.val, e.vlen, NULL);
 	*len = (size_t)n;
 	if (cap == 0)
@@ -328,15 +335,10 @@ int objfs_xattr_remove(const char *enc, const char *name, char **out)
 {
 	struct entry e;
 	size_t n;
-	int err = objfs_xattr_name_check(name), r;
+	int err = find_named(enc, name, &e);
 
 	if (err != 0)
 		return err;
-	r = find(enc, name + PREFIX_LEN, &e);
-	if (r < 0)
-		return EINVAL;
-	if (r == 0)
-		return ENODATA;
 	*out = without(enc, &e, 0, &n);
 	return *out != NULL ? 0 : ENOMEM;
 }
