@@ -60,7 +60,7 @@ static const struct fuse_opt cli_opts[] = {
 	FUSE_OPT_END
 };
 
-static void usage(const char *prog)
+static void usage(const char *prog, const struct objfs_mount_opts *defaults)
 {
 	printf(
 "usage: %s [-f] [-d] [-o OPTION[,OPTION...]] SOURCE MOUNTPOINT\n"
@@ -72,150 +72,15 @@ static void usage(const char *prog)
 "  -d                     FUSE debug output (implies -f)\n"
 "  -h, --help             this text\n"
 "\n"
-"Store options (s3:// sources):\n"
-"  endpoint=URL           S3 endpoint, e.g. https://s3.example:9000\n"
-"                         (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL,\n"
-"                         the profile's endpoint_url, else AWS:\n"
-"                         https://s3.REGION.amazonaws.com, virtual-hosted)\n"
-"  region=NAME            signing region (default: $AWS_REGION,\n"
-"                         $AWS_DEFAULT_REGION, the profile's region, else\n"
-"                         us-east-1)\n"
-"  addressing=path|virtual  URL style (default: path)\n"
-"  ca_file=PATH           PEM bundle of CAs to trust (default: $AWS_CA_BUNDLE,\n"
-"                         the profile's ca_bundle, else the system's)\n"
-"  insecure_skip_verify   do not verify the server's certificate\n"
-"  unsigned_payload       sign requests with UNSIGNED-PAYLOAD (the default\n"
-"                         over https, where TLS protects the payload)\n"
-"  signed_payload         hash every payload into the signature, also\n"
-"                         over https (plain http always does, unless\n"
-"                         unsigned_payload)\n"
-"  credentials_file=PATH  key=value lines: access_key_id=, secret_access_key=,\n"
-"                         session_token=, or role_arn= and\n"
-"                         web_identity_token_file=, or\n"
-"                         container_credentials_full_uri= (without it,\n"
-"                         the AWS SDKs' chain, first found wins:\n"
-"                         $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY\n"
-"                         ($AWS_SESSION_TOKEN); the profile $AWS_PROFILE\n"
-"                         (default) of ~/.aws/credentials and\n"
-"                         ~/.aws/config ($AWS_SHARED_CREDENTIALS_FILE,\n"
-"                         $AWS_CONFIG_FILE); $AWS_ROLE_ARN and\n"
-"                         $AWS_WEB_IDENTITY_TOKEN_FILE, exchanged with STS\n"
-"                         AssumeRoleWithWebIdentity;\n"
-"                         $AWS_CONTAINER_CREDENTIALS_FULL_URI with\n"
-"                         $AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE; EC2\n"
-"                         instance metadata (IMDSv2;\n"
-"                         $AWS_EC2_METADATA_SERVICE_ENDPOINT, off when\n"
-"                         $AWS_EC2_METADATA_DISABLED=true).  None found:\n"
-"                         the mount fails, naming each place looked at)\n"
-"  no_sign_request        no credentials: unsigned requests (a public\n"
-"                         bucket)\n"
-"  creds_refresh=SECONDS  renew temporary keys this long before they\n"
-"                         expire (default: 300)\n"
-"  max_connections=N      pooled HTTP connections (default: 16)\n"
-"  retry_timeout=SECONDS  how long a request is retried while the store is\n"
-"                         down or failing (refused or reset connections,\n"
-"                         timeouts, 5xx, throttling): the application waits,\n"
-"                         as on an NFS hard mount, then gets EIO (default: 60)\n"
-"  retries=N              cap the tries per request instead (default: none)\n"
-"  stall_timeout=SECONDS  a transfer that moves no byte this long (or 4x\n"
-"                         the store's usual silences, if longer) while\n"
-"                         others move is abandoned and tried again\n"
-"                         (default: 3)\n"
-"  hedge_after=SECONDS    a GET silent for twice the 95th percentile of\n"
-"                         recent GETs' silences (at most this long) is\n"
-"                         raced by a second one, 5 per 100 GETs at most,\n"
-"                         none while most GETs are late; 0: never\n"
-"                         (default: 0.5)\n"
-"  delete_delay=SECONDS   unlinks are answered at once and their deletes\n"
-"                         sent in batches (DeleteObjects) after this long;\n"
-"                         0: each delete before the unlink returns\n"
-"                         (default: 0.02)\n"
-"\n"
-"Filesystem options:\n"
-"  uid=N, gid=N           owner of objects without metadata (default: caller)\n"
-"  umask=OCTAL            for objects without metadata (default: 022)\n"
-"  fsgroup=N              new files and directories belong to group N and\n"
-"                         are group-writable: their group permission bits\n"
-"                         are the owner's (Kubernetes fsGroup; objfs-csi\n"
-"                         sets it from the pod's volume_mount_group)\n"
-"  attr_ttl=SECONDS       attribute cache lifetime (default: 1)\n"
-"  entry_ttl=SECONDS      name cache lifetime (default: 1)\n"
-"  negative_ttl=SECONDS   missing-name cache lifetime (default: 1)\n"
-"  dir_ttl=SECONDS        directory listing cache lifetime (default: 1)\n"
-"                         (the defaults give close-to-open consistency;\n"
-"                         every open revalidates the file with a HEAD,\n"
-"                         or uses a prefetch sent at most attr_ttl ago)\n"
-"  mem_limit=BYTES        read-ahead memory bound (default: 12M, or\n"
-"                         readahead x readahead_chunks; raise it for a\n"
-"                         distant S3: it bounds the bytes in flight)\n"
-"  readahead=BYTES        size of one read-ahead GET (default: 4M)\n"
-"  readahead_chunks=N     read-ahead GETs in flight per reader (default: 3,\n"
-"                         at most 16)\n"
-"  prefetch=N             a reader going through a directory's files in\n"
-"                         order gets its next N small files (< 1 MiB)\n"
-"                         fetched in parallel (default: 16; 0: off; max 64)\n"
-"  part_size=BYTES        multipart upload part size (default: 32M)\n"
-"  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
-"  threads=N              worker threads for read-ahead, HEADs, copies\n"
-"                         (default: 32)\n"
-"  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
-"  unsaved_keep=SECONDS   how long the data of files that could never be\n"
-"                         saved is kept in spool_dir (objfs-unsaved-*, each\n"
-"                         with a .txt note) before a mount deletes it\n"
-"                         (default: 604800, 7 days; 0: never)\n"
-"  spool_limit=BYTES      disk the waiting data may take (default: 2G);\n"
-"                         past it, sequential writers drop the parts\n"
-"                         already sent and other files are uploaded\n"
-"                         early (0: bounded only by the disk)\n"
-"  cache_dir=DIR          keep an on-disk cache of object data in a private\n"
-"                         directory under DIR (default: none)\n"
-"  cache_size=BYTES       bound of that cache (default: 1G)\n"
-"  volrec_ttl=SECONDS     re-read the volume record (capacity) after\n"
-"                         (default: 30)\n"
-"  usage_refresh=SECONDS  re-list the volume to refresh `used' (default: 600)\n"
-"  ro                     read-only mount\n"
-"  nonempty               mount over a directory that has files (hidden\n"
-"                         while mounted; refused without it)\n"
-"  xattrs                 user.* extended attributes, kept in the objects'\n"
-"                         metadata (1,536 bytes a file at most); off by\n"
-"                         default: with them the kernel asks one more\n"
-"                         request before every write(2)\n"
-"  allow_other            let other users access the mount\n"
-"  ready_fd=N             write the byte \"R\" to fd N, then close it, once\n"
-"                         the mount is live (closed unwritten on failure)\n"
-"  log_level=LEVEL        debug, info, warn, error (default: info)\n"
-"  log_file=PATH          once detached (no -f), log there (appended)\n"
-"                         instead of syslog\n"
-"  resume                 (the default) survive the death of any one\n"
-"                         process: a keeper (this pid) holds the FUSE\n"
-"                         connection and starts a successor when the\n"
-"                         server dies; when the keeper dies the server\n"
-"                         starts a new keeper and serves on; SIGUSR2\n"
-"                         hands the mount to the binary now at the same\n"
-"                         path.  Costs a second process (about 2 MiB),\n"
-"                         a state log written on every create, rename,\n"
-"                         unlink and open of a file for writing, and\n"
-"                         unsaved data waiting in STATE_DIR/spool\n"
-"  noresume               one process: its death (kill -9, OOM) ends the\n"
-"                         mount (ENOTCONN until unmounted); fsynced data\n"
-"                         is saved, unsynced writes are lost\n"
-"  state_dir=DIR          what a successor or the next mount needs, and\n"
-"                         the metrics socket (default: with resume,\n"
-"                         /var/lib/objfs/state/HASH, or with spool_dir=\n"
-"                         SPOOL_DIR/objfs-state.HASH, HASH of the source\n"
-"                         and the mount point: a new mount of both\n"
-"                         recovers what a dead one left unsaved; with\n"
-"                         noresume, SPOOL_DIR/objfs-state.PID)\n"
-"  metrics=unix|off|[ADDR:]PORT  Prometheus metrics: on the unix socket\n"
-"                         STATE_DIR/metrics.sock (unix, the default), also\n"
-"                         on TCP ADDR:PORT (ADDR 127.0.0.1 unless given;\n"
-"                         0.0.0.0 for every interface), or not at all\n"
-"                         (off: nothing is counted)\n"
+"Store options (s3:// sources):\n", prog);
+	objfs_mount_opts_usage(stdout, OBJFS_MOPT_STORE, defaults);
+	printf("\nFilesystem options:\n");
+	objfs_mount_opts_usage(stdout, OBJFS_MOPT_FS, defaults);
+	printf(
 "\n"
 "BYTES accept the suffixes K, M, G (powers of 1024).  Other -o options are\n"
-"passed to FUSE (e.g. allow_other, default_permissions is always on).\n"
-"SIGTERM, SIGINT and unmount upload everything unsaved before exit.\n",
-		prog);
+"passed to FUSE (e.g. default_permissions, which is always on).\n"
+"SIGTERM, SIGINT and unmount upload everything unsaved before exit.\n");
 }
 
 /* Takes SOURCE and every -o option: objfs-mount's own are applied to
@@ -308,7 +173,222 @@ struct settings {
 	struct objfs_aws_env aws;       /* the chain's settings and account */
 	bool metrics;                   /* off: nothing counted */
 	const char *metrics_tcp;        /* [ADDR:]PORT, or NULL */
+	double unsaved_keep;            /* seconds kept unsaved data stays */
 };
+
+/* The data of files that could never be saved is kept in the spool
+ * directory (fs/spool.h), for unsaved_keep (7 days by default). */
+#define UNSAVED_KEEP_DEFAULT (7 * 24 * 3600.0)
+
+/* The settings before any option: the filesystem's defaults
+ * (objfs_fs_opts_default), the store's as objfs-mount runs it (requests
+ * retried for retry_timeout, however many tries), and --help shows
+ * these. */
+static void settings_default(struct settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	objfs_fs_opts_default(&s->fo);
+	s->ready_fd = s->creds_fd = -1;
+	s->level = OBJFS_LOG_INFO;
+	s->unsaved_keep = UNSAVED_KEEP_DEFAULT;
+	s->metrics = true;
+	s->resume = true;
+	s->sc.s3.max_connections = 16;
+	s->sc.s3.stall_timeout_ms = 3000;
+	s->sc.s3.creds_refresh_s = 300;
+	s->sc.retry.max_attempts = OBJFS_RETRY_UNLIMITED;
+	s->sc.retry.max_total_ms = 60000;
+	s->sc.hedge.ceiling_ms = 500;
+	s->sc.delete_delay_ms = 20;
+}
+
+/* Where an option's value goes (mountopts.def's target column): a field
+ * of the settings, of size bytes at off, converted from the option's
+ * kind (conv). */
+enum conv {
+	T_NONE,         /* build_settings reads the option itself */
+	T_COPY,         /* as the field's type holds it */
+	T_MS,           /* seconds into milliseconds (rounded; > 0: >= 1) */
+	T_MS1,          /* the same, and 0 is 1 ms */
+	T_MIN1,         /* a number; 0 is 1 */
+};
+
+struct target {
+	size_t off, size;
+	enum conv conv;
+};
+
+#define AT(path, c) { offsetof(struct settings, path), \
+		      sizeof(((struct settings *)0)->path), c }
+#define FS(f) AT(fo.f, T_COPY)
+#define SC(f) AT(sc.f, T_COPY)
+#define SET(f) AT(f, T_COPY)
+#define MS(p) AT(p, T_MS)
+#define MS1(p) AT(p, T_MS1)
+#define MIN1(p) AT(p, T_MIN1)
+#define NONE { 0, 0, T_NONE }
+static const struct target targets[OBJFS_MOPT_COUNT] = {
+#define MOPT(id, name, field, kind, owner, group, max, target, ...) \
+	[OBJFS_MOPT_##id] = target,
+#include "common/mountopts.def"
+#undef MOPT
+};
+#undef AT
+#undef FS
+#undef SC
+#undef SET
+#undef MS
+#undef MS1
+#undef MIN1
+#undef NONE
+
+/* The bounds the rows state are the filesystem's. */
+enum {
+#define MOPT(id, name, field, kind, owner, group, max, ...) MAX_##id = (int)(max),
+#include "common/mountopts.def"
+#undef MOPT
+};
+_Static_assert(MAX_READAHEAD_CHUNKS == OBJFS_RA_CHUNKS_MAX,
+	       "mountopts.def: readahead_chunks' bound is the filesystem's");
+_Static_assert(MAX_PREFETCH == OBJFS_PREFETCH_MAX,
+	       "mountopts.def: prefetch's bound is the filesystem's");
+
+static void put_uint(char *dst, size_t size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	if (size == 1)
+		memcpy(dst, &u8, 1);
+	else if (size == 2)
+		memcpy(dst, &u16, 2);
+	else if (size == 4)
+		memcpy(dst, &u32, 4);
+	else
+		memcpy(dst, &v, sizeof(v));
+}
+
+static uint64_t get_uint(const char *src, size_t size)
+{
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t v;
+
+	if (size == 1) {
+		memcpy(&u8, src, 1);
+		return u8;
+	}
+	if (size == 2) {
+		memcpy(&u16, src, 2);
+		return u16;
+	}
+	if (size == 4) {
+		memcpy(&u32, src, 4);
+		return u32;
+	}
+	memcpy(&v, src, sizeof(v));
+	return v;
+}
+
+/* Puts option `which` of mo into its target in s. */
+static void target_put(struct settings *s, enum objfs_mopt which,
+		       const struct objfs_mount_opts *mo)
+{
+	const struct target *t = &targets[which];
+	const struct objfs_mopt_info *in = objfs_mount_opts_info(which);
+	const char *src = (const char *)mo + in->off;
+	char *dst = (char *)s + t->off;
+	uint64_t v;
+	double d;
+
+	switch (in->kind) {
+	case OBJFS_MOPT_K_FLAG:
+	case OBJFS_MOPT_K_FUSEFLAG:
+	case OBJFS_MOPT_K_ADDRESSING:
+		memcpy(dst, src, sizeof(bool));
+		return;
+	case OBJFS_MOPT_K_STR:
+		*(const char **)(void *)dst = *(const char *const *)(const void *)src;
+		return;
+	case OBJFS_MOPT_K_LEVEL:
+		memcpy(dst, src, sizeof(enum objfs_log_level));
+		return;
+	case OBJFS_MOPT_K_SECONDS:
+		memcpy(&d, src, sizeof(d));
+		if (t->conv == T_COPY) {
+			memcpy(dst, &d, sizeof(d));
+			return;
+		}
+		v = (uint64_t)(d * 1000 + 0.5);
+		if (v == 0 && (d > 0 || t->conv == T_MS1))
+			v = 1;
+		put_uint(dst, t->size, v);
+		return;
+	case OBJFS_MOPT_K_OCTAL:
+		v = get_uint(src, sizeof(unsigned));
+		put_uint(dst, t->size, v);
+		return;
+	case OBJFS_MOPT_K_NUM:
+	case OBJFS_MOPT_K_BYTES:
+		memcpy(&v, src, sizeof(v));
+		if (v == 0 && t->conv == T_MIN1)
+			v = 1;
+		put_uint(dst, t->size, v);
+		return;
+	}
+}
+
+/* The reverse, for --help: the value in s of option `which`'s target
+ * into mo, marked set (strings only when not NULL; flags never). */
+static void target_get(const struct settings *s, enum objfs_mopt which,
+		       struct objfs_mount_opts *mo)
+{
+	const struct target *t = &targets[which];
+	const struct objfs_mopt_info *in = objfs_mount_opts_info(which);
+	const char *src = (const char *)s + t->off;
+	char *dst = (char *)mo + in->off;
+	const char *str;
+	uint64_t v;
+	double d;
+
+	if (t->conv == T_NONE)
+		return;
+	switch (in->kind) {
+	case OBJFS_MOPT_K_FLAG:
+	case OBJFS_MOPT_K_FUSEFLAG:
+	case OBJFS_MOPT_K_ADDRESSING:
+		return;
+	case OBJFS_MOPT_K_STR:
+		memcpy(&str, src, sizeof(str));
+		if (str == NULL)
+			return;
+		memcpy(dst, &str, sizeof(str));
+		break;
+	case OBJFS_MOPT_K_LEVEL:
+		memcpy(dst, src, sizeof(enum objfs_log_level));
+		break;
+	case OBJFS_MOPT_K_SECONDS:
+		if (t->conv == T_COPY) {
+			memcpy(dst, src, sizeof(double));
+		} else {
+			d = (double)get_uint(src, t->size) / 1000;
+			memcpy(dst, &d, sizeof(d));
+		}
+		break;
+	case OBJFS_MOPT_K_OCTAL:
+		v = get_uint(src, t->size);
+		put_uint(dst, sizeof(unsigned), v);
+		break;
+	case OBJFS_MOPT_K_NUM:
+	case OBJFS_MOPT_K_BYTES:
+		v = get_uint(src, t->size);
+		memcpy(dst, &v, sizeof(v));
+		break;
+	}
+	objfs_mount_opts_mark(mo, which);
+}
 
 /* The AWS settings as a source of the connection (src: the chain's
  * struct objfs_aws_env, which reads the environment and the profile;
@@ -339,59 +419,17 @@ static const char *env_conn_get(const void *src, const char *key)
 static int build_settings(struct cli *c, struct settings *s)
 {
 	const struct objfs_mount_opts *mo = &c->mo;
+	unsigned i;
 	int err;
 
 #define HAS(w) objfs_mount_opts_has(mo, OBJFS_MOPT_##w)
-	objfs_fs_opts_default(&s->fo);
-	memset(&s->sc, 0, sizeof(s->sc));
-	memset(&s->conn, 0, sizeof(s->conn));
-	s->ready_fd = -1;
-	s->level = HAS(LOG_LEVEL) ? mo->log_level : OBJFS_LOG_INFO;
-	if (HAS(UID))
-		s->fo.uid = (uid_t)mo->uid;
-	if (HAS(GID))
-		s->fo.gid = (gid_t)mo->gid;
-	if (HAS(UMASK))
-		s->fo.umask = (mode_t)mo->umask;
-	if (HAS(FSGROUP)) {
-		s->fo.fsgroup_set = true;
-		s->fo.fsgroup = (gid_t)mo->fsgroup;
-	}
-	if (HAS(ATTR_TTL))
-		s->fo.attr_ttl = mo->attr_ttl;
-	if (HAS(ENTRY_TTL))
-		s->fo.entry_ttl = mo->entry_ttl;
-	if (HAS(NEGATIVE_TTL))
-		s->fo.neg_ttl = mo->negative_ttl;
-	if (HAS(DIR_TTL))
-		s->fo.dir_ttl = mo->dir_ttl;
-	if (HAS(VOLREC_TTL))
-		s->fo.volrec_ttl = mo->volrec_ttl;
-	if (HAS(USAGE_REFRESH))
-		s->fo.usage_refresh = mo->usage_refresh;
-	if (HAS(MEM_LIMIT))
-		s->fo.mem_limit = mo->mem_limit;
-	if (HAS(READAHEAD))
-		s->fo.ra_chunk = mo->readahead;
-	if (HAS(PART_SIZE))
-		s->fo.part_size = mo->part_size;
-	/* a bound the docs state is refused past, not cut quietly */
-	if (HAS(READAHEAD_CHUNKS) && mo->readahead_chunks > OBJFS_RA_CHUNKS_MAX) {
-		fprintf(stderr, "objfs-mount: -o readahead_chunks: at most %d\n",
-			OBJFS_RA_CHUNKS_MAX);
-		return EINVAL;
-	}
-	if (HAS(READAHEAD_CHUNKS))
-		s->fo.ra_chunks = (unsigned)mo->readahead_chunks;
-	if (HAS(PREFETCH) && mo->prefetch > OBJFS_PREFETCH_MAX) {
-		fprintf(stderr, "objfs-mount: -o prefetch: at most %d\n",
-			OBJFS_PREFETCH_MAX);
-		return EINVAL;
-	}
-	if (HAS(PREFETCH))
-		s->fo.prefetch = (unsigned)mo->prefetch;
-	if (HAS(UPLOAD_PARALLEL))
-		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
+	settings_default(s);
+	/* each option with a target (mountopts.def), then the rules
+	 * between options */
+	for (i = 0; i < OBJFS_MOPT_COUNT; i++)
+		if (targets[i].conv != T_NONE && objfs_mount_opts_has(mo, i))
+			target_put(s, i, mo);
+	s->fo.fsgroup_set = HAS(FSGROUP);
 	if (HAS(READAHEAD) || HAS(READAHEAD_CHUNKS)) {
 		/* Read-ahead buffers come out of mem_limit: one that does not
 		 * fit there is never taken, and every read becomes a GET of
@@ -412,19 +450,6 @@ static int build_settings(struct cli *c, struct settings *s)
 			return EINVAL;
 		}
 	}
-	if (HAS(THREADS))
-		s->fo.threads = mo->threads ? (unsigned)mo->threads : 1;
-	if (HAS(SPOOL_DIR))
-		s->fo.spool_dir = mo->spool_dir;
-	s->fo.cache_dir = HAS(CACHE_DIR) ? mo->cache_dir : NULL;
-	if (HAS(CACHE_SIZE))
-		s->fo.cache_size = mo->cache_size;
-	if (HAS(SPOOL_LIMIT))
-		s->fo.spool_limit = mo->spool_limit;
-	s->fo.read_only = HAS(RO) && mo->ro;
-	s->fo.xattrs = HAS(XATTRS);
-	if (HAS(READY_FD))
-		s->ready_fd = (int)mo->ready_fd;
 	if (HAS(RESUME) && HAS(NORESUME)) {
 		fprintf(stderr, "objfs-mount: -o resume and noresume: one or the "
 			"other\n");
@@ -433,10 +458,6 @@ static int build_settings(struct cli *c, struct settings *s)
 	/* on unless -o noresume (issue 29): any one process may die */
 	s->resume = !HAS(NORESUME);
 	s->resume_asked = HAS(RESUME);
-	s->fo.crash_at = HAS(CRASH_AT) ? mo->crash_at : NULL;
-	s->user_resend = HAS(USER_RESEND);
-	s->state_dir = HAS(STATE_DIR) ? mo->state_dir : NULL;
-	s->metrics = true;
 	if (HAS(METRICS) && strcmp(mo->metrics, "off") == 0) {
 		s->metrics = false;
 	} else if (HAS(METRICS) && strcmp(mo->metrics, "unix") != 0) {
@@ -450,51 +471,10 @@ static int build_settings(struct cli *c, struct settings *s)
 		}
 		s->metrics_tcp = mo->metrics;
 	}
-	if (HAS(MAX_CONNECTIONS))
-		s->sc.s3.max_connections = (unsigned)mo->max_connections;
 	/* Ride through store outages up to retry_timeout (backend.h). */
-	s->sc.retry.max_attempts = OBJFS_RETRY_UNLIMITED;
 	if (HAS(RETRIES) && mo->retries > 0 &&
 	    mo->retries < OBJFS_RETRY_UNLIMITED)
 		s->sc.retry.max_attempts = (unsigned)mo->retries;
-	if (HAS(RETRY_TIMEOUT)) {
-		if (mo->retry_timeout > 86400) {
-			fprintf(stderr, "objfs-mount: -o retry_timeout: over a "
-				"day\n");
-			return EINVAL;
-		}
-		s->sc.retry.max_total_ms = mo->retry_timeout > 0 ?
-			(unsigned)(mo->retry_timeout * 1000) : 1;
-	}
-	s->sc.hedge.ceiling_ms = 500;
-	if (HAS(HEDGE_AFTER)) {
-		if (mo->hedge_after > 3600) {
-			fprintf(stderr, "objfs-mount: -o hedge_after: over an "
-				"hour\n");
-			return EINVAL;
-		}
-		s->sc.hedge.ceiling_ms = (unsigned)(mo->hedge_after * 1000);
-	}
-	s->sc.delete_delay_ms = 20;
-	if (HAS(DELETE_DELAY)) {
-		if (mo->delete_delay > 60) {
-			fprintf(stderr, "objfs-mount: -o delete_delay: over a "
-				"minute\n");
-			return EINVAL;
-		}
-		s->sc.delete_delay_ms = (unsigned)(mo->delete_delay * 1000 + 0.5);
-		if (mo->delete_delay > 0 && s->sc.delete_delay_ms == 0)
-			s->sc.delete_delay_ms = 1;
-	}
-	if (HAS(STALL_TIMEOUT)) {
-		if (mo->stall_timeout > 3600) {
-			fprintf(stderr, "objfs-mount: -o stall_timeout: over an "
-				"hour\n");
-			return EINVAL;
-		}
-		s->sc.s3.stall_timeout_ms = mo->stall_timeout > 0 ?
-			(long)(mo->stall_timeout * 1000) : 1;
-	}
 
 	s->sc.url = c->source;
 	/* the connection: -o first; the AWS settings (environment, profile)
@@ -503,9 +483,6 @@ static int build_settings(struct cli *c, struct settings *s)
 		fprintf(stderr, "objfs-mount: -o endpoint, region or ca_file: too long\n");
 		return EINVAL;
 	}
-	s->sc.s3.insecure_skip_verify = HAS(INSECURE_SKIP_VERIFY);
-	s->sc.s3.unsigned_payload = HAS(UNSIGNED_PAYLOAD);
-	s->sc.s3.signed_payload = HAS(SIGNED_PAYLOAD);
 	if (getenv(OBJFS_ADOPT_ENV) != NULL) {
 		/* a new keeper (mount/keeper.h) reads no credentials: the
 		 * server that starts it sends their fd */
@@ -564,8 +541,6 @@ static int build_settings(struct cli *c, struct settings *s)
 	if (!HAS(CA_FILE))
 		s->sc.s3.ca_file = s->aws.ca_bundle != NULL ? s->aws.ca_bundle :
 				   getenv("AWS_CA_BUNDLE");
-	if (HAS(CREDS_REFRESH))
-		s->sc.s3.creds_refresh_s = mo->creds_refresh;
 #undef HAS
 	s->sc.s3.access_key = s->creds.access_key;
 	s->sc.s3.secret_key = s->creds.secret_key;
@@ -642,16 +617,13 @@ static struct objfs_metrics_server *serve_metrics(struct objfs_log *log,
 	return srv;
 }
 
-/* The data of files that could never be saved is kept in the spool
- * directory (fs/spool.h), for unsaved_keep (7 days by default): older
- * kept files, of this or any earlier mount using the directory, go now. */
-#define UNSAVED_KEEP_DEFAULT (7 * 24 * 3600.0)
-static void expire_unsaved(const struct settings *s,
-			   const struct objfs_mount_opts *mo, struct objfs_log *log)
+/* Data that could never be saved, kept in the spool directory
+ * (fs/spool.h) longer than unsaved_keep, by this or any earlier mount
+ * using the directory, goes now. */
+static void expire_unsaved(const struct settings *s, struct objfs_log *log)
 {
 	const char *dir = s->fo.spool_dir != NULL ? s->fo.spool_dir : "/var/tmp";
-	double keep = objfs_mount_opts_has(mo, OBJFS_MOPT_UNSAVED_KEEP) ?
-		mo->unsaved_keep : UNSAVED_KEEP_DEFAULT;
+	double keep = s->unsaved_keep;
 	unsigned n = 0;
 	int err;
 
@@ -731,7 +703,14 @@ int main(int argc, char *argv[])
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		goto out;
 	if (c.help) {
-		usage(argv[0]);
+		struct objfs_mount_opts dm = OBJFS_MOUNT_OPTS_INIT;    /* borrows */
+		unsigned i;
+
+		/* the defaults --help shows are the settings' own */
+		settings_default(&s);
+		for (i = 0; i < OBJFS_MOPT_COUNT; i++)
+			target_get(&s, i, &dm);
+		usage(argv[0], &dm);
 		ret = 0;
 		goto out;
 	}
@@ -889,7 +868,7 @@ int main(int argc, char *argv[])
 				objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
-	expire_unsaved(&s, &c.mo, log);
+	expire_unsaved(&s, log);
 	err = objfs_fs_create(store, &s.fo, log, &fs);
 	if (err == 0 && reg != NULL)
 		err = objfs_fs_metrics_attach(fs, reg);

@@ -1,12 +1,14 @@
 /*
- * mountopts.c - objfs-mount's -o options (see mountopts.h): one table of
- * objfs-mount's own options with their types, the FUSE options passed on,
- * a parser and a builder.
+ * mountopts.c - objfs-mount's -o options (see mountopts.h): the table of
+ * objfs-mount's own options (the rows of mountopts.def), the FUSE options
+ * passed on, a parser, a builder, --help's option lines, and the command
+ * line a supervisor starts objfs-mount with.
  *
  * Values are read exactly as objfs-mount always read them: integers with
  * strtoull(base 0) and an optional K/M/G suffix (then an optional "i" and
- * "B"), seconds with strtod (0 to OBJFS_MOUNTOPT_SECONDS_MAX: no NaN or inf), umask in octal up to 0777,
- * addressing path or virtual, log_level as objfs_log_parse_level().
+ * "B"), seconds with strtod (0 to OBJFS_MOUNTOPT_SECONDS_MAX: no NaN or
+ * inf), umask in octal up to 0777, addressing path or virtual, log_level
+ * as objfs_log_parse_level(); a row's max bounds numbers and seconds.
  */
 #include "config.h"
 
@@ -17,94 +19,26 @@
 
 #include "common/mountopts.h"
 
-enum kind {
-	K_FLAG,         /* bool, no value */
-	K_STR,          /* any string (may be empty) */
-	K_NUM,          /* uint64_t, printed in decimal */
-	K_BYTES,        /* uint64_t, printed with a unit */
-	K_SECONDS,      /* double */
-	K_OCTAL,        /* unsigned, at most 0777 */
-	K_ADDRESSING,   /* bool path_style */
-	K_LEVEL,        /* enum objfs_log_level */
+#define K(k) OBJFS_MOPT_K_##k
+
+/* The rows (mountopts.def), in enum objfs_mopt order: the builder writes
+ * them in this order.  The target column is objfs-mount's. */
+static const struct objfs_mopt_info specs[OBJFS_MOPT_COUNT] = {
+#define MOPT(id, nm, field, knd, own, grp, mx, target, meta, dflt, text)   \
+	[OBJFS_MOPT_##id] = {                                              \
+		.name = nm, .kind = K(knd),                                \
+		.off = offsetof(struct objfs_mount_opts, field),           \
+		.owner = OBJFS_MOPT_##own, .group = OBJFS_MOPT_##grp,      \
+		.max = mx, .metavar = meta, .def = dflt, .help = text,     \
+	},
+#include "common/mountopts.def"
+#undef MOPT
 };
 
-struct spec {
-	const char *name;
-	enum kind kind;
-	size_t off;             /* of the field in struct objfs_mount_opts */
-	bool fuse;              /* also passed to FUSE */
-	enum objfs_mopt_owner owner;    /* who may set it */
-};
-
-#define F(f) offsetof(struct objfs_mount_opts, f)
-/* objfs-mount's own option w, named as its field f, of kind k. */
-#define OWN(w, f, k) [OBJFS_MOPT_##w] = { #f, k, F(f), false, OBJFS_MOPT_ANYONE }
-/* The same, for an option only the node's own configuration may set. */
-#define NODE(w, f, k) [OBJFS_MOPT_##w] = { #f, k, F(f), false, OBJFS_MOPT_NODE }
-/* In enum objfs_mopt order: the builder writes them in this order. */
-static const struct spec specs[OBJFS_MOPT_COUNT] = {
-	[OBJFS_MOPT_ALLOW_OTHER] = { "allow_other", K_FLAG, F(allow_other), true,
-				     OBJFS_MOPT_ANYONE },
-	[OBJFS_MOPT_RO] = { "ro", K_FLAG, F(ro), true, OBJFS_MOPT_ANYONE },
-	OWN(UID, uid, K_NUM),
-	OWN(GID, gid, K_NUM),
-	OWN(UMASK, umask, K_OCTAL),
-	OWN(FSGROUP, fsgroup, K_NUM),
-	OWN(MEM_LIMIT, mem_limit, K_BYTES),
-	NODE(SPOOL_DIR, spool_dir, K_STR),
-	OWN(ENDPOINT, endpoint, K_STR),
-	OWN(REGION, region, K_STR),
-	[OBJFS_MOPT_ADDRESSING] = { "addressing", K_ADDRESSING, F(path_style),
-				    false, false },
-	NODE(CA_FILE, ca_file, K_STR),
-	NODE(INSECURE_SKIP_VERIFY, insecure_skip_verify, K_FLAG),
-	OWN(UNSIGNED_PAYLOAD, unsigned_payload, K_FLAG),
-	OWN(SIGNED_PAYLOAD, signed_payload, K_FLAG),
-	OWN(MAX_CONNECTIONS, max_connections, K_NUM),
-	OWN(RETRIES, retries, K_NUM),
-	OWN(RETRY_TIMEOUT, retry_timeout, K_SECONDS),
-	OWN(STALL_TIMEOUT, stall_timeout, K_SECONDS),
-	OWN(HEDGE_AFTER, hedge_after, K_SECONDS),
-	OWN(DELETE_DELAY, delete_delay, K_SECONDS),
-	OWN(ATTR_TTL, attr_ttl, K_SECONDS),
-	OWN(ENTRY_TTL, entry_ttl, K_SECONDS),
-	OWN(NEGATIVE_TTL, negative_ttl, K_SECONDS),
-	OWN(DIR_TTL, dir_ttl, K_SECONDS),
-	OWN(READAHEAD, readahead, K_BYTES),
-	OWN(READAHEAD_CHUNKS, readahead_chunks, K_NUM),
-	OWN(PREFETCH, prefetch, K_NUM),
-	OWN(PART_SIZE, part_size, K_BYTES),
-	OWN(UPLOAD_PARALLEL, upload_parallel, K_NUM),
-	OWN(THREADS, threads, K_NUM),
-	OWN(SPOOL_LIMIT, spool_limit, K_BYTES),
-	OWN(UNSAVED_KEEP, unsaved_keep, K_SECONDS),
-	OWN(CREDS_REFRESH, creds_refresh, K_SECONDS),
-	OWN(NO_SIGN_REQUEST, no_sign_request, K_FLAG),
-	NODE(CACHE_DIR, cache_dir, K_STR),
-	OWN(CACHE_SIZE, cache_size, K_BYTES),
-	OWN(VOLREC_TTL, volrec_ttl, K_SECONDS),
-	OWN(USAGE_REFRESH, usage_refresh, K_SECONDS),
-	OWN(LOG_LEVEL, log_level, K_LEVEL),
-	NODE(LOG_FILE, log_file, K_STR),
-	NODE(METRICS, metrics, K_STR),
-	OWN(RESUME, resume, K_FLAG),
-	OWN(NORESUME, noresume, K_FLAG),
-	OWN(NONEMPTY, nonempty, K_FLAG),
-	OWN(XATTRS, xattrs, K_FLAG),
-	[OBJFS_MOPT_STATE_DIR] = { "state_dir", K_STR, F(state_dir), false,
-				   OBJFS_MOPT_PLUGIN },
-	[OBJFS_MOPT_CRASH_AT] = { "crash_at", K_STR, F(crash_at), false,
-				  OBJFS_MOPT_PLUGIN },
-	[OBJFS_MOPT_USER_RESEND] = { "user_resend", K_FLAG, F(user_resend), false,
-				     OBJFS_MOPT_PLUGIN },
-	[OBJFS_MOPT_READY_FD] = { "ready_fd", K_NUM, F(ready_fd), false,
-				  OBJFS_MOPT_PLUGIN },
-	[OBJFS_MOPT_CREDENTIALS_FILE] = { "credentials_file", K_STR, F(credentials_file),
-					  false, OBJFS_MOPT_PLUGIN },
-};
-#undef OWN
-#undef NODE
-#undef F
+const struct objfs_mopt_info *objfs_mount_opts_info(enum objfs_mopt which)
+{
+	return &specs[(unsigned)which < OBJFS_MOPT_COUNT ? which : 0];
+}
 
 /* FUSE and kernel mount options libfuse 3 accepts from objfs-mount's -o
  * (its mount, session and command-line tables); a trailing '=' means the
@@ -223,15 +157,15 @@ static int parse_octal(const char *s, unsigned *out)
 	return 0;
 }
 
-static const char *kind_wants(enum kind k)
+static const char *kind_wants(enum objfs_mopt_kind k)
 {
 	switch (k) {
-	case K_NUM: return "a number";
-	case K_BYTES: return "a size (K, M, G suffixes)";
-	case K_SECONDS: return "seconds (0 to 1000000)";
-	case K_OCTAL: return "an octal mode up to 0777";
-	case K_ADDRESSING: return "path or virtual";
-	case K_LEVEL: return "debug, info, warn or error";
+	case K(NUM): return "a number";
+	case K(BYTES): return "a size (K, M, G suffixes)";
+	case K(SECONDS): return "seconds (0 to 1000000)";
+	case K(OCTAL): return "an octal mode up to 0777";
+	case K(ADDRESSING): return "path or virtual";
+	case K(LEVEL): return "debug, info, warn or error";
 	default: return "a value";
 	}
 }
@@ -254,8 +188,16 @@ const char *objfs_mount_opts_addressing_name(bool path_style)
 	return path_style ? "path" : "virtual";
 }
 
-/* Stores value (NUL-terminated, unescaped) into the field of sp. */
-static int set_value(struct objfs_mount_opts *o, const struct spec *sp, const char *value)
+static void format_max(const struct objfs_mopt_info *sp, char *out, size_t cap);
+
+static bool is_flag(enum objfs_mopt_kind k)
+{
+	return k == K(FLAG) || k == K(FUSEFLAG);
+}
+
+/* Stores value (NUL-terminated, unescaped) into the field of sp: 0,
+ * EINVAL (malformed), ERANGE (past the row's bound) or ENOMEM. */
+static int set_value(struct objfs_mount_opts *o, const struct objfs_mopt_info *sp, const char *value)
 {
 	char *field = (char *)o + sp->off;
 	enum objfs_log_level level;
@@ -265,34 +207,39 @@ static int set_value(struct objfs_mount_opts *o, const struct spec *sp, const ch
 	char *copy;
 
 	switch (sp->kind) {
-	case K_FLAG:
+	case K(FLAG):
+	case K(FUSEFLAG):
 		*(bool *)field = true;
 		return 0;
-	case K_STR:
+	case K(STR):
 		copy = keep(o, value, strlen(value));
 		if (copy == NULL)
 			return ENOMEM;
 		*(const char **)field = copy;
 		return 0;
-	case K_NUM:
-	case K_BYTES:
+	case K(NUM):
+	case K(BYTES):
 		if (parse_u64(value, &v) != 0)
 			return EINVAL;
+		if (sp->max > 0 && (double)v > sp->max)
+			return ERANGE;
 		*(uint64_t *)field = v;
 		return 0;
-	case K_SECONDS:
+	case K(SECONDS):
 		if (parse_seconds(value, &d) != 0)
 			return EINVAL;
+		if (sp->max > 0 && d > sp->max)
+			return ERANGE;
 		*(double *)field = d;
 		return 0;
-	case K_OCTAL:
+	case K(OCTAL):
 		if (parse_octal(value, &mode) != 0)
 			return EINVAL;
 		*(unsigned *)field = mode;
 		return 0;
-	case K_ADDRESSING:
+	case K(ADDRESSING):
 		return objfs_mount_opts_addressing_parse(value, (bool *)field);
-	case K_LEVEL:
+	case K(LEVEL):
 		if (objfs_log_parse_level(value, &level) != 0)
 			return EINVAL;
 		*(enum objfs_log_level *)field = level;
@@ -368,7 +315,7 @@ static int apply(struct objfs_mount_opts *o, const char *opt, unsigned flags,
 {
 	const char *eq = strchr(opt, '=');
 	size_t nlen = eq != NULL ? (size_t)(eq - opt) : strlen(opt);
-	const struct spec *sp = NULL;
+	const struct objfs_mopt_info *sp = NULL;
 	size_t i;
 	int e;
 
@@ -409,8 +356,8 @@ static int apply(struct objfs_mount_opts *o, const char *opt, unsigned flags,
 			 "configuration sets it, not a volume's options", sp->name);
 		return EINVAL;
 	}
-	if ((sp->kind == K_FLAG) != (eq == NULL)) {
-		if (sp->kind == K_FLAG)
+	if (is_flag(sp->kind) != (eq == NULL)) {
+		if (is_flag(sp->kind))
 			snprintf(err, cap, "option %s takes no value", sp->name);
 		else
 			snprintf(err, cap, "option %s needs a value (%s=...)", sp->name, sp->name);
@@ -422,9 +369,17 @@ static int apply(struct objfs_mount_opts *o, const char *opt, unsigned flags,
 			 kind_wants(sp->kind));
 		return EINVAL;
 	}
+	if (e == ERANGE) {
+		char most[32];
+
+		format_max(sp, most, sizeof(most));
+		snprintf(err, cap, "option %s: at most %s", sp->name, most);
+		return EINVAL;
+	}
 	if (e == 0) {
 		objfs_mount_opts_mark(o, (enum objfs_mopt)(sp - specs));
-		*fuse = sp->fuse;       /* a typed field, not copied to o->fuse */
+		/* a typed field, not copied to o->fuse */
+		*fuse = sp->kind == K(FUSEFLAG);
 	}
 out:
 	if (e == ENOMEM)
@@ -515,6 +470,56 @@ static void format_seconds(double d, char *out, size_t cap)
 	}
 }
 
+/* The text of sp's value in o, in num (cap bytes) or a constant; NULL
+ * for a flag. */
+static const char *value_text(const struct objfs_mount_opts *o,
+			      const struct objfs_mopt_info *sp, char *num, size_t cap)
+{
+	const char *field = (const char *)o + sp->off;
+
+	switch (sp->kind) {
+	case K(FLAG):
+	case K(FUSEFLAG):
+		return NULL;
+	case K(STR):
+		return *(const char *const *)field;
+	case K(NUM):
+		snprintf(num, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+		return num;
+	case K(BYTES):
+		format_bytes(*(const uint64_t *)field, num, cap);
+		return num;
+	case K(SECONDS):
+		format_seconds(*(const double *)field, num, cap);
+		return num;
+	case K(OCTAL):
+		snprintf(num, cap, "%04o", *(const unsigned *)field);
+		return num;
+	case K(ADDRESSING):
+		return objfs_mount_opts_addressing_name(*(const bool *)field);
+	case K(LEVEL):
+		return objfs_log_level_name(*(const enum objfs_log_level *)field);
+	}
+	return NULL;
+}
+
+void objfs_mount_opts_value(const struct objfs_mount_opts *o, enum objfs_mopt which,
+			    char *out, size_t cap)
+{
+	char num[64];
+	const char *v = value_text(o, objfs_mount_opts_info(which), num, sizeof(num));
+
+	snprintf(out, cap, "%s", v != NULL ? v : "");
+}
+
+static void format_max(const struct objfs_mopt_info *sp, char *out, size_t cap)
+{
+	if (sp->kind == K(BYTES))
+		format_bytes((uint64_t)sp->max, out, cap);
+	else
+		snprintf(out, cap, "%.15g", sp->max);
+}
+
 int objfs_mount_opts_build(const struct objfs_mount_opts *o, char *buf, size_t cap)
 {
 	size_t start = strlen(buf), len = start;
@@ -522,44 +527,14 @@ int objfs_mount_opts_build(const struct objfs_mount_opts *o, char *buf, size_t c
 	size_t i;
 
 	for (i = 0; i < OBJFS_MOPT_COUNT; i++) {
-		const struct spec *sp = &specs[i];
-		const char *field = (const char *)o + sp->off;
-		const char *value = NULL;
+		const struct objfs_mopt_info *sp = &specs[i];
+		const char *value;
 
 		if (!objfs_mount_opts_has(o, (enum objfs_mopt)i))
 			continue;
-		switch (sp->kind) {
-		case K_FLAG:
-			if (!*(const bool *)field)
-				continue;
-			break;
-		case K_STR:
-			value = *(const char *const *)field;
-			break;
-		case K_NUM:
-			snprintf(num, sizeof(num), "%llu",
-				 (unsigned long long)*(const uint64_t *)field);
-			value = num;
-			break;
-		case K_BYTES:
-			format_bytes(*(const uint64_t *)field, num, sizeof(num));
-			value = num;
-			break;
-		case K_SECONDS:
-			format_seconds(*(const double *)field, num, sizeof(num));
-			value = num;
-			break;
-		case K_OCTAL:
-			snprintf(num, sizeof(num), "%04o", *(const unsigned *)field);
-			value = num;
-			break;
-		case K_ADDRESSING:
-			value = objfs_mount_opts_addressing_name(*(const bool *)field);
-			break;
-		case K_LEVEL:
-			value = objfs_log_level_name(*(const enum objfs_log_level *)field);
-			break;
-		}
+		if (is_flag(sp->kind) && !*(const bool *)((const char *)o + sp->off))
+			continue;
+		value = value_text(o, sp, num, sizeof(num));
 		if (len + strlen(sp->name) + 3 > cap)
 			goto nospace;
 		len += (size_t)snprintf(buf + len, cap - len, "%s%s%s", len > 0 ? "," : "",
@@ -597,4 +572,104 @@ int objfs_mount_opts_check_user(const char *list, char *err, size_t cap)
 		return EINVAL;
 	objfs_mount_opts_release(&tmp);
 	return 0;
+}
+
+/* ---- --help --------------------------------------------------------------- */
+
+#define HELP_COL 25             /* where the text starts */
+#define HELP_WIDTH 79
+
+/* Writes text's words to f from column *col, wrapping at HELP_WIDTH to
+ * HELP_COL. */
+static void put_words(FILE *f, const char *text, size_t *col)
+{
+	const char *s = text;
+
+	while (*s != '\0') {
+		size_t n;
+
+		while (*s == ' ')
+			s++;
+		n = strcspn(s, " ");
+		if (n == 0)
+			break;
+		if (*col > HELP_COL && *col + 1 + n > HELP_WIDTH) {
+			fprintf(f, "\n%*s", HELP_COL, "");
+			*col = HELP_COL;
+		} else if (*col > HELP_COL) {
+			fputc(' ', f);
+			(*col)++;
+		}
+		fprintf(f, "%.*s", (int)n, s);
+		*col += n;
+		s += n;
+	}
+}
+
+void objfs_mount_opts_usage(FILE *f, enum objfs_mopt_group group,
+			    const struct objfs_mount_opts *defaults)
+{
+	size_t i;
+
+	for (i = 0; i < OBJFS_MOPT_COUNT; i++) {
+		const struct objfs_mopt_info *sp = &specs[i];
+		char label[64], tail[512], dflt[256], most[32];
+		const char *d = sp->def;
+		size_t col, n;
+
+		if (sp->group != group)
+			continue;
+		n = (size_t)snprintf(label, sizeof(label), "%s%s%s", sp->name,
+				     sp->metavar[0] != '\0' ? "=" : "", sp->metavar);
+		if (n + 2 + 2 <= HELP_COL) {
+			fprintf(f, "  %-*s", HELP_COL - 2, label);
+			col = HELP_COL;
+		} else {
+			/* past HELP_COL: a space, then the text wraps there */
+			fprintf(f, "  %s ", label);
+			col = 2 + n + 1;
+		}
+		put_words(f, sp->help, &col);
+		if (d == NULL && !is_flag(sp->kind) &&
+		    objfs_mount_opts_has(defaults, (enum objfs_mopt)i)) {
+			objfs_mount_opts_value(defaults, (enum objfs_mopt)i, dflt,
+					       sizeof(dflt));
+			d = dflt;
+		}
+		tail[0] = '\0';
+		if (d != NULL)
+			snprintf(tail, sizeof(tail), "(default: %s", d);
+		if (sp->max > 0) {
+			format_max(sp, most, sizeof(most));
+			n = strlen(tail);
+			snprintf(tail + n, sizeof(tail) - n, "%s at most %s",
+				 d != NULL ? ";" : "(", most);
+		}
+		if (tail[0] != '\0') {
+			n = strlen(tail);
+			snprintf(tail + n, sizeof(tail) - n, ")");
+			put_words(f, tail, &col);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* ---- the supervisors' command line ---------------------------------------- */
+
+size_t objfs_mount_argv(char *argv[OBJFS_MOUNT_ARGV_MAX], const char *program,
+			const char *options, const char *source,
+			const char *mountpoint)
+{
+	size_t n = 0;
+
+	argv[n++] = (char *)program;
+	argv[n++] = (char *)"-f";
+	if (options[0] != '\0') {
+		argv[n++] = (char *)"-o";
+		argv[n++] = (char *)options;
+	}
+	argv[n++] = (char *)source;
+	argv[n++] = (char *)mountpoint;
+	argv[n] = NULL;
+	return n;
 }

@@ -2,8 +2,9 @@
  * mountopts.h - the -o options of objfs-mount: the contract between the
  * node plugin, which builds them (objfs-csi: csi/node.c, csi/mounter.c),
  * and objfs-mount, which parses them, across a process boundary.  One
- * table (mountopts.c) names every option once; docs/objfs-mount.md
- * describes them.  The S3 addressing styles are spelled here only
+ * row per option (mountopts.def: name, kind, who may set it, bound,
+ * --help's text and default, objfs-mount's target field) feeds the
+ * parser, the builder and --help; docs/objfs-mount.md describes them.  The S3 addressing styles are spelled here only
  * (objfs_mount_opts_addressing_parse); backend/s3conn.h maps a whole
  * connection to and from these options.
  *
@@ -37,62 +38,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/log.h"
 
-/* One bit per option of objfs-mount (struct objfs_mount_opts.set). */
+/* One bit per option of objfs-mount (struct objfs_mount_opts.set), in
+ * the rows' order (mountopts.def). */
 enum objfs_mopt {
-	OBJFS_MOPT_ALLOW_OTHER,
-	OBJFS_MOPT_RO,
-	OBJFS_MOPT_UID,
-	OBJFS_MOPT_GID,
-	OBJFS_MOPT_UMASK,
-	OBJFS_MOPT_FSGROUP,
-	OBJFS_MOPT_MEM_LIMIT,
-	OBJFS_MOPT_SPOOL_DIR,
-	OBJFS_MOPT_ENDPOINT,
-	OBJFS_MOPT_REGION,
-	OBJFS_MOPT_ADDRESSING,
-	OBJFS_MOPT_CA_FILE,
-	OBJFS_MOPT_INSECURE_SKIP_VERIFY,
-	OBJFS_MOPT_UNSIGNED_PAYLOAD,
-	OBJFS_MOPT_SIGNED_PAYLOAD,
-	OBJFS_MOPT_MAX_CONNECTIONS,
-	OBJFS_MOPT_RETRIES,
-	OBJFS_MOPT_RETRY_TIMEOUT,
-	OBJFS_MOPT_STALL_TIMEOUT,
-	OBJFS_MOPT_HEDGE_AFTER,
-	OBJFS_MOPT_DELETE_DELAY,
-	OBJFS_MOPT_ATTR_TTL,
-	OBJFS_MOPT_ENTRY_TTL,
-	OBJFS_MOPT_NEGATIVE_TTL,
-	OBJFS_MOPT_DIR_TTL,
-	OBJFS_MOPT_READAHEAD,
-	OBJFS_MOPT_READAHEAD_CHUNKS,
-	OBJFS_MOPT_PREFETCH,
-	OBJFS_MOPT_PART_SIZE,
-	OBJFS_MOPT_UPLOAD_PARALLEL,
-	OBJFS_MOPT_THREADS,
-	OBJFS_MOPT_SPOOL_LIMIT,
-	OBJFS_MOPT_UNSAVED_KEEP,
-	OBJFS_MOPT_CREDS_REFRESH,
-	OBJFS_MOPT_NO_SIGN_REQUEST,
-	OBJFS_MOPT_CACHE_DIR,
-	OBJFS_MOPT_CACHE_SIZE,
-	OBJFS_MOPT_VOLREC_TTL,
-	OBJFS_MOPT_USAGE_REFRESH,
-	OBJFS_MOPT_LOG_LEVEL,
-	OBJFS_MOPT_LOG_FILE,
-	OBJFS_MOPT_METRICS,
-	OBJFS_MOPT_RESUME,
-	OBJFS_MOPT_NORESUME,
-	OBJFS_MOPT_NONEMPTY,
-	OBJFS_MOPT_XATTRS,
-	OBJFS_MOPT_STATE_DIR,
-	OBJFS_MOPT_CRASH_AT,
-	OBJFS_MOPT_USER_RESEND,
-	OBJFS_MOPT_READY_FD,
-	OBJFS_MOPT_CREDENTIALS_FILE,
+#define MOPT(id, name, field, kind, owner, group, max, target, meta, def, help) \
+	OBJFS_MOPT_##id,
+#include "common/mountopts.def"
+#undef MOPT
 	OBJFS_MOPT_COUNT
 };
 
@@ -193,6 +149,56 @@ enum objfs_mopt_owner {
 	OBJFS_MOPT_PLUGIN,      /* the supervisor that starts objfs-mount */
 };
 
+/* How an option's value is written and read (mountopts.def). */
+enum objfs_mopt_kind {
+	OBJFS_MOPT_K_FLAG,      /* bool, no value */
+	OBJFS_MOPT_K_FUSEFLAG,  /* the same, and libfuse gets it too */
+	OBJFS_MOPT_K_STR,       /* const char *, any string (may be empty) */
+	OBJFS_MOPT_K_NUM,       /* uint64_t, printed in decimal */
+	OBJFS_MOPT_K_BYTES,     /* uint64_t, printed with a unit */
+	OBJFS_MOPT_K_SECONDS,   /* double */
+	OBJFS_MOPT_K_OCTAL,     /* unsigned, at most 0777 */
+	OBJFS_MOPT_K_ADDRESSING,        /* bool path_style */
+	OBJFS_MOPT_K_LEVEL,     /* enum objfs_log_level */
+};
+
+/* --help's sections. */
+enum objfs_mopt_group {
+	OBJFS_MOPT_STORE,       /* store options (s3:// sources) */
+	OBJFS_MOPT_FS,          /* filesystem options */
+	OBJFS_MOPT_HIDDEN,      /* test hooks: not in --help */
+};
+
+/* One row of mountopts.def, as the parser and --help read it (static:
+ * never freed). */
+struct objfs_mopt_info {
+	const char *name;
+	enum objfs_mopt_kind kind;
+	size_t off;                     /* of the field in objfs_mount_opts */
+	enum objfs_mopt_owner owner;
+	enum objfs_mopt_group group;
+	double max;                     /* 0: the kind's own bound */
+	const char *metavar;            /* "" for a flag */
+	const char *def;                /* the default --help shows, or NULL */
+	const char *help;
+};
+
+/* The row of option `which` (which < OBJFS_MOPT_COUNT). */
+const struct objfs_mopt_info *objfs_mount_opts_info(enum objfs_mopt which);
+
+/* Writes the value of option `which` in o as the builder writes it
+ * ("32M", "0.5", "0022", "path"; "" for a flag) into out (cap bytes,
+ * NUL-terminated, cut when longer). */
+void objfs_mount_opts_value(const struct objfs_mount_opts *o, enum objfs_mopt which,
+			    char *out, size_t cap);
+
+/* Writes --help's lines for the options of group (mountopts.def's help,
+ * wrapped to 79 columns) to f, each followed by "(default: D)" (the
+ * row's default text, else the value in defaults when its bit is set
+ * there) and "at most M" when the row has a bound. */
+void objfs_mount_opts_usage(FILE *f, enum objfs_mopt_group group,
+			    const struct objfs_mount_opts *defaults);
+
 /* Flags of objfs_mount_opts_parse(). */
 #define OBJFS_MOUNT_OPTS_USER 1u    /* a user's list: neither the node's
 				       nor the supervisor's options */
@@ -233,5 +239,16 @@ const char *objfs_mount_opts_addressing_name(bool path_style);
  * then o->fuse.  Bytes are written in the largest unit that divides them
  * (32M, 1536K).  0 or ENOSPC (buf is left as it was). */
 int objfs_mount_opts_build(const struct objfs_mount_opts *o, char *buf, size_t cap);
+
+/* The command line of an objfs-mount a supervisor starts (objfs-csi's
+ * fork and systemd runners, objfs-holder): PROGRAM -f -o OPTIONS SOURCE
+ * MOUNTPOINT, without "-o OPTIONS" when options is "", then NULL.  The
+ * strings are borrowed: they must outlive argv. */
+#define OBJFS_MOUNT_ARGV_MAX 7
+/* Fills argv (OBJFS_MOUNT_ARGV_MAX slots) and returns the number of
+ * arguments before the NULL. */
+size_t objfs_mount_argv(char *argv[OBJFS_MOUNT_ARGV_MAX], const char *program,
+			const char *options, const char *source,
+			const char *mountpoint);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -342,6 +343,136 @@ static void test_no_space(void **state)
 	assert_string_equal(buf, "allow_other,endpoint=h\\,\\,");
 }
 
+/* A row's bound is the parser's: the bound itself is taken, one past it
+ * refused naming the option and the bound (never the value). */
+static void test_bounds(void **state)
+{
+	static const struct {
+		const char *ok, *past, *name, *most;
+	} b[] = {
+		{ "prefetch=64", "prefetch=65", "prefetch", "64" },
+		{ "readahead_chunks=16", "readahead_chunks=17", "readahead_chunks", "16" },
+		{ "retry_timeout=86400", "retry_timeout=86400.5", "retry_timeout", "86400" },
+		{ "stall_timeout=3600", "stall_timeout=3601", "stall_timeout", "3600" },
+		{ "hedge_after=3600", "hedge_after=1e4", "hedge_after", "3600" },
+		{ "delete_delay=60", "delete_delay=61", "delete_delay", "60" },
+	};
+	struct objfs_mount_opts o;
+	char err[128], want[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+		assert_int_equal(objfs_mount_opts_parse(b[i].ok, 0, &o, err, sizeof(err)), 0);
+		objfs_mount_opts_release(&o);
+		assert_int_equal(objfs_mount_opts_parse(b[i].past, OBJFS_MOUNT_OPTS_USER, &o,
+							err, sizeof(err)), EINVAL);
+		snprintf(want, sizeof(want), "option %s: at most %s", b[i].name, b[i].most);
+		assert_string_equal(err, want);
+		assert_true(o.set == 0);
+	}
+	/* a volume's options are checked against them too (CSI) */
+	assert_int_equal(objfs_mount_opts_check_user("prefetch=65", err, sizeof(err)), EINVAL);
+	assert_int_equal(objfs_mount_opts_check_user("prefetch=64", err, sizeof(err)), 0);
+}
+
+/* Every row is complete, and --help shows each visible one with its
+ * default and bound. */
+static void test_rows_and_usage(void **state)
+{
+	struct objfs_mount_opts d = OBJFS_MOUNT_OPTS_INIT;
+	char *text = NULL, *flat, line[80], v[64];
+	size_t len = 0, i, n;
+	FILE *f;
+
+	(void)state;
+	for (i = 0; i < OBJFS_MOPT_COUNT; i++) {
+		const struct objfs_mopt_info *in = objfs_mount_opts_info(i);
+
+		assert_string_equal(objfs_mount_opts_name(i), in->name);
+		assert_non_null(in->help);
+		assert_true(in->help[0] != '\0');
+		/* a flag has no placeholder, a value option one */
+		assert_true((in->metavar[0] == '\0') ==
+			    (in->kind == OBJFS_MOPT_K_FLAG || in->kind == OBJFS_MOPT_K_FUSEFLAG));
+	}
+	d.prefetch = 16;
+	MARK(&d, PREFETCH);
+	d.mem_limit = 12ULL << 20;
+	MARK(&d, MEM_LIMIT);
+	d.hedge_after = 0.5;
+	MARK(&d, HEDGE_AFTER);
+	objfs_mount_opts_value(&d, OBJFS_MOPT_MEM_LIMIT, v, sizeof(v));
+	assert_string_equal(v, "12M");
+	objfs_mount_opts_value(&d, OBJFS_MOPT_HEDGE_AFTER, v, sizeof(v));
+	assert_string_equal(v, "0.5");
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	objfs_mount_opts_usage(f, OBJFS_MOPT_FS, &d);
+	objfs_mount_opts_usage(f, OBJFS_MOPT_STORE, &d);
+	fclose(f);
+	for (i = 0; i < OBJFS_MOPT_COUNT; i++) {
+		const struct objfs_mopt_info *in = objfs_mount_opts_info(i);
+
+		snprintf(line, sizeof(line), "\n  %s%s", in->name,
+			 in->metavar[0] != '\0' ? "=" : " ");
+		if (in->group == OBJFS_MOPT_HIDDEN)
+			assert_null(strstr(text, line + 1));
+		else if (i == 0)
+			assert_true(strncmp(text, line + 1, strlen(line + 1)) == 0);
+		else
+			assert_non_null(strstr(text, line));
+	}
+	/* no line past 79 columns */
+	for (i = 0; i < len; ) {
+		size_t cols = strcspn(text + i, "\n");
+
+		assert_true(cols <= 79);
+		i += cols + 1;
+	}
+	/* the text as one line: a wrap is one space */
+	flat = malloc(len + 1);
+	assert_non_null(flat);
+	for (i = 0, n = 0; i < len; i++) {
+		if (text[i] == '\n') {
+			while (text[i + 1] == ' ')
+				i++;
+			flat[n++] = ' ';
+		} else {
+			flat[n++] = text[i];
+		}
+	}
+	flat[n] = '\0';
+	assert_non_null(strstr(flat, "(default: 16; at most 64)"));
+	assert_non_null(strstr(flat, "(default: 0.5; at most 3600)"));
+	assert_non_null(strstr(flat, "(default: caller)"));
+	assert_non_null(strstr(flat, "(default: 12M)"));
+	free(flat);
+	free(text);
+}
+
+/* One command line for every supervisor: -o only with options. */
+static void test_argv(void **state)
+{
+	char *argv[OBJFS_MOUNT_ARGV_MAX];
+
+	(void)state;
+	assert_int_equal(objfs_mount_argv(argv, "/bin/objfs-mount", "ro,ready_fd=3",
+					  "s3://b/p", "/mnt/x"), 6);
+	assert_string_equal(argv[0], "/bin/objfs-mount");
+	assert_string_equal(argv[1], "-f");
+	assert_string_equal(argv[2], "-o");
+	assert_string_equal(argv[3], "ro,ready_fd=3");
+	assert_string_equal(argv[4], "s3://b/p");
+	assert_string_equal(argv[5], "/mnt/x");
+	assert_null(argv[6]);
+	assert_int_equal(objfs_mount_argv(argv, "objfs-mount", "", "file:///s/p", "/m"), 4);
+	assert_string_equal(argv[1], "-f");
+	assert_string_equal(argv[2], "file:///s/p");
+	assert_string_equal(argv[3], "/m");
+	assert_null(argv[4]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +483,9 @@ int main(void)
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_fuse_options),
 		cmocka_unit_test(test_no_space),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_rows_and_usage),
+		cmocka_unit_test(test_argv),
 	};
 	return cmocka_run_group_tests_name("mountopts", tests, NULL, NULL);
 }
