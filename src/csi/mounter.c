@@ -769,7 +769,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 {
 	char creds_path[PATH_MAX] = "";
 	char opts[OPTS_MAX];
-	char *argv[7];
+	char *argv[OBJFS_MOUNT_ARGV_MAX];
 	char *envp[3 + N_IMDS_VARS];
 	char pathenv[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	char supervised[] = OBJFS_MOUNT_SUPERVISED_ENV "=1";
@@ -801,13 +801,8 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		snprintf(msg, cap, "mount options too long");
 		goto out;
 	}
-	argv[0] = (char *)spec->program;
-	argv[1] = (char *)"-f";
-	argv[2] = (char *)"-o";
-	argv[3] = opts;
-	argv[4] = (char *)spec->source;
-	argv[5] = (char *)spec->mountpoint;
-	argv[6] = NULL;
+	(void)objfs_mount_argv(argv, spec->program, opts, spec->source,
+			       spec->mountpoint);
 	envp[0] = pathenv;
 	envp[1] = supervised;   /* its servers die with the keeper */
 	nv = imds_env(imds, "");
@@ -1084,7 +1079,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 	char pidbuf[32];
 	char imds[N_IMDS_VARS][IMDS_VAR_MAX];
 	size_t k, nv;
-	char *argv[21 + N_IMDS_VARS];
+	char *argv[15 + N_IMDS_VARS + OBJFS_MOUNT_ARGV_MAX];
 	struct objfs_csi_proc proc;
 	long long deadline, next_check = 0;
 	bool up = false;
@@ -1128,13 +1123,8 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 		argv[i++] = imds[k];
 	argv[i++] = (char *)"--setenv=" OBJFS_MOUNT_SUPERVISED_ENV "=1";
 	argv[i++] = (char *)"--";
-	argv[i++] = (char *)spec->program;
-	argv[i++] = (char *)"-f";
-	argv[i++] = (char *)"-o";
-	argv[i++] = opts;
-	argv[i++] = (char *)spec->source;
-	argv[i++] = (char *)spec->mountpoint;
-	argv[i] = NULL;
+	(void)objfs_mount_argv(argv + i, spec->program, opts, spec->source,
+			       spec->mountpoint);
 	err = run_cmd(argv, NULL, 0, 30000, &status);
 	if (err == 0 && status != 0)
 		err = EIO;

@@ -45,6 +45,7 @@
 
 #include "common/io.h"
 #include "common/log.h"
+#include "common/mountopts.h"
 #include "mount/holder.h"
 
 #define SUB "holder"
@@ -144,19 +145,9 @@ static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg
 	/* point into our copy */
 	for (int i = 0; i < HSPEC_N; i++)
 		str[i] = s->spec + (str[i] - m->spec);
-	s->argv[0] = (char *)str[HSPEC_PROGRAM];
-	s->argv[1] = (char *)"-f";
-	s->argv[2] = (char *)"-o";
-	s->argv[3] = (char *)str[HSPEC_OPTIONS];
-	s->argv[4] = (char *)str[HSPEC_SOURCE];
-	s->argv[5] = (char *)str[HSPEC_MOUNTPOINT];
-	s->argv[6] = NULL;
+	(void)objfs_mount_argv(s->argv, str[HSPEC_PROGRAM], str[HSPEC_OPTIONS],
+			       str[HSPEC_SOURCE], str[HSPEC_MOUNTPOINT]);
 	s->mountpoint = str[HSPEC_MOUNTPOINT];
-	if (str[HSPEC_OPTIONS][0] == '\0') {
-		s->argv[2] = s->argv[4];
-		s->argv[3] = s->argv[5];
-		s->argv[4] = NULL;
-	}
 	s->k.name = s->name;
 	s->k.exe = s->argv[0];
 	s->k.argv = s->argv;
