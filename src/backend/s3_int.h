@@ -81,6 +81,11 @@ struct s3_ctx {
 	int no_multi_delete;     /* DeleteObjects refused where DELETE is
 				    allowed (RGW 16, keys scoped to a
 				    prefix); atomic */
+	int answered;            /* atomic: the server answered HTTP once */
+	int tls_port;            /* an http:// endpoint that failed before
+				    any answer: 0 not tried, 1 its port
+				    speaks TLS (http to an https port), 2
+				    it does not; atomic (s3_req.c) */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -56,6 +56,7 @@
 #include "backend/s3_internal.h"
 #include "backend/s3_sign.h"
 #include "backend/s3_xml.h"
+#include "backend/store_error.h"
 #include "common/buf.h"
 #include "common/errors.h"
 #include "common/io.h"
@@ -767,6 +768,57 @@ int s3_perform(struct objfs_store *s, struct s3_req *r)
 	return perform_once(s, r);
 }
 
+/* http:// to a port that speaks TLS: the server resets the connection,
+ * says nothing or answers TLS bytes, which looks like an outage and was
+ * retried for retry_timeout.  On such a failure of a store that never
+ * answered, once per store: a TLS handshake with the same host and port
+ * (nothing sent; the certificate is not checked: it only tells the
+ * protocol).  When it succeeds the failure is EPROTO, not retried, its
+ * line naming the fix; else rc as it was. */
+static int tls_port(struct s3_ctx *c, const char *host, CURLcode cc, int rc)
+{
+	char url[400], msg[800];
+	const char *ep = host;
+	int was;
+	CURL *h;
+
+	if (strcmp(c->scheme, "http") != 0 ||
+	    __atomic_load_n(&c->answered, __ATOMIC_RELAXED) != 0 ||
+	    (cc != CURLE_RECV_ERROR && cc != CURLE_GOT_NOTHING &&
+	     cc != CURLE_SEND_ERROR && cc != CURLE_WEIRD_SERVER_REPLY &&
+	     cc != CURLE_UNSUPPORTED_PROTOCOL))
+		return rc;
+	/* virtual-hosted: BUCKET.host[:port] */
+	if (c->base_path[0] == '\0' && strncmp(host, c->bucket, strlen(c->bucket)) == 0 &&
+	    host[strlen(c->bucket)] == '.')
+		ep = host + strlen(c->bucket) + 1;
+	was = __atomic_load_n(&c->tls_port, __ATOMIC_ACQUIRE);
+	if (was == 0) {
+		was = 2;
+		h = curl_easy_init();
+		if (h != NULL && (size_t)snprintf(url, sizeof(url), "https://%s/", host) <
+		    sizeof(url)) {
+			curl_easy_setopt(h, CURLOPT_URL, url);
+			curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+			curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+			curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+			if (curl_easy_perform(h) == CURLE_OK)
+				was = 1;
+		}
+		if (h != NULL)
+			curl_easy_cleanup(h);
+		__atomic_store_n(&c->tls_port, was, __ATOMIC_RELEASE);
+	}
+	if (was != 1)
+		return rc;
+	snprintf(msg, sizeof(msg), "%s answers TLS (http:// to an https port); "
+		 "the endpoint speaks https: use https://%s", ep, ep);
+	objfs_store_error_note(EPROTO, 0, NULL, msg);
+	return EPROTO;
+}
+
 static int perform_once(struct objfs_store *s, struct s3_req *r)
 {
 	struct s3_ctx *c = s->ctx;
@@ -976,6 +1028,8 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
 		r->status = st;
+		if (st > 0)
+			__atomic_store_n(&c->answered, 1, __ATOMIC_RELAXED);
 	}
 	s3_meter_note(&c->meter, r, h, cc);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
@@ -993,7 +1047,7 @@ static int perform_once(struct objfs_store *s, struct s3_req *r)
 		else if (r->stalled)
 			rc = ETIMEDOUT;
 		else
-			rc = objfs_s3_errno_curl(cc);
+			rc = tls_port(c, host, cc, objfs_s3_errno_curl(cc));
 		if (r->stalled)
 			objfs_warn(s->log, "s3", "%s %s: no byte moved for %lld ms "
 				   "while other transfers moved; abandoned",
