@@ -638,6 +638,74 @@ static void expire_unsaved(const struct settings *s, struct objfs_log *log)
 			   dir, objfs_strerror(err));
 }
 
+/* The bucket of an s3:// source with a prefix, as a store of its own
+ * (quiet, no metrics, no deferred deletes or hedging), and in *key the
+ * prefix without its trailing '/': the prefix's own key is outside the
+ * volume's store (warn_prefix_object).  NULL (and *key NULL, never to
+ * free) for other sources or when it cannot be made.  Called before the
+ * credentials are released: the store copies them. */
+static struct objfs_store *bucket_store(const struct settings *s, const char *source,
+					char **key)
+{
+	struct objfs_store_config bc = s->sc;
+	struct objfs_store *out = NULL;
+	char *scheme = NULL, *name = NULL, *prefix = NULL;
+	char url[320];
+	size_t n;
+
+	*key = NULL;
+	if (objfs_store_url_parse(source, &scheme, &name, &prefix) != 0 ||
+	    strcmp(scheme, "s3") != 0)
+		goto out;
+	n = strlen(prefix);
+	while (n > 0 && prefix[n - 1] == '/')
+		prefix[--n] = '\0';
+	if (n == 0 || (size_t)snprintf(url, sizeof(url), "s3://%s", name) >= sizeof(url))
+		goto out;
+	bc.url = url;
+	bc.metrics = NULL;
+	bc.delete_delay_ms = 0;
+	bc.hedge.ceiling_ms = 0;
+	if (objfs_store_stack_create(&bc, NULL, &out) != 0) {
+		out = NULL;
+		goto out;
+	}
+	*key = prefix;
+	prefix = NULL;
+out:
+	free(scheme);
+	free(name);
+	free(prefix);
+	return out;
+}
+
+/* s3://B/P where P is an object (a file), not a directory prefix, mounts
+ * the empty directory P/: when the volume has no key and the bucket has
+ * the object P, one warning naming it and what to do. */
+static void warn_prefix_object(struct objfs_store *store, struct objfs_store *bucket,
+			       const char *key, const char *source, struct objfs_log *log)
+{
+	struct objfs_list_req lreq = { .prefix = "", .max_keys = 1 };
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_obj_info info;
+	bool empty;
+
+	if (objfs_store_list(store, &lreq, &page) != 0)
+		return;
+	empty = page.n_entries == 0 && page.n_prefixes == 0;
+	objfs_list_page_release(&page);
+	if (!empty)
+		return;
+	memset(&info, 0, sizeof(info));
+	if (objfs_store_head(bucket, key, &info) != 0)
+		return;
+	objfs_obj_info_release(&info);
+	objfs_warn(log, "mount", "%s: %s is an object (a file), not a directory "
+		   "prefix: this mount shows the keys under %s/ (none), not the "
+		   "object; to reach it, mount its bucket or the prefix above it "
+		   "and open %s there", source, key, key, key);
+}
+
 /* Frees what parsing the command line allocated. */
 static void cli_release(struct cli *c)
 {
@@ -666,7 +734,8 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts co;
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
-	struct objfs_store *store = NULL;
+	struct objfs_store *store = NULL, *bucket = NULL;
+	char *prefix_key = NULL;
 	struct objfs_fs *fs = NULL;
 	struct objfs_log *log = NULL;
 	struct objfs_resume *rs = NULL;
@@ -732,9 +801,10 @@ int main(int argc, char *argv[])
 	log = objfs_log_create(STDERR_FILENO, s.level);
 	if (log == NULL)
 		goto out;
-	/* Detached, stderr goes nowhere: the log moves to log_file= or
-	 * syslog once the process detaches (errors before that reach the
-	 * terminal). */
+	/* Detached, stderr goes nowhere: the log goes to log_file= or
+	 * syslog from the first line, and until the process detaches its
+	 * warnings and errors also reach the terminal (a mount(8) that
+	 * succeeds prints nothing, and the log has the whole mount). */
 	if (objfs_mount_opts_has(&c.mo, OBJFS_MOPT_LOG_FILE)) {
 		log_fd = open(c.mo.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 		if (log_fd < 0) {
@@ -742,6 +812,10 @@ int main(int argc, char *argv[])
 				    objfs_strerror(errno));
 			goto out;
 		}
+	}
+	if (!co.foreground) {
+		objfs_log_redirect(log, log_fd, "objfs-mount");
+		objfs_log_also(log, STDERR_FILENO, OBJFS_LOG_WARN);
 	}
 	objfs_fuselog_route(log);
 	if (s.resume && getenv(OBJFS_KEEPER_ENV) == NULL &&
@@ -849,7 +923,9 @@ int main(int argc, char *argv[])
 		s.sc.metrics = reg;
 	}
 	err = objfs_store_stack_create(&s.sc, log, &store);
-	/* the store copied what it needs */
+	if (err == 0)
+		bucket = bucket_store(&s, c.source, &prefix_key);
+	/* the stores copied what they need */
 	objfs_creds_release(&s.creds);
 	if (err != 0) {
 		objfs_log_cause(log, "mount", err, "opening %s: %s", c.source,
@@ -867,6 +943,11 @@ int main(int argc, char *argv[])
 				err == ENOENT ? "the bucket does not exist: " : "",
 				objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
+	}
+	if (bucket != NULL) {
+		warn_prefix_object(store, bucket, prefix_key, c.source, log);
+		objfs_store_destroy(bucket);
+		bucket = NULL;
 	}
 	expire_unsaved(&s, log);
 	err = objfs_fs_create(store, &s.fo, log, &fs);
@@ -1127,6 +1208,8 @@ out:
 		objfs_info(log, "mount", "exiting with status %d",
 			   ret == 0 ? 0 : 1);
 	}
+	objfs_store_destroy(bucket);
+	free(prefix_key);
 	objfs_metrics_destroy(reg);
 	objfs_fuselog_route(NULL);
 	objfs_log_destroy(log);

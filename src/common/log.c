@@ -23,6 +23,8 @@
 struct objfs_log {
 	int fd;                         /* -1: syslog(3) */
 	enum objfs_log_level min;
+	int also_fd;                    /* -1: none (objfs_log_also) */
+	enum objfs_log_level also_min;
 };
 
 struct objfs_log *objfs_log_create(int fd, enum objfs_log_level min)
@@ -33,7 +35,16 @@ struct objfs_log *objfs_log_create(int fd, enum objfs_log_level min)
 		return NULL;
 	log->fd = fd;
 	log->min = min;
+	log->also_fd = -1;
 	return log;
+}
+
+void objfs_log_also(struct objfs_log *log, int fd, enum objfs_log_level min)
+{
+	if (log == NULL)
+		return;
+	log->also_fd = fd;
+	log->also_min = min;
 }
 
 void objfs_log_redirect(struct objfs_log *log, int fd, const char *ident)
@@ -43,6 +54,7 @@ void objfs_log_redirect(struct objfs_log *log, int fd, const char *ident)
 	if (fd < 0)
 		openlog(ident != NULL ? ident : "objfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log->fd = fd < 0 ? -1 : fd;
+	log->also_fd = -1;      /* the terminal is left */
 }
 
 void objfs_log_destroy(struct objfs_log *log)
@@ -170,6 +182,8 @@ static void emit(struct objfs_log *log, enum objfs_log_level level,
 	json_escape(line, &len, sizeof(line) - 4, msg);
 	memcpy(line + len, "\"}\n", 3);
 	len += 3;
+	if (log->also_fd >= 0 && level >= log->also_min)
+		(void)!write(log->also_fd, line, len);      /* nowhere to say */
 	if (log->fd < 0) {
 		static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERR };
 

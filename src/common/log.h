@@ -34,9 +34,14 @@ struct objfs_log *objfs_log_create(int fd, enum objfs_log_level min);
 void objfs_log_destroy(struct objfs_log *log);
 /* Sends later lines to fd (not closed by destroy), or with fd < 0 to
  * syslog(3) as ident (facility daemon, the level as priority): for a
- * process that detaches from its terminal.  Call before other threads
- * log. */
+ * process that detaches from its terminal (ends objfs_log_also).  Call
+ * before other threads log. */
 void objfs_log_redirect(struct objfs_log *log, int fd, const char *ident);
+/* Also writes lines at min or above to fd (not closed by destroy; -1:
+ * no longer), until the next objfs_log_redirect(): a process that logs
+ * to its file or syslog from the start shows its warnings and errors on
+ * the terminal until it detaches.  Call before other threads log. */
+void objfs_log_also(struct objfs_log *log, int fd, enum objfs_log_level min);
 
 /* Parses "debug", "info", "warn"/"warning", "error" (any case).
  * Returns 0 or EINVAL. */

@@ -67,6 +67,43 @@ static void test_json_line(void **state)
 	assert_int_equal(strchr(strchr(buf, '\n') + 1, '\n')[1], '\0');
 }
 
+/* A detached process's terminal gets warnings and errors besides the log
+ * (objfs_log_also), until the log is redirected. */
+static void test_also(void **state)
+{
+	int main_p[2], term[2], later[2];
+	char buf[8192];
+	struct objfs_log *log;
+
+	(void)state;
+	assert_int_equal(pipe(main_p), 0);
+	assert_int_equal(pipe(term), 0);
+	assert_int_equal(pipe(later), 0);
+	log = objfs_log_create(main_p[1], OBJFS_LOG_DEBUG);
+	assert_non_null(log);
+	objfs_log_also(log, term[1], OBJFS_LOG_WARN);
+	objfs_info(log, "t", "quiet");
+	objfs_warn(log, "t", "loud");
+	objfs_log_redirect(log, later[1], "t");
+	objfs_error(log, "t", "after");
+	objfs_log_destroy(log);
+	close(main_p[1]);
+	close(term[1]);
+	close(later[1]);
+	read_all(term[0], buf, sizeof(buf));
+	assert_null(strstr(buf, "quiet"));
+	assert_non_null(strstr(buf, "\"msg\":\"loud\"}\n"));
+	assert_null(strstr(buf, "after"));
+	read_all(main_p[0], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "quiet"));
+	assert_non_null(strstr(buf, "loud"));
+	read_all(later[0], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "after"));
+	close(main_p[0]);
+	close(term[0]);
+	close(later[0]);
+}
+
 static void test_long_message_is_cut(void **state)
 {
 	int p[2];
@@ -103,6 +140,7 @@ int main(void)
 		cmocka_unit_test(test_parse_level),
 		cmocka_unit_test(test_json_line),
 		cmocka_unit_test(test_long_message_is_cut),
+		cmocka_unit_test(test_also),
 		cmocka_unit_test(test_null_logger_and_strerror),
 	};
 	return cmocka_run_group_tests_name("log", tests, NULL, NULL);
