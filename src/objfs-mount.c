@@ -679,23 +679,28 @@ out:
 	return out;
 }
 
-/* s3://B/P where P is an object (a file), not a directory prefix, mounts
- * the empty directory P/: when the volume has no key and the bucket has
- * the object P, one warning naming it and what to do. */
-static void warn_prefix_object(struct objfs_store *store, struct objfs_store *bucket,
-			       const char *key, const char *source, struct objfs_log *log)
+/* objfs_store_probe() (one key of the volume listed: 0, ENOENT for a
+ * missing bucket, or the failure), also saying whether the volume has no
+ * key (*empty), from the same request. */
+static int probe_volume(struct objfs_store *store, bool *empty)
 {
 	struct objfs_list_req lreq = { .prefix = "", .max_keys = 1 };
 	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
-	struct objfs_obj_info info;
-	bool empty;
+	int err = objfs_store_list(store, &lreq, &page);
 
-	if (objfs_store_list(store, &lreq, &page) != 0)
-		return;
-	empty = page.n_entries == 0 && page.n_prefixes == 0;
+	*empty = err == 0 && page.n_entries == 0 && page.n_prefixes == 0;
 	objfs_list_page_release(&page);
-	if (!empty)
-		return;
+	return err;
+}
+
+/* s3://B/P where P is an object (a file), not a directory prefix, mounts
+ * the empty directory P/: for a volume with no key, when the bucket has
+ * the object P, one warning naming it and what to do. */
+static void warn_prefix_object(struct objfs_store *bucket, const char *key,
+			       const char *source, struct objfs_log *log)
+{
+	struct objfs_obj_info info;
+
 	memset(&info, 0, sizeof(info));
 	if (objfs_store_head(bucket, key, &info) != 0)
 		return;
@@ -743,6 +748,7 @@ int main(int argc, char *argv[])
 	struct objfs_metrics_server *msrv = NULL;
 	char state_dir[4096], metrics_dir[4096];
 	bool successor = false, by_signal = false, ended = false, serving = false;
+	bool empty = false;
 	bool metrics_dir_made = false;
 	struct settings s;
 	struct cli c;
@@ -934,7 +940,7 @@ int main(int argc, char *argv[])
 	}
 	/* Refuse a store that does not answer or a bucket that does not
 	 * exist now, naming the cause, rather than fail writes later. */
-	err = objfs_store_probe(store, NULL);
+	err = probe_volume(store, &empty);
 	if (err != 0) {
 		char why[512];
 
@@ -944,8 +950,8 @@ int main(int argc, char *argv[])
 				objfs_store_error_text(err, why, sizeof(why)));
 		goto out;
 	}
-	if (bucket != NULL) {
-		warn_prefix_object(store, bucket, prefix_key, c.source, log);
+	if (bucket != NULL && empty) {
+		warn_prefix_object(bucket, prefix_key, c.source, log);
 		objfs_store_destroy(bucket);
 		bucket = NULL;
 	}
