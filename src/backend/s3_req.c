@@ -779,6 +779,7 @@ static int tls_port(struct s3_ctx *c, const char *host, CURLcode cc, int rc)
 {
 	char url[400], msg[800];
 	const char *ep = host;
+	size_t n;
 	int was;
 	CURL *h;
 
@@ -789,15 +790,16 @@ static int tls_port(struct s3_ctx *c, const char *host, CURLcode cc, int rc)
 	     cc != CURLE_UNSUPPORTED_PROTOCOL))
 		return rc;
 	/* virtual-hosted: BUCKET.host[:port] */
-	if (c->base_path[0] == '\0' && strncmp(host, c->bucket, strlen(c->bucket)) == 0 &&
-	    host[strlen(c->bucket)] == '.')
-		ep = host + strlen(c->bucket) + 1;
+	n = strlen(c->bucket);
+	if (c->base_path[0] == '\0' && strncmp(host, c->bucket, n) == 0 &&
+	    host[n] == '.')
+		ep = host + n + 1;
 	was = __atomic_load_n(&c->tls_port, __ATOMIC_ACQUIRE);
 	if (was == 0) {
 		was = 2;
 		h = curl_easy_init();
-		if (h != NULL && (size_t)snprintf(url, sizeof(url), "https://%s/", host) <
-		    sizeof(url)) {
+		if (h != NULL && (size_t)snprintf(url, sizeof(url), "https://%s/",
+						  host) < sizeof(url)) {
 			curl_easy_setopt(h, CURLOPT_URL, url);
 			curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
 			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);

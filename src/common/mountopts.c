@@ -197,7 +197,8 @@ static bool is_flag(enum objfs_mopt_kind k)
 
 /* Stores value (NUL-terminated, unescaped) into the field of sp: 0,
  * EINVAL (malformed), ERANGE (past the row's bound) or ENOMEM. */
-static int set_value(struct objfs_mount_opts *o, const struct objfs_mopt_info *sp, const char *value)
+static int set_value(struct objfs_mount_opts *o, const struct objfs_mopt_info *sp,
+		     const char *value)
 {
 	char *field = (char *)o + sp->off;
 	enum objfs_log_level level;
@@ -503,11 +504,12 @@ static const char *value_text(const struct objfs_mount_opts *o,
 	return NULL;
 }
 
-void objfs_mount_opts_value(const struct objfs_mount_opts *o, enum objfs_mopt which,
-			    char *out, size_t cap)
+void objfs_mount_opts_value(const struct objfs_mount_opts *o,
+			    enum objfs_mopt which, char *out, size_t cap)
 {
+	const struct objfs_mopt_info *sp = objfs_mount_opts_info(which);
 	char num[64];
-	const char *v = value_text(o, objfs_mount_opts_info(which), num, sizeof(num));
+	const char *v = value_text(o, sp, num, sizeof(num));
 
 	snprintf(out, cap, "%s", v != NULL ? v : "");
 }
@@ -574,7 +576,7 @@ int objfs_mount_opts_check_user(const char *list, char *err, size_t cap)
 	return 0;
 }
 
-/* ---- --help --------------------------------------------------------------- */
+/* ---- --help -------------------------------------------------------------- */
 
 #define HELP_COL 25             /* where the text starts */
 #define HELP_WIDTH 79
@@ -654,7 +656,7 @@ void objfs_mount_opts_usage(FILE *f, enum objfs_mopt_group group,
 	}
 }
 
-/* ---- the supervisors' command line ---------------------------------------- */
+/* ---- the supervisors' command line -------------------------------------- */
 
 size_t objfs_mount_argv(char *argv[OBJFS_MOUNT_ARGV_MAX], const char *program,
 			const char *options, const char *source,

@@ -4,7 +4,8 @@
  * and objfs-mount, which parses them, across a process boundary.  One
  * row per option (mountopts.def: name, kind, who may set it, bound,
  * --help's text and default, objfs-mount's target field) feeds the
- * parser, the builder and --help; docs/objfs-mount.md describes them.  The S3 addressing styles are spelled here only
+ * parser, the builder and --help; docs/objfs-mount.md describes them.
+ * The S3 addressing styles are spelled here only
  * (objfs_mount_opts_addressing_parse); backend/s3conn.h maps a whole
  * connection to and from these options.
  *
@@ -189,8 +190,8 @@ const struct objfs_mopt_info *objfs_mount_opts_info(enum objfs_mopt which);
 /* Writes the value of option `which` in o as the builder writes it
  * ("32M", "0.5", "0022", "path"; "" for a flag) into out (cap bytes,
  * NUL-terminated, cut when longer). */
-void objfs_mount_opts_value(const struct objfs_mount_opts *o, enum objfs_mopt which,
-			    char *out, size_t cap);
+void objfs_mount_opts_value(const struct objfs_mount_opts *o,
+			    enum objfs_mopt which, char *out, size_t cap);
 
 /* Writes --help's lines for the options of group (mountopts.def's help,
  * wrapped to 79 columns) to f, each followed by "(default: D)" (the
