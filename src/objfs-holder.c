@@ -1,14 +1,35 @@
 /*
  * objfs-holder - the node's mount authority (see src/mount/holder.h):
- * command line only.
+ * the command line, and the init it runs as when it is PID 1.
+ *
+ * PID 1 of a container (its own pid namespace) takes every process of the
+ * namespace with it when it dies.  So objfs-holder as PID 1 is an init:
+ * it forks the holder, reaps every process reparented to it (the servers
+ * of a holder that died), forwards SIGTERM and SIGINT to the holder, and
+ * starts a new holder when the holder is killed by a signal (kill -9, an
+ * OOM kill, a crash): the servers serve on and rejoin it (HOP_ADOPT).  A
+ * holder that exits, or one that was taken over (it says so on a pipe),
+ * is not started again: the init exits with its status.
+ *
+ *   running   the holder (pid) runs
+ *   stopping  SIGTERM/SIGINT forwarded: its exit is the init's
+ *   retired   taken over: never started again
  */
+#define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/errors.h"
@@ -38,7 +59,10 @@ static const char usage_text[] =
 "  --help, --version\n"
 "\n"
 "SIGTERM/SIGINT end every mount cleanly (upload, unmount) and exit; a\n"
-"holder taken over holds nothing and exits at once.\n";
+"holder taken over holds nothing and exits at once.  Servers outlive a\n"
+"holder that dies and rejoin the next one.  As PID 1 (a container) it is\n"
+"also the init: it reaps, forwards SIGTERM/SIGINT, and starts the holder\n"
+"again when a signal kills it.\n";
 
 enum { OPT_SOCKET = 256, OPT_READY, OPT_SLOTS, OPT_TAKEOVER, OPT_LEVEL, OPT_CHECK,
        OPT_LIST, OPT_HELP, OPT_VERSION };
@@ -73,6 +97,113 @@ static int number(const char *name, const char *v, unsigned min, unsigned max,
 	return 0;
 }
 
+#define INIT_SUB "holder-init"
+#define RESTART_MIN_MS 1000
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* PID 1: runs the holder as a child (see the top of this file).  Returns
+ * in the child with *worker true (it runs the holder, c->retire_fd set),
+ * else the exit status. */
+static int run_init(struct objfs_holder_conf *c, bool *worker)
+{
+	struct signalfd_siginfo si;
+	sigset_t set, old;
+	bool stopping = false, retired = false;
+	long long started = 0;
+	int sfd, p[2], status = 1;
+	pid_t pid = 0;
+
+	*worker = false;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		objfs_error(c->log, INIT_SUB, "starting: %s", strerror(errno));
+		return 1;
+	}
+	for (;;) {
+		struct pollfd pf[2] = { { .fd = sfd, .events = POLLIN },
+					{ .fd = p[0], .events = POLLIN } };
+		char b;
+
+		if (pid == 0 && !stopping && !retired) {
+			long long wait = started + RESTART_MIN_MS - mono_ms();
+
+			/* no faster than once a second: a holder that dies at
+			 * once would spin */
+			if (started != 0 && wait > 0)
+				usleep((useconds_t)wait * 1000);
+			started = mono_ms();
+			pid = fork();
+			if (pid == 0) {
+				close(sfd);
+				close(p[0]);
+				sigprocmask(SIG_SETMASK, &old, NULL);
+				c->retire_fd = p[1];
+				*worker = true;
+				return 0;
+			}
+			if (pid < 0) {
+				objfs_error(c->log, INIT_SUB, "fork: %s", strerror(errno));
+				pid = 0;
+				continue;
+			}
+		}
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents & POLLIN) {
+			while (read(p[0], &b, 1) == 1)
+				retired = true;
+		}
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			int st;
+			pid_t w;
+
+			if (si.ssi_signo != SIGCHLD) {
+				stopping = true;
+				if (pid > 0)
+					kill(pid, (int)si.ssi_signo == SIGHUP ?
+					     SIGTERM : (int)si.ssi_signo);
+				continue;
+			}
+			/* the holder, and whatever was reparented to us */
+			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+				if (w != pid)
+					continue;
+				pid = 0;
+				while (read(p[0], &b, 1) == 1)
+					retired = true;
+				if (WIFSIGNALED(st) && !stopping && !retired) {
+					objfs_warn(c->log, INIT_SUB, "the holder (pid %d) "
+						   "was killed by signal %d: starting a "
+						   "new one; its servers serve on and "
+						   "rejoin it", (int)w, WTERMSIG(st));
+					continue;
+				}
+				status = WIFEXITED(st) ? WEXITSTATUS(st) :
+					 stopping ? 0 : 128 + WTERMSIG(st);
+				goto out;
+			}
+		}
+	}
+out:
+	close(sfd);
+	close(p[0]);
+	close(p[1]);
+	return status;
+}
+
 static int list(const char *path)
 {
 	int err = objfs_holder_list(path, stdout);
@@ -96,6 +227,7 @@ int main(int argc, char **argv)
 	c.socket_path = OBJFS_HOLDER_SOCKET;
 	c.ready_file = OBJFS_HOLDER_READY_FILE;
 	c.max_slots = 128;
+	c.retire_fd = -1;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SOCKET:
@@ -159,6 +291,15 @@ int main(int argc, char **argv)
 	c.log = objfs_log_create(STDERR_FILENO, level);
 	if (c.log == NULL)
 		return 1;
+	if (getpid() == 1) {
+		bool worker;
+
+		rc = run_init(&c, &worker);
+		if (!worker) {
+			objfs_log_destroy(c.log);
+			return rc;
+		}
+	}
 	rc = objfs_holder_run(&c);
 	objfs_log_destroy(c.log);
 	return rc;
