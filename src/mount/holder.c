@@ -148,7 +148,8 @@ static struct hslot *find(struct holder *h, const char *name)
 
 /* ---- records (holder.h: "Who owns a staging path") ------------------------ */
 
-/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone. */
+/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone
+ * (or a zombie). */
 static uint64_t proc_start(pid_t pid)
 {
 	char path[64], buf[1024], *p;
@@ -168,6 +169,9 @@ static uint64_t proc_start(pid_t pid)
 		return 0;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');          /* the name may hold spaces */
+	/* a zombie holds no fd any more: gone */
+	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
 	/* after ")": state is field 3, starttime field 22 */
 	for (i = 2; p != NULL && i < 22; i++) {
 		p = strchr(p + 1, ' ');

@@ -41,9 +41,11 @@ def record(i):
 def workload(d):
     """The pod: appends a record every 10 ms (fsync every 10), reads the
     file back every 50 ms verifying every record, until d/stop exists.
-    Writes d/result.json: records written, errors, longest op (ms)."""
+    Writes d/result.json: records written, errors, longest op (ms), and
+    the operations over 20 ms (start on CLOCK_MONOTONIC, seconds)."""
     path = os.path.join(d, "vol", "log")
     errors, worst, n, bad = [], 0.0, 0, 0
+    slow = []
     expected = bytearray()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     last_read = 0.0
@@ -62,6 +64,8 @@ def workload(d):
             errors.append("write %d: %s" % (n, e))
         dt = time.monotonic() - t0
         worst = max(worst, dt)
+        if dt > 0.02:
+            slow.append((t0, dt))
         if t0 - last_read > 0.05:
             t1 = time.monotonic()
             try:
@@ -74,7 +78,10 @@ def workload(d):
                                    "right" if expected.startswith(data) else "wrong"))
             except OSError as e:
                 errors.append("read: %s" % e)
-            worst = max(worst, time.monotonic() - t1)
+            dt = time.monotonic() - t1
+            worst = max(worst, dt)
+            if dt > 0.02:
+                slow.append((t1, dt))
             last_read = t1
         time.sleep(0.01)
     try:
@@ -84,7 +91,7 @@ def workload(d):
         errors.append("close: %s" % e)
     with open(os.path.join(d, "result.json"), "w") as f:
         json.dump({"records": n, "errors": errors[:20], "n_errors": len(errors),
-                   "bad_reads": bad, "worst_ms": worst * 1000}, f)
+                   "bad_reads": bad, "worst_ms": worst * 1000, "slow": slow}, f)
 
 
 if len(sys.argv) == 3 and sys.argv[1] == "--workload":
@@ -176,6 +183,31 @@ def server_pids(staging):
             continue
         if os.path.basename(argv[0]) == b"objfs-mount" and staging.encode() in argv:
             out.append(int(p))
+    return out
+
+
+def holder_worker(ns):
+    """The holder process of a holder namespace: objfs-holder as PID 1 is
+    its init, the holder its child (host pids)."""
+    for pid in children(ns.init):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0) == b"objfs-holder":
+            return pid
+    return None
+
+
+def pauses(slow, events):
+    """The longest operation of the workload starting from 1 s before each
+    event (name, t0) to the next event: [(name, seconds)]."""
+    out = []
+    for i, (name, t0) in enumerate(events):
+        end = events[i + 1][1] if i + 1 < len(events) else float("inf")
+        worst = max([d for st, d in slow if st + d >= t0 and st < end] + [0.0])
+        out.append((name, worst))
     return out
 
 
@@ -368,7 +400,9 @@ def main():
         state_["pod"] = pod
         wait_for(lambda: os.path.exists(os.path.join(podd, "running")), 20, "the pod's workload")
         time.sleep(1.5)
+        events = []
         print("  kill the plugin's pid namespace, start a new one")
+        events.append(("the plugin's pid namespace killed", time.monotonic()))
         ch.close()
         p.kill()
         p, ch, node = start_plugin()
@@ -379,11 +413,13 @@ def main():
         print("  kill -9 the objfs-mount server")
         pids = server_pids(staging)
         assert len(pids) == 1, pids
+        events.append(("kill -9 of the server", time.monotonic()))
         os.kill(pids[0], signal.SIGKILL)
         wait_for(lambda: server_pids(staging) not in ([], pids), 20, "a successor")
         time.sleep(1.5)
         print("  roll the holder: a new holder namespace, ready, then the old killed")
         old = h
+        events.append(("a holder roll", time.monotonic()))
         h = start_holder()
         state_["holder"] = h
         old.kill()
@@ -392,8 +428,31 @@ def main():
         print("  kill -9 the server again (the new holder's)")
         pids = server_pids(staging)
         assert len(pids) == 1, pids
+        events.append(("kill -9 of the rolled holder's server", time.monotonic()))
         os.kill(pids[0], signal.SIGKILL)
         wait_for(lambda: server_pids(staging) not in ([], pids), 20, "a successor")
+        time.sleep(1.5)
+        print("  kill -9 the holder (its process: the pod's init starts a new one)")
+        pids = server_pids(staging)
+        before = holder_list(sock)
+        hpid = holder_worker(h)
+        assert len(pids) == 1 and hpid, (pids, hpid)
+        events.append(("kill -9 of the holder", time.monotonic()))
+        os.kill(hpid, signal.SIGKILL)
+        wait_for(lambda: holder_worker(h) not in (None, hpid), 30, "a new holder")
+        # the server serves on and rejoins the new holder: the same
+        # process, the same mount (serial), serving
+        wait_for(lambda: holder_list(sock) == before, 60,
+                 "the server rejoining the new holder (%s)" % before)
+        assert server_pids(staging) == pids, (server_pids(staging), pids)
+        assert "rejoined: mount %s is ours" % before[0][1] in \
+            open(os.path.join(work, "holder.log")).read(), "no rejoin logged"
+        time.sleep(1.5)
+        print("  kill -9 the server that rejoined (the new holder starts a successor)")
+        events.append(("kill -9 of the rejoined server", time.monotonic()))
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(lambda: server_pids(staging) not in ([], pids), 20, "a successor")
+        wait_for(lambda: [x[3] for x in holder_list(sock)] == ["1"], 20, "serving")
         # the pod writes on after every event: 20 more records through the
         # mount (a count, not a time: the machine may be slow)
         logf = os.path.join(staging, "log")
@@ -407,6 +466,8 @@ def main():
             res = json.load(f)
         print("  workload: %d records, %d errors, longest pause %.1f ms" %
               (res["records"], res["n_errors"], res["worst_ms"]))
+        for name, worst in pauses(res["slow"], events):
+            print("  %s: longest pause %.0f ms" % (name, worst * 1000))
         assert res["n_errors"] == 0 and res["bad_reads"] == 0, res
         assert res["records"] * REC >= size0 + 20 * REC, res
         state_["records"] = res["records"]
@@ -439,6 +500,85 @@ def main():
                 volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
         assert holder_list(sock) == []
 
+    def mount_logs():
+        text = []
+        for root, _, files in os.walk(os.path.join(state, "node", "logs")):
+            for name in files:
+                with open(os.path.join(root, name), "rb") as f:
+                    text.append(f.read().decode("utf-8", "replace"))
+        return "\n".join(text)
+
+    def t_deaths_at_once():
+        """Both processes of a mount killed at once, the two ways a holder
+        pod dies: its holder process and the server (the pod's init
+        survives), and the whole pod (every process of its pid namespace),
+        started again.  Each time a file is open with 2 MiB written, not
+        flushed: the holder that comes next finds no process of the mount
+        alive, says so, the watchdog mounts again with the same state dir,
+        and that mount uploads the file under its name, every byte."""
+        node = pbg.NodeStub(state_["channel"])
+        node.NodeStageVolume(pb.NodeStageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
+            secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
+        try:
+            for i, way in enumerate(("the holder process and its server", "the holder pod")):
+                name = "unsaved-%d" % i
+                data = os.urandom(2 << 20)
+                writer = subprocess.Popen(
+                    [sys.executable, "-c",
+                     "import os, sys, time\n"
+                     "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+                     "d = sys.stdin.buffer.read(%d)\n"
+                     "off = 0\n"
+                     "while off < len(d):\n"
+                     "    off += os.write(fd, d[off:])\n"
+                     "print('written', flush=True)\n"
+                     "time.sleep(3600)\n" % len(data), os.path.join(staging, name)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                try:
+                    writer.stdin.write(data)
+                    writer.stdin.close()
+                    assert writer.stdout.readline() == b"written\n", "the writer wrote"
+                    before = holder_list(sock)
+                    assert len(before) == 1 and before[0][3] == "1", before
+                    pids = server_pids(staging)
+                    h = state_["holder"]
+                    print("  kill %s at once (%d bytes unflushed)" % (way, len(data)))
+                    t0 = time.monotonic()
+                    if i == 0:
+                        hpid = holder_worker(h)
+                        assert hpid and len(pids) == 1, (hpid, pids)
+                        os.kill(hpid, signal.SIGKILL)
+                        os.kill(pids[0], signal.SIGKILL)
+                    else:
+                        h.kill()
+                        state_["holder"] = start_holder()
+                    # the watchdog mounts again: a new mount (serial), serving
+                    wait_for(lambda: any(x[1] != before[0][1] and x[3] == "1"
+                                         for x in holder_list(sock)), 120,
+                             "the watchdog's new mount")
+                    wait_for(lambda: os.path.exists(os.path.join(staging, name)), 60,
+                             "the recovered file")
+                    dt = time.monotonic() - t0
+                finally:
+                    writer.kill()
+                    writer.wait()
+                with open(os.path.join(staging, name), "rb") as f:
+                    got = f.read()
+                assert got == data, "%s: %d bytes, %d written" % (name, len(got), len(data))
+                text = mount_logs()
+                assert "recovered %s (2097152 bytes): uploaded" % name in text, \
+                    "no recovery logged:\n" + text[-3000:]
+                hlog = open(os.path.join(work, "holder.log")).read()
+                assert ("its server died with the holder before us" if i == 0 else
+                        "was kept in another pid namespace") in hlog, hlog[-3000:]
+                print("  %s killed at once: the file recovered by the watchdog's new "
+                      "mount within %.1f s (running pods saw ENOTCONN)" % (way, dt))
+        finally:
+            node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(
+                volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
+        assert holder_list(sock) == []
+
     try:
         runner.run("pod sees no error across a plugin kill, 2 server kills and a holder roll",
                    t_survives_everything)
@@ -446,6 +586,9 @@ def main():
             runner.run("a peer that is not root is refused", t_peer_refused)
             runner.run("unstage after a roll: clean unmount, slot freed, data stored",
                        t_unstage_after_roll)
+        if runner.failed == 0:
+            runner.run("both processes killed at once (holder and server; the pod): "
+                       "nothing unsaved lost", t_deaths_at_once)
         if runner.failed:
             print(logs())
     finally:
