@@ -13,10 +13,17 @@ every record).  Then: the plugin's whole pid namespace is killed and a new
 one started (NodePublish and NodeGetVolumeStats again), the objfs-mount
 server is killed -9, the holder is rolled as the chart does it (a new
 holder namespace, its readiness, then the old namespace killed), the
-server is killed -9 again.  Asserted: the workload saw no error, every
-byte is right, unstage after the roll unmounts cleanly, frees the slot and
-leaves the data in the store; a peer that is not root is refused.  The
-longest pause the workload saw is printed.
+server is killed -9 again, the holder process is killed -9 (objfs-holder as
+PID 1 is the namespace's init and starts a new holder; the server serves on
+and rejoins it), and that server is killed -9 (the new holder resumes it).
+Asserted: the workload saw no error, every byte is right, unstage after the
+roll unmounts cleanly, frees the slot and leaves the data in the store; a
+peer that is not root is refused; a server that has not rejoined yet keeps
+its staging path (the watchdog mounts nothing over it); and when both
+processes of a mount die at once (the holder process and the server; the
+whole holder pod), a file written and not flushed is uploaded by the
+watchdog's new mount.  The longest pause the workload saw around each
+event is printed.
 
     holder_ns.py local | s3      (s3: OBJFS_TEST_S3_* in the environment)
     holder_ns.py --workload DIR  (the pod's workload; internal)
@@ -184,6 +191,14 @@ def server_pids(staging):
         if os.path.basename(argv[0]) == b"objfs-mount" and staging.encode() in argv:
             out.append(int(p))
     return out
+
+
+def holder_list_now(sock):
+    """holder_list, or None while no holder answers (one restarting)."""
+    try:
+        return holder_list(sock)
+    except subprocess.CalledProcessError:
+        return None
 
 
 def holder_worker(ns):
@@ -442,7 +457,7 @@ def main():
         wait_for(lambda: holder_worker(h) not in (None, hpid), 30, "a new holder")
         # the server serves on and rejoins the new holder: the same
         # process, the same mount (serial), serving
-        wait_for(lambda: holder_list(sock) == before, 60,
+        wait_for(lambda: holder_list_now(sock) == before, 60,
                  "the server rejoining the new holder (%s)" % before)
         assert server_pids(staging) == pids, (server_pids(staging), pids)
         assert "rejoined: mount %s is ours" % before[0][1] in \
@@ -555,7 +570,7 @@ def main():
                         state_["holder"] = start_holder()
                     # the watchdog mounts again: a new mount (serial), serving
                     wait_for(lambda: any(x[1] != before[0][1] and x[3] == "1"
-                                         for x in holder_list(sock)), 120,
+                                         for x in holder_list_now(sock) or []), 120,
                              "the watchdog's new mount")
                     wait_for(lambda: os.path.exists(os.path.join(staging, name)), 60,
                              "the recovered file")
@@ -579,6 +594,48 @@ def main():
                 volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
         assert holder_list(sock) == []
 
+    def t_orphan_not_remounted():
+        """Who owns the staging path while a server that outlived its
+        holder has not rejoined yet: the server is stopped (SIGSTOP), the
+        holder killed -9; for 4 watchdog periods and more the new holder
+        answers for the orphan (not serving) and the plugin mounts nothing
+        over it; continued, the server rejoins the same mount (serial) and
+        serves."""
+        node = pbg.NodeStub(state_["channel"])
+        node.NodeStageVolume(pb.NodeStageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
+            secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
+        try:
+            before = holder_list(sock)
+            pids = server_pids(staging)
+            hpid = holder_worker(state_["holder"])
+            assert len(before) == 1 and len(pids) == 1 and hpid, (before, pids, hpid)
+            plog = os.path.join(work, "plugin.log")
+            n0 = open(plog).read().count("is broken")
+            os.kill(pids[0], signal.SIGSTOP)
+            try:
+                os.kill(hpid, signal.SIGKILL)
+                wait_for(lambda: any(x[3] == "0" for x in holder_list_now(sock) or []), 30,
+                         "the new holder keeping the orphan")
+                time.sleep(8)
+                now = holder_list(sock)
+                assert [x[:2] + x[3:] for x in now] == \
+                    [before[0][:2] + ["0"] + before[0][4:]], (now, before)
+                assert open(plog).read().count("is broken") == n0, "the watchdog repaired"
+            finally:
+                os.kill(pids[0], signal.SIGCONT)
+            wait_for(lambda: holder_list_now(sock) == before, 60, "the rejoin")
+            fpath = os.path.join(staging, "after-rejoin")
+            with open(fpath, "wb") as f:
+                f.write(b"x" * 4096)
+            with open(fpath, "rb") as f:
+                assert f.read() == b"x" * 4096
+            assert server_pids(staging) == pids
+        finally:
+            node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(
+                volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
+        assert holder_list(sock) == []
+
     try:
         runner.run("pod sees no error across a plugin kill, 2 server kills and a holder roll",
                    t_survives_everything)
@@ -586,6 +643,9 @@ def main():
             runner.run("a peer that is not root is refused", t_peer_refused)
             runner.run("unstage after a roll: clean unmount, slot freed, data stored",
                        t_unstage_after_roll)
+        if runner.failed == 0:
+            runner.run("a server that has not rejoined yet owns its staging path: "
+                       "no remount", t_orphan_not_remounted)
         if runner.failed == 0:
             runner.run("both processes killed at once (holder and server; the pod): "
                        "nothing unsaved lost", t_deaths_at_once)
