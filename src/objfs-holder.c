@@ -121,11 +121,17 @@ static int run_init(struct objfs_holder_conf *c, bool *worker)
 	pid_t pid = 0;
 
 	*worker = false;
+	/* our death ends the namespace, every mount of the node with it: the
+	 * same shield as the holder's (it logs what it got) */
+	sfd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (sfd >= 0) {
+		(void)!write(sfd, "-1000", 5);
+		close(sfd);
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -173,8 +179,7 @@ static int run_init(struct objfs_holder_conf *c, bool *worker)
 			if (si.ssi_signo != SIGCHLD) {
 				stopping = true;
 				if (pid > 0)
-					kill(pid, (int)si.ssi_signo == SIGHUP ?
-					     SIGTERM : (int)si.ssi_signo);
+					kill(pid, (int)si.ssi_signo);
 				continue;
 			}
 			/* the holder, and whatever was reparented to us */

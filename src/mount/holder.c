@@ -1214,7 +1214,9 @@ static int oom_protect(struct holder *h)
 			   "the holder may not be shielded from the OOM killer");
 	else
 		objfs_warn(h->log, SUB, "oom_score_adj is %d, not %d (%s): an OOM "
-			   "kill of the holder ends every mount of the node; it needs "
+			   "kill of the holder leaves its mounts without a keeper "
+			   "until the next holder (as PID 1's child: at once), one "
+			   "of PID 1 ends every mount of the node; it needs "
 			   "CAP_SYS_RESOURCE (a privileged pod without user "
 			   "namespaces; containerd's restrict_oom_score_adj or a "
 			   "rootless runtime withholds it): see docs/kubernetes.md, "
