@@ -51,7 +51,8 @@ static const char usage_text[] =
 "  --ready-file PATH       written once serving, for --check (default\n"
 "                          " OBJFS_HOLDER_READY_FILE ")\n"
 "  --max-slots N           mounts at most (default 128)\n"
-"  --takeover-timeout S    to take every mount over (default 120)\n"
+"  --takeover-timeout S    to take every mount over (default 120)\n""  --orphan-timeout S      for a server that outlived a dead holder to\n"
+"                          rejoin before it is killed (default 60)\n"
 "  --log-level LEVEL       debug, info, warn or error (default info)\n"
 "  --check                 exit 0 when the holder that wrote --ready-file\n"
 "                          serves the socket (a readiness probe)\n"
@@ -65,13 +66,14 @@ static const char usage_text[] =
 "again when a signal kills it.\n";
 
 enum { OPT_SOCKET = 256, OPT_READY, OPT_SLOTS, OPT_TAKEOVER, OPT_LEVEL, OPT_CHECK,
-       OPT_LIST, OPT_HELP, OPT_VERSION };
+       OPT_LIST, OPT_HELP, OPT_VERSION, OPT_ORPHAN };
 
 static const struct option opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "ready-file", required_argument, NULL, OPT_READY },
 	{ "max-slots", required_argument, NULL, OPT_SLOTS },
 	{ "takeover-timeout", required_argument, NULL, OPT_TAKEOVER },
+	{ "orphan-timeout", required_argument, NULL, OPT_ORPHAN },
 	{ "log-level", required_argument, NULL, OPT_LEVEL },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "list", no_argument, NULL, OPT_LIST },
@@ -225,7 +227,7 @@ int main(int argc, char **argv)
 	struct objfs_holder_conf c;
 	enum objfs_log_level level = OBJFS_LOG_INFO;
 	bool check = false, do_list = false;
-	unsigned takeover_s = 120;
+	unsigned takeover_s = 120, orphan_s = 60;
 	int o, rc;
 
 	memset(&c, 0, sizeof(c));
@@ -247,6 +249,10 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TAKEOVER:
 			if (number("takeover-timeout", optarg, 1, 3600, &takeover_s) != 0)
+				return 2;
+			break;
+		case OPT_ORPHAN:
+			if (number("orphan-timeout", optarg, 1, 3600, &orphan_s) != 0)
 				return 2;
 			break;
 		case OPT_LEVEL:
@@ -293,6 +299,7 @@ int main(int argc, char **argv)
 	if (do_list)
 		return list(c.socket_path);
 	c.takeover_timeout_ms = takeover_s * 1000;
+	c.orphan_timeout_ms = orphan_s * 1000;
 	c.log = objfs_log_create(STDERR_FILENO, level);
 	if (c.log == NULL)
 		return 1;

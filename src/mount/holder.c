@@ -65,7 +65,8 @@
 #define CONNS_MIN 16
 #define OOM_PROTECTED (-1000)
 #define OOM_UNKNOWN INT_MIN
-#define ORPHAN_MS 60000                 /* an orphan's pids get to rejoin */
+#define ORPHAN_MS 60000                 /* an orphan's pids get to rejoin
+					   (default of orphan_timeout_ms) */
 #define REC_MAGIC 0x6f626a6673726563ULL /* "objfsrec" */
 
 struct hslot {
@@ -753,6 +754,11 @@ static int start_serving(struct holder *h)
 
 /* ---- orphans ---------------------------------------------------------------------- */
 
+static unsigned orphan_ms(const struct holder *h)
+{
+	return h->c->orphan_timeout_ms ? h->c->orphan_timeout_ms : ORPHAN_MS;
+}
+
 /* One record read at a fresh start: an orphan slot when a pid it names
  * is alive in our pid namespace, else dropped.  r is h->rec. */
 static void load_record(struct holder *h, const char *file)
@@ -834,7 +840,7 @@ static void load_record(struct holder *h, const char *file)
 		return;
 	}
 	s->orphan = true;
-	s->orphan_deadline = objfs_now_ms() + ORPHAN_MS;
+	s->orphan_deadline = objfs_now_ms() + orphan_ms(h);
 	s->rec_written = true;
 	s->rec_pid[0] = (pid_t)r->pid[0];
 	s->rec_pid[1] = (pid_t)r->pid[1];
@@ -901,8 +907,8 @@ static void orphan_deadlines(struct holder *h)
 		    now < s->orphan_deadline)
 			continue;
 		objfs_error(h->log, SUB, "%s: mount %" PRIu64 ": its server did not "
-			    "rejoin within %d s: killed", s->name, s->serial,
-			    ORPHAN_MS / 1000);
+			    "rejoin within %u s: killed", s->name, s->serial,
+			    orphan_ms(h) / 1000);
 		orphan_signal(s, SIGKILL);
 		s->orphan_killed = true;
 	}

@@ -48,7 +48,8 @@
  * is an orphan: HOP_STATUS answers it (not serving: arg 0), HOP_START of
  * its name gets EAGAIN, and only its recorded pids may adopt it.  It is
  * forgotten only once every recorded pid is gone (its pidfd ended; after
- * 60 s without HOP_ADOPT the holder kills them first).  So "no such
+ * orphan_timeout_ms (60 s) without HOP_ADOPT the holder kills them
+ * first).  So "no such
  * mount" (ENOENT), the one answer that makes objfs-csi's watchdog mount
  * again, is never given while a process of the old mount can still serve
  * it: no two servers of one staging path, by construction.  Records of
@@ -185,6 +186,8 @@ struct objfs_holder_conf {
 	const char *ready_file;         /* NULL: none */
 	unsigned max_slots;             /* mounts at most */
 	unsigned takeover_timeout_ms;   /* to take every mount over */
+	unsigned orphan_timeout_ms;     /* for an orphan's server to rejoin
+					   before it is killed (0: 60 s) */
 	int retire_fd;                  /* -1, or (taken) where "R" is written
 					   once taken over (objfs-holder's
 					   init: a retired holder is not

@@ -19,7 +19,9 @@ and rejoins it), and that server is killed -9 (the new holder resumes it).
 Asserted: the workload saw no error, every byte is right, unstage after the
 roll unmounts cleanly, frees the slot and leaves the data in the store; a
 peer that is not root is refused; a server that has not rejoined yet keeps
-its staging path (the watchdog mounts nothing over it); and when both
+its staging path (the watchdog mounts nothing over it), and one that never
+rejoins is killed after --orphan-timeout, only then mounted again; and when
+both
 processes of a mount die at once (the holder process and the server; the
 whole holder pod), a file written and not flushed is uploaded by the
 watchdog's new mount.  The longest pause the workload saw around each
@@ -109,6 +111,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import csilib  # noqa: E402
 
 HOLDER_BIN = os.path.join(csilib.BUILDDIR, "objfs-holder")
+ORPHAN_S = 20           # the holders' --orphan-timeout
 CALL = 60
 
 
@@ -191,6 +194,41 @@ def server_pids(staging):
         if os.path.basename(argv[0]) == b"objfs-mount" and staging.encode() in argv:
             out.append(int(p))
     return out
+
+
+def start_writer(path, data):
+    """A process that writes data to path and keeps it open, not flushed
+    (a process of its own: a fork of ours while we held it open would
+    close a copy at its exec, which flushes)."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+         "d = sys.stdin.buffer.read(%d)\n"
+         "off = 0\n"
+         "while off < len(d):\n"
+         "    off += os.write(fd, d[off:])\n"
+         "print('written', flush=True)\n"
+         "time.sleep(3600)\n" % len(data), path],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    writer.stdin.write(data)
+    writer.stdin.close()
+    assert writer.stdout.readline() == b"written\n", "the writer wrote"
+    return writer
+
+
+def one_server(staging):
+    """The one objfs-mount server of staging once a mount that ended just
+    before (its server still exiting) is gone: [pid]."""
+    deadline = time.time() + 60
+    while True:
+        pids = server_pids(staging)
+        if len(pids) == 1:
+            time.sleep(0.5)
+            if server_pids(staging) == pids:
+                return pids
+        assert time.time() < deadline, "servers of %s: %s" % (staging, pids)
+        time.sleep(0.1)
 
 
 def holder_list_now(sock):
@@ -340,7 +378,8 @@ def main():
     def start_holder():
         gen[0] += 1
         ready = os.path.join(work, "holder%d.ready" % gen[0])
-        h = Ns("holder%d" % gen[0], [HOLDER_BIN, "--socket", sock, "--ready-file", ready],
+        h = Ns("holder%d" % gen[0], [HOLDER_BIN, "--socket", sock, "--ready-file", ready,
+                                     "--orphan-timeout", str(ORPHAN_S)],
                os.path.join(work, "holder.log"), env=holder_env)
         namespaces.append(h)
         wait_for(lambda: holder_check(sock, ready), 60, "holder %d ready" % gen[0])
@@ -541,6 +580,56 @@ def main():
                     raise
                 time.sleep(0.5)
 
+    def t_orphan_killed():
+        """A server that outlived its holder and never rejoins (stopped):
+        after --orphan-timeout the new holder kills it, and only once it is
+        gone does the name become free; the watchdog then mounts again and
+        the file the stopped server had open, 1 MiB written and not
+        flushed, is uploaded by the new mount."""
+        node = pbg.NodeStub(state_["channel"])
+        node.NodeStageVolume(pb.NodeStageVolumeRequest(
+            volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
+            secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
+        name = "orphan-killed"
+        data = os.urandom(1 << 20)
+        pids = one_server(staging)
+        writer = start_writer(os.path.join(staging, name), data)
+        try:
+            before = holder_list(sock)
+            hpid = holder_worker(state_["holder"])
+            assert len(before) == 1 and len(pids) == 1 and hpid, (before, pids, hpid)
+            os.kill(pids[0], signal.SIGSTOP)
+            try:
+                t0 = time.monotonic()
+                os.kill(hpid, signal.SIGKILL)
+                # killed after the timeout, then mounted again
+                wait_for(lambda: any(x[1] != before[0][1] and x[3] == "1"
+                                     for x in holder_list_now(sock) or []),
+                         ORPHAN_S + 120, "the watchdog's new mount after the orphan's kill")
+                dt = time.monotonic() - t0
+                assert dt >= ORPHAN_S - 1, "mounted again %.1f s after, before the timeout" % dt
+                assert not os.path.exists("/proc/%d" % pids[0]) or \
+                    open("/proc/%d/stat" % pids[0]).read().rsplit(")", 1)[1].split()[0] == "Z"
+            finally:
+                try:
+                    os.kill(pids[0], signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        finally:
+            writer.kill()
+            writer.wait()
+        hlog = open(os.path.join(work, "holder.log")).read()
+        assert "did not rejoin within %d s: killed" % ORPHAN_S in hlog, hlog[-3000:]
+        wait_for(lambda: os.path.exists(os.path.join(staging, name)), 60, "the recovered file")
+        with open(os.path.join(staging, name), "rb") as f:
+            assert f.read() == data, "the unflushed file"
+        assert "recovered %s (1048576 bytes): uploaded" % name in mount_logs(), \
+            "no recovery logged"
+        print("  an orphan that never rejoined: killed after %d s, mounted again %.1f s "
+              "after its holder's death, its unflushed file recovered" % (ORPHAN_S, dt))
+        unstage_retry(node)
+        assert holder_list(sock) == []
+
     def t_deaths_at_once():
         """Both processes of a mount killed at once, the two ways a holder
         pod dies: its holder process and the server (the pod's init
@@ -557,24 +646,11 @@ def main():
             for i, way in enumerate(("the holder process and its server", "the holder pod")):
                 name = "unsaved-%d" % i
                 data = os.urandom(2 << 20)
-                writer = subprocess.Popen(
-                    [sys.executable, "-c",
-                     "import os, sys, time\n"
-                     "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
-                     "d = sys.stdin.buffer.read(%d)\n"
-                     "off = 0\n"
-                     "while off < len(d):\n"
-                     "    off += os.write(fd, d[off:])\n"
-                     "print('written', flush=True)\n"
-                     "time.sleep(3600)\n" % len(data), os.path.join(staging, name)],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                pids = one_server(staging)
+                writer = start_writer(os.path.join(staging, name), data)
                 try:
-                    writer.stdin.write(data)
-                    writer.stdin.close()
-                    assert writer.stdout.readline() == b"written\n", "the writer wrote"
                     before = holder_list(sock)
                     assert len(before) == 1 and before[0][3] == "1", before
-                    pids = server_pids(staging)
                     h = state_["holder"]
                     print("  kill %s at once (%d bytes unflushed)" % (way, len(data)))
                     t0 = time.monotonic()
@@ -612,8 +688,7 @@ def main():
                 print("  %s killed at once: the file recovered by the watchdog's new "
                       "mount within %.1f s (running pods saw ENOTCONN)" % (way, dt))
         finally:
-            node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(
-                volume_id=volume["id"], staging_target_path=staging), timeout=CALL)
+            unstage_retry(node)
         assert holder_list(sock) == []
 
     def t_orphan_not_remounted():
@@ -628,8 +703,8 @@ def main():
             volume_id=volume["id"], staging_target_path=staging, volume_capability=cap(),
             secrets=secrets, volume_context=volume["ctx"]), timeout=CALL)
         try:
+            pids = one_server(staging)
             before = holder_list(sock)
-            pids = server_pids(staging)
             hpid = holder_worker(state_["holder"])
             assert len(before) == 1 and len(pids) == 1 and hpid, (before, pids, hpid)
             plog = os.path.join(work, "plugin.log")
@@ -667,6 +742,9 @@ def main():
         if runner.failed == 0:
             runner.run("a server that has not rejoined yet owns its staging path: "
                        "no remount", t_orphan_not_remounted)
+        if runner.failed == 0:
+            runner.run("a server that never rejoins is killed after --orphan-timeout, "
+                       "then mounted again: nothing unsaved lost", t_orphan_killed)
         if runner.failed == 0:
             runner.run("both processes killed at once (holder and server; the pod): "
                        "nothing unsaved lost", t_deaths_at_once)
