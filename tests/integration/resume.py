@@ -1076,6 +1076,14 @@ def t_resume_any_death(env):
     text = open(logf).read()
     fs.check_server_deaths(text, mnt)
     fs.check("giving the mount up" not in text, "the keeper gave up: %s" % text[-3000:])
+    got, gheld = env.get(url, "log") or b"", env.get(url, "held") or b""
+    if got != want or gheld != held:
+        # what differs, for whoever reads a failure
+        i = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]),
+                 min(len(got), len(want)))
+        print("  stored log: %d bytes (%d wanted), first difference at %d: %r; "
+              "held: %d bytes (%d wanted)" % (len(got), len(want), i, got[i:i + 24],
+                                              len(gheld), len(held)), flush=True)
     fs.check(env.get(url, "log") == want, "every acknowledged line stored (%d lines)" % n)
     fs.check(env.get(url, "held") == held,
              "the unsynced file stored with every byte (%d bytes)" % len(held))
