@@ -16,7 +16,13 @@
  *
  * A holder that does not answer (restarting, or a takeover under way)
  * leaves a mount alive: only a holder that answers "no such mount" makes
- * it dead, and the watchdog then mounts again.
+ * it dead, and the watchdog then mounts again.  The holder owns the
+ * staging path (its slot of that name): it never answers "no such mount"
+ * while a process of the old mount may still serve it, a server that
+ * outlived a dead holder and has not rejoined the new one included (an
+ * orphan: "not serving", and a start of its name is told to retry; see
+ * mount/holder.h, "Who owns a staging path").  So a repair never races a
+ * rejoining server.
  */
 #include "config.h"
 

@@ -11,6 +11,14 @@
  * backs off (1 s, 2 s, 4 s ... 60 s); a successful one, or a stage that
  * finds the mount healthy, resets the back-off.
  *
+ * Who owns a staging path: the mount process the record names, as its
+ * runner judges it (n->m.ops->alive).  The watchdog replaces it only once
+ * the runner says it is gone.  With the holder runner that is the holder's
+ * word, which it gives only when no process of the mount can still serve
+ * it (mount/holder.h, "Who owns a staging path": a server whose holder
+ * died and that has not rejoined the next one yet counts as alive), so a
+ * repair and a rejoining server never both mount one staging path.
+ *
  * The watchdog thread runs objfs_csi_node_check() (node.c, which takes each
  * volume's busy mark) every m.watchdog_ms until the node stops.
  */

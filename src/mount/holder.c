@@ -19,6 +19,18 @@
  *            would make the kubelet restart the container, and a restarted
  *            holder would take the mounts back)
  *   stopping SIGTERM: every mount ends cleanly, then it exits
+ *
+ * A slot is one of:
+ *   free     !used
+ *   starting used, its first server not ready yet (live false)
+ *   live     a server was ready once: k runs it (and its successors)
+ *   orphan   loaded from a record (holder.h, "Who owns a staging path"):
+ *            the pids opid[] of a dead holder may still hold the mount's
+ *            fd; k holds nothing until one of them sends HOP_ADOPT
+ * Records: a slot's record on disk names the pids rec_pid[] (written in
+ * the serving and stopping phases only: while taking over or leaving,
+ * the serving holder's records stand).  holder_check() asserts these
+ * tables in debug builds.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -33,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <assert.h>
+#include <dirent.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -52,6 +66,9 @@
 #define CONNS_MIN 16
 #define OOM_PROTECTED (-1000)
 #define OOM_UNKNOWN INT_MIN
+#define ORPHAN_MS 60000                 /* an orphan's pids get to rejoin
+					   (default of orphan_timeout_ms) */
+#define REC_MAGIC 0x6f626a6673726563ULL /* "objfsrec" */
 
 struct hslot {
 	bool used;
@@ -63,7 +80,31 @@ struct hslot {
 	char *argv[8];
 	const char *mountpoint;         /* in spec */
 	int starter;                    /* connection waiting for HOP_OK */
+	char rejoin[320];               /* k.rejoin: "SERIAL:NAME:SOCKET" */
+	bool orphan;                    /* see "A slot is one of" above */
+	bool orphan_ending;             /* asked to end before it rejoined */
+	bool orphan_killed;             /* its deadline passed: SIGKILL sent */
+	pid_t opid[2];                  /* orphan: the pids that may rejoin
+					   (0: none or gone) */
+	int opidfd[2];                  /* their pidfds, or -1 */
+	long long orphan_deadline;
+	bool rec_written;               /* the record names rec_pid[] */
+	pid_t rec_pid[2];
 	struct objfs_kslot k;
+};
+
+/* A mount's record, SOCKET.slots/NAME (holder.h): written whole, renamed
+ * into place. */
+struct hrec {
+	uint64_t magic;                 /* REC_MAGIC */
+	uint32_t size;                  /* sizeof(struct hrec) */
+	uint32_t spec_len;
+	uint64_t serial;
+	uint64_t pidns;                 /* the writer's pid namespace (inode) */
+	int64_t pid[2];                 /* server, successor (0: none) */
+	uint64_t start[2];              /* their start times (/proc/PID/stat) */
+	char name[OBJFS_HNAME_MAX];
+	char spec[OBJFS_HSPEC_MAX];
 };
 
 enum phase { TAKING, SERVING, LEAVING, RETIRED, STOPPING };
@@ -87,6 +128,10 @@ struct holder {
 	int oom_score_adj;              /* what we run with (HOP_PING);
 					   OOM_UNKNOWN: /proc did not say */
 	long long deadline;             /* TAKING */
+	bool exiting;                   /* out: records stay as they are */
+	uint64_t pidns;                 /* ours (0: unknown) */
+	char rec_dir[4096];             /* SOCKET.slots */
+	struct hrec rec;
 	struct objfs_hmsg msg, reply;
 };
 
@@ -103,6 +148,117 @@ static struct hslot *find(struct holder *h, const char *name)
 	return NULL;
 }
 
+/* ---- records (holder.h: "Who owns a staging path") ------------------------ */
+
+/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone
+ * (or a zombie). */
+static uint64_t proc_start(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd, i;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');          /* the name may hold spaces */
+	/* a zombie holds no fd any more: gone */
+	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	/* after ")": state is field 3, starttime field 22 */
+	for (i = 2; p != NULL && i < 22; i++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1)
+		return 0;
+	return v;
+}
+
+/* Whether a name can be a file name in rec_dir. */
+static bool rec_name_ok(const char *name)
+{
+	return name[0] != '\0' && name[0] != '.' && strchr(name, '/') == NULL &&
+	       strlen(name) < OBJFS_HNAME_MAX;
+}
+
+static void rec_path(const struct holder *h, const char *name, const char *suffix,
+		     char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%s%s", h->rec_dir, name, suffix);
+}
+
+/* Writes s's record when the pids that may hold its fd changed. */
+static void rec_write(struct holder *h, struct hslot *s)
+{
+	struct hrec *r = &h->rec;
+	char tmp[4200], path[4200];
+	pid_t pid[2] = { s->k.server, s->k.next };
+	int fd, i;
+	bool ok;
+
+	if (s->orphan || !rec_name_ok(s->name) ||
+	    (s->rec_written && pid[0] == s->rec_pid[0] && pid[1] == s->rec_pid[1]))
+		return;
+	memset(r, 0, sizeof(*r));
+	r->magic = REC_MAGIC;
+	r->size = sizeof(*r);
+	r->serial = s->serial;
+	r->pidns = h->pidns;
+	for (i = 0; i < 2; i++) {
+		r->pid[i] = pid[i];
+		r->start[i] = proc_start(pid[i]);
+	}
+	snprintf(r->name, sizeof(r->name), "%s", s->name);
+	memcpy(r->spec, s->spec, s->spec_len);
+	r->spec_len = s->spec_len;
+	rec_path(h, s->name, ".tmp", tmp, sizeof(tmp));
+	rec_path(h, s->name, "", path, sizeof(path));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	ok = fd >= 0 && write(fd, r, sizeof(*r)) == (ssize_t)sizeof(*r);
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	if (ok && rename(tmp, path) != 0)
+		ok = false;
+	if (!ok) {
+		objfs_error(h->log, SUB, "%s: record %s: %s: should this holder "
+			    "die, its successor cannot tell whether the mount's "
+			    "server lives", s->name, path, strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	s->rec_written = true;
+	s->rec_pid[0] = pid[0];
+	s->rec_pid[1] = pid[1];
+}
+
+static void rec_remove(struct holder *h, const char *name)
+{
+	char path[4200];
+
+	if (!rec_name_ok(name))
+		return;
+	rec_path(h, name, "", path, sizeof(path));
+	if (unlink(path) != 0 && errno != ENOENT)
+		objfs_warn(h->log, SUB, "%s: removing %s: %s", name, path,
+			   strerror(errno));
+}
+
+/* Whether the holder writes and removes records now: it serves (a holder
+ * taking over or leaving does not: the serving one's records stand). */
+static bool rec_owner(const struct holder *h)
+{
+	return !h->exiting && (h->phase == SERVING || h->phase == STOPPING);
+}
+
 static int reply_to(struct holder *h, int c, uint32_t op, int status,
 		    const struct hslot *s, const int *fds, int nfds)
 {
@@ -112,7 +268,7 @@ static int reply_to(struct holder *h, int c, uint32_t op, int status,
 	m->status = status;
 	if (s != NULL) {
 		m->serial = s->serial;
-		m->pid = s->k.server;
+		m->pid = s->orphan ? s->opid[0] ? s->opid[0] : s->opid[1] : s->k.server;
 		m->io = objfs_proc_io(s->k.server);
 		m->arg = s->k.ready ? 1 : 0;
 		if (op == HOP_INFO) {
@@ -135,6 +291,7 @@ static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg
 	objfs_kslot_init(&s->k);
 	s->used = true;
 	s->starter = -1;
+	s->opidfd[0] = s->opidfd[1] = -1;
 	/* checked before use: spec_len past spec would overrun s->spec */
 	err = objfs_hmsg_mount(m, str);
 	if (err != 0)
@@ -152,7 +309,8 @@ static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg
 	s->k.exe = s->argv[0];
 	s->k.argv = s->argv;
 	s->k.log = h->log;
-	s->k.die_with_owner = true;
+	/* servers outlive us and rejoin our successor (holder.h) */
+	s->k.die_with_owner = false;
 	if (str[HSPEC_LOG][0] != '\0') {
 		s->k.log_fd = open(str[HSPEC_LOG], O_WRONLY | O_APPEND | O_CREAT |
 				   O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -163,11 +321,38 @@ static int slot_setup(struct holder *h, struct hslot *s, const struct objfs_hmsg
 	return 0;
 }
 
+/* Once s->serial is set: where its servers rejoin. */
+static void slot_rejoin(struct holder *h, struct hslot *s)
+{
+	snprintf(s->rejoin, sizeof(s->rejoin), "%" PRIu64 ":%s:%s", s->serial,
+		 s->name, h->c->socket_path);
+	s->k.rejoin = s->rejoin;
+}
+
+/* Frees s; its record goes when we own the records (the mount ended, or
+ * was killed on request: nothing of it can serve any more). */
 static void slot_free(struct holder *h, struct hslot *s, int sig)
 {
+	for (int i = 0; i < 2; i++) {
+		if (s->opidfd[i] >= 0)
+			close(s->opidfd[i]);
+		s->opidfd[i] = -1;
+	}
 	objfs_kslot_close(&s->k, sig);
+	if (rec_owner(h))
+		rec_remove(h, s->name);
 	s->used = false;
-	(void)h;
+	s->orphan = false;
+}
+
+/* Sends sig to an orphan's pids that are alive. */
+static void orphan_signal(struct hslot *s, int sig)
+{
+	for (int i = 0; i < 2; i++) {
+		if (s->opidfd[i] >= 0)
+			(void)syscall(SYS_pidfd_send_signal, s->opidfd[i], sig,
+				      NULL, 0);
+	}
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -183,7 +368,8 @@ static void do_start(struct holder *h, int c, const struct objfs_hmsg *m, int cr
 		goto out;
 	}
 	if (s != NULL) {
-		reply_to(h, c, HOP_ERR, EEXIST, s, NULL, 0);
+		/* an orphan's name is taken until it rejoins or is gone */
+		reply_to(h, c, HOP_ERR, s->orphan ? EAGAIN : EEXIST, s, NULL, 0);
 		goto out;
 	}
 	for (i = 0; i < h->n_slots && h->slots[i].used; i++)
@@ -198,6 +384,7 @@ static void do_start(struct holder *h, int c, const struct objfs_hmsg *m, int cr
 	err = slot_setup(h, s, m);
 	if (err == 0) {
 		s->serial = h->next_serial++;
+		slot_rejoin(h, s);
 		s->k.creds_fd = creds_fd;
 		creds_fd = -1;
 		err = objfs_kslot_start(&s->k);
@@ -226,13 +413,76 @@ static void do_stop(struct holder *h, int c, const struct objfs_hmsg *m)
 	if (m->arg == SIGKILL) {
 		objfs_warn(h->log, SUB, "%s: killed on request", s->name);
 		reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+		if (s->orphan)
+			orphan_signal(s, SIGKILL);
 		slot_free(h, s, SIGKILL);
+		return;
+	}
+	if (s->orphan) {
+		/* it ends when its pids are gone (or, rejoined, as any) */
+		objfs_info(h->log, SUB, "%s: ending the mount (signal %d) before "
+			   "its server rejoined", s->name, (int)m->arg);
+		orphan_signal(s, (int)m->arg);
+		s->orphan_ending = true;
+		reply_to(h, c, HOP_OK, 0, s, NULL, 0);
 		return;
 	}
 	objfs_info(h->log, SUB, "%s: ending the mount (signal %d)", s->name,
 		   (int)m->arg);
 	objfs_kslot_end(&s->k, (int)m->arg);
 	reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+}
+
+/* HOP_ADOPT: a server of an orphan (one of its recorded pids, by
+ * SO_PEERCRED) hands its mount over: fds are the fuse fd, its slot socket
+ * and the credentials fd (taken when used: set to -1). */
+static void do_adopt(struct holder *h, int c, const struct objfs_hmsg *m, int *fds)
+{
+	struct hslot *s = find(h, m->name);
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	int i = -1, pidfd, err;
+
+	if (getsockopt(h->conns[c], SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		cr.pid = 0;
+	if (s != NULL && s->orphan && s->serial == m->serial && cr.pid > 0)
+		i = s->opid[0] == cr.pid ? 0 : s->opid[1] == cr.pid ? 1 : -1;
+	if (i < 0 || s->opidfd[i] < 0 || fds[0] < 0 || fds[1] < 0) {
+		objfs_warn(h->log, SUB, "%s: pid %ld asks to rejoin mount %" PRIu64
+			   ", which is not an orphan of ours: refused", m->name,
+			   (long)cr.pid, m->serial);
+		reply_to(h, c, HOP_ERR, ESTALE, NULL, NULL, 0);
+		return;
+	}
+	pidfd = s->opidfd[i];
+	s->opidfd[i] = -1;
+	if (s->opidfd[1 - i] >= 0)
+		close(s->opidfd[1 - i]);        /* a successor that never got
+						   the fd: it ends by itself */
+	s->opidfd[1 - i] = -1;
+	s->k.creds_fd = fds[2];
+	fds[2] = -1;
+	err = objfs_kslot_adopt_server(&s->k, fds[1], fds[0], &m->init, cr.pid,
+				       pidfd);
+	fds[0] = fds[1] = -1;
+	s->orphan = false;
+	if (err != 0) {
+		objfs_error(h->log, SUB, "%s: adopting pid %ld: %s: the mount is "
+			    "lost", s->name, (long)cr.pid, strerror(err));
+		reply_to(h, c, HOP_ERR, err, NULL, NULL, 0);
+		kill(cr.pid, SIGKILL);
+		slot_free(h, s, 0);
+		return;
+	}
+	s->k.events = 0;
+	s->live = true;
+	s->rec_written = false;         /* rewritten below: pid, no successor */
+	rec_write(h, s);
+	objfs_info(h->log, SUB, "%s: server pid %ld rejoined: mount %" PRIu64
+		   " is ours", s->name, (long)cr.pid, s->serial);
+	reply_to(h, c, HOP_OK, 0, s, NULL, 0);
+	if (s->orphan_ending)
+		objfs_kslot_end(&s->k, 0);
 }
 
 static void do_takeover(struct holder *h, int c)
@@ -295,6 +545,8 @@ static void retire(struct holder *h)
 	if (h->c->ready_file != NULL)
 		unlink(h->c->ready_file);
 	h->phase = RETIRED;
+	if (h->c->retire_fd >= 0)
+		(void)!write(h->c->retire_fd, "R", 1);
 	objfs_info(h->log, SUB, "taken over: holding nothing; waiting to be stopped");
 }
 
@@ -370,6 +622,9 @@ static void on_request(struct holder *h, int c, int *fds)
 		break;
 	case HOP_TAKEOVER:
 		do_takeover(h, c);
+		break;
+	case HOP_ADOPT:
+		do_adopt(h, c, m, fds);
 		break;
 	default:
 		reply_to(h, c, HOP_ERR, EINVAL, NULL, NULL, 0);
@@ -488,6 +743,168 @@ static int start_serving(struct holder *h)
 	return 0;
 }
 
+/* ---- orphans ---------------------------------------------------------------------- */
+
+static unsigned orphan_ms(const struct holder *h)
+{
+	return h->c->orphan_timeout_ms ? h->c->orphan_timeout_ms : ORPHAN_MS;
+}
+
+/* One record read at a fresh start: an orphan slot when a pid it names
+ * is alive in our pid namespace, else dropped.  r is h->rec. */
+static void load_record(struct holder *h, const char *file)
+{
+	struct hrec *r = &h->rec;
+	struct hslot *s = NULL;
+	char path[4200];
+	unsigned i, alive = 0;
+	ssize_t n;
+	int fd;
+
+	rec_path(h, file, "", path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	n = read(fd, r, sizeof(*r));
+	close(fd);
+	r->name[sizeof(r->name) - 1] = '\0';
+	if (n != (ssize_t)sizeof(*r) || r->magic != REC_MAGIC ||
+	    r->size != sizeof(*r) || r->spec_len > sizeof(r->spec) ||
+	    strcmp(r->name, file) != 0) {
+		objfs_warn(h->log, SUB, "%s: not a mount record: removed", path);
+		unlink(path);
+		return;
+	}
+	if (r->pidns != h->pidns) {
+		objfs_warn(h->log, SUB, "%s: mount %" PRIu64 " was kept in another "
+			   "pid namespace (a holder pod before this one): its "
+			   "servers ended with it; the next mount of it recovers "
+			   "its unsaved data from its state directory", r->name,
+			   r->serial);
+		unlink(path);
+		return;
+	}
+	for (i = 0; i < h->n_slots && s == NULL; i++) {
+		if (!h->slots[i].used)
+			s = &h->slots[i];
+	}
+	objfs_hmsg_init(&h->msg, HOP_SLOT, r->name);
+	memcpy(h->msg.spec, r->spec, r->spec_len);
+	h->msg.spec_len = r->spec_len;
+	if (s == NULL || slot_setup(h, s, &h->msg) != 0) {
+		objfs_error(h->log, SUB, "%s: cannot keep the record of mount %"
+			    PRIu64 " (%s)", r->name, r->serial,
+			    s == NULL ? "no free slot" : "malformed");
+		if (s != NULL)
+			slot_free(h, s, 0);
+		unlink(path);
+		return;
+	}
+	s->serial = r->serial;
+	if (r->serial >= h->next_serial)
+		h->next_serial = r->serial + 1;
+	slot_rejoin(h, s);
+	for (i = 0; i < 2; i++) {
+		pid_t pid = (pid_t)r->pid[i];
+		int pfd;
+
+		if (pid <= 0 || r->start[i] == 0 || proc_start(pid) != r->start[i])
+			continue;
+		pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		/* the same process still (its start time), now watched */
+		if (pfd < 0 || proc_start(pid) != r->start[i]) {
+			if (pfd >= 0)
+				close(pfd);
+			continue;
+		}
+		s->opid[i] = pid;
+		s->opidfd[i] = pfd;
+		alive++;
+	}
+	if (alive == 0) {
+		objfs_warn(h->log, SUB, "%s: mount %" PRIu64 " on %s: its server "
+			   "died with the holder before us; the next mount of it "
+			   "recovers its unsaved data from its state directory",
+			   s->name, s->serial, s->mountpoint);
+		slot_free(h, s, 0);
+		unlink(path);
+		return;
+	}
+	s->orphan = true;
+	s->orphan_deadline = objfs_now_ms() + orphan_ms(h);
+	s->rec_written = true;
+	s->rec_pid[0] = (pid_t)r->pid[0];
+	s->rec_pid[1] = (pid_t)r->pid[1];
+	objfs_info(h->log, SUB, "%s: mount %" PRIu64 " on %s outlived the holder "
+		   "before us (pid %d%s): waiting for it to rejoin", s->name,
+		   s->serial, s->mountpoint, (int)(s->opid[0] ? s->opid[0] : s->opid[1]),
+		   s->opid[0] && s->opid[1] ? " and a successor" : "");
+}
+
+/* A fresh start (no holder answered): the mounts a dead holder kept. */
+static void load_records(struct holder *h)
+{
+	DIR *d = opendir(h->rec_dir);
+	struct dirent *e;
+	size_t l;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		l = strlen(e->d_name);
+		if (l > 4 && strcmp(e->d_name + l - 4, ".tmp") == 0) {
+			char path[4200];
+
+			rec_path(h, e->d_name, "", path, sizeof(path));
+			unlink(path);
+			continue;
+		}
+		if (rec_name_ok(e->d_name))
+			load_record(h, e->d_name);
+	}
+	closedir(d);
+}
+
+/* An orphan's pid i ended (its pidfd said so). */
+static void orphan_pid_gone(struct holder *h, struct hslot *s, int i)
+{
+	close(s->opidfd[i]);
+	s->opidfd[i] = -1;
+	s->opid[i] = 0;
+	if (s->opidfd[1 - i] >= 0)
+		return;
+	if (s->orphan_ending)
+		objfs_info(h->log, SUB, "%s: mount %" PRIu64 " ended before its "
+			   "server rejoined", s->name, s->serial);
+	else
+		objfs_error(h->log, SUB, "%s: mount %" PRIu64 " on %s: its server "
+			    "ended without rejoining: the mount is lost; the next "
+			    "mount of it recovers its unsaved data from its state "
+			    "directory", s->name, s->serial, s->mountpoint);
+	slot_free(h, s, 0);
+}
+
+/* Orphans past their deadline are killed (then forgotten once gone). */
+static void orphan_deadlines(struct holder *h)
+{
+	long long now = objfs_now_ms();
+
+	for (unsigned i = 0; i < h->n_slots; i++) {
+		struct hslot *s = &h->slots[i];
+
+		if (!s->used || !s->orphan || s->orphan_killed ||
+		    now < s->orphan_deadline)
+			continue;
+		objfs_error(h->log, SUB, "%s: mount %" PRIu64 ": its server did not "
+			    "rejoin within %u s: killed", s->name, s->serial,
+			    orphan_ms(h) / 1000);
+		orphan_signal(s, SIGKILL);
+		s->orphan_killed = true;
+	}
+}
+
 /* ---- taking over ---------------------------------------------------------------- */
 
 /* Connects to a running holder and asks for its mounts: 0 (TAKING, or no
@@ -548,6 +965,7 @@ static int take_over(struct holder *h)
 			sl->serial = m->serial;
 			if (m->serial >= h->next_serial)
 				h->next_serial = m->serial + 1;
+			slot_rejoin(h, sl);
 			sl->k.creds_fd = fds[1];
 			fds[1] = -1;
 			err = objfs_kslot_adopt(&sl->k, fds[0], &m->init, fds[2]);
@@ -702,6 +1120,15 @@ static void reap(struct holder *h)
 	}
 }
 
+static bool any_orphan(const struct holder *h)
+{
+	for (unsigned i = 0; i < h->n_slots; i++) {
+		if (h->slots[i].used && h->slots[i].orphan)
+			return true;
+	}
+	return false;
+}
+
 static bool any_slot(const struct holder *h)
 {
 	for (unsigned i = 0; i < h->n_slots; i++) {
@@ -727,8 +1154,14 @@ static bool on_stop_signal(struct holder *h, int sig)
 			   "uploaded, then unmounted)", sig);
 	h->phase = STOPPING;
 	for (i = 0; i < h->n_slots; i++) {
-		if (h->slots[i].used)
-			objfs_kslot_end(&h->slots[i].k, SIGTERM);
+		struct hslot *s = &h->slots[i];
+
+		if (s->used && s->orphan && !s->orphan_ending) {
+			orphan_signal(s, SIGTERM);
+			s->orphan_ending = true;
+		} else if (s->used && !s->orphan) {
+			objfs_kslot_end(&s->k, SIGTERM);
+		}
 	}
 	return false;
 }
@@ -778,7 +1211,9 @@ static int oom_protect(struct holder *h)
 			   "the holder may not be shielded from the OOM killer");
 	else
 		objfs_warn(h->log, SUB, "oom_score_adj is %d, not %d (%s): an OOM "
-			   "kill of the holder ends every mount of the node; it needs "
+			   "kill of the holder leaves its mounts without a keeper "
+			   "until the next holder (as PID 1's child: at once), one "
+			   "of PID 1 ends every mount of the node; it needs "
 			   "CAP_SYS_RESOURCE (a privileged pod without user "
 			   "namespaces; containerd's restrict_oom_score_adj or a "
 			   "rootless runtime withholds it): see docs/kubernetes.md, "
@@ -790,6 +1225,7 @@ static int oom_protect(struct holder *h)
 static int setup(struct holder *h)
 {
 	uint64_t id = 0;
+	struct stat st;
 	sigset_t set;
 	unsigned i;
 
@@ -821,8 +1257,65 @@ static int setup(struct holder *h)
 	if (h->sfd < 0)
 		return errno;
 	h->oom_score_adj = oom_protect(h);
+	if (stat("/proc/self/ns/pid", &st) == 0)
+		h->pidns = (uint64_t)st.st_ino;
+	if ((size_t)snprintf(h->rec_dir, sizeof(h->rec_dir), "%s.slots",
+			     h->c->socket_path) >= sizeof(h->rec_dir))
+		return ENAMETOOLONG;
+	if (mkdir(h->rec_dir, 0700) != 0 && errno != EEXIST)
+		objfs_warn(h->log, SUB, "%s: %s: a holder that dies loses its mounts",
+			   h->rec_dir, strerror(errno));
 	return 0;
 }
+
+#ifndef NDEBUG
+/* The state tables agree (debug builds): see "A slot is one of" above. */
+static void holder_check(const struct holder *h)
+{
+	unsigned i, j;
+
+	assert(h->phase >= TAKING && h->phase <= STOPPING);
+	assert(h->phase != SERVING || h->lsock >= 0);
+	assert(h->phase != TAKING || h->lsock < 0);
+	assert(h->phase != RETIRED || h->lsock < 0);
+	for (i = 0; i < h->n_conns; i++)
+		assert(h->conns[i] >= -1);
+	for (i = 0; i < h->n_slots; i++) {
+		const struct hslot *s = &h->slots[i];
+
+		if (!s->used)
+			continue;
+		assert(h->phase != RETIRED);
+		assert(s->name[0] != '\0' && s->serial < h->next_serial);
+		assert(s->starter < (int)h->n_conns);
+		assert(s->k.name == s->name && s->k.rejoin == s->rejoin &&
+		       !s->k.die_with_owner);
+		if (s->orphan) {
+			/* holds nothing but the pidfds of the pids that may rejoin */
+			assert(s->k.fuse_fd < 0 && s->k.server == 0 && s->k.next == 0 &&
+			       s->k.ssock < 0 && !s->live && s->starter < 0);
+			assert(s->opidfd[0] >= 0 || s->opidfd[1] >= 0);
+			for (j = 0; j < 2; j++)
+				assert((s->opidfd[j] >= 0) == (s->opid[j] > 0));
+		} else {
+			assert(s->opidfd[0] < 0 && s->opidfd[1] < 0);
+			/* a live mount has its fd, or a successor takes it */
+			assert(!s->live || s->k.fuse_fd >= 0 || s->k.ending ||
+			       s->k.releasing || (s->k.events & KSLOT_EV_ENDED));
+			/* the server we run is recorded, when records are ours */
+			assert(!rec_owner(h) || !s->rec_written || !rec_name_ok(s->name) ||
+			       (s->rec_pid[0] == s->k.server && s->rec_pid[1] == s->k.next));
+		}
+		for (j = i + 1; j < h->n_slots; j++)
+			assert(!h->slots[j].used || strcmp(h->slots[j].name, s->name) != 0);
+	}
+}
+#else
+static void holder_check(const struct holder *h)
+{
+	(void)h;
+}
+#endif
 
 int objfs_holder_run(const struct objfs_holder_conf *conf)
 {
@@ -847,6 +1340,8 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 			    conf->socket_path, strerror(err));
 		goto out;
 	}
+	if (h->peer < 0)
+		load_records(h);
 	if (h->peer < 0 && start_serving(h) != 0)
 		goto out;
 	for (;;) {
@@ -876,10 +1371,26 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 		}
 		ns0 = n;
 		for (i = 0; i < h->n_slots; i++) {
-			if (h->slots[i].used)
-				n = objfs_kslot_pollfds(&h->slots[i].k, pf, n);
+			struct hslot *s = &h->slots[i];
+
+			if (s->used && !s->orphan) {
+				int n0 = n;
+
+				n = objfs_kslot_pollfds(&s->k, pf, n);
+				while (n0 < n)
+					map[n0++] = -1;
+			}
+			for (int j = 0; s->used && s->orphan && j < 2; j++) {
+				if (s->opidfd[j] >= 0) {
+					pf[n] = (struct pollfd){ .fd = s->opidfd[j],
+								 .events = POLLIN };
+					map[n++] = -(2 + (int)i * 2 + j);
+				}
+			}
 		}
-		r = poll(pf, (nfds_t)n, h->phase == TAKING ? 200 : -1);
+		r = poll(pf, (nfds_t)n, h->phase == TAKING ? 200 :
+			 any_orphan(h) ? 1000 : -1);
+		orphan_deadlines(h);
 		if (r < 0 && errno != EINTR) {
 			objfs_error(h->log, SUB, "poll: %s", strerror(errno));
 			break;
@@ -889,8 +1400,18 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 		/* the slots first: a server's KOP_BYE must be read before its
 		 * SIGCHLD is handled, or its clean end looks like a death */
 		for (i = 0; i < h->n_slots; i++) {
-			if (h->slots[i].used)
+			if (h->slots[i].used && !h->slots[i].orphan)
 				objfs_kslot_poll(&h->slots[i].k, pf);
+		}
+		for (int k = ns0; k < n; k++) {
+			int code = -map[k] - 2;
+			struct hslot *s;
+
+			if (map[k] > -2 || pf[k].revents == 0)
+				continue;
+			s = &h->slots[code / 2];
+			if (s->used && s->orphan && s->opidfd[code % 2] == pf[k].fd)
+				orphan_pid_gone(h, s, code % 2);
 		}
 		if (pf[0].revents) {
 			struct signalfd_siginfo si;
@@ -934,8 +1455,14 @@ int objfs_holder_run(const struct objfs_holder_conf *conf)
 			if (h->slots[i].used && h->slots[i].k.events)
 				slot_events(h, &h->slots[i]);
 		}
+		for (i = 0; i < h->n_slots && rec_owner(h); i++) {
+			if (h->slots[i].used)
+				rec_write(h, &h->slots[i]);
+		}
+		holder_check(h);
 	}
 out:
+	h->exiting = true;
 	if (h->slots != NULL) {
 		for (unsigned i = 0; i < h->n_slots; i++) {
 			if (h->slots[i].used)

@@ -27,6 +27,36 @@
  * request EAGAIN (retry); a new holder that fails to take any mount stops
  * its successors and exits, and the old one serves on.
  *
+ * A holder that dies (kill -9, OOM kill, a crash) is not the end of its
+ * mounts.  Its servers do not die with it (no PDEATHSIG): they serve on,
+ * and each one reconnects to whichever holder serves the socket next and
+ * hands its mount over (HOP_ADOPT: the fuse fd, a new slot socket and the
+ * credentials fd attached, the INIT exchange in init), as a takeover
+ * does; the new holder then keeps it as its own (a successor when it dies
+ * later).  In a container the holder is PID 1's child (objfs-holder as
+ * PID 1 runs itself twice: an init that reaps and forwards signals, and
+ * the holder, started again when it dies), so its servers, reparented to
+ * that init, outlive it.
+ *
+ * Who owns a staging path.  The holder's slot of that name, and only one
+ * process at a time may serve it.  A holder records every mount it serves
+ * in SOCKET.slots/NAME (serial, spec, the pids that may hold the mount's
+ * fd: the server and a successor, with their start times, and its pid
+ * namespace), rewritten whenever those pids change, removed when the
+ * mount ends.  A holder starting fresh (no holder answers the socket)
+ * reads them: a mount whose pids are still alive in its own pid namespace
+ * is an orphan: HOP_STATUS answers it (not serving: arg 0), HOP_START of
+ * its name gets EAGAIN, and only its recorded pids may adopt it.  It is
+ * forgotten only once every recorded pid is gone (its pidfd ended; after
+ * orphan_timeout_ms (60 s) without HOP_ADOPT the holder kills them
+ * first).  So "no such
+ * mount" (ENOENT), the one answer that makes objfs-csi's watchdog mount
+ * again, is never given while a process of the old mount can still serve
+ * it: no two servers of one staging path, by construction.  Records of
+ * another pid namespace (a holder pod re-created: its processes were all
+ * killed) are dropped; that mount's unsaved data is in its state
+ * directory, recovered by the next mount of it (fs/recover.c).
+ *
  * Every message is one struct objfs_hmsg (fixed size) with up to three
  * fds attached (objfs_kpkt_send).  Requests and their answers:
  *   HOP_START  name, spec (+ credentials fd)  HOP_OK serial, pid once the
@@ -51,6 +81,11 @@
  *                                            is starting or stopping
  *   HOP_HANDOVER name (new holder)           HOP_HANDED name
  *   HOP_DONE   (new holder)                  -
+ *   HOP_ADOPT  name, serial, init (a server  HOP_OK: the slot socket is
+ *              whose holder died; + fuse fd,  ours; HOP_ERR EAGAIN (not
+ *              slot socket, credentials fd    serving yet: try again),
+ *              when arg & 1)                 ESTALE (not an orphan of
+ *                                            ours: give up)
  * A peer that is not root gets HOP_ERR EACCES and is disconnected.
  */
 #ifndef OBJFS_MOUNT_HOLDER_H
@@ -70,7 +105,7 @@ struct objfs_log;
 enum objfs_hop {
 	HOP_OK = 1, HOP_ERR, HOP_START, HOP_STATUS, HOP_STOP, HOP_PING,
 	HOP_LIST, HOP_INFO, HOP_END, HOP_TAKEOVER, HOP_SLOT, HOP_HANDOVER,
-	HOP_HANDED, HOP_DONE,
+	HOP_HANDED, HOP_DONE, HOP_ADOPT,
 };
 
 #define OBJFS_HNAME_MAX 80
@@ -117,6 +152,17 @@ int objfs_hmsg_mount(const struct objfs_hmsg *m, const char *str[HSPEC_N]);
 int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
 		      struct objfs_hmsg *rep, unsigned timeout_ms);
 
+/* A server whose holder died: hands its mount (name, serial) to the
+ * holder at path (HOP_ADOPT): fuse_fd, slot_sock (its end of the new slot
+ * socket: the holder's, once answered) and creds_fd (-1: none) attached,
+ * init the INIT exchange (answered), within timeout_ms.  0 (the holder
+ * keeps the mount), EAGAIN (no holder serves yet, or not yet: try again),
+ * ESTALE (the holder has no orphan of that name and serial: it never
+ * will) or another errno. */
+int objfs_holder_adopt(const char *path, const char *name, uint64_t serial,
+		       const struct objfs_kmsg *init, int fuse_fd,
+		       int slot_sock, int creds_fd, unsigned timeout_ms);
+
 /* Prints the mounts the holder at path keeps, one a line: name, serial,
  * server pid, serving (1/0), mount point.  0 or an errno. */
 int objfs_holder_list(const char *path, FILE *out);
@@ -140,6 +186,12 @@ struct objfs_holder_conf {
 	const char *ready_file;         /* NULL: none */
 	unsigned max_slots;             /* mounts at most */
 	unsigned takeover_timeout_ms;   /* to take every mount over */
+	unsigned orphan_timeout_ms;     /* for an orphan's server to rejoin
+					   before it is killed (0: 60 s) */
+	int retire_fd;                  /* -1, or (taken) where "R" is written
+					   once taken over (objfs-holder's
+					   init: a retired holder is not
+					   started again) */
 	struct objfs_log *log;
 };
 

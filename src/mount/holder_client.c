@@ -103,8 +103,11 @@ static int connect_to(const char *path, int *out)
 	return 0;
 }
 
-int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
-		      struct objfs_hmsg *rep, unsigned timeout_ms)
+/* One request with the fds of out (nout, those >= 0) attached, one
+ * answer: as objfs_holder_call(). */
+static int call_fds(const char *path, const struct objfs_hmsg *req,
+		    const int *out, int nout, struct objfs_hmsg *rep,
+		    unsigned timeout_ms)
 {
 	long long deadline = objfs_now_ms() + timeout_ms;
 	int s, err, fds[3];
@@ -112,7 +115,7 @@ int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
 	err = connect_to(path, &s);
 	if (err != 0)
 		return err;
-	err = objfs_kpkt_send(s, req, sizeof(*req), &fd, 1);
+	err = objfs_kpkt_send(s, req, sizeof(*req), out, nout);
 	while (err == 0) {
 		struct pollfd pf = { .fd = s, .events = POLLIN };
 		long long left = deadline - objfs_now_ms();
@@ -137,6 +140,36 @@ int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
 		break;
 	}
 	close(s);
+	return err;
+}
+
+int objfs_holder_call(const char *path, const struct objfs_hmsg *req, int fd,
+		      struct objfs_hmsg *rep, unsigned timeout_ms)
+{
+	return call_fds(path, req, &fd, 1, rep, timeout_ms);
+}
+
+int objfs_holder_adopt(const char *path, const char *name, uint64_t serial,
+		       const struct objfs_kmsg *init, int fuse_fd,
+		       int slot_sock, int creds_fd, unsigned timeout_ms)
+{
+	struct objfs_hmsg *m = calloc(2, sizeof(*m));
+	int fds[3] = { fuse_fd, slot_sock, creds_fd }, err;
+
+	if (m == NULL)
+		return ENOMEM;
+	objfs_hmsg_init(m, HOP_ADOPT, name);
+	m->serial = serial;
+	m->init = *init;
+	m->arg = creds_fd >= 0 ? 1 : 0;
+	err = call_fds(path, m, fds, 3, &m[1], timeout_ms);
+	if (err == ENOENT || err == ECONNREFUSED || err == ECONNRESET ||
+	    err == ETIMEDOUT)
+		err = EAGAIN;           /* no holder (yet), or a dying one */
+	else if (err == 0 && m[1].op != HOP_OK)
+		err = m[1].status == EAGAIN ? EAGAIN :
+		      m[1].status != 0 ? m[1].status : EPROTO;
+	free(m);
 	return err;
 }
 

@@ -184,7 +184,9 @@ static int keeper_setup(struct keeper *k)
 	k->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (k->sfd < 0)
 		return errno;
-	if (!k->c->foreground && k->c->adopt_sock < 0)
+	/* PID 1 of a container never detaches: its exit would end the pid
+	 * namespace, and every process of the mount with it */
+	if (!k->c->foreground && k->c->adopt_sock < 0 && getpid() != 1)
 		return detach(k);
 	return 0;
 }

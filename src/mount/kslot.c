@@ -213,10 +213,14 @@ static void exec_server(struct objfs_kslot *s, int sock, bool resume, pid_t owne
 		setenv(OBJFS_RESUME_ENV, "1", 1);
 	else
 		unsetenv(OBJFS_RESUME_ENV);
-	if (s->die_with_owner)
+	if (s->die_with_owner || s->rejoin != NULL)
 		unsetenv(OBJFS_KEEPER_REPLACE_ENV);
 	else
 		setenv(OBJFS_KEEPER_REPLACE_ENV, "1", 1);
+	if (s->rejoin != NULL)
+		setenv(OBJFS_REJOIN_ENV, s->rejoin, 1);
+	else
+		unsetenv(OBJFS_REJOIN_ENV);
 	unsetenv(OBJFS_ADOPT_ENV);
 	unsetenv(OBJFS_CREDS_FD_ENV);
 	if (s->creds_fd >= 0) {

@@ -111,6 +111,10 @@ struct objfs_log;
 #define OBJFS_KEEPER_REPLACE_ENV "OBJFS_KEEPER_REPLACE"
 /* The new keeper's end of the socket to the server that started it. */
 #define OBJFS_ADOPT_ENV "OBJFS_KEEPER_ADOPT_FD"
+/* Set for the servers of a slot with rejoin (the holder's): "SERIAL:NAME:
+ * SOCKET".  A server whose holder dies serves on and hands the mount to
+ * the next holder on SOCKET (HOP_ADOPT, mount/holder.h). */
+#define OBJFS_REJOIN_ENV "OBJFS_HOLDER_REJOIN"
 
 enum objfs_kop {
 	KOP_PUT = 1, KOP_INIT, KOP_READY, KOP_BYE, KOP_GET, KOP_FD, KOP_STOP,
@@ -177,6 +181,10 @@ struct objfs_kslot {
 					   mounts (the holder's); else a server
 					   whose keeper dies starts a new one
 					   and serves on (objfs-mount's) */
+	const char *rejoin;             /* NULL, or OBJFS_REJOIN_ENV's value:
+					   servers outlive the owner and hand
+					   the mount to its successor (the
+					   holder's; die_with_owner false) */
 	/* Owned by the slot once set (closed by objfs_kslot_close()). */
 	int creds_fd;                   /* -1: none */
 	int log_fd;                     /* servers' stdout/stderr; -1: inherit */

@@ -49,6 +49,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs.h"
+#include "mount/holder.h"
 #include "mount/keeper.h"
 #include "mount/resume.h"
 
@@ -82,6 +83,11 @@ struct objfs_resume {
 	bool replace_keeper;            /* $OBJFS_KEEPER_REPLACE: start a new
 					   keeper when this one dies */
 	char *const *argv;              /* for it (borrowed), or NULL */
+	/* $OBJFS_HOLDER_REJOIN: a holder's server rejoins the next holder */
+	bool rejoin;
+	uint64_t rejoin_serial;
+	char rejoin_name[OBJFS_HNAME_MAX];
+	char rejoin_path[256];
 	int creds_fd;                   /* for it, or -1 */
 	int fuse_fd;
 	struct objfs_kinit ib;          /* the keeper's INIT (rep_len 0: not
@@ -283,6 +289,30 @@ static const struct fuse_custom_io resume_io = {
 	.writev = io_writev,
 };
 
+/* "SERIAL:NAME:SOCKET" (kslot.h, OBJFS_REJOIN_ENV) into r. */
+static void rejoin_parse(struct objfs_resume *r, const char *v)
+{
+	const char *name, *path;
+	char *end;
+	unsigned long long serial;
+
+	errno = 0;
+	serial = strtoull(v, &end, 10);
+	if (errno != 0 || end == v || *end != ':')
+		return;
+	name = end + 1;
+	path = strchr(name, ':');
+	if (path == NULL || path == name ||
+	    (size_t)(path - name) >= sizeof(r->rejoin_name) ||
+	    strlen(path + 1) >= sizeof(r->rejoin_path) || path[1] != '/')
+		return;
+	memcpy(r->rejoin_name, name, (size_t)(path - name));
+	r->rejoin_name[path - name] = '\0';
+	snprintf(r->rejoin_path, sizeof(r->rejoin_path), "%s", path + 1);
+	r->rejoin_serial = serial;
+	r->rejoin = true;
+}
+
 int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 			struct objfs_resume **out)
 {
@@ -309,6 +339,10 @@ int objfs_resume_create(struct objfs_log *log, struct objfs_fs *fs,
 	res = getenv(OBJFS_KEEPER_REPLACE_ENV);
 	r->replace_keeper = res != NULL && strcmp(res, "1") == 0;
 	unsetenv(OBJFS_KEEPER_REPLACE_ENV);
+	res = getenv(OBJFS_REJOIN_ENV);
+	if (res != NULL)
+		rejoin_parse(r, res);
+	unsetenv(OBJFS_REJOIN_ENV);
 	/* the servers after us must not inherit them */
 	unsetenv(OBJFS_KEEPER_ENV);
 	unsetenv(OBJFS_RESUME_ENV);
@@ -610,7 +644,7 @@ static bool keeper_var(const char *e)
 {
 	static const char *const names[] = {
 		OBJFS_KEEPER_ENV, OBJFS_RESUME_ENV, OBJFS_CREDS_FD_ENV,
-		OBJFS_KEEPER_REPLACE_ENV, OBJFS_ADOPT_ENV,
+		OBJFS_KEEPER_REPLACE_ENV, OBJFS_ADOPT_ENV, OBJFS_REJOIN_ENV,
 	};
 	size_t i, l;
 
@@ -691,6 +725,45 @@ static int new_keeper(struct objfs_resume *r)
 	return err;
 }
 
+/* The holder died while this server serves (mount/holder.h): hand the
+ * mount to whichever holder serves its socket next (HOP_ADOPT), retrying
+ * until one takes it, one refuses it (ESTALE: never ours again) or the
+ * session ends.  Meanwhile the server serves on without a keeper.  The
+ * watcher thread.  0 (the new holder's slot socket is r->sock) or an
+ * errno. */
+static int rejoin(struct objfs_resume *r)
+{
+	struct objfs_kmsg init;
+	unsigned tries = 0;
+	int sv[2], err = EAGAIN;
+
+	memset(&init, 0, sizeof(init));
+	init.op = KOP_INIT;
+	init.len = sizeof(r->ib);
+	memcpy(init.blob, &r->ib, sizeof(r->ib));
+	while (err == EAGAIN && !r->closing && !fuse_session_exited(r->se)) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+			return errno;
+		err = objfs_holder_adopt(r->rejoin_path, r->rejoin_name,
+					 r->rejoin_serial, &init, r->fuse_fd,
+					 sv[1], r->creds_fd, 5000);
+		close(sv[1]);
+		/* the new holder's socket takes the dead one's number: the
+		 * main thread's KOP_BYE goes to it */
+		if (err == 0 && dup3(sv[0], r->sock, O_CLOEXEC) < 0)
+			err = errno;
+		close(sv[0]);
+		if (err == EAGAIN) {
+			if (tries++ % 40 == 0)
+				objfs_info(r->log, SUB, "waiting for a holder on %s "
+					   "to take mount %s over", r->rejoin_path,
+					   r->rejoin_name);
+			usleep(250 * 1000);
+		}
+	}
+	return err == EAGAIN ? ECANCELED : err;
+}
+
 static void *watch_main(void *arg)
 {
 	struct objfs_resume *r = arg;
@@ -703,6 +776,25 @@ static void *watch_main(void *arg)
 			close(fd);
 		if (err != 0 && r->closing)
 			return NULL;
+		if (err != 0 && r->rejoin && !fuse_session_exited(r->se)) {
+			int e;
+
+			objfs_warn(r->log, SUB, "the holder is gone (%s): serving on; "
+				   "mount %s goes to the next holder on %s",
+				   objfs_strerror(err), r->rejoin_name, r->rejoin_path);
+			e = rejoin(r);
+			if (e == 0) {
+				objfs_info(r->log, SUB, "a new holder keeps mount %s",
+					   r->rejoin_name);
+				continue;
+			}
+			if (r->closing)
+				return NULL;
+			objfs_error(r->log, SUB, "no holder takes mount %s over: %s: "
+				    "serving on, but a crash now ends the mount",
+				    r->rejoin_name, objfs_strerror(e));
+			return NULL;
+		}
 		if (err != 0 && r->replace_keeper && !fuse_session_exited(r->se)) {
 			int e = new_keeper(r);
 
@@ -768,7 +860,12 @@ int objfs_resume_serving(struct objfs_resume *r, struct fuse_session *se)
 	r->watching = true;
 	memset(&m, 0, sizeof(m));
 	m.op = KOP_READY;
-	return objfs_kmsg_send(r->sock, &m, -1);
+	err = objfs_kmsg_send(r->sock, &m, -1);
+	/* a holder that died since it gave us the fd: the watcher sees the
+	 * end of its socket and rejoins the next one */
+	if (err != 0 && r->rejoin)
+		err = 0;
+	return err;
 }
 
 bool objfs_resume_handing_over(struct objfs_resume *r)

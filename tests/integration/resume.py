@@ -1076,12 +1076,164 @@ def t_resume_any_death(env):
     text = open(logf).read()
     fs.check_server_deaths(text, mnt)
     fs.check("giving the mount up" not in text, "the keeper gave up: %s" % text[-3000:])
+    got, gheld = env.get(url, "log") or b"", env.get(url, "held") or b""
+    if got != want or gheld != held:
+        # what differs, for whoever reads a failure
+        i = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]),
+                 min(len(got), len(want)))
+        print("  stored log: %d bytes (%d wanted), first difference at %d: %r; "
+              "held: %d bytes (%d wanted)" % (len(got), len(want), i, got[i:i + 24],
+                                              len(gheld), len(held)), flush=True)
     fs.check(env.get(url, "log") == want, "every acknowledged line stored (%d lines)" % n)
     fs.check(env.get(url, "held") == held,
              "the unsynced file stored with every byte (%d bytes)" % len(held))
     fs.check(len(os.listdir(spool)) == 0 or
              all(not os.listdir(os.path.join(spool, x)) for x in os.listdir(spool)),
              "a clean stop leaves no state: %s" % os.listdir(spool))
+
+
+def pid1_start(env, url, mnt, opts, logf):
+    """objfs-mount as PID 1 of new pid and mount namespaces (a container
+    whose first process it is; no -f): (the unshare process, the init's
+    host pid).  The mount namespace's mounts are private: the test enters
+    it (nsenter -m) to use the mount."""
+    fs = _fs()
+    r, w = os.pipe()
+    lf = open(logf, "ab")
+    ns = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--mount", "--propagation", "private",
+         "--mount-proc", "--kill-child", fs.MOUNT, "-o",
+         ",".join(opts + ["ready_fd=%d" % w]), url, mnt],
+        stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, pass_fds=(w,),
+        env=dict(env.tool_env), start_new_session=True)
+    os.close(w)
+    lf.close()
+    ready, _, _ = select_read(r, 60)
+    os.close(r)
+    if ready != b"R":
+        os.killpg(ns.pid, signal.SIGKILL)
+        ns.wait()
+        raise fs.Fail("PID 1 mount not ready: %s" % open(logf).read()[-3000:])
+    init = None
+    for _ in range(500):
+        kids = ns_children(ns.pid)
+        if kids:
+            init = kids[0]
+            break
+        time.sleep(0.01)
+    fs.check(init is not None, "no namespace init")
+    return ns, init
+
+
+def t_resume_pid1(env):
+    """objfs-mount as PID 1 of a container (issue 29 item 3): it stays in
+    the foreground (ready_fd written; never detaches, as its exit would end
+    the namespace), and is the keeper.  kill -9 of its server under an
+    appender with fsync and a reader: no error, a successor, the dead
+    server reaped (no zombie in the namespace).  SIGTERM to PID 1 is
+    forwarded: a clean unmount, exit 0, every acknowledged line stored.
+    Then the container killed (PID 1 and its server at once) while a file
+    is open with 2 MiB written and not flushed: the next mount with that
+    state_dir uploads it under its name, every byte."""
+    fs = _fs()
+    url = env.volume("pid1")
+    import zlib
+    big = os.urandom(1 << 20) * 4
+    env.tool(url, "put", "big", data=big)
+    env.tool(url, "put", "big.crc", data=str(zlib.crc32(big)).encode())
+    mnt = os.path.join(env.work, "pid1-mnt")
+    spool = os.path.join(env.work, "pid1-spool")
+    sdir = os.path.join(env.work, "pid1-state")
+    os.makedirs(mnt)
+    os.makedirs(spool)
+    logf = os.path.join(env.work, "pid1.log")
+    opts = ["spool_dir=" + spool, "state_dir=" + sdir]
+    ns, init = pid1_start(env, url, mnt, opts, logf)
+    w = None
+    try:
+        argv0 = open("/proc/%d/cmdline" % init, "rb").read().split(b"\0")[0]
+        fs.check(argv0.endswith(b"objfs-mount"), "PID 1 is objfs-mount: %r" % argv0)
+        keeper, server = roles(init, mnt)
+        fs.check(keeper == init and server, "PID 1 keeps, its child serves: %s" %
+                 mount_procs(init, mnt))
+        enter = ["nsenter", "-t", str(init), "-m"]
+        w = Workloads(env, mnt)
+        w.start("append", mnt + "/log", enter)
+        w.start("read", mnt + "/big", enter)
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        os.kill(server, signal.SIGKILL)
+        deadline = t0 + 60
+        while True:
+            k2, s2 = roles(init, mnt)
+            if k2 == init and s2 and s2 != server:
+                break
+            fs.check(time.monotonic() < deadline, "no successor: %s" % mount_procs(init, mnt))
+            time.sleep(0.01)
+        dt = time.monotonic() - t0
+        deadline = time.monotonic() + 30
+        while os.path.exists("/proc/%d" % server):
+            fs.check(time.monotonic() < deadline, "the dead server %d was not reaped "
+                     "(state %s)" % (server, open("/proc/%d/stat" % server).read().split()[2]))
+            time.sleep(0.05)
+        time.sleep(1.5)
+        res = w.finish()
+        slow, w = w.slow, None
+        pause = max([d for mode in ("append", "read") for st, d in slow.get(mode, [])
+                     if st + d >= t0 and st < t0 + 3] + [0.0])
+        print("  kill -9 of PID 1's server: a successor in %.3f s, longest application "
+              "pause %.3f s" % (dt, pause), flush=True)
+        for mode, (errors, ops, worst, detail) in sorted(res.items()):
+            fs.check(errors == 0, "%s saw errors: %s" % (mode, detail))
+            fs.check(ops > 0, "%s made progress" % mode)
+        n = int(res["append"][3])
+        os.kill(init, signal.SIGTERM)
+        ns.wait(timeout=120)
+        fs.check(ns.returncode == 0, "PID 1 exited %d on SIGTERM: %s" %
+                 (ns.returncode, open(logf).read()[-3000:]))
+    except BaseException:
+        if w is not None:
+            w.kill()
+        os.killpg(ns.pid, signal.SIGKILL)
+        ns.wait()
+        raise
+    fs.check_server_deaths(open(logf).read(), mnt)
+    fs.check(env.get(url, "log") == b"".join(b"%08d\n" % i for i in range(n)),
+             "every acknowledged line stored (%d lines)" % n)
+    # both at once: the container killed with a file open and unflushed
+    ns, init = pid1_start(env, url, mnt, opts, logf)
+    data = os.urandom(2 << 20)
+    writer = subprocess.Popen(
+        ["nsenter", "-t", str(init), "-m", sys.executable, "-c",
+         "import os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+         "d = sys.stdin.buffer.read(%d)\n"
+         "off = 0\n"
+         "while off < len(d):\n"
+         "    off += os.write(fd, d[off:])\n"
+         "print('written', flush=True)\n"
+         "time.sleep(3600)\n" % len(data), mnt + "/f"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        writer.stdin.write(data)
+        writer.stdin.close()
+        fs.check(writer.stdout.readline() == b"written\n", "the writer wrote")
+        os.kill(init, signal.SIGKILL)
+        ns.wait(timeout=60)
+    finally:
+        writer.kill()
+        writer.wait()
+        if ns.poll() is None:
+            os.killpg(ns.pid, signal.SIGKILL)
+            ns.wait()
+    fs.check(env.get(url, "f") is None, "nothing uploaded before the kill")
+    m2 = env.mount(url, ["state_dir=" + sdir])
+    msgs = log_msgs(m2)
+    got = [x for x in msgs if "recovered f (2097152 bytes): uploaded" in x]
+    fs.check(got, "the next mount recovered it: %s" % "\n".join(msgs))
+    print("  container killed (PID 1 and its server at once): " + got[0], flush=True)
+    fs.check(env.get(url, "f") == data, "the unflushed file is in the store, every byte")
+    env.umount(m2)
 
 
 def select_read(fd, timeout):
@@ -1134,4 +1286,5 @@ TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
          t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed,
          t_resume_recover_dead_keeper, t_resume_recover_kept, t_resume_any_death,
+         t_resume_pid1,
          t_resume_request_timeout]
