@@ -247,7 +247,7 @@ int objfs_spool_create_named(const char *path, uint64_t base_size,
 
 	if (snprintf(jpath, sizeof(jpath), "%s.j", path) >= (int)sizeof(jpath))
 		return ENAMETOOLONG;
-	fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+	fd = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
 	err = spool_new(fd, base_size, base_etag, &sp);

@@ -448,9 +448,13 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 	if (fs->st_fd < 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	*id = ++fs->next_spool;
+	/* never the number of a spool on disk: one a dead server made after
+	 * its last record holds bytes recovery may still need */
+	do {
+		*id = ++fs->next_spool;
+		snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
+	} while (access(buf, F_OK) == 0);
 	pthread_mutex_unlock(&fs->lock);
-	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
 }
 
 /* ---- intents and test faults -------------------------------------------- */
@@ -716,6 +720,10 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 		in->in_store = (r->flags & SF_IN_STORE) != 0;
 		in->seq = (r->flags & SF_SEQ) != 0;
 		in->spool_id = r->d;
+		/* a spool made since the last compaction is in no NEXT
+		 * record: a new spool must not take its number */
+		if (r->d > fs->next_spool)
+			fs->next_spool = r->d;
 		in->size = r->size;
 		in->load_times = false;
 		in->times_set = false;

@@ -225,6 +225,35 @@ def t_resume_kill9(env):
     fs.check(env.get(url, "log") == want, "appended file stored intact")
 
 
+def t_resume_spool_numbers(env):
+    """A spool a server made after the state log's last compaction keeps
+    its number in the successor: a file written and still open across
+    kill -9 of the server, then a new file written by the successor, then
+    more of the first: both files whole, in the mount and in the store (a
+    successor used to number the new file's spool as the open one's, and
+    truncated it)."""
+    fs = _fs()
+    url = env.volume("spoolnum")
+    m = env.mount(url, ["resume"])
+    d, keeper = m["dir"], m["proc"].pid
+    a1, a2, b = os.urandom(3 << 20), os.urandom(1 << 20), os.urandom(2 << 20)
+    fa = os.open(d + "/a", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fs.check(os.write(fa, a1) == len(a1), "a: first write whole")
+        old = server_pid(keeper)
+        os.kill(old, signal.SIGKILL)
+        wait_successor(keeper, old)
+        fs.wfile(d + "/b", b)
+        fs.check(os.write(fa, a2) == len(a2), "a: second write whole")
+    finally:
+        os.close(fa)
+    fs.check(fs.rfile(d + "/b") == b, "b whole in the mount")
+    fs.check(fs.rfile(d + "/a") == a1 + a2, "a whole in the mount")
+    env.umount(m)
+    fs.check(env.get(url, "b") == b, "b whole in the store")
+    fs.check(env.get(url, "a") == a1 + a2, "a whole in the store")
+
+
 def t_resume_crash_in_request(env):
     """The server killed in the middle of a read, a write, and after a
     rename, an unlink, a mkdir, a symlink, a mknod and a create with O_EXCL
@@ -1281,7 +1310,7 @@ def t_resume_request_timeout(env):
         env.tool_env = saved
 
 
-TESTS = [t_resume_kill9, t_resume_crash_in_request, t_resume_crash_init,
+TESTS = [t_resume_kill9, t_resume_spool_numbers, t_resume_crash_in_request, t_resume_crash_init,
          t_resume_holder_crash_init, t_resume_delq, t_resume_link, t_resume_user_resend,
          t_resume_dirty_attrs, t_resume_stream,
          t_resume_detached_log, t_resume_sigterm, t_resume_crash_noticed,
