@@ -853,29 +853,6 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	objfs_group_wait(&g);
 }
 
-/* Unlinks and frees a directory handle (takes fs->lock). */
-struct dhandle *dh_new(struct objfs_fs *fs)
-{
-	struct dhandle *dh = calloc(1, sizeof(*dh));
-
-	if (dh == NULL)
-		return NULL;
-	pthread_mutex_lock(&fs->lock);
-	objfs_list_push_front(&fs->dirhandles, &dh->link);
-	pthread_mutex_unlock(&fs->lock);
-	return dh;
-}
-
-void dh_free(struct objfs_fs *fs, struct dhandle *dh)
-{
-	hid_del(fs, &dh->hid);
-	pthread_mutex_lock(&fs->lock);
-	objfs_list_remove(&dh->link);
-	snap_put_locked(dh->snap);
-	pthread_mutex_unlock(&fs->lock);
-	free(dh);
-}
-
 uint64_t name_ino(const char *name)
 {
 	uint64_t h = 1469598103934665603ULL;

@@ -7,6 +7,8 @@
  * Files:
  *   fs.c         the FUSE operations (op_*: each replies exactly once) and
  *                the life cycle (create, start, sync_all, destroy)
+ *   handles.c    open files and directories (open, create, flush, fsync,
+ *                release, opendir, releasedir), their handles and ids
  *   inode.c      inode tables, tree links, inode lifetime, keys, stat
  *   lookup.c     finding names in the store, do_lookup, revalidate
  *   dirsnap.c    directory listings (snapshots), HEAD batches, readdir
@@ -678,12 +680,6 @@ int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
 /* Starts reading dir's attribute index while the caller lists it (for
  * snap_fetch_attrs); NULL when it cannot.  Takes fs->lock. */
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir);
-/* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
- * when out of memory.  Takes fs->lock. */
-struct dhandle *dh_new(struct objfs_fs *fs);
-/* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
- * fs->lock. */
-void dh_free(struct objfs_fs *fs, struct dhandle *dh);
 /* The inode number readdir reports for a name without an inode. */
 uint64_t name_ino(const char *name);
 /* The inode number and type (S_IFMT bits) readdir gives listing entry d
@@ -1071,12 +1067,9 @@ void state_stream(struct objfs_fs *fs, struct inode *in,
 void state_part(struct objfs_fs *fs, fuse_ino_t ino,
 		const struct objfs_part *part, uint64_t len);
 void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off);
-/* Gives h an id (fi->fh) and records it open / drops and records it
- * closed.  Take fs->hid_mu and fs->lock. */
-void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);
-void hid_del(struct objfs_fs *fs, struct hid *h);
-/* The handle called id, or NULL.  Takes fs->hid_mu. */
-struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
+/* Records the handle h opened (open) or closed (handles.c).  Nothing when
+ * not resumable.  Takes fs->lock. */
+void state_hid(struct objfs_fs *fs, const struct hid *h, bool open);
 
 /* A request that must not run twice (rename, unlink, rmdir, mkdir,
  * symlink, mknod, link, create), this thread's (req_unique()).  intent_start()
@@ -1099,6 +1092,56 @@ void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
  * process with SIGKILL when op runs on a file named name, once per state
  * directory.  No lock. */
 void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
+
+/* ---- handles.c: open files and directories, handle ids ---- */
+
+/* Gives h an id (fi->fh) and records it open / drops and records it
+ * closed.  Take fs->hid_mu and fs->lock. */
+void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);
+void hid_del(struct objfs_fs *fs, struct hid *h);
+/* The handle called id, or NULL.  Takes fs->hid_mu. */
+struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
+/* Adds h, whose id is set (a handle a dead server had open), to the
+ * table.  fs->hid_mu held. */
+void hid_insert(struct objfs_fs *fs, struct hid *h);
+/* A new handle of in (not linked, no id).  NULL when out of memory.  No
+ * lock. */
+struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in);
+/* Adds fh to the open handles.  fs->lock held. */
+void fh_link(struct objfs_fs *fs, struct fhandle *fh);
+
+/* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
+ * when out of memory.  Takes fs->lock. */
+struct dhandle *dh_new(struct objfs_fs *fs);
+/* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
+ * fs->lock. */
+void dh_free(struct objfs_fs *fs, struct dhandle *dh);
+/* The file / directory handle fi->fh names (an id), or NULL.  The kernel
+ * only sends ids it was given, but it sends again a request a dead
+ * server ran and did not answer (resume): a RELEASE or RELEASEDIR whose
+ * handle the predecessor closed, and recorded closed, before it died.
+ * Those are answered as done; any other request on an unknown handle is
+ * EBADF (hid_unknown).  Take fs->hid_mu. */
+struct fhandle *fh_of(struct objfs_fs *fs, struct fuse_file_info *fi);
+struct dhandle *dh_of(struct objfs_fs *fs, struct fuse_file_info *fi);
+/* Replies err to a request (op) naming handle id, which this server does
+ * not have, and logs it. */
+void hid_unknown(struct objfs_fs *fs, fuse_req_t req, const char *op,
+		 uint64_t id, int err);
+/* Frees the handles still open (destroy: the kernel never released
+ * them).  No lock held; nothing else runs. */
+void handles_drop(struct objfs_fs *fs);
+/* The operations of handles.c in the ops table (fs.c). */
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi);
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi);
 
 /* ---- fsmetrics.c: hooks, each a no-op while fs->metrics is NULL ---- */
 
@@ -1138,12 +1181,9 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 /* The unique of the request this thread processes (objfs_fs_set_unique(),
  * 0 when not resumable). */
 uint64_t req_unique(void);
-
-/* A new handle of in (not linked, no id).  NULL when out of memory.  No
- * lock. */
-struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in);
-/* Adds fh to the open handles.  fs->lock held. */
-void fh_link(struct objfs_fs *fs, struct fhandle *fh);
+/* Test only (-o crash_at=OP:NAME): state_crash_point() with the name of
+ * in.  Takes fs->lock. */
+void crash_point(struct objfs_fs *fs, const char *op, struct inode *in);
 
 /* Replies err to req: store errors a file system call cannot mean become
  * EIO; the one place an errno is negated (by libfuse). */

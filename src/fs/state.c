@@ -453,6 +453,23 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
 }
 
+void state_hid(struct objfs_fs *fs, const struct hid *h, bool open)
+{
+	struct srec r;
+
+	if (fs->st_fd < 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.len = sizeof(r);
+	r.type = open ? SR_OPEN : SR_CLOSE;
+	r.flags = h->dir ? SF_DIR : 0;
+	r.a = h->id;
+	r.b = h->ino;
+	pthread_mutex_lock(&fs->lock);
+	log_write(fs, &r, sizeof(r));
+	pthread_mutex_unlock(&fs->lock);
+}
+
 /* ---- intents and test faults -------------------------------------------- */
 
 /* Keeps an intent, loaded or recorded, in the table a compaction writes
@@ -567,72 +584,6 @@ void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
 	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s%s%s",
 		   op, name != NULL ? " of " : "", name != NULL ? name : "");
 	kill(getpid(), SIGKILL);
-}
-
-/* ---- handles ------------------------------------------------------------ */
-
-static void hid_record(struct objfs_fs *fs, const struct hid *h, bool open)
-{
-	struct srec r;
-
-	if (fs->st_fd < 0)
-		return;
-	memset(&r, 0, sizeof(r));
-	r.len = sizeof(r);
-	r.type = open ? SR_OPEN : SR_CLOSE;
-	r.flags = h->dir ? SF_DIR : 0;
-	r.a = h->id;
-	r.b = h->ino;
-	pthread_mutex_lock(&fs->lock);
-	log_write(fs, &r, sizeof(r));
-	pthread_mutex_unlock(&fs->lock);
-}
-
-static void hid_insert(struct objfs_fs *fs, struct hid *h)
-{
-	unsigned b = (unsigned)(h->id % HID_HASH);
-
-	h->next = fs->hid_tab[b];
-	fs->hid_tab[b] = h;
-}
-
-void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir)
-{
-	pthread_mutex_lock(&fs->hid_mu);
-	h->id = ++fs->next_hid;
-	h->dir = dir;
-	h->ino = ino;
-	hid_insert(fs, h);
-	pthread_mutex_unlock(&fs->hid_mu);
-	hid_record(fs, h, true);
-}
-
-void hid_del(struct objfs_fs *fs, struct hid *h)
-{
-	struct hid **pp;
-
-	pthread_mutex_lock(&fs->hid_mu);
-	for (pp = &fs->hid_tab[h->id % HID_HASH]; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == h) {
-			*pp = h->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&fs->hid_mu);
-	if (h->id != 0)
-		hid_record(fs, h, false);
-	h->id = 0;
-}
-
-struct hid *hid_find(struct objfs_fs *fs, uint64_t id)
-{
-	struct hid *h;
-
-	pthread_mutex_lock(&fs->hid_mu);
-	for (h = fs->hid_tab[id % HID_HASH]; h != NULL && h->id != id; h = h->next)
-		;
-	pthread_mutex_unlock(&fs->hid_mu);
-	return h;
 }
 
 /* ---- loading ------------------------------------------------------------ */
