@@ -69,29 +69,6 @@ uint64_t objfs_fs_opts_ra(struct objfs_fs_opts *o)
 	return o->ra_chunk * o->ra_chunks;
 }
 
-/* The FUSE boundary: store errors a file system call cannot mean
- * (unreachable, throttled, a bad range) become EIO; errors are negated
- * here and nowhere else (libfuse's reply does it). */
-static int fs_errno(int err)
-{
-	switch (err) {
-	case 0: case ENOENT: case EACCES: case EPERM: case EIO: case ENOSPC:
-	case EEXIST: case ENOTEMPTY: case ENOTDIR: case EISDIR: case EINVAL:
-	case ENAMETOOLONG: case EROFS: case ENOMEM: case EFBIG: case EXDEV:
-	case ENOSYS: case ENOTSUP: case EDQUOT: case EINTR:
-	case ENODATA: case ERANGE: case E2BIG:
-		return err;
-	default:
-		return EIO;
-	}
-}
-
-void reply_err(fuse_req_t req, int err)
-{
-	fs_metrics_note_err(fs_errno(err));
-	fuse_reply_err(req, fs_errno(err));
-}
-
 /* ---- FUSE: init, lookup, forget, getattr ------------------------------ */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -376,28 +353,7 @@ out:
 	unpin(fs, in);
 }
 
-/* ---- test faults ------------------------------------------------------ */
-
-/* Test only: -o crash_at=OP:NAME (state.c). */
-void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
-{
-	char name[256];
-
-	if (fs->o.crash_at == NULL)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	snprintf(name, sizeof(name), "%s", in->name);
-	pthread_mutex_unlock(&fs->lock);
-	state_crash_point(fs, op, name);
-}
-
-
 /* ---- read, write ------------------------------------------------------ */
-
-void objfs_fs_crash_point(struct objfs_fs *fs, const char *op)
-{
-	state_crash_point(fs, op, NULL);
-}
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
@@ -478,7 +434,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 }
 
 /* ---- directories ------------------------------------------------------ */
-
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
@@ -719,62 +674,6 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
 }
 
 /* ---- life cycle ------------------------------------------------------- */
-
-/* Gives the spool of in, still dirty after a failed save, a name in the
- * spool directory and says where, once: what cannot be uploaded is not
- * dropped silently when the mount stops (in->mu held; fs_int.h). */
-int spool_keep(struct objfs_fs *fs, struct inode *in)
-{
-	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
-	const char *path = NULL;
-	uint64_t size, have;
-	bool again;
-	int err;
-
-	if (!in->dirty || in->spool == NULL)
-		return 0;
-	pthread_mutex_lock(&fs->lock);
-	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
-		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
-	pthread_mutex_unlock(&fs->lock);
-	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
-		 (long)getpid(), (uint64_t)in->ino);
-	again = in->spool->kept != NULL;
-	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
-	if (err != 0) {
-		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
-			    "its spool in %s failed: %s", key, fs->spool_dir,
-			    objfs_strerror(err));
-		return err;
-	}
-	if (again)
-		return 0;
-	__atomic_add_fetch(&fs->unsaved_kept, 1, __ATOMIC_RELAXED);
-	size = in->spool->size;
-	have = objfs_rangeset_bytes(&in->spool->present);
-	if (have >= size)
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s", key, size, path);
-	else if (in->stream != NULL && in->stream->punched > 0)
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s, less its first %" PRIu64
-			 " bytes (zeros there): they were in the parts of "
-			 "an upload that did not complete", key, size, path,
-			 in->stream->punched);
-	else
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
-			 "zeros there, unchanged from the stored object "
-			 "(ETag %s)", key, size, path, size - have,
-			 in->spool->base_etag);
-	objfs_error(fs->log, SUB, "%s", msg);
-	/* what the file is, beside it, for whoever recovers it */
-	err = objfs_spool_note(path, msg);
-	if (err != 0)
-		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
-			   objfs_strerror(err));
-	return 0;
-}
 
 /* After a failed sync_under() of the root (ns held for writing): the
  * spool of every file still dirty is kept (spool_keep). */
@@ -1042,18 +941,6 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	free(fs->st_dir);
 	free(fs->spool_dir);
 	free(fs);
-}
-
-static __thread uint64_t thread_unique;
-
-void objfs_fs_set_unique(uint64_t unique)
-{
-	thread_unique = unique;
-}
-
-uint64_t req_unique(void)
-{
-	return thread_unique;
 }
 
 void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx)

@@ -7,6 +7,8 @@
  * Files:
  *   fs.c         the FUSE operations (op_*: each replies exactly once) and
  *                the life cycle (create, start, sync_all, destroy)
+ *   edge.c       reply_err() (the FUSE boundary), the request's unique,
+ *                test crash points: below every file that answers the kernel
  *   handles.c    open files and directories (open, create, flush, fsync,
  *                release, opendir, releasedir), their handles and ids
  *   inode.c      inode tables, tree links, inode lifetime, keys, stat
@@ -55,7 +57,7 @@
  * fs->volrec_mu (one volume record refresh; taken before fs->lock),
  * stream->mu, fhandle->mu, fs->rabuf_mu.
  *
- * Errors: functions return 0 or a positive errno; fs.c's reply_err() is
+ * Errors: functions return 0 or a positive errno; edge.c's reply_err() is
  * the one place they reach the kernel (libfuse negates them).
  *
  * Each prototype below says which locks the caller must hold ("fs->lock
@@ -522,6 +524,19 @@ static inline bool same_type(mode_t a, mode_t b)
 	return (a & S_IFMT) == (b & S_IFMT);
 }
 
+/* ---- edge.c: the FUSE edge (below every op file) ---- */
+
+#define UNIQUE_RESEND (1ULL << 63)
+/* The unique of the request this thread processes (objfs_fs_set_unique(),
+ * 0 when not resumable). */
+uint64_t req_unique(void);
+/* Test only (-o crash_at=OP:NAME): state_crash_point() with the name of
+ * in.  Takes fs->lock. */
+void crash_point(struct objfs_fs *fs, const char *op, struct inode *in);
+/* Replies err to req: store errors a file system call cannot mean become
+ * EIO; the one place an errno is negated (by libfuse). */
+void reply_err(fuse_req_t req, int err);
+
 /* ---- inode.c: tables, tree links, inode lifetime ---- */
 
 /* The inode the kernel calls ino (the root for FUSE_ROOT_ID), or NULL; no
@@ -774,6 +789,11 @@ void attrs_flush(struct objfs_fs *fs, bool all);
 /* Makes an open file's data local before its object goes away.  0 or an
  * errno.  fs->ns held; takes in->mu and fs->lock. */
 int keep_open_data(struct objfs_fs *fs, struct inode *in);
+/* Gives the spool of in, dirty after a failed save, a name in the spool
+ * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the
+ * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
+ * or an errno (logged: the data stays in the spool only).  in->mu held. */
+int spool_keep(struct objfs_fs *fs, struct inode *in);
 
 /* ---- readahead.c: reads of clean files ---- */
 
@@ -1018,11 +1038,6 @@ void hl_inode_free(struct objfs_fs *fs, struct inode *in);
 /* Frees fs->hl_inos (destroy).  fs->lock held. */
 void hl_inos_free(struct objfs_fs *fs);
 
-/* Gives the spool of in, dirty after a failed save, a name in the spool
- * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the
- * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
- * or an errno (logged: the data stays in the spool only).  in->mu held. */
-int spool_keep(struct objfs_fs *fs, struct inode *in);
 /* A flush or fsync: uploads in (ns read and in->mu held) and remembers a
  * failure the application is told (in->told_unsaved). */
 int inode_sync_told(struct objfs_fs *fs, struct inode *in);
@@ -1046,6 +1061,9 @@ void state_stop(struct objfs_fs *fs, bool clean);
 /* Records a key deferred by del_later() (done false, before the reply) or
  * done with (the store's callback).  Takes fs->lock. */
 void state_delq(struct objfs_fs *fs, const char *key, bool done);
+/* Deletes key later (objfs_store_del_deferred), written to the state log
+ * first for a successor.  0 or an errno.  No lock held. */
+int del_later(struct objfs_fs *fs, const char *key);
 /* Records what the kernel and a successor need of in (name, parent,
  * nlookup, mode, owner, size, spool, dirty, and the times when
  * in->times_set) / that in is gone.  Nothing when not resumable.
@@ -1175,19 +1193,9 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
-/* ---- fs.c: the FUSE edge ---- */
 
-#define UNIQUE_RESEND (1ULL << 63)
-/* The unique of the request this thread processes (objfs_fs_set_unique(),
- * 0 when not resumable). */
-uint64_t req_unique(void);
-/* Test only (-o crash_at=OP:NAME): state_crash_point() with the name of
- * in.  Takes fs->lock. */
-void crash_point(struct objfs_fs *fs, const char *op, struct inode *in);
+/* ---- names.c: what every new name shares ---- */
 
-/* Replies err to req: store errors a file system call cannot mean become
- * EIO; the one place an errno is negated (by libfuse). */
-void reply_err(fuse_req_t req, int err);
 /* EROFS, EINVAL, ENAMETOOLONG (the name, or its key), EPERM (reserved) or
  * ENOTDIR when name may not be created under parent (pinned by the
  * caller), else 0.  Takes fs->lock. */
@@ -1233,9 +1241,6 @@ int put_with_attrs(struct objfs_fs *fs, const char *key,
 /* Writes the marker of an implied directory that lost its last entry.
  * fs->ns held; takes fs->lock. */
 void keep_dir(struct objfs_fs *fs, struct inode *dir);
-/* Deletes key later (objfs_store_del_deferred), written to the state log
- * first for a successor.  0 or an errno.  No lock held. */
-int del_later(struct objfs_fs *fs, const char *key);
 /* Whether in's object may be deleted later (del_later) when its name goes
  * (unlink, or the old name of a rename: renamed): not a hard link's name
  * (its set is counted in the store); for an unlink, not open either (an

@@ -30,17 +30,6 @@
 #include "common/log.h"
 #include "fs/fs_int.h"
 
-int del_later(struct objfs_fs *fs, const char *key)
-{
-	int err;
-
-	state_delq(fs, key, false);
-	err = objfs_store_del_deferred(fs->store, key);
-	if (err != 0)
-		state_delq(fs, key, true);
-	return err;
-}
-
 bool del_may_defer(const struct inode *in, bool renamed)
 {
 	return in->hl_id == NULL && (renamed || in->nopen == 0);

@@ -935,6 +935,17 @@ void state_delq(struct objfs_fs *fs, const char *key, bool done)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+int del_later(struct objfs_fs *fs, const char *key)
+{
+	int err;
+
+	state_delq(fs, key, false);
+	err = objfs_store_del_deferred(fs->store, key);
+	if (err != 0)
+		state_delq(fs, key, true);
+	return err;
+}
+
 static void delq_done(void *arg, const char *key, int err)
 {
 	(void)err;      /* a failed one is visible again: nothing to redo */

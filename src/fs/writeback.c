@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/errors.h"
 #include "common/log.h"
@@ -1057,4 +1058,60 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	return err;
+}
+
+/* Gives the spool of in, still dirty after a failed save, a name in the
+ * spool directory and says where, once: what cannot be uploaded is not
+ * dropped silently when the mount stops (in->mu held; fs_int.h). */
+int spool_keep(struct objfs_fs *fs, struct inode *in)
+{
+	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
+	const char *path = NULL;
+	uint64_t size, have;
+	bool again;
+	int err;
+
+	if (!in->dirty || in->spool == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
+		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
+	pthread_mutex_unlock(&fs->lock);
+	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
+		 (long)getpid(), (uint64_t)in->ino);
+	again = in->spool->kept != NULL;
+	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
+			    "its spool in %s failed: %s", key, fs->spool_dir,
+			    objfs_strerror(err));
+		return err;
+	}
+	if (again)
+		return 0;
+	__atomic_add_fetch(&fs->unsaved_kept, 1, __ATOMIC_RELAXED);
+	size = in->spool->size;
+	have = objfs_rangeset_bytes(&in->spool->present);
+	if (have >= size)
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s", key, size, path);
+	else if (in->stream != NULL && in->stream->punched > 0)
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s, less its first %" PRIu64
+			 " bytes (zeros there): they were in the parts of "
+			 "an upload that did not complete", key, size, path,
+			 in->stream->punched);
+	else
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			 "zeros there, unchanged from the stored object "
+			 "(ETag %s)", key, size, path, size - have,
+			 in->spool->base_etag);
+	objfs_error(fs->log, SUB, "%s", msg);
+	/* what the file is, beside it, for whoever recovers it */
+	err = objfs_spool_note(path, msg);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
+			   objfs_strerror(err));
+	return 0;
 }
