@@ -56,7 +56,7 @@ uint64_t req_unique(void)
 
 /* ---- test faults ------------------------------------------------------ */
 
-/* Test only: -o crash_at=OP:NAME (state.c). */
+/* Test only: -o crash_at=OP:NAME (journal.c). */
 void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
 {
 	char name[256];

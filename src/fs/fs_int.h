@@ -268,9 +268,9 @@ struct inode {
 					    its name is not applied */
 	unsigned hl_nlink;               /* data inode: names counted */
 	struct inode *hl_next;           /* fs->hl_list */
-	fuse_ino_t load_parent;          /* state.c, while loading only */
-	bool load_times;                 /* state.c: mtime, ctime loaded */
-	bool load_orphan;                /* state.c: its parent in the log was
+	fuse_ino_t load_parent;          /* journal.c, while loading only */
+	bool load_times;                 /* journal.c: mtime, ctime loaded */
+	bool load_orphan;                /* journal.c: its parent in the log was
 					    not found (recover.c keeps its
 					    data: its name is unknown) */
 };
@@ -288,7 +288,7 @@ enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
 
 /* The id of an open file or directory as the kernel knows it (fi->fh):
  * a number, not a pointer, so a successor finds the handle again
- * (state.c; the table is under fs->hid_mu). */
+ * (journal.c; the table is under fs->hid_mu). */
 struct hid {
 	uint64_t id;
 	bool dir;
@@ -388,7 +388,7 @@ struct objfs_fs {
 					   still taken (rabuf_mu) */
 	unsigned n_rabuf;
 
-	/* resumable mounts (state.c); st_fd < 0: not resumable */
+	/* resumable mounts (journal.c); st_fd < 0: not resumable */
 	int st_fd;                      /* the state log (fs->lock) */
 	char *st_dir;
 	uint64_t st_bytes;              /* its size (fs->lock) */
@@ -411,7 +411,7 @@ struct objfs_fs {
 		uint64_t hid;           /* the handle it opened, or 0 */
 	} intents[INTENTS_MAX];
 	unsigned n_intents;             /* fs->lock */
-	/* deferred deletes not yet done, by key (fs->lock; state.c) */
+	/* deferred deletes not yet done, by key (fs->lock; journal.c) */
 	struct st_dkey *st_dkeys[ST_DKEY_HASH];
 	bool st_delq;                   /* the store tells when one is done */
 
@@ -749,7 +749,7 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
 void stream_abort(struct objfs_fs *fs, struct inode *in);
 /* Frees st (NULL: nothing) without a word to the store.  No lock. */
 void stream_free(struct stream *st);
-/* Loading a dead server's state (state.c): in goes on with the upload
+/* Loading a dead server's state (journal.c): in goes on with the upload
  * upload_id of key, begun with the attributes fa; its parts are then
  * set in in->stream->parts, the punched bytes in ->punched, and
  * stream_load_done() derives the rest (or drops a stream that has
@@ -1029,7 +1029,7 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
  * name's metadata holds it).  Any other inode: itself.  fs->lock held. */
 const struct inode *hl_name_file(struct objfs_fs *fs,
 				 const struct inode *name_in);
-/* Loading a dead server's state (state.c): in is the data inode of set
+/* Loading a dead server's state (journal.c): in is the data inode of set
  * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
@@ -1048,7 +1048,7 @@ int inode_sync_told(struct objfs_fs *fs, struct inode *in);
  * the store holds agree.  0 or the errno of the upload. */
 int inode_release_sync(struct objfs_fs *fs, struct inode *in);
 
-/* ---- state.c: what a successor needs (resumable mounts) ---- */
+/* ---- journal.c: what a successor needs (resumable mounts) ---- */
 
 /* Opens the state directory dir (made if need be) and its log; when
  * resume, first loads the inode table, open handles and spools a dead

@@ -122,7 +122,7 @@ static void fh_free(struct fhandle *fh)
 	free(fh);
 }
 
-/* The handle fi->fh names (an id: see state.c), or NULL.  The kernel
+/* The handle fi->fh names (an id: see journal.c), or NULL.  The kernel
  * only sends ids it was given, but it sends again a request a dead
  * server ran and did not answer (resume): a RELEASE or RELEASEDIR whose
  * handle the predecessor closed, and recorded closed, before it died.

@@ -36,7 +36,7 @@
  * that another mount linked becomes the set's inode at its revalidation
  * (hl_adopt()).  create(2) of an existing link name opens the set's file
  * (hl_file()).  The state log of a resumable mount keeps a data inode's
- * id (state.c SF_HLINK), and link is an intent (fs.c).
+ * id (journal.c SF_HLINK), and link is an intent (fs.c).
  *
  * Attributes (issue 34 item 4): the data object holds them; every
  * change of them here is a copy in place of it through the set's one data

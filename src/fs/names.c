@@ -7,7 +7,7 @@
  * to a request a dead server had run (intent_entry, intent_reply_entry).
  * Regular files are made by create (fs.c), which opens them too.
  *
- * Every new name is an intent (state.c): not idempotent, EEXIST the second
+ * Every new name is an intent (journal.c): not idempotent, EEXIST the second
  * time, so a successor answers a re-sent request as it was answered.
  */
 #include "config.h"

@@ -18,7 +18,7 @@
  *
  * Resume: a deferred key is written to the state log (state_delq) before
  * the reply, and marked done when the layer is done with it; a successor
- * queues again the keys not marked done (state.c).
+ * queues again the keys not marked done (journal.c).
  */
 #include "config.h"
 

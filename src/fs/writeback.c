@@ -372,7 +372,7 @@ void stream_load_done(struct objfs_fs *fs, struct inode *in)
 		in->stream = NULL;
 		return;
 	}
-	/* the parts that completed from the first on (state.c loads only
+	/* the parts that completed from the first on (journal.c loads only
 	 * whole ones); the others, in flight at the death, are sent again */
 	for (k = 0; k < OBJFS_MPU_MAX_PARTS && st->parts[k].number == k + 1; k++)
 		;

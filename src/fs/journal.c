@@ -1,6 +1,7 @@
 /*
- * state.c - what a successor needs to go on serving a mount whose server
- * died (issue 12), in the mount's state directory:
+ * journal.c - the resume journal: what a successor needs to go on
+ * serving a mount whose server died (issue 12), in the mount's state
+ * directory:
  *
  *   log       append-only records, one write(2) each, made under
  *             fs->lock before the reply that tells the kernel: the inode
