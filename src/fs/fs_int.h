@@ -268,11 +268,12 @@ struct inode {
 					    its name is not applied */
 	unsigned hl_nlink;               /* data inode: names counted */
 	struct inode *hl_next;           /* fs->hl_list */
-	fuse_ino_t load_parent;          /* journal.c, while loading only */
-	bool load_times;                 /* journal.c: mtime, ctime loaded */
-	bool load_orphan;                /* journal.c: its parent in the log was
-					    not found (recover.c keeps its
-					    data: its name is unknown) */
+	fuse_ino_t load_parent;          /* journal_load.c, while loading */
+	bool load_times;                 /* journal_load.c: times loaded */
+	bool load_orphan;                /* journal_load.c: its parent in the
+					    log was not found (recover.c
+					    keeps its data: its name is
+					    unknown) */
 };
 
 struct ra_chunk {
@@ -749,8 +750,8 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
 void stream_abort(struct objfs_fs *fs, struct inode *in);
 /* Frees st (NULL: nothing) without a word to the store.  No lock. */
 void stream_free(struct stream *st);
-/* Loading a dead server's state (journal.c): in goes on with the upload
- * upload_id of key, begun with the attributes fa; its parts are then
+/* Loading a dead server's state (journal_load.c): in goes on with the
+ * upload upload_id of key, begun with the attributes fa; its parts are then
  * set in in->stream->parts, the punched bytes in ->punched, and
  * stream_load_done() derives the rest (or drops a stream that has
  * nothing to go on with).  0 or ENOMEM.  fs->lock held. */
@@ -1029,8 +1030,8 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
  * name's metadata holds it).  Any other inode: itself.  fs->lock held. */
 const struct inode *hl_name_file(struct objfs_fs *fs,
 				 const struct inode *name_in);
-/* Loading a dead server's state (journal.c): in is the data inode of set
- * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
+/* Loading a dead server's state (journal_load.c): in is the data inode
+ * of set id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
@@ -1048,13 +1049,16 @@ int inode_sync_told(struct objfs_fs *fs, struct inode *in);
  * the store holds agree.  0 or the errno of the upload. */
 int inode_release_sync(struct objfs_fs *fs, struct inode *in);
 
-/* ---- journal.c: what a successor needs (resumable mounts) ---- */
+/* ---- journal_load.c: the journal read back (resumable mounts) ---- */
 
 /* Opens the state directory dir (made if need be) and its log; when
  * resume, first loads the inode table, open handles and spools a dead
  * server left there (the store must work: open files are revalidated).
  * 0 or an errno.  No lock; before the session serves. */
 int state_start(struct objfs_fs *fs, const char *dir, bool resume);
+
+/* ---- journal.c: what a successor needs (resumable mounts) ---- */
+
 /* Closes the log; when clean (everything uploaded, the mount ended), the
  * directory is removed.  No lock; after the session. */
 void state_stop(struct objfs_fs *fs, bool clean);
