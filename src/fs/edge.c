@@ -3,16 +3,20 @@
  * below them all: reply_err() (the one place an errno reaches the kernel:
  * the FUSE boundary), the unique of the request this thread runs (a
  * resumed mount's intents, journal.c) and the test-only crash points.
- * It calls nothing of src/fs but the journal's crash point and the
- * metrics' errno hook, so the op files (fs.c, handles.c, names.c,
+ * It calls nothing of src/fs but the metrics' errno hook, so the op files (fs.c, handles.c, names.c,
  * remove.c, rename.c, special.c, xattr.c) do not call one another through
  * fs.c.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "common/log.h"
 #include "fs/fs_int.h"
 
 /* ---- the FUSE boundary ------------------------------------------------ */
@@ -72,4 +76,26 @@ void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
 void objfs_fs_crash_point(struct objfs_fs *fs, const char *op)
 {
 	state_crash_point(fs, op, NULL);
+}
+
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
+{
+	const char *c = fs->o.crash_at;
+	char path[4200];
+	size_t n = strlen(op);
+	int fd;
+
+	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0)
+		return;
+	if (name != NULL ? c[n] != ':' || strcmp(c + n + 1, name) != 0 :
+	    c[n] != '\0')
+		return;
+	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;         /* once: the successor runs the request */
+	close(fd);
+	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s%s%s",
+		   op, name != NULL ? " of " : "", name != NULL ? name : "");
+	kill(getpid(), SIGKILL);
 }

@@ -34,7 +34,8 @@
  *   hardlink.c   hard links: names pointing at a link set's data object
  *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
  *                delq layer), the barrier at fsyncdir and unmount
- *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
+ *   fsmetrics.c  counters, errnos by op, scrape-time gauges
+ *   fsmetered.c  the metered ops table (above fs.c)
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
@@ -531,6 +532,10 @@ static inline bool same_type(mode_t a, mode_t b)
 /* The unique of the request this thread processes (objfs_fs_set_unique(),
  * 0 when not resumable). */
 uint64_t req_unique(void);
+/* Test only (-o crash_at=OP:NAME, or OP when name is NULL): kills the
+ * process with SIGKILL when op runs on a file named name, once per state
+ * directory.  No lock. */
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
 /* Test only (-o crash_at=OP:NAME): state_crash_point() with the name of
  * in.  Takes fs->lock. */
 void crash_point(struct objfs_fs *fs, const char *op, struct inode *in);
@@ -1110,10 +1115,6 @@ struct intent_ctx {
 bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
 void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
 		int gone);
-/* Test only (-o crash_at=OP:NAME, or OP when name is NULL): kills the
- * process with SIGKILL when op runs on a file named name, once per state
- * directory.  No lock. */
-void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
 
 /* ---- handles.c: open files and directories, handle ids ---- */
 
@@ -1178,6 +1179,24 @@ void fs_metrics_open(struct objfs_fs *fs, bool kept);
 void fs_metrics_streamed_part(struct objfs_fs *fs);
 /* Frees fs->metrics (destroy). */
 void fs_metrics_free(struct objfs_fs *fs);
+/* The operations the metered table counts (fsmetered.c), in the order of
+ * fsmetrics.c's op label. */
+enum {
+	OP_LOOKUP, OP_FORGET, OP_FORGET_MULTI, OP_GETATTR, OP_SETATTR,
+	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
+	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
+	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
+	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_SETXATTR, OP_GETXATTR,
+	OP_LISTXATTR, OP_REMOVEXATTR, OP_COUNT
+};
+/* A request of the metered table: begun (its start, ns) / ended (counted
+ * by op, timed, counted by errno when reply_err() answered it on this
+ * thread).  No lock needed. */
+uint64_t fs_metrics_op_begin(void);
+void fs_metrics_op_end(struct objfs_fs *fs, unsigned op, uint64_t t0);
+/* A write of n bytes ended: counted when it was accepted.  No lock
+ * needed. */
+void fs_metrics_written(struct objfs_fs *fs, size_t n);
 
 /* ---- xattr.c: extended attributes (user.* in object metadata) ---- */
 

@@ -41,7 +41,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,7 +430,7 @@ void state_hid(struct objfs_fs *fs, const struct hid *h, bool open)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* ---- intents and test faults -------------------------------------------- */
+/* ---- intents -------------------------------------------- */
 
 /* Keeps an intent, loaded or recorded, in the table a compaction writes
  * (fs->lock): the last INTENTS_MAX. */
@@ -523,28 +522,6 @@ void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
 	if (ic->begun && *err == gone)
 		*err = 0;
 	state_intent(fs, ic, true, *err);
-}
-
-void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
-{
-	const char *c = fs->o.crash_at;
-	char path[4200];
-	size_t n = strlen(op);
-	int fd;
-
-	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0)
-		return;
-	if (name != NULL ? c[n] != ':' || strcmp(c + n + 1, name) != 0 :
-	    c[n] != '\0')
-		return;
-	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
-	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;         /* once: the successor runs the request */
-	close(fd);
-	objfs_warn(fs->log, SUB, "test fault: killed in the middle of %s%s%s",
-		   op, name != NULL ? " of " : "", name != NULL ? name : "");
-	kill(getpid(), SIGKILL);
 }
 
 void state_delq(struct objfs_fs *fs, const char *key, bool done)
