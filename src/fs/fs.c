@@ -212,27 +212,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			err = S_ISDIR(in->mode) ? EISDIR : EINVAL;
 			goto out_unlock;
 		}
-		err = spool_ensure(fs, in);
-		if (err == 0)
-			err = charge(fs, in, (uint64_t)attr->st_size);
-		if (err == 0 && attr->st_size == 0)
-			stream_abort(fs, in);
-		else if (err == 0)
-			err = stream_stop(fs, in);
-		if (err == 0) {
-			err = objfs_spool_truncate(in->spool, (uint64_t)attr->st_size);
-			in->seq = err == 0 && attr->st_size == 0;
-			spool_account(fs, in);
-		}
+		err = inode_truncate(fs, in, (uint64_t)attr->st_size);
 		if (err != 0)
 			goto out_unlock;
-		in->told_unsaved = false;
-		pthread_mutex_lock(&fs->lock);
-		in->size = in->spool->size;
-		in->dirty = true;
-		inode_changed(in, true);
-		state_note(fs, in);
-		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (meta_change &&

@@ -732,6 +732,12 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
  * fs->ns (read), in->mu and fs->lock: none held. */
 int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 		size_t size, uint64_t off);
+/* Sets the size of in (a regular file) to size: its spool cut or
+ * extended, charged against the capacity first, in marked dirty; a
+ * sequential writer's stream aborted (size 0) or ended (stream_stop).
+ * truncate and an open with O_TRUNC.  0 or an errno (ENOSPC past the
+ * capacity).  fs->ns (read) and in->mu held; takes fs->lock. */
+int inode_truncate(struct objfs_fs *fs, struct inode *in, uint64_t size);
 /* A new spool over base bytes of ETag etag (0, "": a new file), named in
  * the state directory of a resumable mount (*id, else 0).  0 or an errno
  * (logged).  Takes fs->lock. */

@@ -220,26 +220,8 @@ static int do_open(struct objfs_fs *fs, struct inode *in,
 	}
 	if (err == 0)
 		fs_metrics_open(fs, fi->keep_cache);
-	if (err == 0 && (fi->flags & O_TRUNC)) {
-		err = spool_ensure(fs, in);
-		if (err == 0)
-			err = charge(fs, in, 0);
-		if (err == 0) {
-			stream_abort(fs, in);
-			err = objfs_spool_truncate(in->spool, 0);
-			spool_account(fs, in);
-		}
-		if (err == 0) {
-			in->seq = true;
-			in->told_unsaved = false;
-			pthread_mutex_lock(&fs->lock);
-			in->size = 0;
-			in->dirty = true;
-			inode_changed(in, true);
-			state_note(fs, in);
-			pthread_mutex_unlock(&fs->lock);
-		}
-	}
+	if (err == 0 && (fi->flags & O_TRUNC))
+		err = inode_truncate(fs, in, 0);
 	if (err == 0) {
 		fh = fh_new(fs, in);
 		if (fh == NULL)

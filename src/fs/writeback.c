@@ -1115,3 +1115,35 @@ int spool_keep(struct objfs_fs *fs, struct inode *in)
 			   objfs_strerror(err));
 	return 0;
 }
+
+/* truncate(2), ftruncate(2), and an open with O_TRUNC: the spool (started
+ * over the stored object if need be) cut or extended to size, the stream
+ * of a sequential writer aborted (size 0) or ended before it (stream_stop:
+ * completed when its parts hold bytes the spool gave up). */
+int inode_truncate(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int err;
+
+	err = spool_ensure(fs, in);
+	if (err == 0)
+		err = charge(fs, in, size);
+	if (err == 0 && size == 0)
+		stream_abort(fs, in);
+	else if (err == 0)
+		err = stream_stop(fs, in);
+	if (err == 0) {
+		err = objfs_spool_truncate(in->spool, size);
+		in->seq = err == 0 && size == 0;
+		spool_account(fs, in);
+	}
+	if (err != 0)
+		return err;
+	in->told_unsaved = false;
+	pthread_mutex_lock(&fs->lock);
+	in->size = in->spool->size;
+	in->dirty = true;
+	inode_changed(in, true);
+	state_note(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
