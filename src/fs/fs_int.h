@@ -4,38 +4,50 @@
  * another.  Not for use outside src/fs (fs.h is the interface); the unit
  * tests include it to drive write-back and lookup without FUSE.
  *
- * Files:
- *   fs.c         the FUSE operations (op_*: each replies exactly once) and
- *                the life cycle (create, start, sync_all, destroy)
- *   edge.c       reply_err() (the FUSE boundary), the request's unique,
- *                test crash points: below every file that answers the kernel
+ * Files, top down: each calls only files listed after it, but the files
+ * of the core call one another (tools: the call graph of the .o files).
+ *   fsmetered.c  the metered ops table (each slot calls fs.c's)
+ *   recover.c    a dead mount's unsaved data, saved or kept aside
+ *   fs.c         the ops table, the FUSE operations on names and data not
+ *                listed below (op_*: each replies exactly once), the life
+ *                cycle (create, start, sync_all, destroy)
+ *   journal_load.c  the resume journal read back (a successor, recover.c)
+ *   rename.c     rename, and the directory rename's copy and delete of a
+ *                key tree
+ *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
+ *                delq layer), the barrier at fsyncdir and unmount
+ *   special.c    FIFOs, sockets, character and block devices (mknod)
  *   handles.c    open files and directories (open, create, flush, fsync,
  *                release, opendir, releasedir), their handles and ids
+ *   names.c      mkdir, symlink, mknod, link: new names and what they share
+ *   readahead.c  read-ahead chunks and reads of clean files from the store
+ * The data model's core:
  *   inode.c      inode tables, tree links, inode lifetime, keys, stat
  *   lookup.c     finding names in the store, do_lookup, revalidate
  *   dirsnap.c    directory listings (snapshots), HEAD batches, readdir
  *                entries
- *   recent.c     the names this mount created or removed lately, merged
- *                into listings that lag behind (recent.h)
- *   writeback.c  spools, uploads, streaming parts, inode_sync, the spool
- *                bound and its relief
- *   readahead.c  read-ahead chunks and reads of clean files from the store
- *   prefetch.c   a directory's next small files fetched ahead of a reader
- *                going through them in order (pfcache.c holds them)
- *   capacity.c   charges against the volume capacity, the volume record,
- *                the usage scan
- *   rename.c     rename, and the directory rename's copy and delete of a
- *                key tree
- *   attrindex.c  the attribute index: segments written for what this
- *                mount writes, read to answer listings without HEADs
+ *   writeback.c  spools, uploads, streaming parts, inode_sync, truncate,
+ *                the spool bound and its relief, spools kept aside
+ *   hardlink.c   hard links: names pointing at a link set's data object
  *   times.c      timestamps (which are stored, which per mount) and a
  *                directory's link count
- *   special.c    FIFOs, sockets, character and block devices (mknod)
- *   hardlink.c   hard links: names pointing at a link set's data object
- *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
- *                delq layer), the barrier at fsyncdir and unmount
+ *   xattr.c      extended attributes (user.* in object metadata)
+ *   attrindex.c  the attribute index: segments written for what this
+ *                mount writes, read to answer listings without HEADs
+ *   prefetch.c   a directory's next small files fetched ahead of a reader
+ *                going through them in order (pfcache.c holds them)
+ * Below the core:
+ *   journal.c    the resume journal: the log a successor loads, written
+ *                (journal.h: its format)
+ *   edge.c       reply_err() (the FUSE boundary), the request's unique,
+ *                test crash points
  *   fsmetrics.c  counters, errnos by op, scrape-time gauges
- *   fsmetered.c  the metered ops table (above fs.c)
+ *   capacity.c   charges against the volume capacity, the volume record,
+ *                the usage scan
+ *   recent.c     the names this mount created or removed lately, merged
+ *                into listings that lag behind (recent.h)
+ *   attr.c, xattrenc.c, spool.c, dcache.c, pfcache.c, fuselog.c: leaves
+ *                with headers of their own
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
