@@ -85,12 +85,12 @@ void state_crash_point(struct objfs_fs *fs, const char *op, const char *name)
 	size_t n = strlen(op);
 	int fd;
 
-	if (c == NULL || fs->st_dir == NULL || strncmp(c, op, n) != 0)
+	if (c == NULL || fs->journal.dir == NULL || strncmp(c, op, n) != 0)
 		return;
 	if (name != NULL ? c[n] != ':' || strcmp(c + n + 1, name) != 0 :
 	    c[n] != '\0')
 		return;
-	snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+	snprintf(path, sizeof(path), "%s/crashed", fs->journal.dir);
 	fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;         /* once: the successor runs the request */

@@ -586,9 +586,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	 * pool, and the next statfs has it */
 	volrec_refresh_async(fs);
 	pthread_mutex_lock(&fs->lock);
-	cap = fs->capacity != 0 ? fs->capacity : (1ULL << 50);
-	used = fs->used > 0 ? (uint64_t)fs->used : 0;
-	objects = fs->objects > 0 ? (uint64_t)fs->objects : 0;
+	cap = fs->cap.capacity != 0 ? fs->cap.capacity : (1ULL << 50);
+	used = fs->cap.used > 0 ? (uint64_t)fs->cap.used : 0;
+	objects = fs->cap.objects > 0 ? (uint64_t)fs->cap.objects : 0;
 	pthread_mutex_unlock(&fs->lock);
 	memset(&st, 0, sizeof(st));
 	blocks = cap / bs;
@@ -745,8 +745,8 @@ static int load_root(struct objfs_fs *fs)
 			    objfs_strerror(err));
 		goto out;
 	}
-	fs->capacity = v.capacity_bytes;
-	fs->volrec_time = now_mono();
+	fs->cap.capacity = v.capacity_bytes;
+	fs->cap.volrec_time = now_mono();
 out:
 	objfs_obj_info_release(&info);
 	objfs_volrec_release(&v);
@@ -778,13 +778,13 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	}
 	fs->o.spool_dir = fs->spool_dir;
 	fs->key_room = objfs_store_key_room(store);
-	fs->st_fd = -1;
+	fs->journal.fd = -1;
 	pthread_mutex_init(&fs->hid_mu, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->volrec_mu, NULL);
+	pthread_mutex_init(&fs->cap.volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
-	pthread_cond_init(&fs->scan_cv, NULL);
+	pthread_cond_init(&fs->cap.scan_cv, NULL);
 	err = aidx_init(fs);
 	if (err != 0)
 		goto err_aidx;
@@ -835,10 +835,10 @@ err_sync:
 	objfs_budget_release(&fs->mem);
 	aidx_destroy(fs);
 err_aidx:
-	pthread_cond_destroy(&fs->scan_cv);
+	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
-	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
 	free(fs->spool_dir);
@@ -856,13 +856,13 @@ int objfs_fs_start(struct objfs_fs *fs)
 	err = objfs_pool_create(fs->o.threads, &fs->pool);
 	if (err != 0)
 		return err;
-	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
+	err = pthread_create(&fs->cap.scan_thread, NULL, scan_main, fs);
 	if (err != 0) {
 		objfs_pool_destroy(fs->pool);
 		fs->pool = NULL;
 		return err;
 	}
-	fs->scan_started = true;
+	fs->cap.scan_started = true;
 	err = pthread_create(&fs->aidx_thread, NULL, aidx_main, fs);
 	if (err != 0)
 		return err;     /* the scan and pool stop at destroy */
@@ -880,10 +880,10 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 		objfs_fs_sync_all(fs);
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
-	pthread_cond_broadcast(&fs->scan_cv);
+	pthread_cond_broadcast(&fs->cap.scan_cv);
 	pthread_mutex_unlock(&fs->lock);
-	if (fs->scan_started)
-		pthread_join(fs->scan_thread, NULL);
+	if (fs->cap.scan_started)
+		pthread_join(fs->cap.scan_thread, NULL);
 	pthread_mutex_lock(&fs->aidx_mu);
 	fs->aidx_stop = true;
 	pthread_cond_broadcast(&fs->aidx_cv);
@@ -912,15 +912,15 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	ra_buf_drain(fs);
 	objfs_budget_release(&fs->mem);
 	aidx_destroy(fs);
-	pthread_cond_destroy(&fs->scan_cv);
+	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
-	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
 	state_stop(fs, false);
 	fs_metrics_free(fs);
-	free(fs->st_dir);
+	free(fs->journal.dir);
 	free(fs->spool_dir);
 	free(fs);
 }

@@ -67,7 +67,7 @@
  *              attribute field, listing snapshots, capacity counters.
  *              Never held across store I/O.
  * Leaf locks, taken under any of these and never around them:
- * fs->volrec_mu (one volume record refresh; taken before fs->lock),
+ * fs->cap.volrec_mu (one volume record refresh; taken before fs->lock),
  * stream->mu, fhandle->mu, fs->rabuf_mu.
  *
  * Errors: functions return 0 or a positive errno; edge.c's reply_err() is
@@ -98,9 +98,12 @@
 #include "common/list.h"
 #include "common/pool.h"
 #include "fs/attr.h"
+#include "fs/capacity.h"
 #include "fs/dcache.h"
 #include "fs/fs.h"
+#include "fs/journal.h"
 #include "fs/pfcache.h"
+#include "fs/prefetch.h"
 #include "fs/recent.h"
 #include "fs/spool.h"
 #include "volume/layout.h"
@@ -110,10 +113,7 @@
 #define KEYBUF (OBJFS_KEY_MAX + 2)
 #define RA_MAX OBJFS_RA_CHUNKS_MAX
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
-#define PF_DIRQ 16              /* directories queued to list ahead */
-#define PF_LISTERS 2            /* threads listing them */
 #define LINK_MAX_LEN 4096
-#define ST_DKEY_HASH 4096
 #define SUB "fs"
 
 struct dent {
@@ -242,7 +242,7 @@ struct inode {
 					    or symlink; pins the inode) */
 	double attr_since;               /* when attr_dirty was set */
 	uint64_t stored_size;
-	uint64_t charged;                /* bytes counted in fs->used */
+	uint64_t charged;                /* bytes counted in fs->cap.used */
 	struct dirsnap *snap;
 	char *link;
 	char *xattr;                     /* user.* attributes encoded
@@ -310,7 +310,6 @@ struct hid {
 	struct hid *next;
 };
 #define HID_HASH 1024
-#define INTENTS_MAX 64
 
 struct fhandle {
 	struct hid hid;                 /* first: found by id */
@@ -347,19 +346,9 @@ struct objfs_fs {
 	struct fuse_session *se;
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
-	struct objfs_pfcache *pf;       /* NULL: prefetch=0 (prefetch.c) */
-	/* listings read ahead (prefetch.c; fs->lock) */
-	pthread_cond_t pf_cv;           /* one ended, or queued, or stop */
-	struct inode *pf_dirq[PF_DIRQ]; /* directories to list (pinned) */
-	unsigned pf_dirq_n;
-	bool pf_stop;
-	unsigned pf_nthreads;
-	uint64_t pf_listed;             /* directories listed ahead */
+	struct fs_prefetch pf;          /* prefetch.c (prefetch.h) */
 	uint64_t listed_ranges;         /* listings in ranges (atomic,
 					   dirsnap.c) */
-	uint64_t pf_used_ms;            /* an open last used a prefetch (mono
-					   ms; atomic, prefetch.c) */
-	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
 	struct objfs_list dirhandles;   /* open directories (struct dhandle;
 					   fs->lock), idem */
@@ -377,22 +366,9 @@ struct objfs_fs {
 	struct inode *root;
 	uint64_t n_inodes;
 
-	/* capacity (fs->lock) */
-	uint64_t capacity;              /* 0: unlimited */
-	int64_t used;
-	int64_t objects;
-	int64_t scan_delta;
-	int64_t scan_obj_delta;
-	bool scan_done;
-	time_t usage_time;              /* when the listing behind `used` ran
-					   (the usage document), 0: none yet */
-	double volrec_time;
-	pthread_cond_t scan_cv;
-	bool stopping;
-	pthread_t scan_thread;
-	bool scan_started;
-	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
-	bool volrec_busy;               /* fs->lock: one on the pool */
+	struct fs_capacity cap;         /* capacity.c (capacity.h) */
+	bool stopping;                  /* fs->lock: destroy began (the
+					   usage scan ends) */
 	unsigned n_attr_dirty;          /* fs->lock: inodes with attr_dirty */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
@@ -402,32 +378,17 @@ struct objfs_fs {
 					   still taken (rabuf_mu) */
 	unsigned n_rabuf;
 
-	/* resumable mounts (journal.c); st_fd < 0: not resumable */
-	int st_fd;                      /* the state log (fs->lock) */
-	char *st_dir;
-	uint64_t st_bytes;              /* its size (fs->lock) */
-	uint64_t next_spool;            /* fs->lock */
+	/* resumable mounts (journal.c, journal.h) */
+	struct fs_resume journal;
 	pthread_mutex_t hid_mu;         /* leaf */
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
-	unsigned n_streams;             /* fs->lock: uploads streaming */
 	uint64_t unsaved_kept;          /* files kept as objfs-unsaved-*
 					   (spool_keep(), recover.c); atomic */
 	uint64_t unsaved_recovered;     /* of those, what a dead mount left
 					   (recover.c); atomic */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
 	struct fs_metrics *metrics;     /* NULL: nothing counted (fsmetrics.c) */
-	struct intent {                 /* the last ones, loaded or run */
-		uint64_t unique;
-		int err;
-		bool done;
-		fuse_ino_t ino;         /* the entry it made, or 0 */
-		uint64_t hid;           /* the handle it opened, or 0 */
-	} intents[INTENTS_MAX];
-	unsigned n_intents;             /* fs->lock */
-	/* deferred deletes not yet done, by key (fs->lock; journal.c) */
-	struct st_dkey *st_dkeys[ST_DKEY_HASH];
-	bool st_delq;                   /* the store tells when one is done */
 
 	/* the attribute index (attrindex.c) */
 	pthread_mutex_t aidx_mu;        /* leaf */
@@ -609,27 +570,6 @@ void fill_entry(struct objfs_fs *fs, struct inode *in,
  * take fs->lock. */
 struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino);
 void unpin(struct objfs_fs *fs, struct inode *in);
-
-/* ---- capacity.c: charges, the volume record, the usage scan ---- */
-
-/* Sets in's charge to size bytes whatever the capacity (a shrink or a
- * delete).  fs->lock held. */
-void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size);
-/* Charges in for size bytes: ENOSPC when that passes the capacity (after
- * re-reading a stale volume record), else 0.  Waits for the first usage
- * scan when the volume has a capacity.  Takes fs->lock. */
-int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
-/* Re-reads the volume record when older than max_age seconds.  Takes
- * fs->volrec_mu and fs->lock (store I/O between). */
-void volrec_refresh(struct objfs_fs *fs, double max_age);
-/* The same for volrec_ttl on the pool, one at a time, returning at once
- * (statfs never waits for the store).  Takes fs->lock. */
-void volrec_refresh_async(struct objfs_fs *fs);
-/* The usage thread (arg: the fs): reads the volume's usage document, or
- * lists the volume when it is missing or stale, at start and every
- * usage_refresh seconds until fs->stopping; then writes this mount's
- * view back when it changed the usage. */
-void *scan_main(void *arg);
 
 /* ---- lookup.c: finding names in the store ---- */
 
@@ -849,49 +789,6 @@ void ra_open_install(struct fhandle *fh, struct ra_open *ro);
 /* Gives back what ra_open_install did not take. */
 void ra_open_release(struct objfs_fs *fs, struct ra_open *ro);
 
-/* ---- prefetch.c: a scan's next small files ---- */
-
-/* Makes / frees fs->pf (prefetch > 0).  0 or ENOMEM.  No lock (create;
- * destroy after the pool). */
-int pf_init(struct objfs_fs *fs);
-void pf_destroy(struct objfs_fs *fs);
-/* in (a clean file, pinned) is being opened for reading: when its
- * directory is being read in listing order, starts GETs of the next
- * o.prefetch small files on the pool.  Takes fs->lock. */
-void pf_opened(struct objfs_fs *fs, struct inode *in);
-/* What a prefetch of key brought, started at most attr_ttl ago and not
- * before attr_time: true with *p (its attributes) and *when (its GET's
- * start); with sink (an open) its bytes written to sink, waiting for a
- * prefetch still loading and taking the entry.  No lock held. */
-bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
-		   const struct objfs_sink *sink, struct probe *p,
-		   double *when);
-/* Starts / stops the threads that list directories ahead (prefetch on).
- * 0 or an errno.  No lock (start; destroy, before the pool goes). */
-int pf_start(struct objfs_fs *fs);
-void pf_stop(struct objfs_fs *fs);
-/* readdir (plus: readdirplus) served entries of dir from its whole
- * listing s (first: from its start): a reader of that listing's files in
- * order may get them prefetched; with plus, when dir is read in its
- * parent's order after a sibling (a tree walk), the next subdirectories
- * of its parent and its own first ones (with inodes so far) are queued to
- * be listed ahead.  fs->lock held.  Returns the GETs of dir's first
- * files when the walk reads files (or NULL): the caller passes them to
- * pf_submit() once fs->lock is released. */
-struct pf_starts;
-struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-			      const struct dirsnap *s, bool plus, bool first);
-/* Starts the GETs of st and frees it (NULL: nothing).  No lock held. */
-void pf_submit(struct objfs_fs *fs, struct pf_starts *st);
-/* Waits while dir is being listed ahead (its listing is then fresh).
- * fs->lock held (released while waiting). */
-void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);
-/* A name changes here (written, truncated, removed, renamed, linked,
- * created): its prefetched data goes, and, for a directory, that of
- * every name under it.  Take fs->lock (not held). */
-void pf_drop_inode(struct objfs_fs *fs, struct inode *in);
-void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name);
-
 /* ---- rename.c: rename ---- */
 
 /* Uploads every dirty inode at or under top.  0 or the first errno.
@@ -1071,68 +968,6 @@ int inode_sync_told(struct objfs_fs *fs, struct inode *in);
  * spool_dir (spool_keep()).  So what the application was told and what
  * the store holds agree.  0 or the errno of the upload. */
 int inode_release_sync(struct objfs_fs *fs, struct inode *in);
-
-/* ---- journal_load.c: the journal read back (resumable mounts) ---- */
-
-/* Opens the state directory dir (made if need be) and its log; when
- * resume, first loads the inode table, open handles and spools a dead
- * server left there (the store must work: open files are revalidated).
- * 0 or an errno.  No lock; before the session serves. */
-int state_start(struct objfs_fs *fs, const char *dir, bool resume);
-
-/* ---- journal.c: what a successor needs (resumable mounts) ---- */
-
-/* Closes the log; when clean (everything uploaded, the mount ended), the
- * directory is removed.  No lock; after the session. */
-void state_stop(struct objfs_fs *fs, bool clean);
-/* Records a key deferred by del_later() (done false, before the reply) or
- * done with (the store's callback).  Takes fs->lock. */
-void state_delq(struct objfs_fs *fs, const char *key, bool done);
-/* Deletes key later (objfs_store_del_deferred), written to the state log
- * first for a successor.  0 or an errno.  No lock held. */
-int del_later(struct objfs_fs *fs, const char *key);
-/* Records what the kernel and a successor need of in (name, parent,
- * nlookup, mode, owner, size, spool, dirty, and the times when
- * in->times_set) / that in is gone.  Nothing when not resumable.
- * fs->lock held. */
-void state_note(struct objfs_fs *fs, struct inode *in);
-void state_gone(struct objfs_fs *fs, struct inode *in);
-/* Where a new spool goes: "" when not resumable (an unlinked file in the
- * spool directory), else a path in the state directory; *id for
- * in->spool_id.  Takes fs->lock. */
-void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
-		      uint64_t *id);
-/* The multipart upload of a sequential writer (writeback.c): st begun
- * (NULL: ended, completed or aborted) / one of its parts done, of len
- * bytes / its bytes before off about to leave the spool (only the parts
- * hold them).  A successor goes on with the upload.  Nothing when not
- * resumable.  Take fs->lock. */
-void state_stream(struct objfs_fs *fs, struct inode *in,
-		  const struct stream *st);
-void state_part(struct objfs_fs *fs, fuse_ino_t ino,
-		const struct objfs_part *part, uint64_t len);
-void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off);
-/* Records the handle h opened (open) or closed (handles.c).  Nothing when
- * not resumable.  Takes fs->lock. */
-void state_hid(struct objfs_fs *fs, const struct hid *h, bool open);
-
-/* A request that must not run twice (rename, unlink, rmdir, mkdir,
- * symlink, mknod, link, create), this thread's (req_unique()).  intent_start()
- * records its start; true when the kernel sent it again and it had ended
- * before the server died: *err is the answer it got, ic->ino and ic->hid
- * the entry and handle it made (0: none).  intent_end() records the end
- * with *err and the caller's ic->ino and ic->hid; a re-sent request that
- * had begun and finds its object gone (*err == gone) had run, and *err
- * becomes 0.  Take fs->lock. */
-struct intent_ctx {
-	uint64_t unique;                /* without UNIQUE_RESEND */
-	bool begun;                     /* re-sent, and it had started */
-	fuse_ino_t ino;                 /* the entry made (mkdir, create...) */
-	uint64_t hid;                   /* the handle opened (create) */
-};
-bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
-void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
-		int gone);
 
 /* ---- handles.c: open files and directories, handle ids ---- */
 

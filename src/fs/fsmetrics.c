@@ -274,9 +274,9 @@ static void collect(void *arg)
 		handles++;
 	objfs_metric_set(m->m[D_INODES], 0, (int64_t)fs->n_inodes);
 	objfs_metric_set(m->m[D_SPOOL], 0, (int64_t)fs->spool_used);
-	objfs_metric_set(m->m[D_CAPACITY], 0, (int64_t)fs->capacity);
-	objfs_metric_set(m->m[D_USED], 0, fs->used);
-	objfs_metric_set(m->m[D_OBJECTS], 0, fs->objects);
+	objfs_metric_set(m->m[D_CAPACITY], 0, (int64_t)fs->cap.capacity);
+	objfs_metric_set(m->m[D_USED], 0, fs->cap.used);
+	objfs_metric_set(m->m[D_OBJECTS], 0, fs->cap.objects);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_metric_set(m->m[D_DIRTY_FILES], 0, dirty);
 	objfs_metric_set(m->m[D_DIRTY_BYTES], 0, dirty_bytes);
@@ -294,12 +294,12 @@ static void collect(void *arg)
 		objfs_metric_set(m->m[D_DC_EVICTIONS], 0, (int64_t)st.evictions);
 		objfs_metric_set(m->m[D_DC_BYTES], 0, (int64_t)st.bytes);
 	}
-	if (fs->pf != NULL) {
+	if (fs->pf.cache != NULL) {
 		struct objfs_pfcache_stats st;
 		uint64_t v[6];
 		size_t i;
 
-		objfs_pfcache_stats(fs->pf, &st);
+		objfs_pfcache_stats(fs->pf.cache, &st);
 		v[0] = st.reserved;
 		v[1] = st.hits;
 		v[2] = st.evicted;
@@ -310,7 +310,7 @@ static void collect(void *arg)
 			objfs_metric_set(m->m[D_PF], i, (int64_t)v[i]);
 		objfs_metric_set(m->m[D_PF_BYTES], 0, (int64_t)st.bytes);
 		pthread_mutex_lock(&fs->lock);
-		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf_listed);
+		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf.listed);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	objfs_metric_set(m->m[D_RANGES], 0,
@@ -337,7 +337,7 @@ int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
 		if (fs->dcache == NULL && i >= D_DC_HITS && i <= D_DC_BYTES)
 			continue;
 		/* prefetch's only when it is on */
-		if (fs->pf == NULL && i >= D_PF && i <= D_PF_LISTED)
+		if (fs->pf.cache == NULL && i >= D_PF && i <= D_PF_LISTED)
 			continue;
 		err = objfs_metrics_register(reg, &defs[i], &m->m[i]);
 	}

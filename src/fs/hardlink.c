@@ -674,8 +674,8 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	in->attr_time = now_mono();
 	ino_remember(fs, id, in->ino);  /* its number after a forget too */
 	/* the data, two entries and the new name */
-	fs->objects += 4;
-	fs->scan_obj_delta += 4;
+	fs->cap.objects += 4;
+	fs->cap.scan_obj_delta += 4;
 	if (par != NULL) {
 		name_inode(fs, par, in->name, id, tok1, fa.mode, n1.etag);
 		snap_drop(par);
@@ -734,8 +734,8 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	pthread_mutex_lock(&fs->lock);
 	in->hl_nlink = nlink != 0 ? nlink : in->hl_nlink + 1;
 	inode_changed(in, false);
-	fs->objects += 2;
-	fs->scan_obj_delta += 2;
+	fs->cap.objects += 2;
+	fs->cap.scan_obj_delta += 2;
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
 	/* its mtime and ctime, and the name in fs->recent */
@@ -795,8 +795,8 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	fs->objects--;
-	fs->scan_obj_delta--;
+	fs->cap.objects--;
+	fs->cap.scan_obj_delta--;
 	in = find_data(fs, id);
 	if (in != NULL) {
 		in->refs++;
@@ -816,8 +816,8 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 			err = 0;        /* another mount freed it */
 		pthread_mutex_lock(&fs->lock);
 		if (err == 0) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		if (err == 0)
 			ino_forget(fs, id);

@@ -156,7 +156,7 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 	 * in the state directory, whose log (closed before: no FREE record)
 	 * names it for the next mount (recover.c) */
 	if (in->dirty && (in->linked || in->hl_data || in->load_orphan) &&
-	    fs->st_fd < 0 &&
+	    fs->journal.fd < 0 &&
 	    in->spool != NULL && in->spool->path != NULL &&
 	    in->spool->kept == NULL)
 		objfs_spool_leave(in->spool);

@@ -25,7 +25,7 @@
  * Deferred deletes (remove.c, backend/delq.c): a key an unlink queued is
  * recorded before the reply and again (SF_DONE) when the store's delq
  * layer is done with it; a successor queues again the keys not done.
- * fs->st_dkeys counts them per key for compaction.
+ * fs->journal.dkeys counts them per key for compaction.
  *
  * Intents: rename, unlink, rmdir, mkdir, symlink, mknod, link and create are
  * not idempotent, and the kernel sends again a request the dead server ran
@@ -51,7 +51,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
-#include "fs/journal.h"
+#include "fs/journal_fmt.h"
 
 #define LOG_COMPACT (16u << 20)
 
@@ -83,13 +83,13 @@ static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 
 static void log_write(struct objfs_fs *fs, const void *p, size_t len)
 {
-	ssize_t n = write(fs->st_fd, p, len);
+	ssize_t n = write(fs->journal.fd, p, len);
 
 	if (n != (ssize_t)len)
 		objfs_error(fs->log, SUB, "state log: %s",
 			    n < 0 ? objfs_strerror(errno) : "short write");
 	else
-		fs->st_bytes += len;
+		fs->journal.bytes += len;
 }
 
 /* The times of in (utimens on a file with unsaved data), after its
@@ -189,7 +189,7 @@ int journal_dkey_count(struct objfs_fs *fs, const char *key, size_t kl,
 		return EPROTO;
 	memcpy(k, key, kl);
 	k[kl] = '\0';
-	for (pp = &fs->st_dkeys[dkey_hash(k)]; *pp != NULL; pp = &(*pp)->next)
+	for (pp = &fs->journal.dkeys[dkey_hash(k)]; *pp != NULL; pp = &(*pp)->next)
 		if (strcmp((*pp)->key, k) == 0)
 			break;
 	d = *pp;
@@ -234,10 +234,10 @@ static void dkeys_free(struct objfs_fs *fs)
 	unsigned h;
 
 	for (h = 0; h < ST_DKEY_HASH; h++) {
-		while (fs->st_dkeys[h] != NULL) {
-			struct st_dkey *d = fs->st_dkeys[h];
+		while (fs->journal.dkeys[h] != NULL) {
+			struct st_dkey *d = fs->journal.dkeys[h];
 
-			fs->st_dkeys[h] = d->next;
+			fs->journal.dkeys[h] = d->next;
 			free(d);
 		}
 	}
@@ -249,22 +249,22 @@ int journal_compact(struct objfs_fs *fs)
 	char path[4200], tmp[4200];
 	unsigned h;
 	struct hid *x;
-	int fd, err = 0, old = fs->st_fd;
+	int fd, err = 0, old = fs->journal.fd;
 	uint64_t bytes = 0;
 
-	snprintf(path, sizeof(path), "%s/log", fs->st_dir);
-	snprintf(tmp, sizeof(tmp), "%s/log.new", fs->st_dir);
+	snprintf(path, sizeof(path), "%s/log", fs->journal.dir);
+	snprintf(tmp, sizeof(tmp), "%s/log.new", fs->journal.dir);
 	fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
-	fs->st_fd = fd;
-	fs->st_bytes = 0;
+	fs->journal.fd = fd;
+	fs->journal.bytes = 0;
 	memset(&b.r, 0, sizeof(b.r));
 	b.r.len = sizeof(b.r);
 	b.r.type = SR_NEXT;
 	b.r.a = fs->next_ino;
 	b.r.b = fs->next_hid;
-	b.r.c = fs->next_spool;
+	b.r.c = fs->journal.next_spool;
 	log_write(fs, &b, b.r.len);
 	for (h = 0; h < HASH_SIZE; h++) {
 		struct inode *in;
@@ -299,33 +299,33 @@ int journal_compact(struct objfs_fs *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->hid_mu);
-	for (h = 0; h < fs->n_intents; h++) {
+	for (h = 0; h < fs->journal.n_intents; h++) {
 		memset(&b.r, 0, sizeof(b.r));
 		b.r.len = sizeof(b.r);
 		b.r.type = SR_INTENT;
-		b.r.flags = fs->intents[h].done ? SF_DONE : 0;
-		b.r.a = fs->intents[h].unique;
-		b.r.b = (uint64_t)fs->intents[h].err;
-		b.r.c = fs->intents[h].ino;
-		b.r.d = fs->intents[h].hid;
+		b.r.flags = fs->journal.intents[h].done ? SF_DONE : 0;
+		b.r.a = fs->journal.intents[h].unique;
+		b.r.b = (uint64_t)fs->journal.intents[h].err;
+		b.r.c = fs->journal.intents[h].ino;
+		b.r.d = fs->journal.intents[h].hid;
 		log_write(fs, &b, b.r.len);
 	}
 	for (h = 0; h < ST_DKEY_HASH; h++) {
 		const struct st_dkey *d;
 
-		for (d = fs->st_dkeys[h]; d != NULL; d = d->next)
+		for (d = fs->journal.dkeys[h]; d != NULL; d = d->next)
 			journal_rec_delq(fs, d->key, d->n, false);
 	}
-	bytes = fs->st_bytes;
+	bytes = fs->journal.bytes;
 	if (rename(tmp, path) != 0) {
 		err = errno;
 		close(fd);
-		fs->st_fd = old;
+		fs->journal.fd = old;
 		return err;
 	}
 	if (old >= 0)
 		close(old);
-	fs->st_bytes = bytes;
+	fs->journal.bytes = bytes;
 	return 0;
 }
 
@@ -334,8 +334,8 @@ int journal_compact(struct objfs_fs *fs)
  * writes the streams loaded). */
 static void maybe_compact(struct objfs_fs *fs)
 {
-	if (fs->st_bytes < LOG_COMPACT || fs->n_streams > 0 ||
-	    fs->st_bytes < 4 * (fs->n_inodes + 1) * (sizeof(struct srec) + 16))
+	if (fs->journal.bytes < LOG_COMPACT || fs->journal.n_streams > 0 ||
+	    fs->journal.bytes < 4 * (fs->n_inodes + 1) * (sizeof(struct srec) + 16))
 		return;
 	if (journal_compact(fs) != 0)
 		objfs_warn(fs->log, SUB, "compacting the state log failed");
@@ -345,7 +345,7 @@ void state_note(struct objfs_fs *fs, struct inode *in)
 {
 	struct srec_buf b;
 
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	fs_assert_locked(fs);
 	log_write(fs, &b, rec_inode(fs, in, &b));
@@ -358,7 +358,7 @@ void state_gone(struct objfs_fs *fs, struct inode *in)
 {
 	struct srec r;
 
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.len = sizeof(r);
@@ -370,21 +370,21 @@ void state_gone(struct objfs_fs *fs, struct inode *in)
 void state_stream(struct objfs_fs *fs, struct inode *in,
 		  const struct stream *st)
 {
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	rec_stream(fs, in->ino, st);
 	if (st != NULL)
-		fs->n_streams++;
-	else if (fs->n_streams > 0)
-		fs->n_streams--;
+		fs->journal.n_streams++;
+	else if (fs->journal.n_streams > 0)
+		fs->journal.n_streams--;
 	pthread_mutex_unlock(&fs->lock);
 }
 
 void state_part(struct objfs_fs *fs, fuse_ino_t ino,
 		const struct objfs_part *part, uint64_t len)
 {
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	rec_part(fs, ino, part, len);
@@ -393,7 +393,7 @@ void state_part(struct objfs_fs *fs, fuse_ino_t ino,
 
 void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off)
 {
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	rec_punch(fs, in->ino, off);
@@ -405,19 +405,19 @@ void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
 {
 	*id = 0;
 	buf[0] = '\0';
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	pthread_mutex_lock(&fs->lock);
-	*id = ++fs->next_spool;
+	*id = ++fs->journal.next_spool;
 	pthread_mutex_unlock(&fs->lock);
-	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->st_dir, *id);
+	snprintf(buf, cap, "%s/spool/%" PRIu64, fs->journal.dir, *id);
 }
 
 void state_hid(struct objfs_fs *fs, const struct hid *h, bool open)
 {
 	struct srec r;
 
-	if (fs->st_fd < 0)
+	if (fs->journal.fd < 0)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.len = sizeof(r);
@@ -438,24 +438,24 @@ void journal_keep_intent(struct objfs_fs *fs, const struct srec *r)
 {
 	unsigned i;
 
-	for (i = 0; i < fs->n_intents; i++) {
-		if (fs->intents[i].unique == r->a)
+	for (i = 0; i < fs->journal.n_intents; i++) {
+		if (fs->journal.intents[i].unique == r->a)
 			break;
 	}
-	if (i == fs->n_intents) {
-		if (fs->n_intents == INTENTS_MAX) {
-			memmove(fs->intents, fs->intents + 1,
-				sizeof(fs->intents[0]) * (INTENTS_MAX - 1));
+	if (i == fs->journal.n_intents) {
+		if (fs->journal.n_intents == INTENTS_MAX) {
+			memmove(fs->journal.intents, fs->journal.intents + 1,
+				sizeof(fs->journal.intents[0]) * (INTENTS_MAX - 1));
 			i = INTENTS_MAX - 1;
 		} else {
-			fs->n_intents++;
+			fs->journal.n_intents++;
 		}
 	}
-	fs->intents[i].unique = r->a;
-	fs->intents[i].err = (int)r->b;
-	fs->intents[i].done = (r->flags & SF_DONE) != 0;
-	fs->intents[i].ino = r->c;
-	fs->intents[i].hid = r->d;
+	fs->journal.intents[i].unique = r->a;
+	fs->journal.intents[i].err = (int)r->b;
+	fs->journal.intents[i].done = (r->flags & SF_DONE) != 0;
+	fs->journal.intents[i].ino = r->c;
+	fs->journal.intents[i].hid = r->d;
 }
 
 static void state_intent(struct objfs_fs *fs, const struct intent_ctx *ic,
@@ -463,7 +463,7 @@ static void state_intent(struct objfs_fs *fs, const struct intent_ctx *ic,
 {
 	struct srec r;
 
-	if (fs->st_fd < 0 || ic->unique == 0)
+	if (fs->journal.fd < 0 || ic->unique == 0)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.len = sizeof(r);
@@ -487,13 +487,13 @@ static bool state_intent_done(struct objfs_fs *fs, struct intent_ctx *ic,
 	unsigned i;
 
 	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < fs->n_intents; i++) {
-		if (fs->intents[i].unique == ic->unique) {
+	for (i = 0; i < fs->journal.n_intents; i++) {
+		if (fs->journal.intents[i].unique == ic->unique) {
 			ic->begun = true;
-			done = fs->intents[i].done;
-			*err = fs->intents[i].err;
-			ic->ino = fs->intents[i].ino;
-			ic->hid = fs->intents[i].hid;
+			done = fs->journal.intents[i].done;
+			*err = fs->journal.intents[i].err;
+			ic->ino = fs->journal.intents[i].ino;
+			ic->hid = fs->journal.intents[i].hid;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -527,7 +527,7 @@ void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
 void state_delq(struct objfs_fs *fs, const char *key, bool done)
 {
 	pthread_mutex_lock(&fs->lock);
-	if (fs->st_fd >= 0 && fs->st_delq &&
+	if (fs->journal.fd >= 0 && fs->journal.delq &&
 	    journal_dkey_count(fs, key, strlen(key), 1, done) == 0) {
 		journal_rec_delq(fs, key, 1, done);
 		maybe_compact(fs);
@@ -553,16 +553,16 @@ void state_stop(struct objfs_fs *fs, bool clean)
 	(void)objfs_delq_set_done(fs->store, NULL, NULL);
 	dkeys_free(fs);
 
-	if (fs->st_fd >= 0)
-		close(fs->st_fd);
-	fs->st_fd = -1;
-	if (clean && fs->st_dir != NULL) {
-		snprintf(path, sizeof(path), "%s/log", fs->st_dir);
+	if (fs->journal.fd >= 0)
+		close(fs->journal.fd);
+	fs->journal.fd = -1;
+	if (clean && fs->journal.dir != NULL) {
+		snprintf(path, sizeof(path), "%s/log", fs->journal.dir);
 		unlink(path);
-		snprintf(path, sizeof(path), "%s/crashed", fs->st_dir);
+		snprintf(path, sizeof(path), "%s/crashed", fs->journal.dir);
 		unlink(path);
-		snprintf(path, sizeof(path), "%s/spool", fs->st_dir);
+		snprintf(path, sizeof(path), "%s/spool", fs->journal.dir);
 		rmdir(path);
-		rmdir(fs->st_dir);
+		rmdir(fs->journal.dir);
 	}
 }

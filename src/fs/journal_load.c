@@ -26,7 +26,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
-#include "fs/journal.h"
+#include "fs/journal_fmt.h"
 
 /* ---- loading ------------------------------------------------------------ */
 
@@ -69,7 +69,7 @@ static int load_spool(struct objfs_fs *fs, struct inode *in, uint64_t id)
 	char path[4200];
 	int err;
 
-	snprintf(path, sizeof(path), "%s/spool/%" PRIu64, fs->st_dir, id);
+	snprintf(path, sizeof(path), "%s/spool/%" PRIu64, fs->journal.dir, id);
 	err = objfs_spool_open_named(path, &in->spool);
 	if (err != 0) {
 		objfs_error(fs->log, SUB, "state: spool %s of inode %" PRIu64
@@ -134,8 +134,8 @@ static int load_rec(struct objfs_fs *fs, const struct srec *r, const char *name,
 			fs->next_ino = r->a;
 		if (r->b > fs->next_hid)
 			fs->next_hid = r->b;
-		if (r->c > fs->next_spool)
-			fs->next_spool = r->c;
+		if (r->c > fs->journal.next_spool)
+			fs->journal.next_spool = r->c;
 		break;
 	case SR_OPEN:
 		h = calloc(1, sizeof(*h));
@@ -249,7 +249,7 @@ static void load_link(struct objfs_fs *fs)
 				in->stored_size = in->size;
 			stream_load_done(fs, in);
 			if (in->stream != NULL) {
-				fs->n_streams++;
+				fs->journal.n_streams++;
 				objfs_info(fs->log, SUB, "state: inode %" PRIu64
 					   " goes on with its upload after %u "
 					   "parts", (uint64_t)in->ino,
@@ -384,13 +384,13 @@ static void requeue(struct objfs_fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	for (h = 0; h < ST_DKEY_HASH; h++)
-		for (const struct st_dkey *d = fs->st_dkeys[h]; d != NULL; d = d->next)
+		for (const struct st_dkey *d = fs->journal.dkeys[h]; d != NULL; d = d->next)
 			n++;
 	keys = calloc(n + 1, sizeof(*keys));
 	times = calloc(n + 1, sizeof(*times));
 	n = 0;
 	for (h = 0; h < ST_DKEY_HASH && keys != NULL && times != NULL; h++) {
-		for (const struct st_dkey *d = fs->st_dkeys[h]; d != NULL; d = d->next) {
+		for (const struct st_dkey *d = fs->journal.dkeys[h]; d != NULL; d = d->next) {
 			keys[n] = strdup(d->key);
 			times[n] = d->n;
 			if (keys[n] != NULL)
@@ -412,7 +412,7 @@ static void requeue(struct objfs_fs *fs)
 			objfs_warn(fs->log, SUB, "deleting \"%s\" again: %s",
 				   keys[i], objfs_strerror(err));
 		/* done already, but the one the store tells of */
-		if (err == 0 && fs->st_delq)
+		if (err == 0 && fs->journal.delq)
 			now_done--;
 		pthread_mutex_lock(&fs->lock);
 		if (now_done > 0) {
@@ -432,8 +432,8 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume)
 	char path[4200];
 	int err;
 
-	fs->st_dir = strdup(dir);
-	if (fs->st_dir == NULL)
+	fs->journal.dir = strdup(dir);
+	if (fs->journal.dir == NULL)
 		return ENOMEM;
 	snprintf(path, sizeof(path), "%s/spool", dir);
 	if ((mkdir(dir, 0700) != 0 && errno != EEXIST) ||
@@ -463,7 +463,7 @@ int state_start(struct objfs_fs *fs, const char *dir, bool resume)
 	 * are synchronous there */
 	if (objfs_delq_set_done(fs->store, delq_done, fs) == 0) {
 		pthread_mutex_lock(&fs->lock);
-		fs->st_delq = true;
+		fs->journal.delq = true;
 		pthread_mutex_unlock(&fs->lock);
 	}
 	requeue(fs);

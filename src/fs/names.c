@@ -208,9 +208,9 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->size = S_ISLNK(mode) ? strlen(link) : 0;
 		in->stored_size = in->size;
 		in->charged = in->size;
-		fs->used += (int64_t)in->size;
-		fs->objects++;
-		fs->scan_obj_delta++;
+		fs->cap.used += (int64_t)in->size;
+		fs->cap.objects++;
+		fs->cap.scan_obj_delta++;
 		snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
 		in->attr_time = now_mono();
 		if (link != NULL)

@@ -74,7 +74,7 @@ static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
 /* When an open last used a prefetched file (mono seconds; no lock). */
 static double pf_last_use(struct objfs_fs *fs)
 {
-	return (double)__atomic_load_n(&fs->pf_used_ms, __ATOMIC_RELAXED) /
+	return (double)__atomic_load_n(&fs->pf.used_ms, __ATOMIC_RELAXED) /
 	       1000.0;
 }
 
@@ -82,21 +82,21 @@ int pf_init(struct objfs_fs *fs)
 {
 	int err;
 
-	pthread_cond_init(&fs->pf_cv, NULL);
+	pthread_cond_init(&fs->pf.cv, NULL);
 	if (fs->o.prefetch == 0)
 		return 0;
 	err = objfs_pfcache_create(PF_MEM, PF_ENTRIES, sizeof(struct probe),
-				   &fs->pf);
+				   &fs->pf.cache);
 	if (err != 0)
-		pthread_cond_destroy(&fs->pf_cv);
+		pthread_cond_destroy(&fs->pf.cv);
 	return err;
 }
 
 void pf_destroy(struct objfs_fs *fs)
 {
-	objfs_pfcache_destroy(fs->pf);
-	fs->pf = NULL;
-	pthread_cond_destroy(&fs->pf_cv);
+	objfs_pfcache_destroy(fs->pf.cache);
+	fs->pf.cache = NULL;
+	pthread_cond_destroy(&fs->pf.cv);
 }
 
 /* ---- listings read ahead ---------------------------------------------- */
@@ -113,13 +113,13 @@ static void *pf_lister(void *arg)
 		struct aidx_pre *pre;
 		struct inode *c;
 
-		while (!fs->pf_stop && fs->pf_dirq_n == 0)
-			pthread_cond_wait(&fs->pf_cv, &fs->lock);
-		if (fs->pf_stop)
+		while (!fs->pf.stop && fs->pf.dirq_n == 0)
+			pthread_cond_wait(&fs->pf.cv, &fs->lock);
+		if (fs->pf.stop)
 			break;
-		c = fs->pf_dirq[0];
-		memmove(&fs->pf_dirq[0], &fs->pf_dirq[1],
-			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
+		c = fs->pf.dirq[0];
+		memmove(&fs->pf.dirq[0], &fs->pf.dirq[1],
+			--fs->pf.dirq_n * sizeof(fs->pf.dirq[0]));
 		pthread_mutex_unlock(&fs->lock);
 		pre = snap_index_start(fs, c);
 		if (snap_build(fs, c, NULL, pre, &s) == 0 && !s->more && s->base == 0)
@@ -128,9 +128,9 @@ static void *pf_lister(void *arg)
 			aidx_pre_cancel(pre);
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
-		fs->pf_listed++;
+		fs->pf.listed++;
 		c->pf_listing = false;
-		pthread_cond_broadcast(&fs->pf_cv);
+		pthread_cond_broadcast(&fs->pf.cv);
 		pthread_mutex_unlock(&fs->lock);
 		unpin(fs, c);
 		pthread_mutex_lock(&fs->lock);
@@ -143,11 +143,11 @@ int pf_start(struct objfs_fs *fs)
 {
 	int err = 0;
 
-	while (fs->pf != NULL && fs->pf_nthreads < PF_LISTERS && err == 0) {
-		err = pthread_create(&fs->pf_threads[fs->pf_nthreads], NULL,
+	while (fs->pf.cache != NULL && fs->pf.nthreads < PF_LISTERS && err == 0) {
+		err = pthread_create(&fs->pf.threads[fs->pf.nthreads], NULL,
 				     pf_lister, fs);
 		if (err == 0)
-			fs->pf_nthreads++;
+			fs->pf.nthreads++;
 	}
 	return err;
 }
@@ -157,15 +157,15 @@ void pf_stop(struct objfs_fs *fs)
 	unsigned i;
 
 	pthread_mutex_lock(&fs->lock);
-	fs->pf_stop = true;
-	pthread_cond_broadcast(&fs->pf_cv);
+	fs->pf.stop = true;
+	pthread_cond_broadcast(&fs->pf.cv);
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; i < fs->pf_nthreads; i++)
-		pthread_join(fs->pf_threads[i], NULL);
-	fs->pf_nthreads = 0;
+	for (i = 0; i < fs->pf.nthreads; i++)
+		pthread_join(fs->pf.threads[i], NULL);
+	fs->pf.nthreads = 0;
 	pthread_mutex_lock(&fs->lock);
-	while (fs->pf_dirq_n > 0) {
-		struct inode *c = fs->pf_dirq[--fs->pf_dirq_n];
+	while (fs->pf.dirq_n > 0) {
+		struct inode *c = fs->pf.dirq[--fs->pf.dirq_n];
 
 		c->pf_listing = false;
 		pthread_mutex_unlock(&fs->lock);
@@ -179,7 +179,7 @@ void pf_dir_wait(struct objfs_fs *fs, struct inode *dir)
 {
 	fs_assert_locked(fs);
 	while (dir->pf_listing)
-		pthread_cond_wait(&fs->pf_cv, &fs->lock);
+		pthread_cond_wait(&fs->pf.cv, &fs->lock);
 }
 
 /* Queues the subdirectory of dir listing entry d to be listed ahead: false
@@ -190,15 +190,15 @@ static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
 {
 	struct inode *c = find_child(fs, dir, d->name);
 
-	if (c == NULL || !S_ISDIR(c->mode) || fs->pf_dirq_n == PF_DIRQ)
+	if (c == NULL || !S_ISDIR(c->mode) || fs->pf.dirq_n == PF_DIRQ)
 		return false;
 	if (c->pf_listing || (c->snap != NULL &&
 			      now_mono() - c->snap->time < fs->o.dir_ttl))
 		return true;
 	c->refs++;
 	c->pf_listing = true;
-	fs->pf_dirq[fs->pf_dirq_n++] = c;
-	pthread_cond_broadcast(&fs->pf_cv);
+	fs->pf.dirq[fs->pf.dirq_n++] = c;
+	pthread_cond_broadcast(&fs->pf.cv);
 	return true;
 }
 
@@ -242,11 +242,11 @@ struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 	bool found, seq;
 
 	fs_assert_locked(fs);
-	if (fs->pf == NULL || s->more || s->base != 0)
+	if (fs->pf.cache == NULL || s->more || s->base != 0)
 		return NULL;
 	pf_positions(dir, s);
 	dir->pf_scanned = true;
-	if (!plus || fs->pf_nthreads == 0)
+	if (!plus || fs->pf.nthreads == 0)
 		return NULL;
 	ps = p != NULL ? p->snap : NULL;
 	if (first && ps != NULL && !ps->more && ps->base == 0) {
@@ -304,7 +304,7 @@ static void pf_run(void *arg)
 	if (err == 0)
 		probe_from_info(fs, &info, false, &p);
 	objfs_obj_info_release(&info);
-	objfs_pfcache_fill(fs->pf, t->id, err, fb.data, fb.got, &p);
+	objfs_pfcache_fill(fs->pf.cache, t->id, err, fb.data, fb.got, &p);
 	free(t);
 }
 
@@ -387,13 +387,13 @@ void pf_submit(struct objfs_fs *fs, struct pf_starts *st)
 		t->fs = fs;
 		t->len = st->e[i].len;
 		memcpy(t->key, st->e[i].key, kl + 1);
-		t->id = objfs_pfcache_reserve(fs->pf, t->key, t->len, now_mono());
+		t->id = objfs_pfcache_reserve(fs->pf.cache, t->key, t->len, now_mono());
 		if (t->id == 0) {
 			free(t);
 			continue;
 		}
 		if (objfs_pool_submit(fs->pool, NULL, pf_run, t) != 0) {
-			objfs_pfcache_fill(fs->pf, t->id, ENOMEM, NULL, 0, NULL);
+			objfs_pfcache_fill(fs->pf.cache, t->id, ENOMEM, NULL, 0, NULL);
 			free(t);
 		}
 	}
@@ -408,7 +408,7 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	size_t i, j;
 	bool found, seq = true;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	dir = in->parent;
@@ -449,11 +449,11 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 	size_t len = 0;
 	bool hit;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return false;
 	if (attr_time > not_before)
 		not_before = attr_time;
-	hit = objfs_pfcache_get(fs->pf, key, sink != NULL, sink != NULL,
+	hit = objfs_pfcache_get(fs->pf.cache, key, sink != NULL, sink != NULL,
 				not_before, p, when, &data, &len);
 	/* only a whole regular file, no hard link's name */
 	if (hit && (p->is_dir || !S_ISREG(p->fa.mode) || p->hl_id[0] != '\0' ||
@@ -463,7 +463,7 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 	    sink->write_at(sink->arg, 0, data, len) != 0)
 		hit = false;
 	if (hit && sink != NULL)
-		__atomic_store_n(&fs->pf_used_ms,
+		__atomic_store_n(&fs->pf.used_ms,
 				 (uint64_t)(now_mono() * 1000.0), __ATOMIC_RELAXED);
 	free(data);
 	return hit;
@@ -474,7 +474,7 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 static void pf_drop_key(struct objfs_fs *fs, int err, const char *key)
 {
 	if (err == 0)
-		objfs_pfcache_drop_prefix(fs->pf, key);
+		objfs_pfcache_drop_prefix(fs->pf.cache, key);
 }
 
 void pf_drop_inode(struct objfs_fs *fs, struct inode *in)
@@ -482,7 +482,7 @@ void pf_drop_inode(struct objfs_fs *fs, struct inode *in)
 	char key[KEYBUF];
 	int err;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, in, false, key, sizeof(key));
@@ -495,7 +495,7 @@ void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name)
 	char dkey[KEYBUF], key[KEYBUF];
 	int err;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));

@@ -134,8 +134,8 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		charge_force(fs, in, 0);
 		attrs_done(fs, in);
@@ -197,8 +197,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		par = detach(fs, in);
 		snap_note(fs, par, name, false, true);

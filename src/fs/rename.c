@@ -276,8 +276,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_lock(&fs->lock);
 	if (dst != NULL) {
 		if (dst->in_store && !S_ISDIR(dst->mode)) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		charge_force(fs, dst, 0);
 		detach(fs, dst);

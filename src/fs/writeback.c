@@ -591,9 +591,9 @@ done:
 	/* appends to an empty stored file may stream again */
 	in->seq = in->spool->size == 0;
 	pthread_mutex_lock(&fs->lock);
-	if (!in->in_store && fs->scan_done) {
-		fs->objects++;
-		fs->scan_obj_delta++;
+	if (!in->in_store && fs->cap.scan_done) {
+		fs->cap.objects++;
+		fs->cap.scan_obj_delta++;
 	}
 	if (!in->in_store)
 		snap_note_stored(fs, in);       /* listable from now */
