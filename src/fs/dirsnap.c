@@ -126,7 +126,7 @@ static void recent_of(struct objfs_fs *fs, struct inode *dir,
 void snap_note_stored(struct objfs_fs *fs, struct inode *in)
 {
 	fs_assert_locked(fs);
-	if (in->linked && in->parent != NULL && !in->hl_data)
+	if (in->linked && in->parent != NULL && !in->hl.data)
 		recent_of(fs, in->parent, in->name, true, S_ISDIR(in->mode));
 }
 
@@ -876,7 +876,7 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		/* a hard link's name: its file (name inodes are never the
 		 * kernel's) */
 		c = hl_name_file(fs, c);
-		if (c->hl_id == NULL || c->hl_data)
+		if (c->hl.id == NULL || c->hl.data)
 			*ino = c->ino;
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {

@@ -173,6 +173,22 @@ struct stream {
 	struct objfs_fattr fa;          /* attributes sent at create */
 };
 
+/* An inode's part in hard links (hardlink.c; fs->lock).  A name inode (in
+ * the tree, never told to the kernel) has id and !data; the file it names
+ * is a data inode (data: not in the tree, its key the link set's data
+ * object, on fs->hl_list). */
+struct inode_hlink {
+	char *id;
+	char tok[17];                    /* name inode: its token */
+	bool data;
+	bool pending;                    /* a plain file being made a link
+					    set (on fs->hl_list, still in
+					    the tree): what the store says of
+					    its name is not applied */
+	unsigned nlink;                  /* data inode: names counted */
+	struct inode *next;              /* fs->hl_list */
+};
+
 struct inode {
 	fuse_ino_t ino;
 	struct inode *ino_next;         /* ino hash chain */
@@ -201,18 +217,8 @@ struct inode {
 	bool atime_kept;                 /* atime set by utimensat or read
 					    from the store: stored (times.c) */
 	dev_t rdev;                      /* character and block devices */
-	double pf_time;                  /* a directory: the listing its scan
-					    positions count in (its time) */
-	size_t pf_next, pf_upto;         /* the position after the last file
-					    opened / prefetched (prefetch.c) */
-	size_t pf_dnext, pf_dupto;       /* the same for subdirectories read
-					    / listed ahead */
-	bool pf_listing;                 /* being listed ahead (prefetch.c) */
-	bool pf_walk;                    /* read in a tree walk: its own
-					    subdirectories are listed ahead */
-	bool pf_scanned;                 /* its listing (pf_time) was read by
-					    a readdir: its files may be
-					    prefetched */
+	struct inode_prefetch pf;        /* a directory's scan (prefetch.h;
+					    fs->lock) */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
 	bool nsub_known;                 /* nsubdirs was counted from a
@@ -268,19 +274,7 @@ struct inode {
 	bool times_set;                  /* fs->lock: mtime set by utimens
 					    since the data changed (recorded
 					    in the state log) */
-	/* hard links (hardlink.c; fs->lock).  A name inode (in the tree,
-	   never told to the kernel) has hl_id and !hl_data; the file it
-	   names is a data inode (hl_data: not in the tree, its key the
-	   link set's data object, on fs->hl_list) */
-	char *hl_id;
-	char hl_tok[17];                 /* name inode: its token */
-	bool hl_data;
-	bool hl_pending;                 /* a plain file being made a link
-					    set (on fs->hl_list, still in
-					    the tree): what the store says of
-					    its name is not applied */
-	unsigned hl_nlink;               /* data inode: names counted */
-	struct inode *hl_next;           /* fs->hl_list */
+	struct inode_hlink hl;           /* hard links (hardlink.c; fs->lock) */
 	fuse_ino_t load_parent;          /* journal_load.c, while loading */
 	bool load_times;                 /* journal_load.c: times loaded */
 	bool load_orphan;                /* journal_load.c: its parent in the

@@ -58,7 +58,7 @@
 static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 			struct srec_buf *b)
 {
-	const char *name = in->hl_data ? in->hl_id : in->name;
+	const char *name = in->hl.data ? in->hl.id : in->name;
 	size_t nl = name != NULL ? strlen(name) : 0;
 
 	if (nl > sizeof(b->name))
@@ -66,7 +66,7 @@ static size_t rec_inode(struct objfs_fs *fs, struct inode *in,
 	memset(&b->r, 0, sizeof(b->r));
 	b->r.type = SR_INODE;
 	b->r.flags = (in->dirty ? SF_DIRTY : 0) | (in->in_store ? SF_IN_STORE : 0) |
-		     (in->seq ? SF_SEQ : 0) | (in->hl_data ? SF_HLINK : 0);
+		     (in->seq ? SF_SEQ : 0) | (in->hl.data ? SF_HLINK : 0);
 	b->r.mode = in->mode;
 	b->r.uid = in->uid;
 	b->r.gid = in->gid;

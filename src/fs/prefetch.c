@@ -129,7 +129,7 @@ static void *pf_lister(void *arg)
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
 		fs->pf.listed++;
-		c->pf_listing = false;
+		c->pf.listing = false;
 		pthread_cond_broadcast(&fs->pf.cv);
 		pthread_mutex_unlock(&fs->lock);
 		unpin(fs, c);
@@ -167,7 +167,7 @@ void pf_stop(struct objfs_fs *fs)
 	while (fs->pf.dirq_n > 0) {
 		struct inode *c = fs->pf.dirq[--fs->pf.dirq_n];
 
-		c->pf_listing = false;
+		c->pf.listing = false;
 		pthread_mutex_unlock(&fs->lock);
 		unpin(fs, c);
 		pthread_mutex_lock(&fs->lock);
@@ -178,7 +178,7 @@ void pf_stop(struct objfs_fs *fs)
 void pf_dir_wait(struct objfs_fs *fs, struct inode *dir)
 {
 	fs_assert_locked(fs);
-	while (dir->pf_listing)
+	while (dir->pf.listing)
 		pthread_cond_wait(&fs->pf.cv, &fs->lock);
 }
 
@@ -192,11 +192,11 @@ static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
 
 	if (c == NULL || !S_ISDIR(c->mode) || fs->pf.dirq_n == PF_DIRQ)
 		return false;
-	if (c->pf_listing || (c->snap != NULL &&
+	if (c->pf.listing || (c->snap != NULL &&
 			      now_mono() - c->snap->time < fs->o.dir_ttl))
 		return true;
 	c->refs++;
-	c->pf_listing = true;
+	c->pf.listing = true;
 	fs->pf.dirq[fs->pf.dirq_n++] = c;
 	pthread_cond_broadcast(&fs->pf.cv);
 	return true;
@@ -204,7 +204,7 @@ static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
 
 /* Queues the subdirectories of dir's whole listing s from position from
  * on, up to PF_DIRS_AHEAD of them counted from position `count_from`,
- * those before dir->pf_dupto queued already.  fs->lock held. */
+ * those before dir->pf.dupto queued already.  fs->lock held. */
 static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
 			  const struct dirsnap *s, size_t count_from)
 {
@@ -214,10 +214,10 @@ static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
 		if (!s->e[j].is_dir)
 			continue;
 		dirs++;
-		if (j >= dir->pf_dupto && !pf_queue_dir(fs, dir, &s->e[j]))
+		if (j >= dir->pf.dupto && !pf_queue_dir(fs, dir, &s->e[j]))
 			break;
-		if (j + 1 > dir->pf_dupto)
-			dir->pf_dupto = j + 1;
+		if (j + 1 > dir->pf.dupto)
+			dir->pf.dupto = j + 1;
 	}
 }
 
@@ -225,11 +225,11 @@ static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
  * over).  fs->lock held. */
 static void pf_positions(struct inode *dir, const struct dirsnap *s)
 {
-	if (dir->pf_time != s->time) {
-		dir->pf_time = s->time;
-		dir->pf_next = dir->pf_upto = 0;
-		dir->pf_dnext = dir->pf_dupto = 0;
-		dir->pf_scanned = false;
+	if (dir->pf.time != s->time) {
+		dir->pf.time = s->time;
+		dir->pf.next = dir->pf.upto = 0;
+		dir->pf.dnext = dir->pf.dupto = 0;
+		dir->pf.scanned = false;
 	}
 }
 
@@ -245,7 +245,7 @@ struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 	if (fs->pf.cache == NULL || s->more || s->base != 0)
 		return NULL;
 	pf_positions(dir, s);
-	dir->pf_scanned = true;
+	dir->pf.scanned = true;
 	if (!plus || fs->pf.nthreads == 0)
 		return NULL;
 	ps = p != NULL ? p->snap : NULL;
@@ -253,26 +253,26 @@ struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 		/* after the sibling read before it: a tree walk */
 		i = snap_find(ps, dir->name, &found);
 		pf_positions(p, ps);
-		seq = found && p->pf_dnext > 0 && i >= p->pf_dnext;
-		for (j = p->pf_dnext; seq && j < i; j++)
+		seq = found && p->pf.dnext > 0 && i >= p->pf.dnext;
+		for (j = p->pf.dnext; seq && j < i; j++)
 			if (ps->e[j].is_dir)
 				seq = false;
 		if (found)
-			p->pf_dnext = i + 1;
-		dir->pf_walk = seq;
+			p->pf.dnext = i + 1;
+		dir->pf.walk = seq;
 		if (seq)
 			pf_queue_dirs(fs, p, ps, i + 1);
 	} else if (first) {
-		dir->pf_walk = false;
+		dir->pf.walk = false;
 	}
-	if (dir->pf_walk) {
+	if (dir->pf.walk) {
 		pf_positions(dir, s);
 		pf_queue_dirs(fs, dir, s, 0);
 	}
 	/* a walk that reads files (a prefetched one was just used): this
 	 * directory's first files are next */
-	if (first && dir->pf_upto == 0 &&
-	    (dir->pf_walk || (p != NULL && p->pf_walk)) &&
+	if (first && dir->pf.upto == 0 &&
+	    (dir->pf.walk || (p != NULL && p->pf.walk)) &&
 	    now_mono() - pf_last_use(fs) < PF_READING)
 		return pf_collect(fs, dir, s, 0);
 	return NULL;
@@ -321,8 +321,8 @@ static bool pf_candidate(struct objfs_fs *fs, struct inode *dir,
 		return false;
 	c = find_child(fs, dir, d->name);
 	return c == NULL || (S_ISREG(c->mode) && !c->dirty && c->spool == NULL &&
-			     c->in_store && !c->attr_dirty && c->hl_id == NULL &&
-			     !c->hl_data && !c->hl_pending);
+			     c->in_store && !c->attr_dirty && c->hl.id == NULL &&
+			     !c->hl.data && !c->hl.pending);
 }
 
 /* GETs to start, collected under fs->lock, sent without it. */
@@ -335,7 +335,7 @@ struct pf_starts {
 };
 
 /* Collects the prefetch candidates of dir's listing s from position
- * `from` on (up to o.prefetch files; those before dir->pf_upto started
+ * `from` on (up to o.prefetch files; those before dir->pf.upto started
  * already) into a new batch.  fs->lock held; NULL when none or out of
  * memory. */
 static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
@@ -358,15 +358,15 @@ static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
 		if (d->is_dir)
 			continue;
 		files++;
-		if (j < dir->pf_upto || !pf_candidate(fs, dir, d) ||
+		if (j < dir->pf.upto || !pf_candidate(fs, dir, d) ||
 		    objfs_key_join(dkey, d->name, false, st->e[st->n].key,
 				   sizeof(st->e[st->n].key)) != 0)
 			continue;
 		/* one byte more than listed: a file grown since shows */
 		st->e[st->n++].len = (size_t)d->size + 1;
 	}
-	if (j > dir->pf_upto)
-		dir->pf_upto = j;
+	if (j > dir->pf.upto)
+		dir->pf.upto = j;
 	if (st->n == 0) {
 		free(st);
 		st = NULL;
@@ -421,15 +421,15 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	pf_positions(dir, s);
 	/* a scan reads the directory first (not, say, rsync's receiver
 	 * reopening a file it just wrote) */
-	if (!dir->pf_scanned)
+	if (!dir->pf.scanned)
 		goto out;
 	/* in order: no file of the listing skipped since the last open */
-	if (i < dir->pf_next)
+	if (i < dir->pf.next)
 		seq = false;
-	for (j = dir->pf_next; seq && j < i; j++)
+	for (j = dir->pf.next; seq && j < i; j++)
 		if (!s->e[j].is_dir)
 			seq = false;
-	dir->pf_next = i + 1;
+	dir->pf.next = i + 1;
 	/* out of order: nothing now (what was prefetched before is not
 	 * fetched again: a reader going back over the listing finds it in
 	 * the page cache) */

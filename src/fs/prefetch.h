@@ -23,6 +23,23 @@ struct inode;
 struct dirsnap;
 struct probe;
 
+/* A directory's scan: where its readers and prefetches are in its listing
+ * (the inode's pf; fs->lock). */
+struct inode_prefetch {
+	double time;                     /* a directory: the listing its scan
+					    positions count in (its time) */
+	size_t next, upto;               /* the position after the last file
+					    opened / prefetched */
+	size_t dnext, dupto;             /* the same for subdirectories read
+					    / listed ahead */
+	bool listing;                    /* being listed ahead */
+	bool walk;                       /* read in a tree walk: its own
+					    subdirectories are listed ahead */
+	bool scanned;                    /* its listing (time) was read by
+					    a readdir: its files may be
+					    prefetched */
+};
+
 struct fs_prefetch {
 	struct objfs_pfcache *cache;    /* NULL: prefetch=0 */
 	/* listings read ahead (fs->lock) */

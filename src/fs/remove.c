@@ -32,7 +32,7 @@
 
 bool del_may_defer(const struct inode *in, bool renamed)
 {
-	return in->hl_id == NULL && (renamed || in->nopen == 0);
+	return in->hl.id == NULL && (renamed || in->nopen == 0);
 }
 
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -120,9 +120,9 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
-		if (in->hl_id != NULL && !in->hl_pending) {
-			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
-			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
+		if (in->hl.id != NULL && !in->hl.pending) {
+			snprintf(hl_id, sizeof(hl_id), "%s", in->hl.id);
+			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl.tok);
 		}
 		later = del_may_defer(in, false);
 		pthread_mutex_unlock(&fs->lock);

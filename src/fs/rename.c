@@ -147,11 +147,11 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
 	if (err == 0)
 		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
-	if (src->hl_id != NULL && !src->hl_pending)
-		snprintf(src_hl, sizeof(src_hl), "%s", src->hl_id);
-	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending) {
-		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl_id);
-		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl_tok);
+	if (src->hl.id != NULL && !src->hl.pending)
+		snprintf(src_hl, sizeof(src_hl), "%s", src->hl.id);
+	if (dst != NULL && dst->hl.id != NULL && !dst->hl.pending) {
+		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl.id);
+		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl.tok);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)

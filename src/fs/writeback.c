@@ -514,7 +514,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (err != 0 && err != ENOENT)
 		return err;
 	pthread_mutex_lock(&fs->lock);
-	linked = in->linked || in->hl_data;     /* hardlink.c: its data key */
+	linked = in->linked || in->hl.data;     /* hardlink.c: its data key */
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
@@ -941,7 +941,7 @@ int attrs_sync(struct objfs_fs *fs, struct inode *in)
 	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	need = in->attr_dirty;
-	if (need && (in->dirty || !(in->linked || in->hl_data))) {
+	if (need && (in->dirty || !(in->linked || in->hl.data))) {
 		/* the upload carries them / nothing left to store */
 		attrs_done(fs, in);
 		need = false;
