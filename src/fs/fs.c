@@ -31,6 +31,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 #include "volume/volrec.h"
 
 void objfs_fs_opts_default(struct objfs_fs_opts *o)

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 /* A slot that times the real one; the request is gone once it replied,
  * so fs is taken before. */

@@ -24,6 +24,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 /* ---- handle ids -------------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 #include "fs/journal_fmt.h"
 
 /* ---- loading ------------------------------------------------------------ */

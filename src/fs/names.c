@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		   const char *name)

@@ -29,6 +29,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 bool del_may_defer(const struct inode *in, bool renamed)
 {

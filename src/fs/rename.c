@@ -22,6 +22,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 /* ---- rename ----------------------------------------------------------- */
 
