@@ -3,9 +3,9 @@
  * below them all: reply_err() (the one place an errno reaches the kernel:
  * the FUSE boundary), the unique of the request this thread runs (a
  * resumed mount's intents, journal.c) and the test-only crash points.
- * It calls nothing of src/fs but the metrics' errno hook, so the op files (fs.c, handles.c, names.c,
- * remove.c, rename.c, special.c, xattr.c) do not call one another through
- * fs.c.
+ * It calls nothing of src/fs but the metrics' errno hook, so the op
+ * files (fs.c, handles.c, names.c, remove.c, rename.c, special.c,
+ * xattr.c) do not call one another through fs.c.
  */
 #include "config.h"
 

@@ -34,7 +34,7 @@ static const char *const op_names[OP_COUNT] = {
 	"setxattr", "getxattr", "listxattr", "removexattr",
 };
 
-/* fs.c's fs_errno() set, then everything else. */
+/* edge.c's fs_errno() set, then everything else. */
 static const int errnos[] = {
 	ENOENT, EACCES, EPERM, EIO, ENOSPC, EEXIST, ENOTEMPTY, ENOTDIR,
 	EISDIR, EINVAL, ENAMETOOLONG, EROFS, ENOMEM, EFBIG, EXDEV, ENOSYS,

@@ -36,7 +36,7 @@
  * that another mount linked becomes the set's inode at its revalidation
  * (hl_adopt()).  create(2) of an existing link name opens the set's file
  * (hl_file()).  The state log of a resumable mount keeps a data inode's
- * id (journal.c SF_HLINK), and link is an intent (fs.c).
+ * id (journal.c SF_HLINK), and link is an intent (names.c).
  *
  * Attributes (issue 34 item 4): the data object holds them; every
  * change of them here is a copy in place of it through the set's one data
@@ -58,7 +58,7 @@
  *                 the old name overwritten by a link object.
  *   next link     its entry; a HEAD of the data (ENOENT: the set was
  *                 freed); the new name (If-None-Match).
- *   unlink        the name (fs.c); its entry; a LIST of the entries: none
+ *   unlink        the name (remove.c); its entry; a LIST of the entries: none
  *                 left, the data is deleted.
  *   rename        the copy and delete of the name (rename.c): no entry
  *                 changes; a link name renamed over loses its entry.

@@ -5,7 +5,7 @@
  * the upload of an object with its attributes (put_with_attrs), the group
  * a new name gets (new_group: a setgid directory, fsGroup), and the answer
  * to a request a dead server had run (intent_entry, intent_reply_entry).
- * Regular files are made by create (fs.c), which opens them too.
+ * Regular files are made by create (handles.c), which opens them too.
  *
  * Every new name is an intent (journal.c): not idempotent, EEXIST the second
  * time, so a successor answers a re-sent request as it was answered.
