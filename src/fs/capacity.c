@@ -12,7 +12,7 @@
  * time of the listing they started from), so the next mount starts from
  * them; changes of mounts that run at once show at the next listing.  Each
  * inode carries what it is
- * charged (in->charged, counted in fs->used).  Every size change is
+ * charged (in->charged, counted in fs->cap.used).  Every size change is
  * charged before it is made (charge(): ENOSPC past the capacity of the
  * volume record), so nothing past the capacity is ever uploaded; shrinks
  * and deletes use charge_force().  Until the first scan ends (scan_done)
@@ -20,7 +20,7 @@
  * capacity is re-read from the volume record when older than volrec_ttl
  * (started by statfs on the pool: statfs answers from the figures it has
  * at once, also while the store is down), or 5 s before an ENOSPC.  Counters are under fs->lock;
- * fs->volrec_mu makes one record read at a time.
+ * fs->cap.volrec_mu makes one record read at a time.
  */
 #include "config.h"
 
@@ -46,8 +46,8 @@ void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size)
 	int64_t d = (int64_t)size - (int64_t)in->charged;
 
 	fs_assert_locked(fs);
-	fs->used += d;
-	fs->scan_delta += d;
+	fs->cap.used += d;
+	fs->cap.scan_delta += d;
 	in->charged = size;
 }
 
@@ -57,10 +57,10 @@ static int charge_locked(struct objfs_fs *fs, struct inode *in, uint64_t size)
 	int64_t d = (int64_t)size - (int64_t)in->charged;
 
 	fs_assert_locked(fs);
-	if (d > 0 && fs->capacity != 0) {
-		while (!fs->scan_done && !fs->stopping)
-			pthread_cond_wait(&fs->scan_cv, &fs->lock);
-		if (fs->used + d > (int64_t)fs->capacity)
+	if (d > 0 && fs->cap.capacity != 0) {
+		while (!fs->cap.scan_done && !fs->stopping)
+			pthread_cond_wait(&fs->cap.scan_cv, &fs->lock);
+		if (fs->cap.used + d > (int64_t)fs->cap.capacity)
 			return ENOSPC;
 	}
 	charge_force(fs, in, size);
@@ -73,9 +73,9 @@ void volrec_refresh(struct objfs_fs *fs, double max_age)
 	double now = now_mono();
 	int err;
 
-	pthread_mutex_lock(&fs->volrec_mu);
+	pthread_mutex_lock(&fs->cap.volrec_mu);
 	pthread_mutex_lock(&fs->lock);
-	if (now - fs->volrec_time < max_age) {
+	if (now - fs->cap.volrec_time < max_age) {
 		pthread_mutex_unlock(&fs->lock);
 		goto out;
 	}
@@ -83,18 +83,18 @@ void volrec_refresh(struct objfs_fs *fs, double max_age)
 	err = objfs_volrec_load(fs->store, &v);
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 || err == ENOENT) {
-		if (fs->capacity != v.capacity_bytes)
+		if (fs->cap.capacity != v.capacity_bytes)
 			objfs_info(fs->log, SUB, "capacity now %" PRIu64 " bytes",
 				   v.capacity_bytes);
-		fs->capacity = v.capacity_bytes;
-		fs->volrec_time = now;
+		fs->cap.capacity = v.capacity_bytes;
+		fs->cap.volrec_time = now;
 	} else {
 		objfs_warn(fs->log, SUB, "reading the volume record: %s",
 			   objfs_strerror(err));
 	}
 	pthread_mutex_unlock(&fs->lock);
 out:
-	pthread_mutex_unlock(&fs->volrec_mu);
+	pthread_mutex_unlock(&fs->cap.volrec_mu);
 	objfs_volrec_release(&v);
 }
 
@@ -104,7 +104,7 @@ static void volrec_task(void *arg)
 
 	volrec_refresh(fs, fs->o.volrec_ttl);
 	pthread_mutex_lock(&fs->lock);
-	fs->volrec_busy = false;
+	fs->cap.volrec_busy = false;
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -113,14 +113,14 @@ void volrec_refresh_async(struct objfs_fs *fs)
 	bool start;
 
 	pthread_mutex_lock(&fs->lock);
-	start = fs->pool != NULL && !fs->volrec_busy && !fs->stopping &&
-		now_mono() - fs->volrec_time >= fs->o.volrec_ttl;
+	start = fs->pool != NULL && !fs->cap.volrec_busy && !fs->stopping &&
+		now_mono() - fs->cap.volrec_time >= fs->o.volrec_ttl;
 	if (start)
-		fs->volrec_busy = true;
+		fs->cap.volrec_busy = true;
 	pthread_mutex_unlock(&fs->lock);
 	if (start && objfs_pool_submit(fs->pool, NULL, volrec_task, fs) != 0) {
 		pthread_mutex_lock(&fs->lock);
-		fs->volrec_busy = false;
+		fs->cap.volrec_busy = false;
 		pthread_mutex_unlock(&fs->lock);
 	}
 }
@@ -324,8 +324,8 @@ void *scan_main(void *arg)
 							     in->stored_size : 0);
 			}
 		}
-		fs->scan_delta = pending;
-		fs->scan_obj_delta = 0;
+		fs->cap.scan_delta = pending;
+		fs->cap.scan_obj_delta = 0;
 		pthread_mutex_unlock(&fs->lock);
 		err = usage_load(fs, fs->o.usage_refresh, &bytes, &count, &age);
 		if (err != 0) {
@@ -337,9 +337,9 @@ void *scan_main(void *arg)
 		}
 		pthread_mutex_lock(&fs->lock);
 		if (err == 0) {
-			fs->usage_time = time(NULL) - (time_t)age;
-			fs->used = (int64_t)bytes + fs->scan_delta;
-			fs->objects = (int64_t)count + fs->scan_obj_delta;
+			fs->cap.usage_time = time(NULL) - (time_t)age;
+			fs->cap.used = (int64_t)bytes + fs->cap.scan_delta;
+			fs->cap.objects = (int64_t)count + fs->cap.scan_obj_delta;
 			objfs_debug(fs->log, SUB, "usage: %" PRIu64 " bytes in %"
 				    PRIu64 " objects (%s)", bytes, count,
 				    listed ? "listed" : "the usage document");
@@ -347,10 +347,10 @@ void *scan_main(void *arg)
 			objfs_warn(fs->log, SUB, "usage scan: %s",
 				   objfs_strerror(err));
 		}
-		if (!fs->scan_done) {
+		if (!fs->cap.scan_done) {
 			/* even after an error: writes must not wait forever */
-			fs->scan_done = true;
-			pthread_cond_broadcast(&fs->scan_cv);
+			fs->cap.scan_done = true;
+			pthread_cond_broadcast(&fs->cap.scan_cv);
 		}
 		/* next when the document gets stale (another mount may have
 		 * listed meanwhile) */
@@ -359,14 +359,14 @@ void *scan_main(void *arg)
 			wait = 1;
 		objfs_deadline_ms(CLOCK_REALTIME, (long long)wait * 1000, &until);
 		while (!fs->stopping &&
-		       pthread_cond_timedwait(&fs->scan_cv, &fs->lock, &until) == 0)
+		       pthread_cond_timedwait(&fs->cap.scan_cv, &fs->lock, &until) == 0)
 			;
 	}
 	/* this mount's view for the next one (everything is uploaded) */
-	if (fs->usage_time != 0 && (fs->scan_delta != 0 || fs->scan_obj_delta != 0)) {
-		uint64_t b = fs->used > 0 ? (uint64_t)fs->used : 0;
-		uint64_t c = fs->objects > 0 ? (uint64_t)fs->objects : 0;
-		time_t t = fs->usage_time;
+	if (fs->cap.usage_time != 0 && (fs->cap.scan_delta != 0 || fs->cap.scan_obj_delta != 0)) {
+		uint64_t b = fs->cap.used > 0 ? (uint64_t)fs->cap.used : 0;
+		uint64_t c = fs->cap.objects > 0 ? (uint64_t)fs->cap.objects : 0;
+		time_t t = fs->cap.usage_time;
 
 		pthread_mutex_unlock(&fs->lock);
 		usage_save(fs, b, c, t);

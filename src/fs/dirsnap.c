@@ -126,7 +126,7 @@ static void recent_of(struct objfs_fs *fs, struct inode *dir,
 void snap_note_stored(struct objfs_fs *fs, struct inode *in)
 {
 	fs_assert_locked(fs);
-	if (in->linked && in->parent != NULL && !in->hl_data)
+	if (in->linked && in->parent != NULL && !in->hl.data)
 		recent_of(fs, in->parent, in->name, true, S_ISDIR(in->mode));
 }
 
@@ -853,29 +853,6 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	objfs_group_wait(&g);
 }
 
-/* Unlinks and frees a directory handle (takes fs->lock). */
-struct dhandle *dh_new(struct objfs_fs *fs)
-{
-	struct dhandle *dh = calloc(1, sizeof(*dh));
-
-	if (dh == NULL)
-		return NULL;
-	pthread_mutex_lock(&fs->lock);
-	objfs_list_push_front(&fs->dirhandles, &dh->link);
-	pthread_mutex_unlock(&fs->lock);
-	return dh;
-}
-
-void dh_free(struct objfs_fs *fs, struct dhandle *dh)
-{
-	hid_del(fs, &dh->hid);
-	pthread_mutex_lock(&fs->lock);
-	objfs_list_remove(&dh->link);
-	snap_put_locked(dh->snap);
-	pthread_mutex_unlock(&fs->lock);
-	free(dh);
-}
-
 uint64_t name_ino(const char *name)
 {
 	uint64_t h = 1469598103934665603ULL;
@@ -899,7 +876,7 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		/* a hard link's name: its file (name inodes are never the
 		 * kernel's) */
 		c = hl_name_file(fs, c);
-		if (c->hl_id == NULL || c->hl_data)
+		if (c->hl.id == NULL || c->hl.data)
 			*ino = c->ino;
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {

@@ -1,8 +1,9 @@
 /*
  * fs.c - the objfs filesystem over the libfuse3 low-level API: the FUSE
  * operations and the life cycle (the new names of mkdir, symlink, mknod
- * and link are names.c's; the other subsystems have files of their own,
- * listed in fs_int.h).
+ * and link are names.c's, open, create, release and the handles
+ * handles.c's; the other subsystems have files of their own, listed in
+ * fs_int.h).
  *
  * State is reached through the request's userdata (req_fs()); every op_x
  * replies exactly once, errors through reply_err().  The structures, the
@@ -30,6 +31,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 #include "volume/volrec.h"
 
 void objfs_fs_opts_default(struct objfs_fs_opts *o)
@@ -66,29 +68,6 @@ uint64_t objfs_fs_opts_ra(struct objfs_fs_opts *o)
 	if (o->ra_chunks > RA_MAX)
 		o->ra_chunks = RA_MAX;
 	return o->ra_chunk * o->ra_chunks;
-}
-
-/* The FUSE boundary: store errors a file system call cannot mean
- * (unreachable, throttled, a bad range) become EIO; errors are negated
- * here and nowhere else (libfuse's reply does it). */
-static int fs_errno(int err)
-{
-	switch (err) {
-	case 0: case ENOENT: case EACCES: case EPERM: case EIO: case ENOSPC:
-	case EEXIST: case ENOTEMPTY: case ENOTDIR: case EISDIR: case EINVAL:
-	case ENAMETOOLONG: case EROFS: case ENOMEM: case EFBIG: case EXDEV:
-	case ENOSYS: case ENOTSUP: case EDQUOT: case EINTR:
-	case ENODATA: case ERANGE: case E2BIG:
-		return err;
-	default:
-		return EIO;
-	}
-}
-
-void reply_err(fuse_req_t req, int err)
-{
-	fs_metrics_note_err(fs_errno(err));
-	fuse_reply_err(req, fs_errno(err));
 }
 
 /* ---- FUSE: init, lookup, forget, getattr ------------------------------ */
@@ -234,27 +213,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			err = S_ISDIR(in->mode) ? EISDIR : EINVAL;
 			goto out_unlock;
 		}
-		err = spool_ensure(fs, in);
-		if (err == 0)
-			err = charge(fs, in, (uint64_t)attr->st_size);
-		if (err == 0 && attr->st_size == 0)
-			stream_abort(fs, in);
-		else if (err == 0)
-			err = stream_stop(fs, in);
-		if (err == 0) {
-			err = objfs_spool_truncate(in->spool, (uint64_t)attr->st_size);
-			in->seq = err == 0 && attr->st_size == 0;
-			spool_account(fs, in);
-		}
+		err = inode_truncate(fs, in, (uint64_t)attr->st_size);
 		if (err != 0)
 			goto out_unlock;
-		in->told_unsaved = false;
-		pthread_mutex_lock(&fs->lock);
-		in->size = in->spool->size;
-		in->dirty = true;
-		inode_changed(in, true);
-		state_note(fs, in);
-		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (meta_change &&
@@ -375,403 +336,7 @@ out:
 	unpin(fs, in);
 }
 
-/* ---- open, create, release -------------------------------------------- */
-
-struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in)
-{
-	struct fhandle *fh = calloc(1, sizeof(*fh));
-
-	if (fh == NULL)
-		return NULL;
-	fh->fs = fs;
-	fh->in = in;
-	objfs_list_init(&fh->link);
-	pthread_mutex_init(&fh->mu, NULL);
-	pthread_cond_init(&fh->cv, NULL);
-	return fh;
-}
-
-void fh_link(struct objfs_fs *fs, struct fhandle *fh)
-{
-	objfs_list_push_front(&fs->handles, &fh->link);
-}
-
-static void fh_free(struct fhandle *fh)
-{
-	bool idle;
-	unsigned i;
-
-	hid_del(fh->fs, &fh->hid);
-	pthread_mutex_lock(&fh->fs->lock);
-	objfs_list_remove(&fh->link);   /* linked or not */
-	pthread_mutex_unlock(&fh->fs->lock);
-
-	pthread_mutex_lock(&fh->mu);
-	for (i = 0; i < RA_MAX; i++) {
-		while (fh->ra[i].state == RA_LOADING)
-			pthread_cond_wait(&fh->cv, &fh->mu);
-		ra_free_chunk(fh->fs, &fh->ra[i]);
-	}
-	pthread_mutex_unlock(&fh->mu);
-	pthread_mutex_lock(&fh->fs->lock);
-	idle = objfs_list_empty(&fh->fs->handles);
-	pthread_mutex_unlock(&fh->fs->lock);
-	if (idle)
-		ra_buf_drain(fh->fs);
-	pthread_cond_destroy(&fh->cv);
-	pthread_mutex_destroy(&fh->mu);
-	free(fh);
-}
-
-/* The handle fi->fh names (an id: see state.c), or NULL.  The kernel
- * only sends ids it was given, but it sends again a request a dead
- * server ran and did not answer (resume): a RELEASE or RELEASEDIR whose
- * handle the predecessor closed, and recorded closed, before it died.
- * Those are answered as done; any other request on an unknown handle is
- * EBADF (hid_unknown). */
-static struct fhandle *fh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
-{
-	struct hid *h = hid_find(fs, fi->fh);
-
-	return h != NULL && !h->dir ? (struct fhandle *)h : NULL;
-}
-
-static struct dhandle *dh_of(struct objfs_fs *fs, struct fuse_file_info *fi)
-{
-	struct hid *h = hid_find(fs, fi->fh);
-
-	return h != NULL && h->dir ? (struct dhandle *)h : NULL;
-}
-
-/* Replies to a request naming a handle this server does not have. */
-static void hid_unknown(struct objfs_fs *fs, fuse_req_t req, const char *op,
-			uint64_t id, int err)
-{
-	objfs_warn(fs->log, SUB, "%s of handle %" PRIu64 ", which is not "
-		   "open%s", op, id, err == 0 ? " (closed before a server died: "
-		   "done)" : "");
-	reply_err(req, err);
-}
-
-/* Opens in for fi: revalidation, O_TRUNC, the handle (pinned in). */
-static int do_open(struct objfs_fs *fs, struct inode *in,
-		   struct fuse_file_info *fi)
-{
-	struct fhandle *fh = NULL;
-	struct ra_open ro = { NULL, 0 };
-	bool local, changed = false, writing;
-	int err = 0;
-
-	writing = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
-	if (writing && fs->o.read_only)
-		return EROFS;
-	if (S_ISDIR(in->mode))
-		return EISDIR;
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&in->mu);
-	pthread_mutex_lock(&fs->lock);
-	local = in->dirty || in->spool != NULL || !in->in_store;
-	pthread_mutex_unlock(&fs->lock);
-	if (writing)
-		pf_drop_inode(fs, in);
-	else if (!local)
-		pf_opened(fs, in);      /* a scan's next files, in parallel */
-	if (!local) {
-		/* close-to-open: a reopened file is revalidated */
-		err = ra_open_revalidate(fs, in, !writing, &ro);
-		if (err == ESTALE)
-			err = ENOENT;
-		pthread_mutex_lock(&fs->lock);
-		if (err == 0 && strcmp(in->cache_etag, in->etag) != 0) {
-			changed = in->cache_etag[0] != '\0';
-			snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
-				 in->etag);
-			fi->keep_cache = 0;
-		} else {
-			fi->keep_cache = 1;
-		}
-		pthread_mutex_unlock(&fs->lock);
-	} else {
-		fi->keep_cache = 1;
-	}
-	if (err == 0)
-		fs_metrics_open(fs, fi->keep_cache);
-	if (err == 0 && (fi->flags & O_TRUNC)) {
-		err = spool_ensure(fs, in);
-		if (err == 0)
-			err = charge(fs, in, 0);
-		if (err == 0) {
-			stream_abort(fs, in);
-			err = objfs_spool_truncate(in->spool, 0);
-			spool_account(fs, in);
-		}
-		if (err == 0) {
-			in->seq = true;
-			in->told_unsaved = false;
-			pthread_mutex_lock(&fs->lock);
-			in->size = 0;
-			in->dirty = true;
-			inode_changed(in, true);
-			state_note(fs, in);
-			pthread_mutex_unlock(&fs->lock);
-		}
-	}
-	if (err == 0) {
-		fh = fh_new(fs, in);
-		if (fh == NULL)
-			err = ENOMEM;
-	}
-	if (err == 0) {
-		pthread_mutex_lock(&fs->lock);
-		in->nopen++;
-		fh_link(fs, fh);
-		pthread_mutex_unlock(&fs->lock);
-		ra_open_install(fh, &ro);
-		hid_add(fs, &fh->hid, in->ino, false);
-		fi->fh = fh->hid.id;
-	}
-	ra_open_release(fs, &ro);
-	pthread_mutex_unlock(&in->mu);
-	pthread_rwlock_unlock(&fs->ns);
-	if (changed && fs->se != NULL) {
-		/* the size may have changed: drop cached attributes */
-		fuse_lowlevel_notify_inval_inode(fs->se, in->ino, -1, 0);
-	}
-	return err;
-}
-
-/* Undoes do_open when the reply could not be sent. */
-static void undo_open(struct objfs_fs *fs, struct fuse_file_info *fi)
-{
-	struct fhandle *fh = fh_of(fs, fi);
-	struct inode *in;
-
-	assert(fh != NULL);     /* made by do_open just before */
-	in = fh->in;
-	pthread_mutex_lock(&fs->lock);
-	assert(in->nopen > 0);
-	in->nopen--;
-	pthread_mutex_unlock(&fs->lock);
-	fh_free(fh);
-}
-
-static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct inode *in = pin_ino(fs, ino);
-	int err;
-
-	if (in == NULL) {
-		reply_err(req, ENOENT);
-		return;
-	}
-	err = do_open(fs, in, fi);
-	if (err != 0)
-		reply_err(req, err);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
-		undo_open(fs, fi);
-	unpin(fs, in);
-}
-
-static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct fuse_entry_param e;
-	struct inode *dir, *in = NULL, *old;
-	struct objfs_spool *sp = NULL;
-	struct fhandle *fh = NULL;
-	struct intent_ctx ic;
-	uint64_t spool_id = 0;
-	gid_t gid;
-	int err;
-
-	if (intent_start(fs, &ic, &err)) {
-		/* it ran before the server died: the same entry and handle
-		 * (which the kernel never saw, so never released) */
-		if (err != 0) {
-			reply_err(req, err);
-		} else if (intent_entry(fs, &ic, &e) &&
-			   hid_find(fs, ic.hid) != NULL) {
-			fi->fh = ic.hid;
-			fi->keep_cache = 1;
-			fuse_reply_create(req, &e, fi);
-		} else {
-			reply_err(req, EIO);
-		}
-		return;
-	}
-	err = new_name_dir(fs, parent, name, &dir);
-	if (err != 0)
-		goto out;
-	/* an existing name (stale negative entry) is opened, not replaced;
-	 * one the dead server made for this very request is not EEXIST */
-	err = do_lookup(fs, dir, name, true, &old);
-	if (err == 0)
-		err = hl_file(fs, &old);        /* a hard link's name: its file */
-	if (err == 0) {
-		if ((fi->flags & O_EXCL) && !ic.begun)
-			err = EEXIST;
-		else if (S_ISDIR(old->mode))
-			err = EISDIR;
-		else
-			err = do_open(fs, old, fi);
-		if (err == 0) {
-			pthread_mutex_lock(&fs->lock);
-			old->nlookup++;
-			state_note(fs, old);
-			fill_entry(fs, old, &e);
-			pthread_mutex_unlock(&fs->lock);
-			ic.ino = old->ino;
-			ic.hid = fi->fh;
-			intent_end(fs, &ic, &err, 0);
-			if (fuse_reply_create(req, &e, fi) == -ENOENT)
-				undo_open(fs, fi);
-			unpin(fs, old);
-			unpin(fs, dir);
-			return;
-		}
-		unpin(fs, old);
-		goto out;
-	}
-	if (err != ENOENT)
-		goto out;
-	err = spool_start(fs, 0, NULL, &sp, &spool_id);
-	if (err != 0)
-		goto out;
-	pthread_mutex_lock(&fs->lock);
-	mode = S_IFREG | (mode & 07777);
-	gid = new_group(fs, ctx, dir, &mode);
-	in = inode_new(fs, dir, name, mode);
-	fh = in != NULL ? fh_new(fs, in) : NULL;
-	if (in == NULL || fh == NULL) {
-		err = ENOMEM;
-		if (in != NULL)
-			maybe_free(fs, in);
-		pthread_mutex_unlock(&fs->lock);
-		goto out;
-	}
-	in->uid = ctx->uid;
-	in->gid = gid;
-	in->mtime = now_real();
-	in->ctime = in->mtime;
-	in->atime = in->mtime;
-	in->attr_time = now_mono();
-	in->spool = sp;
-	sp = NULL;
-	in->dirty = true;
-	in->seq = true;
-	in->nopen++;
-	fh_link(fs, fh);
-	in->nlookup++;
-	in->spool_id = spool_id;
-	state_note(fs, in);
-	fill_entry(fs, in, &e);
-	snap_note(fs, dir, name, true, false);
-	pthread_mutex_unlock(&fs->lock);
-	hid_add(fs, &fh->hid, in->ino, false);
-	fi->fh = fh->hid.id;
-	fi->keep_cache = 1;
-	ic.ino = in->ino;
-	ic.hid = fi->fh;
-	intent_end(fs, &ic, &err, 0);
-	state_crash_point(fs, "create", name);
-	fuse_reply_create(req, &e, fi);
-	unpin(fs, dir);
-	return;
-out:
-	objfs_spool_destroy(sp);
-	intent_end(fs, &ic, &err, 0);
-	reply_err(req, err);
-	unpin(fs, dir);
-}
-
-/* Test only: -o crash_at=OP:NAME (state.c). */
-static void crash_point(struct objfs_fs *fs, const char *op, struct inode *in)
-{
-	char name[256];
-
-	if (fs->o.crash_at == NULL)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	snprintf(name, sizeof(name), "%s", in->name);
-	pthread_mutex_unlock(&fs->lock);
-	state_crash_point(fs, op, name);
-}
-
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct fhandle *fh = fh_of(req_fs(req), fi);
-
-	if (fh == NULL) {
-		hid_unknown(req_fs(req), req, "flush", fi->fh, EBADF);
-		return;
-	}
-	reply_err(req, inode_sync_locked_ns(req_fs(req), fh->in));
-}
-
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		     struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = fh_of(fs, fi);
-	int err;
-
-	if (fh == NULL) {
-		hid_unknown(fs, req, "fsync", fi->fh, EBADF);
-		return;
-	}
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&fh->in->mu);
-	err = inode_sync_told(fs, fh->in);
-	if (err == 0)
-		err = attrs_sync(fs, fh->in);
-	pthread_mutex_unlock(&fh->in->mu);
-	pthread_rwlock_unlock(&fs->ns);
-	reply_err(req, err);
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct fhandle *fh = fh_of(req_fs(req), fi);
-	struct inode *in;
-	int err;
-
-	if (fh == NULL) {
-		hid_unknown(fs, req, "release", fi->fh, 0);
-		return;
-	}
-	in = fh->in;
-	pthread_rwlock_rdlock(&fs->ns);
-	pthread_mutex_lock(&in->mu);
-	err = inode_release_sync(fs, in);
-	if (err != 0)
-		objfs_error(fs->log, SUB, "inode %" PRIu64 " keeps unsaved data "
-			    "after close: %s", (uint64_t)in->ino,
-			    objfs_strerror(err));
-	pthread_mutex_lock(&fs->lock);
-	assert(in->nopen > 0);
-	in->nopen--;
-	pthread_mutex_unlock(&fs->lock);
-	spool_drop(fs, in, true);
-	pthread_mutex_unlock(&in->mu);
-	pthread_rwlock_unlock(&fs->ns);
-	fh_free(fh);
-	crash_point(fs, "release", in);
-	pthread_mutex_lock(&fs->lock);
-	maybe_free(fs, in);
-	pthread_mutex_unlock(&fs->lock);
-	reply_err(req, err);
-}
-
 /* ---- read, write ------------------------------------------------------ */
-
-void objfs_fs_crash_point(struct objfs_fs *fs, const char *op)
-{
-	state_crash_point(fs, op, NULL);
-}
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
@@ -852,42 +417,6 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 }
 
 /* ---- directories ------------------------------------------------------ */
-
-static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = dh_new(fs);
-
-	if (dh == NULL) {
-		reply_err(req, ENOMEM);
-		return;
-	}
-	hid_add(fs, &dh->hid, ino, true);
-	fi->fh = dh->hid.id;
-	fi->cache_readdir = 0;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		dh_free(fs, dh);
-}
-
-static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi)
-{
-	struct objfs_fs *fs = req_fs(req);
-	struct dhandle *dh = dh_of(req_fs(req), fi);
-	struct inode *dir;
-
-	if (dh == NULL) {
-		hid_unknown(fs, req, "releasedir", fi->fh, 0);
-		return;
-	}
-	dh_free(fs, dh);
-	dir = fs->o.crash_at != NULL ? pin_ino(fs, ino) : NULL;
-	if (dir != NULL) {
-		crash_point(fs, "releasedir", dir);
-		unpin(fs, dir);
-	}
-	reply_err(req, 0);
-}
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
@@ -1058,9 +587,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	 * pool, and the next statfs has it */
 	volrec_refresh_async(fs);
 	pthread_mutex_lock(&fs->lock);
-	cap = fs->capacity != 0 ? fs->capacity : (1ULL << 50);
-	used = fs->used > 0 ? (uint64_t)fs->used : 0;
-	objects = fs->objects > 0 ? (uint64_t)fs->objects : 0;
+	cap = fs->cap.capacity != 0 ? fs->cap.capacity : (1ULL << 50);
+	used = fs->cap.used > 0 ? (uint64_t)fs->cap.used : 0;
+	objects = fs->cap.objects > 0 ? (uint64_t)fs->cap.objects : 0;
 	pthread_mutex_unlock(&fs->lock);
 	memset(&st, 0, sizeof(st));
 	blocks = cap / bs;
@@ -1128,62 +657,6 @@ void objfs_fs_set_session(struct objfs_fs *fs, struct fuse_session *se)
 }
 
 /* ---- life cycle ------------------------------------------------------- */
-
-/* Gives the spool of in, still dirty after a failed save, a name in the
- * spool directory and says where, once: what cannot be uploaded is not
- * dropped silently when the mount stops (in->mu held; fs_int.h). */
-int spool_keep(struct objfs_fs *fs, struct inode *in)
-{
-	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
-	const char *path = NULL;
-	uint64_t size, have;
-	bool again;
-	int err;
-
-	if (!in->dirty || in->spool == NULL)
-		return 0;
-	pthread_mutex_lock(&fs->lock);
-	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
-		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
-	pthread_mutex_unlock(&fs->lock);
-	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
-		 (long)getpid(), (uint64_t)in->ino);
-	again = in->spool->kept != NULL;
-	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
-	if (err != 0) {
-		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
-			    "its spool in %s failed: %s", key, fs->spool_dir,
-			    objfs_strerror(err));
-		return err;
-	}
-	if (again)
-		return 0;
-	__atomic_add_fetch(&fs->unsaved_kept, 1, __ATOMIC_RELAXED);
-	size = in->spool->size;
-	have = objfs_rangeset_bytes(&in->spool->present);
-	if (have >= size)
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s", key, size, path);
-	else if (in->stream != NULL && in->stream->punched > 0)
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s, less its first %" PRIu64
-			 " bytes (zeros there): they were in the parts of "
-			 "an upload that did not complete", key, size, path,
-			 in->stream->punched);
-	else
-		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
-			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
-			 "zeros there, unchanged from the stored object "
-			 "(ETag %s)", key, size, path, size - have,
-			 in->spool->base_etag);
-	objfs_error(fs->log, SUB, "%s", msg);
-	/* what the file is, beside it, for whoever recovers it */
-	err = objfs_spool_note(path, msg);
-	if (err != 0)
-		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
-			   objfs_strerror(err));
-	return 0;
-}
 
 /* After a failed sync_under() of the root (ns held for writing): the
  * spool of every file still dirty is kept (spool_keep). */
@@ -1273,8 +746,8 @@ static int load_root(struct objfs_fs *fs)
 			    objfs_strerror(err));
 		goto out;
 	}
-	fs->capacity = v.capacity_bytes;
-	fs->volrec_time = now_mono();
+	fs->cap.capacity = v.capacity_bytes;
+	fs->cap.volrec_time = now_mono();
 out:
 	objfs_obj_info_release(&info);
 	objfs_volrec_release(&v);
@@ -1306,13 +779,13 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	}
 	fs->o.spool_dir = fs->spool_dir;
 	fs->key_room = objfs_store_key_room(store);
-	fs->st_fd = -1;
+	fs->journal.fd = -1;
 	pthread_mutex_init(&fs->hid_mu, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->volrec_mu, NULL);
+	pthread_mutex_init(&fs->cap.volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
-	pthread_cond_init(&fs->scan_cv, NULL);
+	pthread_cond_init(&fs->cap.scan_cv, NULL);
 	err = aidx_init(fs);
 	if (err != 0)
 		goto err_aidx;
@@ -1363,10 +836,10 @@ err_sync:
 	objfs_budget_release(&fs->mem);
 	aidx_destroy(fs);
 err_aidx:
-	pthread_cond_destroy(&fs->scan_cv);
+	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
-	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
 	free(fs->spool_dir);
@@ -1384,13 +857,13 @@ int objfs_fs_start(struct objfs_fs *fs)
 	err = objfs_pool_create(fs->o.threads, &fs->pool);
 	if (err != 0)
 		return err;
-	err = pthread_create(&fs->scan_thread, NULL, scan_main, fs);
+	err = pthread_create(&fs->cap.scan_thread, NULL, scan_main, fs);
 	if (err != 0) {
 		objfs_pool_destroy(fs->pool);
 		fs->pool = NULL;
 		return err;
 	}
-	fs->scan_started = true;
+	fs->cap.scan_started = true;
 	err = pthread_create(&fs->aidx_thread, NULL, aidx_main, fs);
 	if (err != 0)
 		return err;     /* the scan and pool stop at destroy */
@@ -1400,7 +873,6 @@ int objfs_fs_start(struct objfs_fs *fs)
 
 void objfs_fs_destroy(struct objfs_fs *fs)
 {
-	struct objfs_list *l;
 	unsigned h;
 
 	if (fs == NULL)
@@ -1409,10 +881,10 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 		objfs_fs_sync_all(fs);
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
-	pthread_cond_broadcast(&fs->scan_cv);
+	pthread_cond_broadcast(&fs->cap.scan_cv);
 	pthread_mutex_unlock(&fs->lock);
-	if (fs->scan_started)
-		pthread_join(fs->scan_thread, NULL);
+	if (fs->cap.scan_started)
+		pthread_join(fs->cap.scan_thread, NULL);
 	pthread_mutex_lock(&fs->aidx_mu);
 	fs->aidx_stop = true;
 	pthread_cond_broadcast(&fs->aidx_cv);
@@ -1423,11 +895,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pf_stop(fs);            /* its listers use the pool */
 	objfs_pool_destroy(fs->pool);
 	pf_destroy(fs);         /* no prefetch runs any more */
-	/* the kernel never released them */
-	while ((l = objfs_list_first(&fs->handles)) != NULL)
-		fh_free(objfs_list_entry(l, struct fhandle, link));
-	while ((l = objfs_list_first(&fs->dirhandles)) != NULL)
-		dh_free(fs, objfs_list_entry(l, struct dhandle, link));
+	handles_drop(fs);       /* the kernel never released them */
 	objfs_dcache_destroy(fs->dcache);
 	pthread_mutex_lock(&fs->lock);  /* for the checks: nothing else runs */
 	for (h = 0; h < HASH_SIZE; h++) {
@@ -1445,29 +913,17 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	ra_buf_drain(fs);
 	objfs_budget_release(&fs->mem);
 	aidx_destroy(fs);
-	pthread_cond_destroy(&fs->scan_cv);
+	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
-	pthread_mutex_destroy(&fs->volrec_mu);
+	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
 	state_stop(fs, false);
 	fs_metrics_free(fs);
-	free(fs->st_dir);
+	free(fs->journal.dir);
 	free(fs->spool_dir);
 	free(fs);
-}
-
-static __thread uint64_t thread_unique;
-
-void objfs_fs_set_unique(uint64_t unique)
-{
-	thread_unique = unique;
-}
-
-uint64_t req_unique(void)
-{
-	return thread_unique;
 }
 
 void objfs_fs_set_io_ctx(struct objfs_fs *fs, void *ctx)

@@ -1,36 +1,56 @@
 /*
- * fs_int.h - the filesystem's internal header: the structures shared by
- * the files of src/fs, the lock order, and the functions they call in one
- * another.  Not for use outside src/fs (fs.h is the interface); the unit
- * tests include it to drive write-back and lookup without FUSE.
+ * fs_int.h - the filesystem's internal header: the data model's core
+ * (the structures shared by the files of src/fs, the lock order, and the
+ * functions of the core and the files below it); the subsystems' own
+ * state is in capacity.h, prefetch.h and journal.h, included here, and
+ * what the files answering the kernel share above the core is ops.h.
+ * Not for use outside src/fs (fs.h is the interface); the unit tests
+ * include it to drive write-back and lookup without FUSE.
  *
- * Files:
- *   fs.c         the FUSE operations (op_*: each replies exactly once) and
- *                the life cycle (create, start, sync_all, destroy)
+ * Files, top down: each calls only files listed after it, but the files
+ * of the core call one another (tools: the call graph of the .o files).
+ *   fsmetered.c  the metered ops table (each slot calls fs.c's)
+ *   recover.c    a dead mount's unsaved data, saved or kept aside
+ *   fs.c         the ops table, the FUSE operations on names and data not
+ *                listed below (op_*: each replies exactly once), the life
+ *                cycle (create, start, sync_all, destroy)
+ *   journal_load.c  the resume journal read back (a successor, recover.c)
+ *   rename.c     rename, and the directory rename's copy and delete of a
+ *                key tree
+ *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
+ *                delq layer), the barrier at fsyncdir and unmount
+ *   special.c    FIFOs, sockets, character and block devices (mknod)
+ *   handles.c    open files and directories (open, create, flush, fsync,
+ *                release, opendir, releasedir), their handles and ids
+ *   names.c      mkdir, symlink, mknod, link: new names and what they share
+ *   readahead.c  read-ahead chunks and reads of clean files from the store
+ * The data model's core:
  *   inode.c      inode tables, tree links, inode lifetime, keys, stat
  *   lookup.c     finding names in the store, do_lookup, revalidate
  *   dirsnap.c    directory listings (snapshots), HEAD batches, readdir
  *                entries
- *   recent.c     the names this mount created or removed lately, merged
- *                into listings that lag behind (recent.h)
- *   writeback.c  spools, uploads, streaming parts, inode_sync, the spool
- *                bound and its relief
- *   readahead.c  read-ahead chunks and reads of clean files from the store
- *   prefetch.c   a directory's next small files fetched ahead of a reader
- *                going through them in order (pfcache.c holds them)
- *   capacity.c   charges against the volume capacity, the volume record,
- *                the usage scan
- *   rename.c     rename, and the directory rename's copy and delete of a
- *                key tree
- *   attrindex.c  the attribute index: segments written for what this
- *                mount writes, read to answer listings without HEADs
+ *   writeback.c  spools, uploads, streaming parts, inode_sync, truncate,
+ *                the spool bound and its relief, spools kept aside
+ *   hardlink.c   hard links: names pointing at a link set's data object
  *   times.c      timestamps (which are stored, which per mount) and a
  *                directory's link count
- *   special.c    FIFOs, sockets, character and block devices (mknod)
- *   hardlink.c   hard links: names pointing at a link set's data object
- *   remove.c     unlink and rmdir: deletes deferred and batched (the store's
- *                delq layer), the barrier at fsyncdir and unmount
- *   fsmetrics.c  the metered ops table, counters, scrape-time gauges
+ *   xattr.c      extended attributes (user.* in object metadata)
+ *   attrindex.c  the attribute index: segments written for what this
+ *                mount writes, read to answer listings without HEADs
+ *   prefetch.c   a directory's next small files fetched ahead of a reader
+ *                going through them in order (pfcache.c holds them)
+ * Below the core:
+ *   journal.c    the resume journal: the log a successor loads, written
+ *                (journal.h: its format)
+ *   edge.c       reply_err() (the FUSE boundary), the request's unique,
+ *                test crash points
+ *   fsmetrics.c  counters, errnos by op, scrape-time gauges
+ *   capacity.c   charges against the volume capacity, the volume record,
+ *                the usage scan
+ *   recent.c     the names this mount created or removed lately, merged
+ *                into listings that lag behind (recent.h)
+ *   attr.c, xattrenc.c, spool.c, dcache.c, pfcache.c, fuselog.c: leaves
+ *                with headers of their own
  *
  * Objects: an inode per name the kernel knows (inode number = a counter,
  * never reused), found by number (ino hash) and by (parent, name) (name
@@ -50,10 +70,10 @@
  *              attribute field, listing snapshots, capacity counters.
  *              Never held across store I/O.
  * Leaf locks, taken under any of these and never around them:
- * fs->volrec_mu (one volume record refresh; taken before fs->lock),
+ * fs->cap.volrec_mu (one volume record refresh; taken before fs->lock),
  * stream->mu, fhandle->mu, fs->rabuf_mu.
  *
- * Errors: functions return 0 or a positive errno; fs.c's reply_err() is
+ * Errors: functions return 0 or a positive errno; edge.c's reply_err() is
  * the one place they reach the kernel (libfuse negates them).
  *
  * Each prototype below says which locks the caller must hold ("fs->lock
@@ -81,9 +101,12 @@
 #include "common/list.h"
 #include "common/pool.h"
 #include "fs/attr.h"
+#include "fs/capacity.h"
 #include "fs/dcache.h"
 #include "fs/fs.h"
+#include "fs/journal.h"
 #include "fs/pfcache.h"
+#include "fs/prefetch.h"
 #include "fs/recent.h"
 #include "fs/spool.h"
 #include "volume/layout.h"
@@ -93,10 +116,7 @@
 #define KEYBUF (OBJFS_KEY_MAX + 2)
 #define RA_MAX OBJFS_RA_CHUNKS_MAX
 #define SNAP_RELIST_MAX 1000    /* entries: one LIST page */
-#define PF_DIRQ 16              /* directories queued to list ahead */
-#define PF_LISTERS 2            /* threads listing them */
 #define LINK_MAX_LEN 4096
-#define ST_DKEY_HASH 4096
 #define SUB "fs"
 
 struct dent {
@@ -156,6 +176,22 @@ struct stream {
 	struct objfs_fattr fa;          /* attributes sent at create */
 };
 
+/* An inode's part in hard links (hardlink.c; fs->lock).  A name inode (in
+ * the tree, never told to the kernel) has id and !data; the file it names
+ * is a data inode (data: not in the tree, its key the link set's data
+ * object, on fs->hl_list). */
+struct inode_hlink {
+	char *id;
+	char tok[17];                    /* name inode: its token */
+	bool data;
+	bool pending;                    /* a plain file being made a link
+					    set (on fs->hl_list, still in
+					    the tree): what the store says of
+					    its name is not applied */
+	unsigned nlink;                  /* data inode: names counted */
+	struct inode *next;              /* fs->hl_list */
+};
+
 struct inode {
 	fuse_ino_t ino;
 	struct inode *ino_next;         /* ino hash chain */
@@ -184,18 +220,8 @@ struct inode {
 	bool atime_kept;                 /* atime set by utimensat or read
 					    from the store: stored (times.c) */
 	dev_t rdev;                      /* character and block devices */
-	double pf_time;                  /* a directory: the listing its scan
-					    positions count in (its time) */
-	size_t pf_next, pf_upto;         /* the position after the last file
-					    opened / prefetched (prefetch.c) */
-	size_t pf_dnext, pf_dupto;       /* the same for subdirectories read
-					    / listed ahead */
-	bool pf_listing;                 /* being listed ahead (prefetch.c) */
-	bool pf_walk;                    /* read in a tree walk: its own
-					    subdirectories are listed ahead */
-	bool pf_scanned;                 /* its listing (pf_time) was read by
-					    a readdir: its files may be
-					    prefetched */
+	struct inode_prefetch pf;        /* a directory's scan (prefetch.h;
+					    fs->lock) */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
 	bool nsub_known;                 /* nsubdirs was counted from a
@@ -225,7 +251,7 @@ struct inode {
 					    or symlink; pins the inode) */
 	double attr_since;               /* when attr_dirty was set */
 	uint64_t stored_size;
-	uint64_t charged;                /* bytes counted in fs->used */
+	uint64_t charged;                /* bytes counted in fs->cap.used */
 	struct dirsnap *snap;
 	char *link;
 	char *xattr;                     /* user.* attributes encoded
@@ -251,40 +277,18 @@ struct inode {
 	bool times_set;                  /* fs->lock: mtime set by utimens
 					    since the data changed (recorded
 					    in the state log) */
-	/* hard links (hardlink.c; fs->lock).  A name inode (in the tree,
-	   never told to the kernel) has hl_id and !hl_data; the file it
-	   names is a data inode (hl_data: not in the tree, its key the
-	   link set's data object, on fs->hl_list) */
-	char *hl_id;
-	char hl_tok[17];                 /* name inode: its token */
-	bool hl_data;
-	bool hl_pending;                 /* a plain file being made a link
-					    set (on fs->hl_list, still in
-					    the tree): what the store says of
-					    its name is not applied */
-	unsigned hl_nlink;               /* data inode: names counted */
-	struct inode *hl_next;           /* fs->hl_list */
-	fuse_ino_t load_parent;          /* state.c, while loading only */
-	bool load_times;                 /* state.c: mtime, ctime loaded */
-	bool load_orphan;                /* state.c: its parent in the log was
-					    not found (recover.c keeps its
-					    data: its name is unknown) */
+	struct inode_hlink hl;           /* hard links (hardlink.c; fs->lock) */
+	fuse_ino_t load_parent;          /* journal_load.c, while loading */
+	bool load_times;                 /* journal_load.c: times loaded */
+	bool load_orphan;                /* journal_load.c: its parent in the
+					    log was not found (recover.c
+					    keeps its data: its name is
+					    unknown) */
 };
-
-struct ra_chunk {
-	uint64_t off;
-	size_t len;
-	char *buf;
-	size_t got;
-	int state;          /* RA_FREE, RA_LOADING, RA_READY, RA_ERROR */
-	int err;
-};
-
-enum { RA_FREE = 0, RA_LOADING, RA_READY, RA_ERROR };
 
 /* The id of an open file or directory as the kernel knows it (fi->fh):
  * a number, not a pointer, so a successor finds the handle again
- * (state.c; the table is under fs->hid_mu). */
+ * (journal.c; the table is under fs->hid_mu). */
 struct hid {
 	uint64_t id;
 	bool dir;
@@ -292,27 +296,7 @@ struct hid {
 	struct hid *next;
 };
 #define HID_HASH 1024
-#define INTENTS_MAX 64
 
-struct fhandle {
-	struct hid hid;                 /* first: found by id */
-	struct objfs_fs *fs;
-	struct inode *in;
-	struct objfs_list link;         /* in fs->handles, fs->lock */
-	char key[KEYBUF];
-	pthread_mutex_t mu;             /* the read-ahead state */
-	pthread_cond_t cv;
-	uint64_t next_off;
-	unsigned seq;
-	unsigned waiters;               /* readers in cond_wait on cv */
-	struct ra_chunk ra[RA_MAX];
-};
-
-struct dhandle {
-	struct hid hid;                 /* first: found by id */
-	struct dirsnap *snap;
-	struct objfs_list link;         /* in fs->dirhandles, fs->lock */
-};
 
 struct objfs_fs {
 	struct objfs_store *store;
@@ -329,19 +313,9 @@ struct objfs_fs {
 	struct fuse_session *se;
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
-	struct objfs_pfcache *pf;       /* NULL: prefetch=0 (prefetch.c) */
-	/* listings read ahead (prefetch.c; fs->lock) */
-	pthread_cond_t pf_cv;           /* one ended, or queued, or stop */
-	struct inode *pf_dirq[PF_DIRQ]; /* directories to list (pinned) */
-	unsigned pf_dirq_n;
-	bool pf_stop;
-	unsigned pf_nthreads;
-	uint64_t pf_listed;             /* directories listed ahead */
+	struct fs_prefetch pf;          /* prefetch.c (prefetch.h) */
 	uint64_t listed_ranges;         /* listings in ranges (atomic,
 					   dirsnap.c) */
-	uint64_t pf_used_ms;            /* an open last used a prefetch (mono
-					   ms; atomic, prefetch.c) */
-	pthread_t pf_threads[PF_LISTERS];
 	struct objfs_budget mem;
 	struct objfs_list dirhandles;   /* open directories (struct dhandle;
 					   fs->lock), idem */
@@ -359,22 +333,9 @@ struct objfs_fs {
 	struct inode *root;
 	uint64_t n_inodes;
 
-	/* capacity (fs->lock) */
-	uint64_t capacity;              /* 0: unlimited */
-	int64_t used;
-	int64_t objects;
-	int64_t scan_delta;
-	int64_t scan_obj_delta;
-	bool scan_done;
-	time_t usage_time;              /* when the listing behind `used` ran
-					   (the usage document), 0: none yet */
-	double volrec_time;
-	pthread_cond_t scan_cv;
-	bool stopping;
-	pthread_t scan_thread;
-	bool scan_started;
-	pthread_mutex_t volrec_mu;      /* one volume record refresh at a time */
-	bool volrec_busy;               /* fs->lock: one on the pool */
+	struct fs_capacity cap;         /* capacity.c (capacity.h) */
+	bool stopping;                  /* fs->lock: destroy began (the
+					   usage scan ends) */
 	unsigned n_attr_dirty;          /* fs->lock: inodes with attr_dirty */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
@@ -384,32 +345,17 @@ struct objfs_fs {
 					   still taken (rabuf_mu) */
 	unsigned n_rabuf;
 
-	/* resumable mounts (state.c); st_fd < 0: not resumable */
-	int st_fd;                      /* the state log (fs->lock) */
-	char *st_dir;
-	uint64_t st_bytes;              /* its size (fs->lock) */
-	uint64_t next_spool;            /* fs->lock */
+	/* resumable mounts (journal.c, journal.h) */
+	struct fs_resume journal;
 	pthread_mutex_t hid_mu;         /* leaf */
 	struct hid *hid_tab[HID_HASH];  /* open handles by id (hid_mu) */
 	uint64_t next_hid;              /* hid_mu */
-	unsigned n_streams;             /* fs->lock: uploads streaming */
 	uint64_t unsaved_kept;          /* files kept as objfs-unsaved-*
 					   (spool_keep(), recover.c); atomic */
 	uint64_t unsaved_recovered;     /* of those, what a dead mount left
 					   (recover.c); atomic */
 	void *io_ctx;                   /* objfs_fs_io_ctx() */
 	struct fs_metrics *metrics;     /* NULL: nothing counted (fsmetrics.c) */
-	struct intent {                 /* the last ones, loaded or run */
-		uint64_t unique;
-		int err;
-		bool done;
-		fuse_ino_t ino;         /* the entry it made, or 0 */
-		uint64_t hid;           /* the handle it opened, or 0 */
-	} intents[INTENTS_MAX];
-	unsigned n_intents;             /* fs->lock */
-	/* deferred deletes not yet done, by key (fs->lock; state.c) */
-	struct st_dkey *st_dkeys[ST_DKEY_HASH];
-	bool st_delq;                   /* the store tells when one is done */
 
 	/* the attribute index (attrindex.c) */
 	pthread_mutex_t aidx_mu;        /* leaf */
@@ -520,6 +466,23 @@ static inline bool same_type(mode_t a, mode_t b)
 	return (a & S_IFMT) == (b & S_IFMT);
 }
 
+/* ---- edge.c: the FUSE edge (below every op file) ---- */
+
+#define UNIQUE_RESEND (1ULL << 63)
+/* The unique of the request this thread processes (objfs_fs_set_unique(),
+ * 0 when not resumable). */
+uint64_t req_unique(void);
+/* Test only (-o crash_at=OP:NAME, or OP when name is NULL): kills the
+ * process with SIGKILL when op runs on a file named name, once per state
+ * directory.  No lock. */
+void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
+/* Test only (-o crash_at=OP:NAME): state_crash_point() with the name of
+ * in.  Takes fs->lock. */
+void crash_point(struct objfs_fs *fs, const char *op, struct inode *in);
+/* Replies err to req: store errors a file system call cannot mean become
+ * EIO; the one place an errno is negated (by libfuse). */
+void reply_err(fuse_req_t req, int err);
+
 /* ---- inode.c: tables, tree links, inode lifetime ---- */
 
 /* The inode the kernel calls ino (the root for FUSE_ROOT_ID), or NULL; no
@@ -574,27 +537,6 @@ void fill_entry(struct objfs_fs *fs, struct inode *in,
  * take fs->lock. */
 struct inode *pin_ino(struct objfs_fs *fs, fuse_ino_t ino);
 void unpin(struct objfs_fs *fs, struct inode *in);
-
-/* ---- capacity.c: charges, the volume record, the usage scan ---- */
-
-/* Sets in's charge to size bytes whatever the capacity (a shrink or a
- * delete).  fs->lock held. */
-void charge_force(struct objfs_fs *fs, struct inode *in, uint64_t size);
-/* Charges in for size bytes: ENOSPC when that passes the capacity (after
- * re-reading a stale volume record), else 0.  Waits for the first usage
- * scan when the volume has a capacity.  Takes fs->lock. */
-int charge(struct objfs_fs *fs, struct inode *in, uint64_t size);
-/* Re-reads the volume record when older than max_age seconds.  Takes
- * fs->volrec_mu and fs->lock (store I/O between). */
-void volrec_refresh(struct objfs_fs *fs, double max_age);
-/* The same for volrec_ttl on the pool, one at a time, returning at once
- * (statfs never waits for the store).  Takes fs->lock. */
-void volrec_refresh_async(struct objfs_fs *fs);
-/* The usage thread (arg: the fs): reads the volume's usage document, or
- * lists the volume when it is missing or stale, at start and every
- * usage_refresh seconds until fs->stopping; then writes this mount's
- * view back when it changed the usage. */
-void *scan_main(void *arg);
 
 /* ---- lookup.c: finding names in the store ---- */
 
@@ -678,12 +620,6 @@ int snap_count_dirs(struct objfs_fs *fs, const char *dkey, const char *after,
 /* Starts reading dir's attribute index while the caller lists it (for
  * snap_fetch_attrs); NULL when it cannot.  Takes fs->lock. */
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir);
-/* A new directory handle in fs->dirhandles (no id, no snapshot); NULL
- * when out of memory.  Takes fs->lock. */
-struct dhandle *dh_new(struct objfs_fs *fs);
-/* Unlinks dh from fs->dirhandles, drops its snapshot, frees it.  Takes
- * fs->lock. */
-void dh_free(struct objfs_fs *fs, struct dhandle *dh);
 /* The inode number readdir reports for a name without an inode. */
 uint64_t name_ino(const char *name);
 /* The inode number and type (S_IFMT bits) readdir gives listing entry d
@@ -715,6 +651,12 @@ struct inode *dent_inode(struct objfs_fs *fs, struct inode *dir,
  * fs->ns (read), in->mu and fs->lock: none held. */
 int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 		size_t size, uint64_t off);
+/* Sets the size of in (a regular file) to size: its spool cut or
+ * extended, charged against the capacity first, in marked dirty; a
+ * sequential writer's stream aborted (size 0) or ended (stream_stop).
+ * truncate and an open with O_TRUNC.  0 or an errno (ENOSPC past the
+ * capacity).  fs->ns (read) and in->mu held; takes fs->lock. */
+int inode_truncate(struct objfs_fs *fs, struct inode *in, uint64_t size);
 /* A new spool over base bytes of ETag etag (0, "": a new file), named in
  * the state directory of a resumable mount (*id, else 0).  0 or an errno
  * (logged).  Takes fs->lock. */
@@ -738,8 +680,8 @@ void spool_drop(struct objfs_fs *fs, struct inode *in, bool idle_only);
 void stream_abort(struct objfs_fs *fs, struct inode *in);
 /* Frees st (NULL: nothing) without a word to the store.  No lock. */
 void stream_free(struct stream *st);
-/* Loading a dead server's state (state.c): in goes on with the upload
- * upload_id of key, begun with the attributes fa; its parts are then
+/* Loading a dead server's state (journal_load.c): in goes on with the
+ * upload upload_id of key, begun with the attributes fa; its parts are then
  * set in in->stream->parts, the punched bytes in ->punched, and
  * stream_load_done() derives the rest (or drops a stream that has
  * nothing to go on with).  0 or ENOMEM.  fs->lock held. */
@@ -778,87 +720,11 @@ void attrs_flush(struct objfs_fs *fs, bool all);
 /* Makes an open file's data local before its object goes away.  0 or an
  * errno.  fs->ns held; takes in->mu and fs->lock. */
 int keep_open_data(struct objfs_fs *fs, struct inode *in);
-
-/* ---- readahead.c: reads of clean files ---- */
-
-/* Frees a read-ahead chunk whose GET is not running to the buffer pool.
- * fh->mu held (or fh private to the caller). */
-void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c);
-/* Unmaps the read-ahead buffers kept for reuse.  Takes fs->rabuf_mu. */
-void ra_buf_drain(struct objfs_fs *fs);
-/* Reads [off, off+size) of fh's clean file and replies to req.  0, or an
- * errno not yet replied.  No lock held; takes fs->lock and fh->mu. */
-int read_store(struct fhandle *fh, fuse_req_t req, uint64_t off, size_t size);
-/* A small file read whole at its open (ra_open_revalidate), until it
- * becomes the handle's first read-ahead chunk (ra_open_install) or is
- * given back (ra_open_release).  Owned by the opener. */
-struct ra_open {
-	char *buf;          /* a read-ahead buffer of ra_chunk bytes, or NULL */
-	size_t got;
-};
-/* The revalidation of an open (close-to-open): for reading a clean file
- * last known with at most ra_chunk bytes, one GET of its first ra_chunk
- * bytes brings both its attributes and its bytes (into ro) instead of a
- * HEAD now and a GET at the first read (a file grown since keeps them as
- * its first chunk); otherwise revalidate(force).  Same results as
- * revalidate().  Caller holds in->mu, not fs->lock. */
-int ra_open_revalidate(struct objfs_fs *fs, struct inode *in, bool reading,
-		       struct ra_open *ro);
-/* Makes ro's bytes fh's first read-ahead chunk (fh new, not yet shared). */
-void ra_open_install(struct fhandle *fh, struct ra_open *ro);
-/* Gives back what ra_open_install did not take. */
-void ra_open_release(struct objfs_fs *fs, struct ra_open *ro);
-
-/* ---- prefetch.c: a scan's next small files ---- */
-
-/* Makes / frees fs->pf (prefetch > 0).  0 or ENOMEM.  No lock (create;
- * destroy after the pool). */
-int pf_init(struct objfs_fs *fs);
-void pf_destroy(struct objfs_fs *fs);
-/* in (a clean file, pinned) is being opened for reading: when its
- * directory is being read in listing order, starts GETs of the next
- * o.prefetch small files on the pool.  Takes fs->lock. */
-void pf_opened(struct objfs_fs *fs, struct inode *in);
-/* What a prefetch of key brought, started at most attr_ttl ago and not
- * before attr_time: true with *p (its attributes) and *when (its GET's
- * start); with sink (an open) its bytes written to sink, waiting for a
- * prefetch still loading and taking the entry.  No lock held. */
-bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
-		   const struct objfs_sink *sink, struct probe *p,
-		   double *when);
-/* Starts / stops the threads that list directories ahead (prefetch on).
- * 0 or an errno.  No lock (start; destroy, before the pool goes). */
-int pf_start(struct objfs_fs *fs);
-void pf_stop(struct objfs_fs *fs);
-/* readdir (plus: readdirplus) served entries of dir from its whole
- * listing s (first: from its start): a reader of that listing's files in
- * order may get them prefetched; with plus, when dir is read in its
- * parent's order after a sibling (a tree walk), the next subdirectories
- * of its parent and its own first ones (with inodes so far) are queued to
- * be listed ahead.  fs->lock held.  Returns the GETs of dir's first
- * files when the walk reads files (or NULL): the caller passes them to
- * pf_submit() once fs->lock is released. */
-struct pf_starts;
-struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
-			      const struct dirsnap *s, bool plus, bool first);
-/* Starts the GETs of st and frees it (NULL: nothing).  No lock held. */
-void pf_submit(struct objfs_fs *fs, struct pf_starts *st);
-/* Waits while dir is being listed ahead (its listing is then fresh).
- * fs->lock held (released while waiting). */
-void pf_dir_wait(struct objfs_fs *fs, struct inode *dir);
-/* A name changes here (written, truncated, removed, renamed, linked,
- * created): its prefetched data goes, and, for a directory, that of
- * every name under it.  Take fs->lock (not held). */
-void pf_drop_inode(struct objfs_fs *fs, struct inode *in);
-void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name);
-
-/* ---- rename.c: rename ---- */
-
-/* Uploads every dirty inode at or under top.  0 or the first errno.
- * fs->ns held for writing. */
-int sync_under(struct objfs_fs *fs, struct inode *top);
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       fuse_ino_t newparent, const char *newname, unsigned int flags);
+/* Gives the spool of in, dirty after a failed save, a name in the spool
+ * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the
+ * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
+ * or an errno (logged: the data stays in the spool only).  in->mu held. */
+int spool_keep(struct objfs_fs *fs, struct inode *in);
 
 /* ---- attrindex.c: the attribute index ---- */
 
@@ -959,11 +825,6 @@ bool inode_nlink_known(const struct inode *in);
  * then stays unknown).  Takes fs->lock (store I/O without it). */
 int dir_count(struct objfs_fs *fs, struct inode *dir);
 
-/* ---- special.c: FIFOs, sockets, devices ---- */
-
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode, dev_t rdev);
-
 /* ---- hardlink.c: hard links ---- */
 
 /* Inode numbers from HL_INO_BASE up are link sets' (from their id), the
@@ -1013,8 +874,8 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d);
  * name's metadata holds it).  Any other inode: itself.  fs->lock held. */
 const struct inode *hl_name_file(struct objfs_fs *fs,
 				 const struct inode *name_in);
-/* Loading a dead server's state (state.c): in is the data inode of set
- * id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
+/* Loading a dead server's state (journal_load.c): in is the data inode
+ * of set id (NULL: it is none).  0 or ENOMEM.  fs->lock held. */
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
@@ -1022,11 +883,6 @@ void hl_inode_free(struct objfs_fs *fs, struct inode *in);
 /* Frees fs->hl_inos (destroy).  fs->lock held. */
 void hl_inos_free(struct objfs_fs *fs);
 
-/* Gives the spool of in, dirty after a failed save, a name in the spool
- * directory (objfs-unsaved-PID-INO.N) and logs it as an error naming the
- * file, once; counted in fs->unsaved_kept.  0 (kept, or nothing to keep)
- * or an errno (logged: the data stays in the spool only).  in->mu held. */
-int spool_keep(struct objfs_fs *fs, struct inode *in);
 /* A flush or fsync: uploads in (ns read and in->mu held) and remembers a
  * failure the application is told (in->told_unsaved). */
 int inode_sync_told(struct objfs_fs *fs, struct inode *in);
@@ -1036,69 +892,6 @@ int inode_sync_told(struct objfs_fs *fs, struct inode *in);
  * spool_dir (spool_keep()).  So what the application was told and what
  * the store holds agree.  0 or the errno of the upload. */
 int inode_release_sync(struct objfs_fs *fs, struct inode *in);
-
-/* ---- state.c: what a successor needs (resumable mounts) ---- */
-
-/* Opens the state directory dir (made if need be) and its log; when
- * resume, first loads the inode table, open handles and spools a dead
- * server left there (the store must work: open files are revalidated).
- * 0 or an errno.  No lock; before the session serves. */
-int state_start(struct objfs_fs *fs, const char *dir, bool resume);
-/* Closes the log; when clean (everything uploaded, the mount ended), the
- * directory is removed.  No lock; after the session. */
-void state_stop(struct objfs_fs *fs, bool clean);
-/* Records a key deferred by del_later() (done false, before the reply) or
- * done with (the store's callback).  Takes fs->lock. */
-void state_delq(struct objfs_fs *fs, const char *key, bool done);
-/* Records what the kernel and a successor need of in (name, parent,
- * nlookup, mode, owner, size, spool, dirty, and the times when
- * in->times_set) / that in is gone.  Nothing when not resumable.
- * fs->lock held. */
-void state_note(struct objfs_fs *fs, struct inode *in);
-void state_gone(struct objfs_fs *fs, struct inode *in);
-/* Where a new spool goes: "" when not resumable (an unlinked file in the
- * spool directory), else a path in the state directory; *id for
- * in->spool_id.  Takes fs->lock. */
-void state_spool_path(struct objfs_fs *fs, char *buf, size_t cap,
-		      uint64_t *id);
-/* The multipart upload of a sequential writer (writeback.c): st begun
- * (NULL: ended, completed or aborted) / one of its parts done, of len
- * bytes / its bytes before off about to leave the spool (only the parts
- * hold them).  A successor goes on with the upload.  Nothing when not
- * resumable.  Take fs->lock. */
-void state_stream(struct objfs_fs *fs, struct inode *in,
-		  const struct stream *st);
-void state_part(struct objfs_fs *fs, fuse_ino_t ino,
-		const struct objfs_part *part, uint64_t len);
-void state_punch(struct objfs_fs *fs, struct inode *in, uint64_t off);
-/* Gives h an id (fi->fh) and records it open / drops and records it
- * closed.  Take fs->hid_mu and fs->lock. */
-void hid_add(struct objfs_fs *fs, struct hid *h, fuse_ino_t ino, bool dir);
-void hid_del(struct objfs_fs *fs, struct hid *h);
-/* The handle called id, or NULL.  Takes fs->hid_mu. */
-struct hid *hid_find(struct objfs_fs *fs, uint64_t id);
-
-/* A request that must not run twice (rename, unlink, rmdir, mkdir,
- * symlink, mknod, link, create), this thread's (req_unique()).  intent_start()
- * records its start; true when the kernel sent it again and it had ended
- * before the server died: *err is the answer it got, ic->ino and ic->hid
- * the entry and handle it made (0: none).  intent_end() records the end
- * with *err and the caller's ic->ino and ic->hid; a re-sent request that
- * had begun and finds its object gone (*err == gone) had run, and *err
- * becomes 0.  Take fs->lock. */
-struct intent_ctx {
-	uint64_t unique;                /* without UNIQUE_RESEND */
-	bool begun;                     /* re-sent, and it had started */
-	fuse_ino_t ino;                 /* the entry made (mkdir, create...) */
-	uint64_t hid;                   /* the handle opened (create) */
-};
-bool intent_start(struct objfs_fs *fs, struct intent_ctx *ic, int *err);
-void intent_end(struct objfs_fs *fs, const struct intent_ctx *ic, int *err,
-		int gone);
-/* Test only (-o crash_at=OP:NAME, or OP when name is NULL): kills the
- * process with SIGKILL when op runs on a file named name, once per state
- * directory.  No lock. */
-void state_crash_point(struct objfs_fs *fs, const char *op, const char *name);
 
 /* ---- fsmetrics.c: hooks, each a no-op while fs->metrics is NULL ---- */
 
@@ -1113,6 +906,24 @@ void fs_metrics_open(struct objfs_fs *fs, bool kept);
 void fs_metrics_streamed_part(struct objfs_fs *fs);
 /* Frees fs->metrics (destroy). */
 void fs_metrics_free(struct objfs_fs *fs);
+/* The operations the metered table counts (fsmetered.c), in the order of
+ * fsmetrics.c's op label. */
+enum {
+	OP_LOOKUP, OP_FORGET, OP_FORGET_MULTI, OP_GETATTR, OP_SETATTR,
+	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
+	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
+	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
+	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_SETXATTR, OP_GETXATTR,
+	OP_LISTXATTR, OP_REMOVEXATTR, OP_COUNT
+};
+/* A request of the metered table: begun (its start, ns) / ended (counted
+ * by op, timed, counted by errno when reply_err() answered it on this
+ * thread).  No lock needed. */
+uint64_t fs_metrics_op_begin(void);
+void fs_metrics_op_end(struct objfs_fs *fs, unsigned op, uint64_t t0);
+/* A write of n bytes ended: counted when it was accepted.  No lock
+ * needed. */
+void fs_metrics_written(struct objfs_fs *fs, size_t n);
 
 /* ---- xattr.c: extended attributes (user.* in object metadata) ---- */
 
@@ -1124,92 +935,4 @@ int xattr_load(struct objfs_fs *fs, struct inode *in, bool fresh);
 /* Adds in's attributes to m (metadata about to be written for it).  0,
  * E2BIG or ENOMEM.  fs->lock held; xattr_load() done first. */
 int xattr_meta(struct objfs_fs *fs, struct inode *in, struct objfs_meta *m);
-/* The operations of xattr.c in the ops table (fs.c). */
-void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-		    size_t size);
-void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-		    const char *value, size_t size, int flags);
-void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
-void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-
-/* ---- fs.c: the FUSE edge ---- */
-
-#define UNIQUE_RESEND (1ULL << 63)
-/* The unique of the request this thread processes (objfs_fs_set_unique(),
- * 0 when not resumable). */
-uint64_t req_unique(void);
-
-/* A new handle of in (not linked, no id).  NULL when out of memory.  No
- * lock. */
-struct fhandle *fh_new(struct objfs_fs *fs, struct inode *in);
-/* Adds fh to the open handles.  fs->lock held. */
-void fh_link(struct objfs_fs *fs, struct fhandle *fh);
-
-/* Replies err to req: store errors a file system call cannot mean become
- * EIO; the one place an errno is negated (by libfuse). */
-void reply_err(fuse_req_t req, int err);
-/* EROFS, EINVAL, ENAMETOOLONG (the name, or its key), EPERM (reserved) or
- * ENOTDIR when name may not be created under parent (pinned by the
- * caller), else 0.  Takes fs->lock. */
-int new_name_check(struct objfs_fs *fs, struct inode *parent,
-		   const char *name);
-/* The directory a new name goes in (create, mkdir, symlink, mknod):
- * pinned into *dir (NULL when parent is unknown: ENOENT; the caller
- * unpins it whatever the result), the name checked (new_name_check) and
- * any prefetch under it dropped.  0 or an errno. */
-int new_name_dir(struct objfs_fs *fs, fuse_ino_t parent, const char *name,
-		 struct inode **dir);
-/* ---- names.c: mkdir, symlink, mknod, link ---- */
-/* Creates name under parent (mkdir, symlink with link, mknod with rdev)
- * and replies the entry; an intent.  No lock held. */
-void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       mode_t mode, dev_t rdev, const char *link);
-/* The operations of names.c in the ops table (fs.c). */
-void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		 mode_t mode);
-void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		   const char *name);
-void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		const char *newname);
-struct intent_ctx;
-/* The entry a re-sent request's intent recorded (its inode still known):
- * true with *e filled in.  Takes fs->lock. */
-bool intent_entry(struct objfs_fs *fs, const struct intent_ctx *ic,
-		  struct fuse_entry_param *e);
-/* The group of a new file or directory made by ctx in dir, and its mode's
- * setgid and group bits (a setgid directory; fsGroup). */
-gid_t new_group(const struct objfs_fs *fs, const struct fuse_ctx *ctx,
-		const struct inode *dir, mode_t *mode);
-/* Creates key (EEXIST when the store has it: a conditional PUT where the
- * store has one, backend/s3.c) with the attributes fa and body (a
- * symlink's target; empty for a marker or a special file).  No lock
- * held. */
-int put_with_attrs(struct objfs_fs *fs, const char *key,
-		   const struct objfs_fattr *fa, const void *body,
-		   size_t len, struct objfs_obj_info *info);
-
-/* ---- remove.c: unlink, rmdir, and the deferred deletes' barrier ---- */
-
-/* Writes the marker of an implied directory that lost its last entry.
- * fs->ns held; takes fs->lock. */
-void keep_dir(struct objfs_fs *fs, struct inode *dir);
-/* Deletes key later (objfs_store_del_deferred), written to the state log
- * first for a successor.  0 or an errno.  No lock held. */
-int del_later(struct objfs_fs *fs, const char *key);
-/* Whether in's object may be deleted later (del_later) when its name goes
- * (unlink, or the old name of a rename: renamed): not a hard link's name
- * (its set is counted in the store); for an unlink, not open either (an
- * open file's unlink deletes at once, as before deletes were deferred).
- * A rename's source may be open: the kernel sends RELEASE after close()
- * returns, so the close-then-rename of rsync or an editor often still
- * finds its handle, and the inode's data goes on under the new key.
- * fs->lock held. */
-bool del_may_defer(const struct inode *in, bool renamed);
-void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
-void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-/* fsync of a directory: waits for the deletes deferred before it (EIO
- * when one failed). */
-void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-		 struct fuse_file_info *fi);
-
 #endif

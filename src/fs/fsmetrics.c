@@ -2,8 +2,9 @@
  * fsmetrics.c - what the filesystem counts (common/metrics.h), kept apart
  * from the operations it counts.
  *
- * FUSE operations are timed by a second ops table (objfs_fs_metered_ops)
- * whose every slot calls the real one between a start and an end: a
+ * FUSE operations are timed by a second ops table (objfs_fs_metered_ops,
+ * fsmetered.c) whose every slot calls the real one between a start and
+ * an end (fs_metrics_op_begin, fs_metrics_op_end): a
  * request is counted by op, timed, and, when reply_err() answered it on
  * this thread (every objfs operation replies on the thread it runs on),
  * counted again by errno.  The errno travels in a thread-local, set by
@@ -25,15 +26,6 @@
 #include "common/metrics.h"
 #include "fs/fs_int.h"
 
-enum {
-	OP_LOOKUP, OP_FORGET, OP_FORGET_MULTI, OP_GETATTR, OP_SETATTR,
-	OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR, OP_SYMLINK,
-	OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE,
-	OP_FSYNC, OP_OPENDIR, OP_READDIR, OP_READDIRPLUS, OP_RELEASEDIR,
-	OP_STATFS, OP_CREATE, OP_FSYNCDIR, OP_SETXATTR, OP_GETXATTR,
-	OP_LISTXATTR, OP_REMOVEXATTR, OP_COUNT
-};
-
 static const char *const op_names[OP_COUNT] = {
 	"lookup", "forget", "forget_multi", "getattr", "setattr", "readlink",
 	"mknod", "mkdir", "unlink", "rmdir", "symlink", "rename", "link",
@@ -42,7 +34,7 @@ static const char *const op_names[OP_COUNT] = {
 	"setxattr", "getxattr", "listxattr", "removexattr",
 };
 
-/* fs.c's fs_errno() set, then everything else. */
+/* edge.c's fs_errno() set, then everything else. */
 static const int errnos[] = {
 	ENOENT, EACCES, EPERM, EIO, ENOSPC, EEXIST, ENOTEMPTY, ENOTDIR,
 	EISDIR, EINVAL, ENAMETOOLONG, EROFS, ENOMEM, EFBIG, EXDEV, ENOSYS,
@@ -217,15 +209,15 @@ void fs_metrics_streamed_part(struct objfs_fs *fs)
 		objfs_metric_add(fs->metrics->m[D_STREAMED], 0, 1);
 }
 
-/* ---- the metered ops table ----------------------------------------------- */
+/* ---- a request of the metered ops table (fsmetered.c) -------------------- */
 
-static uint64_t op_begin(void)
+uint64_t fs_metrics_op_begin(void)
 {
 	reply_errno = 0;
 	return objfs_metrics_now_ns();
 }
 
-static void op_end(struct objfs_fs *fs, unsigned op, uint64_t t0)
+void fs_metrics_op_end(struct objfs_fs *fs, unsigned op, uint64_t t0)
 {
 	struct fs_metrics *m = fs->metrics;
 	size_t idx[2], e;
@@ -244,156 +236,10 @@ static void op_end(struct objfs_fs *fs, unsigned op, uint64_t t0)
 	}
 }
 
-/* A slot that times the real one; the request is gone once it replied,
- * so fs is taken before. */
-#define METERED(slot, OP, params, args)                                   \
-	static void m_##slot params                                        \
-	{                                                                   \
-		struct objfs_fs *fs = fuse_req_userdata(req);               \
-		uint64_t t0 = op_begin();                                   \
-									    \
-		objfs_fs_ops()->slot args;                                  \
-		op_end(fs, OP, t0);                                         \
-	}
-
-METERED(lookup, OP_LOOKUP, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-METERED(forget, OP_FORGET, (fuse_req_t req, fuse_ino_t ino, uint64_t nlookup),
-	(req, ino, nlookup))
-METERED(forget_multi, OP_FORGET_MULTI,
-	(fuse_req_t req, size_t count, struct fuse_forget_data *forgets),
-	(req, count, forgets))
-METERED(getattr, OP_GETATTR, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-METERED(setattr, OP_SETATTR,
-	(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-	 struct fuse_file_info *fi),
-	(req, ino, attr, to_set, fi))
-METERED(readlink, OP_READLINK, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-METERED(mknod, OP_MKNOD,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev),
-	(req, parent, name, mode, rdev))
-METERED(mkdir, OP_MKDIR,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode),
-	(req, parent, name, mode))
-METERED(unlink, OP_UNLINK, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-METERED(rmdir, OP_RMDIR, (fuse_req_t req, fuse_ino_t parent, const char *name),
-	(req, parent, name))
-METERED(symlink, OP_SYMLINK,
-	(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name),
-	(req, link, parent, name))
-METERED(rename, OP_RENAME,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-	 const char *newname, unsigned int flags),
-	(req, parent, name, newparent, newname, flags))
-METERED(link, OP_LINK,
-	(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname),
-	(req, ino, newparent, newname))
-METERED(open, OP_OPEN, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-METERED(read, OP_READ,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
-	(req, ino, size, off, fi))
-METERED(flush, OP_FLUSH, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-METERED(release, OP_RELEASE, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-METERED(fsync, OP_FSYNC,
-	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
-	(req, ino, datasync, fi))
-METERED(opendir, OP_OPENDIR, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
-	(req, ino, fi))
-METERED(readdir, OP_READDIR,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
-	(req, ino, size, off, fi))
-METERED(readdirplus, OP_READDIRPLUS,
-	(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi),
-	(req, ino, size, off, fi))
-METERED(releasedir, OP_RELEASEDIR,
-	(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi), (req, ino, fi))
-METERED(statfs, OP_STATFS, (fuse_req_t req, fuse_ino_t ino), (req, ino))
-METERED(create, OP_CREATE,
-	(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	 struct fuse_file_info *fi),
-	(req, parent, name, mode, fi))
-METERED(fsyncdir, OP_FSYNCDIR,
-	(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi),
-	(req, ino, datasync, fi))
-METERED(setxattr, OP_SETXATTR,
-	(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-	 size_t size, int flags),
-	(req, ino, name, value, size, flags))
-METERED(getxattr, OP_GETXATTR,
-	(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size),
-	(req, ino, name, size))
-METERED(listxattr, OP_LISTXATTR, (fuse_req_t req, fuse_ino_t ino, size_t size),
-	(req, ino, size))
-METERED(removexattr, OP_REMOVEXATTR,
-	(fuse_req_t req, fuse_ino_t ino, const char *name), (req, ino, name))
-#undef METERED
-
-/* Writes also count their bytes: an accepted write took all of them. */
-static void m_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		    size_t size, off_t off, struct fuse_file_info *fi)
+void fs_metrics_written(struct objfs_fs *fs, size_t n)
 {
-	struct objfs_fs *fs = fuse_req_userdata(req);
-	uint64_t t0 = op_begin();
-
-	objfs_fs_ops()->write(req, ino, buf, size, off, fi);
 	if (reply_errno == 0 && fs->metrics != NULL)
-		objfs_metric_add(fs->metrics->m[D_WRITTEN_BYTES], 0, size);
-	op_end(fs, OP_WRITE, t0);
-}
-
-static void m_init(void *userdata, struct fuse_conn_info *conn)
-{
-	objfs_fs_ops()->init(userdata, conn);
-}
-
-static void m_destroy(void *userdata)
-{
-	objfs_fs_ops()->destroy(userdata);
-}
-
-static const struct fuse_lowlevel_ops metered_ops = {
-	.init = m_init,
-	.destroy = m_destroy,
-	.lookup = m_lookup,
-	.forget = m_forget,
-	.forget_multi = m_forget_multi,
-	.getattr = m_getattr,
-	.setattr = m_setattr,
-	.readlink = m_readlink,
-	.mknod = m_mknod,
-	.mkdir = m_mkdir,
-	.unlink = m_unlink,
-	.rmdir = m_rmdir,
-	.symlink = m_symlink,
-	.rename = m_rename,
-	.link = m_link,
-	.open = m_open,
-	.read = m_read,
-	.write = m_write,
-	.flush = m_flush,
-	.release = m_release,
-	.fsync = m_fsync,
-	.opendir = m_opendir,
-	.readdir = m_readdir,
-	.readdirplus = m_readdirplus,
-	.releasedir = m_releasedir,
-	.statfs = m_statfs,
-	.create = m_create,
-	.fsyncdir = m_fsyncdir,
-	.setxattr = m_setxattr,
-	.getxattr = m_getxattr,
-	.listxattr = m_listxattr,
-	.removexattr = m_removexattr,
-};
-
-const struct fuse_lowlevel_ops *objfs_fs_metered_ops(void)
-{
-	return &metered_ops;
+		objfs_metric_add(fs->metrics->m[D_WRITTEN_BYTES], 0, n);
 }
 
 /* ---- gauges at scrape time ------------------------------------------------ */
@@ -428,9 +274,9 @@ static void collect(void *arg)
 		handles++;
 	objfs_metric_set(m->m[D_INODES], 0, (int64_t)fs->n_inodes);
 	objfs_metric_set(m->m[D_SPOOL], 0, (int64_t)fs->spool_used);
-	objfs_metric_set(m->m[D_CAPACITY], 0, (int64_t)fs->capacity);
-	objfs_metric_set(m->m[D_USED], 0, fs->used);
-	objfs_metric_set(m->m[D_OBJECTS], 0, fs->objects);
+	objfs_metric_set(m->m[D_CAPACITY], 0, (int64_t)fs->cap.capacity);
+	objfs_metric_set(m->m[D_USED], 0, fs->cap.used);
+	objfs_metric_set(m->m[D_OBJECTS], 0, fs->cap.objects);
 	pthread_mutex_unlock(&fs->lock);
 	objfs_metric_set(m->m[D_DIRTY_FILES], 0, dirty);
 	objfs_metric_set(m->m[D_DIRTY_BYTES], 0, dirty_bytes);
@@ -448,12 +294,12 @@ static void collect(void *arg)
 		objfs_metric_set(m->m[D_DC_EVICTIONS], 0, (int64_t)st.evictions);
 		objfs_metric_set(m->m[D_DC_BYTES], 0, (int64_t)st.bytes);
 	}
-	if (fs->pf != NULL) {
+	if (fs->pf.cache != NULL) {
 		struct objfs_pfcache_stats st;
 		uint64_t v[6];
 		size_t i;
 
-		objfs_pfcache_stats(fs->pf, &st);
+		objfs_pfcache_stats(fs->pf.cache, &st);
 		v[0] = st.reserved;
 		v[1] = st.hits;
 		v[2] = st.evicted;
@@ -464,7 +310,7 @@ static void collect(void *arg)
 			objfs_metric_set(m->m[D_PF], i, (int64_t)v[i]);
 		objfs_metric_set(m->m[D_PF_BYTES], 0, (int64_t)st.bytes);
 		pthread_mutex_lock(&fs->lock);
-		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf_listed);
+		objfs_metric_set(m->m[D_PF_LISTED], 0, (int64_t)fs->pf.listed);
 		pthread_mutex_unlock(&fs->lock);
 	}
 	objfs_metric_set(m->m[D_RANGES], 0,
@@ -491,7 +337,7 @@ int objfs_fs_metrics_attach(struct objfs_fs *fs, struct objfs_metrics *reg)
 		if (fs->dcache == NULL && i >= D_DC_HITS && i <= D_DC_BYTES)
 			continue;
 		/* prefetch's only when it is on */
-		if (fs->pf == NULL && i >= D_PF && i <= D_PF_LISTED)
+		if (fs->pf.cache == NULL && i >= D_PF && i <= D_PF_LISTED)
 			continue;
 		err = objfs_metrics_register(reg, &defs[i], &m->m[i]);
 	}

@@ -36,7 +36,7 @@
  * that another mount linked becomes the set's inode at its revalidation
  * (hl_adopt()).  create(2) of an existing link name opens the set's file
  * (hl_file()).  The state log of a resumable mount keeps a data inode's
- * id (state.c SF_HLINK), and link is an intent (fs.c).
+ * id (journal.c SF_HLINK), and link is an intent (names.c).
  *
  * Attributes (issue 34 item 4): the data object holds them; every
  * change of them here is a copy in place of it through the set's one data
@@ -58,7 +58,7 @@
  *                 the old name overwritten by a link object.
  *   next link     its entry; a HEAD of the data (ENOENT: the set was
  *                 freed); the new name (If-None-Match).
- *   unlink        the name (fs.c); its entry; a LIST of the entries: none
+ *   unlink        the name (remove.c); its entry; a LIST of the entries: none
  *                 left, the data is deleted.
  *   rename        the copy and delete of the name (rename.c): no entry
  *                 changes; a link name renamed over loses its entry.
@@ -254,8 +254,8 @@ static struct inode *find_data(struct objfs_fs *fs, const char *id)
 	struct inode *in;
 
 	fs_assert_locked(fs);
-	for (in = fs->hl_list; in != NULL; in = in->hl_next) {
-		if (strcmp(in->hl_id, id) == 0)
+	for (in = fs->hl_list; in != NULL; in = in->hl.next) {
+		if (strcmp(in->hl.id, id) == 0)
 			return in;
 	}
 	return NULL;
@@ -271,11 +271,11 @@ static int enlist(struct objfs_fs *fs, struct inode *in, const char *id,
 	fs_assert_locked(fs);
 	if (c == NULL)
 		return ENOMEM;
-	free(in->hl_id);
-	in->hl_id = c;
-	in->hl_data = !pending;
-	in->hl_pending = pending;
-	in->hl_next = fs->hl_list;
+	free(in->hl.id);
+	in->hl.id = c;
+	in->hl.data = !pending;
+	in->hl.pending = pending;
+	in->hl.next = fs->hl_list;
 	fs->hl_list = in;
 	return 0;
 }
@@ -291,41 +291,41 @@ static void unlist(struct objfs_fs *fs, struct inode *in)
 	struct inode **pp;
 
 	fs_assert_locked(fs);
-	for (pp = &fs->hl_list; *pp != NULL; pp = &(*pp)->hl_next) {
+	for (pp = &fs->hl_list; *pp != NULL; pp = &(*pp)->hl.next) {
 		if (*pp == in) {
-			*pp = in->hl_next;
+			*pp = in->hl.next;
 			break;
 		}
 	}
-	in->hl_next = NULL;
-	in->hl_data = false;
-	in->hl_pending = false;
+	in->hl.next = NULL;
+	in->hl.data = false;
+	in->hl.pending = false;
 }
 
 void hl_inode_free(struct objfs_fs *fs, struct inode *in)
 {
-	if (in->hl_data || in->hl_pending)
+	if (in->hl.data || in->hl.pending)
 		unlist(fs, in);
-	free(in->hl_id);
-	in->hl_id = NULL;
+	free(in->hl.id);
+	in->hl.id = NULL;
 }
 
 int hl_load(struct objfs_fs *fs, struct inode *in, const char *id)
 {
 	fs_assert_locked(fs);
-	if (in->hl_data && (id == NULL || strcmp(in->hl_id, id) != 0))
+	if (in->hl.data && (id == NULL || strcmp(in->hl.id, id) != 0))
 		unlist(fs, in);
-	if (id == NULL || in->hl_data)
+	if (id == NULL || in->hl.data)
 		return 0;
 	if (!objfs_hlink_id_valid(id))
 		return 0;       /* not ours: an unlinked inode */
-	in->hl_nlink = 1;       /* counted at its revalidation */
+	in->hl.nlink = 1;       /* counted at its revalidation */
 	return make_data(fs, in, id);
 }
 
 int hl_data_key(const struct inode *in, char *buf, size_t cap)
 {
-	return objfs_hlink_data_key(in->hl_id, buf, cap);
+	return objfs_hlink_data_key(in->hl.id, buf, cap);
 }
 
 bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d)
@@ -336,7 +336,7 @@ bool hl_dent(struct objfs_fs *fs, struct inode *dir, const struct dent *d)
 	if (d->hlink)
 		return true;
 	c = find_child(fs, dir, d->name);
-	return c != NULL && c->hl_id != NULL;
+	return c != NULL && c->hl.id != NULL;
 }
 
 const struct inode *hl_name_file(struct objfs_fs *fs,
@@ -345,9 +345,9 @@ const struct inode *hl_name_file(struct objfs_fs *fs,
 	const struct inode *data;
 
 	fs_assert_locked(fs);
-	if (name_in->hl_id == NULL || name_in->hl_data)
+	if (name_in->hl.id == NULL || name_in->hl.data)
 		return name_in;
-	data = find_data(fs, name_in->hl_id);
+	data = find_data(fs, name_in->hl.id);
 	return data != NULL ? data : name_in;
 }
 
@@ -372,12 +372,12 @@ static void name_inode(struct objfs_fs *fs, struct inode *dir,
 	in = inode_new(fs, dir, name, mode);
 	if (in == NULL)
 		return;         /* a lookup makes it */
-	in->hl_id = strdup(id);
-	snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", tok);
+	in->hl.id = strdup(id);
+	snprintf(in->hl.tok, sizeof(in->hl.tok), "%s", tok);
 	in->in_store = true;
 	in->attr_time = now_mono();
 	snprintf(in->etag, sizeof(in->etag), "%s", etag);
-	if (in->hl_id == NULL)
+	if (in->hl.id == NULL)
 		in->attr_time = 0;
 }
 
@@ -431,17 +431,17 @@ static void take(struct objfs_fs *fs, struct inode *in, bool pin)
 int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 	       struct inode **out)
 {
-	char id[IDBUF], tok[sizeof(name_in->hl_tok)], key[KEYBUF];
+	char id[IDBUF], tok[sizeof(name_in->hl.tok)], key[KEYBUF];
 	struct inode *in;
 	struct probe p;
 	unsigned nlink = 0;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	snprintf(id, sizeof(id), "%s", name_in->hl_id);
-	snprintf(tok, sizeof(tok), "%s", name_in->hl_tok);
+	snprintf(id, sizeof(id), "%s", name_in->hl.id);
+	snprintf(tok, sizeof(tok), "%s", name_in->hl.tok);
 	in = find_data(fs, id);
-	if (in != NULL && (in->dirty || in->spool != NULL || in->hl_pending ||
+	if (in != NULL && (in->dirty || in->spool != NULL || in->hl.pending ||
 			   now_mono() - in->attr_time < fs->o.attr_ttl)) {
 		take(fs, in, pin);
 		*out = in;
@@ -486,7 +486,7 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 		}
 	}
 	apply_probe(fs, in, &p);
-	in->hl_nlink = nlink;
+	in->hl.nlink = nlink;
 	take(fs, in, pin);
 	*out = in;
 	pthread_mutex_unlock(&fs->lock);
@@ -500,7 +500,7 @@ int hl_file(struct objfs_fs *fs, struct inode **in)
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	name = (*in)->hl_id != NULL && !(*in)->hl_data;
+	name = (*in)->hl.id != NULL && !(*in)->hl.data;
 	pthread_mutex_unlock(&fs->lock);
 	if (!name)
 		return 0;
@@ -520,21 +520,21 @@ int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	need = in->hl_data && !in->dirty && in->spool == NULL &&
+	need = in->hl.data && !in->dirty && in->spool == NULL &&
 	       in->in_store &&
 	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl);
 	if (need)
-		snprintf(id, sizeof(id), "%s", in->hl_id);
+		snprintf(id, sizeof(id), "%s", in->hl.id);
 	pthread_mutex_unlock(&fs->lock);
 	if (!need)
 		return 0;
 	asked = now_mono();
 	err = probe_data(fs, id, &p, &nlink);
 	pthread_mutex_lock(&fs->lock);
-	if (err == 0 && in->hl_data && strcmp(in->hl_id, id) == 0 &&
+	if (err == 0 && in->hl.data && strcmp(in->hl.id, id) == 0 &&
 	    in->changed_at < asked) {   /* else changed here meanwhile */
 		apply_probe(fs, in, &p);
-		in->hl_nlink = nlink;
+		in->hl.nlink = nlink;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	return err;
@@ -548,10 +548,10 @@ int hl_adopt(struct objfs_fs *fs, struct inode *in)
 	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	adopt = in->hl_id != NULL && !in->hl_data && !in->hl_pending &&
+	adopt = in->hl.id != NULL && !in->hl.data && !in->hl.pending &&
 		!in->dirty && in->spool == NULL;
 	if (adopt) {
-		snprintf(id, sizeof(id), "%s", in->hl_id);
+		snprintf(id, sizeof(id), "%s", in->hl.id);
 		par = detach(fs, in);
 		if (par != NULL)
 			snap_drop(par);
@@ -648,8 +648,8 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 		entry_set(fs, id, tok1, NULL, false);
 		pthread_mutex_lock(&fs->lock);
 		unlist(fs, in);
-		free(in->hl_id);
-		in->hl_id = NULL;
+		free(in->hl.id);
+		in->hl.id = NULL;
 		pthread_mutex_unlock(&fs->lock);
 		goto out;
 	}
@@ -658,8 +658,8 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (par != NULL)
 		par->refs++;
 	detach(fs, in);
-	in->hl_pending = false;
-	in->hl_data = true;
+	in->hl.pending = false;
+	in->hl.data = true;
 	if (strcmp(in->cache_etag, in->etag) == 0)
 		snprintf(in->cache_etag, sizeof(in->cache_etag), "%s",
 			 cinfo.etag);
@@ -667,15 +667,15 @@ static int link_first(struct objfs_fs *fs, struct inode *in,
 	if (in->spool != NULL)
 		snprintf(in->spool->base_etag,
 			 sizeof(in->spool->base_etag), "%s", cinfo.etag);
-	in->hl_nlink = 2;
+	in->hl.nlink = 2;
 	inode_changed(in, false);
 	in->ctime = fa.ctime;           /* as stored */
 	in->meta_mask = FATTR_ALL;
 	in->attr_time = now_mono();
 	ino_remember(fs, id, in->ino);  /* its number after a forget too */
 	/* the data, two entries and the new name */
-	fs->objects += 4;
-	fs->scan_obj_delta += 4;
+	fs->cap.objects += 4;
+	fs->cap.scan_obj_delta += 4;
 	if (par != NULL) {
 		name_inode(fs, par, in->name, id, tok1, fa.mode, n1.etag);
 		snap_drop(par);
@@ -711,7 +711,7 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	snprintf(id, sizeof(id), "%s", in->hl_id);
+	snprintf(id, sizeof(id), "%s", in->hl.id);
 	err = hl_data_key(in, dkey, sizeof(dkey));
 	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
@@ -732,10 +732,10 @@ static int link_next(struct objfs_fs *fs, struct inode *in,
 	if (count_names(fs, id, &nlink) != 0 || nlink < 2)
 		nlink = 0;      /* what this mount knows then */
 	pthread_mutex_lock(&fs->lock);
-	in->hl_nlink = nlink != 0 ? nlink : in->hl_nlink + 1;
+	in->hl.nlink = nlink != 0 ? nlink : in->hl.nlink + 1;
 	inode_changed(in, false);
-	fs->objects += 2;
-	fs->scan_obj_delta += 2;
+	fs->cap.objects += 2;
+	fs->cap.scan_obj_delta += 2;
 	name_inode(fs, dir, newname, id, tok2, fa.mode, n2.etag);
 	snap_drop(dir);
 	/* its mtime and ctime, and the name in fs->recent */
@@ -760,13 +760,13 @@ int hl_link(struct objfs_fs *fs, struct inode *in, struct inode *dir,
 	pthread_mutex_lock(&fs->lock);
 	if (S_ISDIR(in->mode))
 		err = EPERM;            /* POSIX: no links to directories */
-	else if (!in->linked && !in->hl_data)
+	else if (!in->linked && !in->hl.data)
 		err = ENOENT;           /* unlinked while open */
 	else if (find_child(fs, dir, newname) != NULL)
 		err = EEXIST;
 	else
 		err = inode_key(fs, dir, true, dkey, sizeof(dkey));
-	data = in->hl_data;
+	data = in->hl.data;
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0)
 		err = objfs_key_join(dkey, newname, false, key2, sizeof(key2));
@@ -795,13 +795,13 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	fs->objects--;
-	fs->scan_obj_delta--;
+	fs->cap.objects--;
+	fs->cap.scan_obj_delta--;
 	in = find_data(fs, id);
 	if (in != NULL) {
 		in->refs++;
 		inode_changed(in, false);
-		in->hl_nlink = nlink;
+		in->hl.nlink = nlink;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (nlink == 0) {
@@ -816,12 +816,12 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok)
 			err = 0;        /* another mount freed it */
 		pthread_mutex_lock(&fs->lock);
 		if (err == 0) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		if (err == 0)
 			ino_forget(fs, id);
-		if (err == 0 && in != NULL && in->hl_data) {
+		if (err == 0 && in != NULL && in->hl.data) {
 			unlist(fs, in);
 			in->in_store = false;
 			charge_force(fs, in, 0);

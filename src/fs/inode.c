@@ -155,8 +155,8 @@ void inode_free(struct objfs_fs *fs, struct inode *in)
 	/* at destroy: data of a named file neither uploaded nor kept stays
 	 * in the state directory, whose log (closed before: no FREE record)
 	 * names it for the next mount (recover.c) */
-	if (in->dirty && (in->linked || in->hl_data || in->load_orphan) &&
-	    fs->st_fd < 0 &&
+	if (in->dirty && (in->linked || in->hl.data || in->load_orphan) &&
+	    fs->journal.fd < 0 &&
 	    in->spool != NULL && in->spool->path != NULL &&
 	    in->spool->kept == NULL)
 		objfs_spool_leave(in->spool);
@@ -246,7 +246,7 @@ int inode_key(struct objfs_fs *fs, struct inode *in, bool dir_slash,
 	const struct inode *p;
 
 	fs_assert_locked(fs);
-	if (in->hl_data)
+	if (in->hl.data)
 		return hl_data_key(in, buf, cap);
 	for (p = in; p != NULL && p->parent != NULL; p = p->parent) {
 		if (!p->linked || n >= sizeof(chain) / sizeof(chain[0]))

@@ -217,19 +217,19 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		 const struct probe *p)
 {
 	fs_assert_locked(fs);
-	if (in->hl_pending)
+	if (in->hl.pending)
 		return;         /* becoming a link set (hardlink.c) */
 	in->attr_time = now_mono();
 	in->in_store = p->is_dir ? p->marker : true;
 	if (in->dirty || in->spool != NULL || in->attr_dirty)
 		return;
-	if (!in->hl_data && (p->hl_id[0] != '\0' ?
-	    in->hl_id == NULL || strcmp(in->hl_id, p->hl_id) != 0 ||
-	    strcmp(in->hl_tok, p->hl_tok) != 0 : in->hl_id != NULL)) {
+	if (!in->hl.data && (p->hl_id[0] != '\0' ?
+	    in->hl.id == NULL || strcmp(in->hl.id, p->hl_id) != 0 ||
+	    strcmp(in->hl.tok, p->hl_tok) != 0 : in->hl.id != NULL)) {
 		/* a name that became or stopped being a hard link's */
-		free(in->hl_id);
-		in->hl_id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
-		snprintf(in->hl_tok, sizeof(in->hl_tok), "%s", p->hl_tok);
+		free(in->hl.id);
+		in->hl.id = p->hl_id[0] != '\0' ? strdup(p->hl_id) : NULL;
+		snprintf(in->hl.tok, sizeof(in->hl.tok), "%s", p->hl_tok);
 	}
 	if (p->headed && !p->xattrs) {
 		/* none: no HEAD needed before a write of its metadata */
@@ -397,7 +397,7 @@ relist:
 	}
 	apply_probe(fs, in, &p);
 found:
-	if (!pin && in->hl_id != NULL && !in->hl_data) {
+	if (!pin && in->hl.id != NULL && !in->hl.data) {
 		/* a hard link's name: the kernel gets the file it names */
 		in->refs++;
 		pthread_mutex_unlock(&fs->lock);
@@ -436,7 +436,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
-	if (in->hl_data || in->hl_pending) {
+	if (in->hl.data || in->hl.pending) {
 		pthread_mutex_unlock(&fs->lock);
 		return hl_revalidate(fs, in, force);
 	}
@@ -450,7 +450,7 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 		 now_mono() - in->put_time < fs->o.attr_ttl);
 	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	attr_time = in->attr_time;
-	reg = S_ISREG(in->mode) && !in->attr_dirty && in->hl_id == NULL;
+	reg = S_ISREG(in->mode) && !in->attr_dirty && in->hl.id == NULL;
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;

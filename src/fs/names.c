@@ -5,9 +5,9 @@
  * the upload of an object with its attributes (put_with_attrs), the group
  * a new name gets (new_group: a setgid directory, fsGroup), and the answer
  * to a request a dead server had run (intent_entry, intent_reply_entry).
- * Regular files are made by create (fs.c), which opens them too.
+ * Regular files are made by create (handles.c), which opens them too.
  *
- * Every new name is an intent (state.c): not idempotent, EEXIST the second
+ * Every new name is an intent (journal.c): not idempotent, EEXIST the second
  * time, so a successor answers a re-sent request as it was answered.
  */
 #include "config.h"
@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 int new_name_check(struct objfs_fs *fs, struct inode *parent,
 		   const char *name)
@@ -208,9 +209,9 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->size = S_ISLNK(mode) ? strlen(link) : 0;
 		in->stored_size = in->size;
 		in->charged = in->size;
-		fs->used += (int64_t)in->size;
-		fs->objects++;
-		fs->scan_obj_delta++;
+		fs->cap.used += (int64_t)in->size;
+		fs->cap.objects++;
+		fs->cap.scan_obj_delta++;
 		snprintf(in->etag, sizeof(in->etag), "%s", info.etag);
 		in->attr_time = now_mono();
 		if (link != NULL)

@@ -74,7 +74,7 @@ static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
 /* When an open last used a prefetched file (mono seconds; no lock). */
 static double pf_last_use(struct objfs_fs *fs)
 {
-	return (double)__atomic_load_n(&fs->pf_used_ms, __ATOMIC_RELAXED) /
+	return (double)__atomic_load_n(&fs->pf.used_ms, __ATOMIC_RELAXED) /
 	       1000.0;
 }
 
@@ -82,21 +82,21 @@ int pf_init(struct objfs_fs *fs)
 {
 	int err;
 
-	pthread_cond_init(&fs->pf_cv, NULL);
+	pthread_cond_init(&fs->pf.cv, NULL);
 	if (fs->o.prefetch == 0)
 		return 0;
 	err = objfs_pfcache_create(PF_MEM, PF_ENTRIES, sizeof(struct probe),
-				   &fs->pf);
+				   &fs->pf.cache);
 	if (err != 0)
-		pthread_cond_destroy(&fs->pf_cv);
+		pthread_cond_destroy(&fs->pf.cv);
 	return err;
 }
 
 void pf_destroy(struct objfs_fs *fs)
 {
-	objfs_pfcache_destroy(fs->pf);
-	fs->pf = NULL;
-	pthread_cond_destroy(&fs->pf_cv);
+	objfs_pfcache_destroy(fs->pf.cache);
+	fs->pf.cache = NULL;
+	pthread_cond_destroy(&fs->pf.cv);
 }
 
 /* ---- listings read ahead ---------------------------------------------- */
@@ -113,13 +113,13 @@ static void *pf_lister(void *arg)
 		struct aidx_pre *pre;
 		struct inode *c;
 
-		while (!fs->pf_stop && fs->pf_dirq_n == 0)
-			pthread_cond_wait(&fs->pf_cv, &fs->lock);
-		if (fs->pf_stop)
+		while (!fs->pf.stop && fs->pf.dirq_n == 0)
+			pthread_cond_wait(&fs->pf.cv, &fs->lock);
+		if (fs->pf.stop)
 			break;
-		c = fs->pf_dirq[0];
-		memmove(&fs->pf_dirq[0], &fs->pf_dirq[1],
-			--fs->pf_dirq_n * sizeof(fs->pf_dirq[0]));
+		c = fs->pf.dirq[0];
+		memmove(&fs->pf.dirq[0], &fs->pf.dirq[1],
+			--fs->pf.dirq_n * sizeof(fs->pf.dirq[0]));
 		pthread_mutex_unlock(&fs->lock);
 		pre = snap_index_start(fs, c);
 		if (snap_build(fs, c, NULL, pre, &s) == 0 && !s->more && s->base == 0)
@@ -128,9 +128,9 @@ static void *pf_lister(void *arg)
 			aidx_pre_cancel(pre);
 		pthread_mutex_lock(&fs->lock);
 		snap_put_locked(s);
-		fs->pf_listed++;
-		c->pf_listing = false;
-		pthread_cond_broadcast(&fs->pf_cv);
+		fs->pf.listed++;
+		c->pf.listing = false;
+		pthread_cond_broadcast(&fs->pf.cv);
 		pthread_mutex_unlock(&fs->lock);
 		unpin(fs, c);
 		pthread_mutex_lock(&fs->lock);
@@ -143,11 +143,11 @@ int pf_start(struct objfs_fs *fs)
 {
 	int err = 0;
 
-	while (fs->pf != NULL && fs->pf_nthreads < PF_LISTERS && err == 0) {
-		err = pthread_create(&fs->pf_threads[fs->pf_nthreads], NULL,
+	while (fs->pf.cache != NULL && fs->pf.nthreads < PF_LISTERS && err == 0) {
+		err = pthread_create(&fs->pf.threads[fs->pf.nthreads], NULL,
 				     pf_lister, fs);
 		if (err == 0)
-			fs->pf_nthreads++;
+			fs->pf.nthreads++;
 	}
 	return err;
 }
@@ -157,17 +157,17 @@ void pf_stop(struct objfs_fs *fs)
 	unsigned i;
 
 	pthread_mutex_lock(&fs->lock);
-	fs->pf_stop = true;
-	pthread_cond_broadcast(&fs->pf_cv);
+	fs->pf.stop = true;
+	pthread_cond_broadcast(&fs->pf.cv);
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; i < fs->pf_nthreads; i++)
-		pthread_join(fs->pf_threads[i], NULL);
-	fs->pf_nthreads = 0;
+	for (i = 0; i < fs->pf.nthreads; i++)
+		pthread_join(fs->pf.threads[i], NULL);
+	fs->pf.nthreads = 0;
 	pthread_mutex_lock(&fs->lock);
-	while (fs->pf_dirq_n > 0) {
-		struct inode *c = fs->pf_dirq[--fs->pf_dirq_n];
+	while (fs->pf.dirq_n > 0) {
+		struct inode *c = fs->pf.dirq[--fs->pf.dirq_n];
 
-		c->pf_listing = false;
+		c->pf.listing = false;
 		pthread_mutex_unlock(&fs->lock);
 		unpin(fs, c);
 		pthread_mutex_lock(&fs->lock);
@@ -178,8 +178,8 @@ void pf_stop(struct objfs_fs *fs)
 void pf_dir_wait(struct objfs_fs *fs, struct inode *dir)
 {
 	fs_assert_locked(fs);
-	while (dir->pf_listing)
-		pthread_cond_wait(&fs->pf_cv, &fs->lock);
+	while (dir->pf.listing)
+		pthread_cond_wait(&fs->pf.cv, &fs->lock);
 }
 
 /* Queues the subdirectory of dir listing entry d to be listed ahead: false
@@ -190,21 +190,21 @@ static bool pf_queue_dir(struct objfs_fs *fs, struct inode *dir,
 {
 	struct inode *c = find_child(fs, dir, d->name);
 
-	if (c == NULL || !S_ISDIR(c->mode) || fs->pf_dirq_n == PF_DIRQ)
+	if (c == NULL || !S_ISDIR(c->mode) || fs->pf.dirq_n == PF_DIRQ)
 		return false;
-	if (c->pf_listing || (c->snap != NULL &&
+	if (c->pf.listing || (c->snap != NULL &&
 			      now_mono() - c->snap->time < fs->o.dir_ttl))
 		return true;
 	c->refs++;
-	c->pf_listing = true;
-	fs->pf_dirq[fs->pf_dirq_n++] = c;
-	pthread_cond_broadcast(&fs->pf_cv);
+	c->pf.listing = true;
+	fs->pf.dirq[fs->pf.dirq_n++] = c;
+	pthread_cond_broadcast(&fs->pf.cv);
 	return true;
 }
 
 /* Queues the subdirectories of dir's whole listing s from position from
  * on, up to PF_DIRS_AHEAD of them counted from position `count_from`,
- * those before dir->pf_dupto queued already.  fs->lock held. */
+ * those before dir->pf.dupto queued already.  fs->lock held. */
 static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
 			  const struct dirsnap *s, size_t count_from)
 {
@@ -214,10 +214,10 @@ static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
 		if (!s->e[j].is_dir)
 			continue;
 		dirs++;
-		if (j >= dir->pf_dupto && !pf_queue_dir(fs, dir, &s->e[j]))
+		if (j >= dir->pf.dupto && !pf_queue_dir(fs, dir, &s->e[j]))
 			break;
-		if (j + 1 > dir->pf_dupto)
-			dir->pf_dupto = j + 1;
+		if (j + 1 > dir->pf.dupto)
+			dir->pf.dupto = j + 1;
 	}
 }
 
@@ -225,11 +225,11 @@ static void pf_queue_dirs(struct objfs_fs *fs, struct inode *dir,
  * over).  fs->lock held. */
 static void pf_positions(struct inode *dir, const struct dirsnap *s)
 {
-	if (dir->pf_time != s->time) {
-		dir->pf_time = s->time;
-		dir->pf_next = dir->pf_upto = 0;
-		dir->pf_dnext = dir->pf_dupto = 0;
-		dir->pf_scanned = false;
+	if (dir->pf.time != s->time) {
+		dir->pf.time = s->time;
+		dir->pf.next = dir->pf.upto = 0;
+		dir->pf.dnext = dir->pf.dupto = 0;
+		dir->pf.scanned = false;
 	}
 }
 
@@ -242,37 +242,37 @@ struct pf_starts *pf_dir_read(struct objfs_fs *fs, struct inode *dir,
 	bool found, seq;
 
 	fs_assert_locked(fs);
-	if (fs->pf == NULL || s->more || s->base != 0)
+	if (fs->pf.cache == NULL || s->more || s->base != 0)
 		return NULL;
 	pf_positions(dir, s);
-	dir->pf_scanned = true;
-	if (!plus || fs->pf_nthreads == 0)
+	dir->pf.scanned = true;
+	if (!plus || fs->pf.nthreads == 0)
 		return NULL;
 	ps = p != NULL ? p->snap : NULL;
 	if (first && ps != NULL && !ps->more && ps->base == 0) {
 		/* after the sibling read before it: a tree walk */
 		i = snap_find(ps, dir->name, &found);
 		pf_positions(p, ps);
-		seq = found && p->pf_dnext > 0 && i >= p->pf_dnext;
-		for (j = p->pf_dnext; seq && j < i; j++)
+		seq = found && p->pf.dnext > 0 && i >= p->pf.dnext;
+		for (j = p->pf.dnext; seq && j < i; j++)
 			if (ps->e[j].is_dir)
 				seq = false;
 		if (found)
-			p->pf_dnext = i + 1;
-		dir->pf_walk = seq;
+			p->pf.dnext = i + 1;
+		dir->pf.walk = seq;
 		if (seq)
 			pf_queue_dirs(fs, p, ps, i + 1);
 	} else if (first) {
-		dir->pf_walk = false;
+		dir->pf.walk = false;
 	}
-	if (dir->pf_walk) {
+	if (dir->pf.walk) {
 		pf_positions(dir, s);
 		pf_queue_dirs(fs, dir, s, 0);
 	}
 	/* a walk that reads files (a prefetched one was just used): this
 	 * directory's first files are next */
-	if (first && dir->pf_upto == 0 &&
-	    (dir->pf_walk || (p != NULL && p->pf_walk)) &&
+	if (first && dir->pf.upto == 0 &&
+	    (dir->pf.walk || (p != NULL && p->pf.walk)) &&
 	    now_mono() - pf_last_use(fs) < PF_READING)
 		return pf_collect(fs, dir, s, 0);
 	return NULL;
@@ -304,7 +304,7 @@ static void pf_run(void *arg)
 	if (err == 0)
 		probe_from_info(fs, &info, false, &p);
 	objfs_obj_info_release(&info);
-	objfs_pfcache_fill(fs->pf, t->id, err, fb.data, fb.got, &p);
+	objfs_pfcache_fill(fs->pf.cache, t->id, err, fb.data, fb.got, &p);
 	free(t);
 }
 
@@ -321,8 +321,8 @@ static bool pf_candidate(struct objfs_fs *fs, struct inode *dir,
 		return false;
 	c = find_child(fs, dir, d->name);
 	return c == NULL || (S_ISREG(c->mode) && !c->dirty && c->spool == NULL &&
-			     c->in_store && !c->attr_dirty && c->hl_id == NULL &&
-			     !c->hl_data && !c->hl_pending);
+			     c->in_store && !c->attr_dirty && c->hl.id == NULL &&
+			     !c->hl.data && !c->hl.pending);
 }
 
 /* GETs to start, collected under fs->lock, sent without it. */
@@ -335,7 +335,7 @@ struct pf_starts {
 };
 
 /* Collects the prefetch candidates of dir's listing s from position
- * `from` on (up to o.prefetch files; those before dir->pf_upto started
+ * `from` on (up to o.prefetch files; those before dir->pf.upto started
  * already) into a new batch.  fs->lock held; NULL when none or out of
  * memory. */
 static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
@@ -358,15 +358,15 @@ static struct pf_starts *pf_collect(struct objfs_fs *fs, struct inode *dir,
 		if (d->is_dir)
 			continue;
 		files++;
-		if (j < dir->pf_upto || !pf_candidate(fs, dir, d) ||
+		if (j < dir->pf.upto || !pf_candidate(fs, dir, d) ||
 		    objfs_key_join(dkey, d->name, false, st->e[st->n].key,
 				   sizeof(st->e[st->n].key)) != 0)
 			continue;
 		/* one byte more than listed: a file grown since shows */
 		st->e[st->n++].len = (size_t)d->size + 1;
 	}
-	if (j > dir->pf_upto)
-		dir->pf_upto = j;
+	if (j > dir->pf.upto)
+		dir->pf.upto = j;
 	if (st->n == 0) {
 		free(st);
 		st = NULL;
@@ -387,13 +387,13 @@ void pf_submit(struct objfs_fs *fs, struct pf_starts *st)
 		t->fs = fs;
 		t->len = st->e[i].len;
 		memcpy(t->key, st->e[i].key, kl + 1);
-		t->id = objfs_pfcache_reserve(fs->pf, t->key, t->len, now_mono());
+		t->id = objfs_pfcache_reserve(fs->pf.cache, t->key, t->len, now_mono());
 		if (t->id == 0) {
 			free(t);
 			continue;
 		}
 		if (objfs_pool_submit(fs->pool, NULL, pf_run, t) != 0) {
-			objfs_pfcache_fill(fs->pf, t->id, ENOMEM, NULL, 0, NULL);
+			objfs_pfcache_fill(fs->pf.cache, t->id, ENOMEM, NULL, 0, NULL);
 			free(t);
 		}
 	}
@@ -408,7 +408,7 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	size_t i, j;
 	bool found, seq = true;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	dir = in->parent;
@@ -421,15 +421,15 @@ void pf_opened(struct objfs_fs *fs, struct inode *in)
 	pf_positions(dir, s);
 	/* a scan reads the directory first (not, say, rsync's receiver
 	 * reopening a file it just wrote) */
-	if (!dir->pf_scanned)
+	if (!dir->pf.scanned)
 		goto out;
 	/* in order: no file of the listing skipped since the last open */
-	if (i < dir->pf_next)
+	if (i < dir->pf.next)
 		seq = false;
-	for (j = dir->pf_next; seq && j < i; j++)
+	for (j = dir->pf.next; seq && j < i; j++)
 		if (!s->e[j].is_dir)
 			seq = false;
-	dir->pf_next = i + 1;
+	dir->pf.next = i + 1;
 	/* out of order: nothing now (what was prefetched before is not
 	 * fetched again: a reader going back over the listing finds it in
 	 * the page cache) */
@@ -449,11 +449,11 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 	size_t len = 0;
 	bool hit;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return false;
 	if (attr_time > not_before)
 		not_before = attr_time;
-	hit = objfs_pfcache_get(fs->pf, key, sink != NULL, sink != NULL,
+	hit = objfs_pfcache_get(fs->pf.cache, key, sink != NULL, sink != NULL,
 				not_before, p, when, &data, &len);
 	/* only a whole regular file, no hard link's name */
 	if (hit && (p->is_dir || !S_ISREG(p->fa.mode) || p->hl_id[0] != '\0' ||
@@ -463,7 +463,7 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 	    sink->write_at(sink->arg, 0, data, len) != 0)
 		hit = false;
 	if (hit && sink != NULL)
-		__atomic_store_n(&fs->pf_used_ms,
+		__atomic_store_n(&fs->pf.used_ms,
 				 (uint64_t)(now_mono() * 1000.0), __ATOMIC_RELAXED);
 	free(data);
 	return hit;
@@ -474,7 +474,7 @@ bool pf_revalidate(struct objfs_fs *fs, const char *key, double attr_time,
 static void pf_drop_key(struct objfs_fs *fs, int err, const char *key)
 {
 	if (err == 0)
-		objfs_pfcache_drop_prefix(fs->pf, key);
+		objfs_pfcache_drop_prefix(fs->pf.cache, key);
 }
 
 void pf_drop_inode(struct objfs_fs *fs, struct inode *in)
@@ -482,7 +482,7 @@ void pf_drop_inode(struct objfs_fs *fs, struct inode *in)
 	char key[KEYBUF];
 	int err;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, in, false, key, sizeof(key));
@@ -495,7 +495,7 @@ void pf_drop_name(struct objfs_fs *fs, struct inode *dir, const char *name)
 	char dkey[KEYBUF], key[KEYBUF];
 	int err;
 
-	if (fs->pf == NULL)
+	if (fs->pf.cache == NULL)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));

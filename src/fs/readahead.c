@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep
  * freed multi-MiB blocks in per-thread arenas, so the process would grow

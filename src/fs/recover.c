@@ -76,7 +76,7 @@ static void check_name(struct objfs_fs *fs, struct inode *in, const char *key,
 			return;
 		}
 	}
-	if (in->hl_data)
+	if (in->hl.data)
 		return;         /* a link set's data object: objfs's own */
 	err = objfs_store_head(fs->store, key, &info);
 	if (err == ENOENT && base[0] != '\0')
@@ -141,7 +141,7 @@ static void recover_one(struct objfs_fs *fs, struct inode *in,
 	if (!in->dirty)
 		goto out;
 	pthread_mutex_lock(&fs->lock);
-	named = in->linked || in->hl_data;
+	named = in->linked || in->hl.data;
 	orphan = in->load_orphan;
 	key[0] = dkey[0] = '\0';
 	err = named ? inode_key(fs, in, false, key, sizeof(key)) : 0;
@@ -234,7 +234,7 @@ static unsigned count_unsaved(struct objfs_fs *fs)
 	for (h = 0; h < HASH_SIZE; h++)
 		for (in = fs->ino_tab[h]; in != NULL; in = in->ino_next)
 			if (in->dirty &&
-			    (in->linked || in->hl_data || in->load_orphan) &&
+			    (in->linked || in->hl.data || in->load_orphan) &&
 			    (in->spool == NULL || in->spool->kept == NULL))
 				n++;
 	pthread_mutex_unlock(&fs->lock);

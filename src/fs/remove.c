@@ -18,7 +18,7 @@
  *
  * Resume: a deferred key is written to the state log (state_delq) before
  * the reply, and marked done when the layer is done with it; a successor
- * queues again the keys not marked done (state.c).
+ * queues again the keys not marked done (journal.c).
  */
 #include "config.h"
 
@@ -29,21 +29,11 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
-
-int del_later(struct objfs_fs *fs, const char *key)
-{
-	int err;
-
-	state_delq(fs, key, false);
-	err = objfs_store_del_deferred(fs->store, key);
-	if (err != 0)
-		state_delq(fs, key, true);
-	return err;
-}
+#include "fs/ops.h"
 
 bool del_may_defer(const struct inode *in, bool renamed)
 {
-	return in->hl_id == NULL && (renamed || in->nopen == 0);
+	return in->hl.id == NULL && (renamed || in->nopen == 0);
 }
 
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -131,9 +121,9 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		pthread_mutex_lock(&fs->lock);
 		in_store = in->in_store;
 		err = inode_key(fs, in, false, key, sizeof(key));
-		if (in->hl_id != NULL && !in->hl_pending) {
-			snprintf(hl_id, sizeof(hl_id), "%s", in->hl_id);
-			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl_tok);
+		if (in->hl.id != NULL && !in->hl.pending) {
+			snprintf(hl_id, sizeof(hl_id), "%s", in->hl.id);
+			snprintf(hl_tok, sizeof(hl_tok), "%s", in->hl.tok);
 		}
 		later = del_may_defer(in, false);
 		pthread_mutex_unlock(&fs->lock);
@@ -145,8 +135,8 @@ void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		charge_force(fs, in, 0);
 		attrs_done(fs, in);
@@ -208,8 +198,8 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err == 0) {
 		pthread_mutex_lock(&fs->lock);
 		if (in->in_store) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		par = detach(fs, in);
 		snap_note(fs, par, name, false, true);

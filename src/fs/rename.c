@@ -22,6 +22,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 /* ---- rename ----------------------------------------------------------- */
 
@@ -147,11 +148,11 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = inode_key(fs, ddir, true, ddkey, sizeof(ddkey));
 	if (err == 0)
 		err = objfs_key_join(ddkey, newname, is_dir, dkey, sizeof(dkey));
-	if (src->hl_id != NULL && !src->hl_pending)
-		snprintf(src_hl, sizeof(src_hl), "%s", src->hl_id);
-	if (dst != NULL && dst->hl_id != NULL && !dst->hl_pending) {
-		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl_id);
-		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl_tok);
+	if (src->hl.id != NULL && !src->hl.pending)
+		snprintf(src_hl, sizeof(src_hl), "%s", src->hl.id);
+	if (dst != NULL && dst->hl.id != NULL && !dst->hl.pending) {
+		snprintf(dst_hl, sizeof(dst_hl), "%s", dst->hl.id);
+		snprintf(dst_tok, sizeof(dst_tok), "%s", dst->hl.tok);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (err != 0)
@@ -276,8 +277,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_lock(&fs->lock);
 	if (dst != NULL) {
 		if (dst->in_store && !S_ISDIR(dst->mode)) {
-			fs->objects--;
-			fs->scan_obj_delta--;
+			fs->cap.objects--;
+			fs->cap.scan_obj_delta--;
 		}
 		charge_force(fs, dst, 0);
 		detach(fs, dst);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev)

@@ -170,7 +170,7 @@ nlink_t inode_nlink(struct objfs_fs *fs, const struct inode *in)
 	size_t i;
 
 	if (!S_ISDIR(in->mode))
-		return in->hl_data ? in->hl_nlink :
+		return in->hl.data ? in->hl.nlink :
 		       (in->linked || in == fs->root ? 1 : 0);
 	if (s == NULL)
 		return 2 + in->nsubdirs;

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/errors.h"
 #include "common/log.h"
@@ -371,7 +372,7 @@ void stream_load_done(struct objfs_fs *fs, struct inode *in)
 		in->stream = NULL;
 		return;
 	}
-	/* the parts that completed from the first on (state.c loads only
+	/* the parts that completed from the first on (journal.c loads only
 	 * whole ones); the others, in flight at the death, are sent again */
 	for (k = 0; k < OBJFS_MPU_MAX_PARTS && st->parts[k].number == k + 1; k++)
 		;
@@ -513,7 +514,7 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (err != 0 && err != ENOENT)
 		return err;
 	pthread_mutex_lock(&fs->lock);
-	linked = in->linked || in->hl_data;     /* hardlink.c: its data key */
+	linked = in->linked || in->hl.data;     /* hardlink.c: its data key */
 	err = linked ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	inode_fattr(in, &fa);
 	pthread_mutex_unlock(&fs->lock);
@@ -590,9 +591,9 @@ done:
 	/* appends to an empty stored file may stream again */
 	in->seq = in->spool->size == 0;
 	pthread_mutex_lock(&fs->lock);
-	if (!in->in_store && fs->scan_done) {
-		fs->objects++;
-		fs->scan_obj_delta++;
+	if (!in->in_store && fs->cap.scan_done) {
+		fs->cap.objects++;
+		fs->cap.scan_obj_delta++;
 	}
 	if (!in->in_store)
 		snap_note_stored(fs, in);       /* listable from now */
@@ -940,7 +941,7 @@ int attrs_sync(struct objfs_fs *fs, struct inode *in)
 	fs_assert_held(&in->mu);
 	pthread_mutex_lock(&fs->lock);
 	need = in->attr_dirty;
-	if (need && (in->dirty || !(in->linked || in->hl_data))) {
+	if (need && (in->dirty || !(in->linked || in->hl.data))) {
 		/* the upload carries them / nothing left to store */
 		attrs_done(fs, in);
 		need = false;
@@ -1057,4 +1058,92 @@ int inode_write(struct objfs_fs *fs, struct inode *in, const char *buf,
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	return err;
+}
+
+/* Gives the spool of in, still dirty after a failed save, a name in the
+ * spool directory and says where, once: what cannot be uploaded is not
+ * dropped silently when the mount stops (in->mu held; fs_int.h). */
+int spool_keep(struct objfs_fs *fs, struct inode *in)
+{
+	char key[KEYBUF], prefix[64], msg[KEYBUF + 512];
+	const char *path = NULL;
+	uint64_t size, have;
+	bool again;
+	int err;
+
+	if (!in->dirty || in->spool == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	if (inode_key(fs, in, false, key, sizeof(key)) != 0)
+		snprintf(key, sizeof(key), "inode %" PRIu64, (uint64_t)in->ino);
+	pthread_mutex_unlock(&fs->lock);
+	snprintf(prefix, sizeof(prefix), OBJFS_SPOOL_KEPT "%ld-%" PRIu64,
+		 (long)getpid(), (uint64_t)in->ino);
+	again = in->spool->kept != NULL;
+	err = objfs_spool_keep(in->spool, fs->spool_dir, prefix, &path);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "unsaved data of %s is lost: keeping "
+			    "its spool in %s failed: %s", key, fs->spool_dir,
+			    objfs_strerror(err));
+		return err;
+	}
+	if (again)
+		return 0;
+	__atomic_add_fetch(&fs->unsaved_kept, 1, __ATOMIC_RELAXED);
+	size = in->spool->size;
+	have = objfs_rangeset_bytes(&in->spool->present);
+	if (have >= size)
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s", key, size, path);
+	else if (in->stream != NULL && in->stream->punched > 0)
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s, less its first %" PRIu64
+			 " bytes (zeros there): they were in the parts of "
+			 "an upload that did not complete", key, size, path,
+			 in->stream->punched);
+	else
+		snprintf(msg, sizeof(msg), "unsaved data of %s (%" PRIu64
+			 " bytes) kept in %s; %" PRIu64 " bytes of it are "
+			 "zeros there, unchanged from the stored object "
+			 "(ETag %s)", key, size, path, size - have,
+			 in->spool->base_etag);
+	objfs_error(fs->log, SUB, "%s", msg);
+	/* what the file is, beside it, for whoever recovers it */
+	err = objfs_spool_note(path, msg);
+	if (err != 0)
+		objfs_warn(fs->log, SUB, "cannot write %s.txt: %s", path,
+			   objfs_strerror(err));
+	return 0;
+}
+
+/* truncate(2), ftruncate(2), and an open with O_TRUNC: the spool (started
+ * over the stored object if need be) cut or extended to size, the stream
+ * of a sequential writer aborted (size 0) or ended before it (stream_stop:
+ * completed when its parts hold bytes the spool gave up). */
+int inode_truncate(struct objfs_fs *fs, struct inode *in, uint64_t size)
+{
+	int err;
+
+	err = spool_ensure(fs, in);
+	if (err == 0)
+		err = charge(fs, in, size);
+	if (err == 0 && size == 0)
+		stream_abort(fs, in);
+	else if (err == 0)
+		err = stream_stop(fs, in);
+	if (err == 0) {
+		err = objfs_spool_truncate(in->spool, size);
+		in->seq = err == 0 && size == 0;
+		spool_account(fs, in);
+	}
+	if (err != 0)
+		return err;
+	in->told_unsaved = false;
+	pthread_mutex_lock(&fs->lock);
+	in->size = in->spool->size;
+	in->dirty = true;
+	inode_changed(in, true);
+	state_note(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
 }

@@ -34,6 +34,7 @@
 
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 #include "fs/xattr.h"
 
 int xattr_meta(struct objfs_fs *fs, struct inode *in, struct objfs_meta *m)

@@ -1,6 +1,6 @@
 /*
  * fuzz_state_log.c - the state log a resumed mount's successor loads
- * (fs/state.c: STATE_DIR/log, records the dead server appended one write
+ * (fs/journal_load.c: STATE_DIR/log, records the dead server appended one write
  * each, the last one possibly torn), through the public entry point a
  * successor uses: objfs_fs_state_start(fs, dir, true) on a fresh
  * filesystem over a local store in a temporary directory.

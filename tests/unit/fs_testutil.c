@@ -39,8 +39,8 @@ void fe_setup(struct fs_env *e, void (*tune)(struct objfs_fs_opts *o))
 	/* the usage thread's first listing (and its usage document) is
 	 * done before a test counts requests */
 	pthread_mutex_lock(&e->fs->lock);
-	while (!e->fs->scan_done)
-		pthread_cond_wait(&e->fs->scan_cv, &e->fs->lock);
+	while (!e->fs->cap.scan_done)
+		pthread_cond_wait(&e->fs->cap.scan_cv, &e->fs->lock);
 	pthread_mutex_unlock(&e->fs->lock);
 }
 

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/fault.h"
 #include "fs/fs_int.h"
+#include "fs/ops.h"
 
 struct fs_env {
 	char dir[128];                  /* removed by fe_teardown() */

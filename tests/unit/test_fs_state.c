@@ -1,5 +1,5 @@
 /*
- * Unit tests of the state a successor loads (src/fs/state.c) without FUSE:
+ * Unit tests of the state a successor loads (src/fs/journal_load.c) without FUSE:
  * a filesystem records its inode table, handles, spools and renames in a
  * state directory; a second filesystem over the same store loads them as
  * a successor would after the first one's process died.
