@@ -156,6 +156,11 @@ static void usage(const char *prog)
 "                         fetched in parallel (default: 16; 0: off; max 64)\n"
 "  part_size=BYTES        multipart upload part size (default: 32M)\n"
 "  upload_parallel=N      parts uploaded at once per file (default: 2)\n"
+"  upload_delay=SECONDS   a new file (never stored) is uploaded up to this\n"
+"                         long after its last close, not at the close, so\n"
+"                         a rename or unlink meanwhile costs no request;\n"
+"                         fsync still stores it (default: 0: close means\n"
+"                         stored; at most 60)\n"
 "  threads=N              worker threads for read-ahead, HEADs, copies\n"
 "                         (default: 32)\n"
 "  spool_dir=DIR          where unsaved data waits (default: /var/tmp)\n"
@@ -390,6 +395,12 @@ static int build_settings(struct cli *c, struct settings *s)
 	}
 	if (HAS(PREFETCH))
 		s->fo.prefetch = (unsigned)mo->prefetch;
+	if (HAS(UPLOAD_DELAY) && mo->upload_delay > 60) {
+		fprintf(stderr, "objfs-mount: -o upload_delay: at most 60\n");
+		return EINVAL;
+	}
+	if (HAS(UPLOAD_DELAY))
+		s->fo.upload_delay = mo->upload_delay;
 	if (HAS(UPLOAD_PARALLEL))
 		s->fo.upload_parallel = mo->upload_parallel ? (unsigned)mo->upload_parallel : 1;
 	if (HAS(READAHEAD) || HAS(READAHEAD_CHUNKS)) {

@@ -75,6 +75,7 @@ static const struct spec specs[OBJFS_MOPT_COUNT] = {
 	OWN(PREFETCH, prefetch, K_NUM),
 	OWN(PART_SIZE, part_size, K_BYTES),
 	OWN(UPLOAD_PARALLEL, upload_parallel, K_NUM),
+	OWN(UPLOAD_DELAY, upload_delay, K_SECONDS),
 	OWN(THREADS, threads, K_NUM),
 	OWN(SPOOL_LIMIT, spool_limit, K_BYTES),
 	OWN(UNSAVED_KEEP, unsaved_keep, K_SECONDS),

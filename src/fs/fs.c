@@ -294,11 +294,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
-	open = in->nopen > 0;
+	open = in->nopen > 0 || in->upload_wait;
 	pthread_mutex_unlock(&fs->lock);
 	if (has_data) {
 		/* the attributes go up with the data: now when no handle
-		 * is open (no close will follow), else at the close */
+		 * is open (no close will follow), else at the close (or
+		 * with an upload that waits: upload_delay) */
 		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
 	} else if (meta_change && !S_ISDIR(in->mode) &&

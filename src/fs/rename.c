@@ -10,6 +10,11 @@
  * (its object is small; its set's entry follows its token, in the
  * metadata the copy keeps); a link name renamed over is dropped from its
  * set; two names of one file: nothing to do.
+ * A file not yet stored (open, or closed with its upload waiting:
+ * upload_delay, writeback.c) is renamed here only and uploaded under its
+ * new name; a name it replaces is deleted now, unless the upload waits
+ * and the name is a plain object: that upload overwrites it (so rsync's
+ * temporary costs one PUT in all).
  */
 #include "config.h"
 
@@ -188,12 +193,13 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err == 0)
 			aidx_drop_tree(fs, skey, dkey);
 	} else {
-		bool later;
+		bool later, waits;
 
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
 		pending = !src->in_store;
 		later = del_may_defer(src, true);
+		waits = src->upload_wait && src->dirty && src->nopen == 0;
 		pthread_mutex_unlock(&fs->lock);
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
@@ -264,7 +270,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				pthread_mutex_unlock(&fs->lock);
 			}
 			objfs_obj_info_release(&info);
-		} else if (dst != NULL && dst->in_store) {
+		} else if (dst != NULL && dst->in_store &&
+			   !(waits && dst_hl[0] == '\0' && !S_ISDIR(dst->mode))) {
 			/* the pending file will be uploaded under the new name */
 			err = objfs_store_del(fs->store, dkey);
 		}
