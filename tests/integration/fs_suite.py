@@ -1163,6 +1163,66 @@ def t_rename_deferred(env):
     check(1 <= int(r.get("del_many", 0)) <= 3, "DeleteObjects batches: %s" % r)
 
 
+def t_upload_delay(env):
+    """upload_delay (writeback.c "Upload window"): rsync's pattern (a
+    temporary written, closed, its times and mode set, renamed, one of them
+    over a stored name) costs one PUT per file under its final name: no
+    COPY, no DELETE, the temporary names never in the store; a temporary
+    unlinked in the window sends nothing.  This mount reads the files at
+    once; fsync stores at once; the flusher stores a closed file while the
+    mount runs; a second mount reads every byte."""
+    n = 20
+    url = env.volume("updelay")
+    env.tool(url, "put", "d/f000", data=b"old object")
+    # the longest window: nothing is uploaded before the unmount but what
+    # is fsynced (request counts, not timing)
+    m = env.mount(url, ["upload_delay=60", "log_level=info"])
+    d = m["dir"]
+    for i in range(n):
+        tmp = d + "/d/.f%03d.XXXX" % i
+        wfile(tmp, b"body %d " % i * (i + 1))
+        os.utime(tmp, (1500000000 + i, 1500000000 + i))
+        os.chmod(tmp, 0o640)
+        os.rename(tmp, d + "/d/f%03d" % i)
+    wfile(d + "/d/.gone", b"never stored")
+    os.unlink(d + "/d/.gone")
+    check(rfile(d + "/d/f000") == b"body 0 ", "this mount reads the renamed file at once")
+    check(os.stat(d + "/d/f007").st_mtime == 1500000007, "times set in the window")
+    with open(d + "/synced", "wb") as f:
+        f.write(b"fsynced")
+        os.fsync(f.fileno())
+    check(env.get(url, "synced") == b"fsynced", "fsync stores at once")
+    env.umount(m)
+    keys = env.keys(url, "d/")
+    check(keys == ["d/"] + ["d/f%03d" % i for i in range(n)], "in the store: %s" % keys[:4])
+    r = store_requests(env, m)
+    check(r is not None, "the mount logged its store requests")
+    check(int(r.get("copy", 0)) == 0 and int(r.get("del", 0)) == 0 and
+          int(r.get("del_many", 0)) == 0, "no COPY or DELETE: %s" % r)
+    # one PUT per file and the fsynced one; besides: the directory's
+    # marker, the usage record, the attribute index's segments
+    check(n + 1 <= int(r.get("put", 0)) <= n + 8, "PUTs: %s" % r)
+    # a short window: the flusher stores a closed file while mounted
+    m = env.mount(url, ["upload_delay=0.5"])
+    wfile(m["dir"] + "/later", b"after the window")
+    got = None
+    for _ in range(600):
+        got = env.get(url, "later")
+        if got is not None:
+            break
+        time.sleep(0.1)
+    check(got == b"after the window", "stored after the window, still mounted")
+    env.umount(m)
+    m = env.mount(url)
+    for i in range(n):
+        check(rfile(m["dir"] + "/d/f%03d" % i) == b"body %d " % i * (i + 1),
+              "a second mount reads f%03d" % i)
+    st = os.stat(m["dir"] + "/d/f003")
+    check(st.st_mtime == 1500000003 and st.st_mode & 0o777 == 0o640,
+          "times and mode stored with the data")
+    env.umount(m)
+
+
 def t_reopen_own_upload(env):
     """A file this mount uploaded, opened again within attr_ttl (rsync
     reopens each file it wrote to set its mode), is not asked of the store
@@ -2782,6 +2842,7 @@ TESTS = [
     t_rm_batched,
     t_unlink_recreate,
     t_rename_deferred,
+    t_upload_delay,
     t_reopen_own_upload,
     t_unlink_other_mount,
     t_rename_tree_index,
