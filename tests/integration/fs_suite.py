@@ -292,6 +292,47 @@ def t_random_writes(env):
     check(env.get(url, "r.bin") == rfile(ref), "overwrite in the store")
 
 
+def t_mmap_msync(env):
+    """Mapped writes reach the store at each msync(MS_SYNC) (an fsync:
+    "fsync means stored"): after every msync the store holds the reference
+    bytes, and a second mount, started while the first still maps the
+    file, reads them; each msync costs one upload at most (requests
+    counted), none when nothing changed."""
+    import mmap
+    url = env.volume("mmap")
+    m = env.mount(url, ["log_level=info"])
+    size = 3 << 20
+    rng = random.Random(34)
+    ref = bytearray(os.urandom(size))
+    wfile(m["dir"] + "/m.bin", bytes(ref))
+    ops = 12
+    with open(m["dir"] + "/m.bin", "r+b") as f:
+        mm = mmap.mmap(f.fileno(), size)
+        for i in range(ops):
+            off = rng.randrange(size)
+            n = min(rng.randrange(1, 70000), size - off)
+            chunk = bytes([i + 1]) * n
+            mm[off:off + n] = chunk
+            ref[off:off + n] = chunk
+            start = off - off % mmap.PAGESIZE
+            mm.flush(start, off + n - start)
+            check(env.get(url, "m.bin") == bytes(ref),
+                  "the store holds mapped write %d after its msync" % i)
+        mm.flush()                              # nothing changed since
+        m2 = env.mount(url)
+        check(rfile(m2["dir"] + "/m.bin") == bytes(ref),
+              "a second mount reads the mapped writes")
+        env.umount(m2)
+        mm.close()
+    env.umount(m)
+    r = store_requests(env, m)
+    check(r is not None, "the mount logged its store requests")
+    sent = int(r.get("put", 0)) + int(r.get("mpu_complete", 0))
+    # the first write, one upload per msync; besides: the usage record,
+    # the attribute index's segments
+    check(ops + 1 <= sent <= ops + 5, "uploads for %d msyncs: %s" % (ops, r))
+
+
 def t_append_truncate(env):
     url = env.volume("append")
     m = env.mount(url)
@@ -2805,6 +2846,7 @@ TESTS = [
     t_dirs,
     t_symlink_attrs,
     t_random_writes,
+    t_mmap_msync,
     t_stream,
     t_parallel_reads,
     t_spool_limit,
