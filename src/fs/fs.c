@@ -1228,6 +1228,7 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 {
 	int err;
 
+	uploads_flush(fs, true);        /* in parallel, before the rest */
 	pthread_rwlock_wrlock(&fs->ns);
 	err = sync_under(fs, fs->root);
 	if (err != 0)

@@ -663,11 +663,53 @@ bool upload_may_wait(const struct objfs_fs *fs, const struct inode *in)
 	       in->hl_id == NULL && !in->hl_data && S_ISREG(in->mode);
 }
 
+/* One waiting file's upload (a pool task, or run in place). */
+struct wait_task {
+	struct objfs_fs *fs;
+	struct inode *in;               /* pinned; unpinned here */
+};
+
+static void wait_upload(void *arg)
+{
+	struct wait_task *t = arg;
+	struct objfs_fs *fs = t->fs;
+	struct inode *in = t->in;
+	bool go;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	/* opened again: its next close decides */
+	go = in->upload_wait && in->nopen == 0;
+	if (!go)
+		upload_unwait(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	if (go)
+		err = inode_sync(fs, in);
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "uploading inode %" PRIu64 " after "
+			    "its close: %s (tried again later)",
+			    (uint64_t)in->ino, objfs_strerror(err));
+		pthread_mutex_lock(&fs->lock);
+		in->closed_at = now_mono();
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	unpin(fs, in);
+}
+
+/* Waiting uploads sent at once (as rclone's four transfers): the files
+ * are small, and one at a time a tree's copy would outrun them. */
+#define WAIT_PARALLEL 8
+
 void uploads_flush(struct objfs_fs *fs, bool all)
 {
 	struct inode **list = NULL, *in;
+	struct wait_task *tasks = NULL;
 	double now = now_mono();
-	size_t n = 0, cap, i;
+	size_t n = 0, cap, i, j;
 	unsigned h;
 
 	pthread_mutex_lock(&fs->lock);
@@ -684,33 +726,30 @@ void uploads_flush(struct objfs_fs *fs, bool all)
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
-	for (i = 0; i < n; i++) {
-		bool go;
-		int err = 0;
+	if (n > 0)
+		tasks = calloc(n, sizeof(*tasks));
+	/* batches of WAIT_PARALLEL on the pool (an upload waits for no
+	 * other task); in place without a pool or memory */
+	for (i = 0; i < n; i += WAIT_PARALLEL) {
+		struct objfs_group g;
 
-		in = list[i];
-		pthread_rwlock_rdlock(&fs->ns);
-		pthread_mutex_lock(&in->mu);
-		pthread_mutex_lock(&fs->lock);
-		/* opened again: its next close decides */
-		go = in->upload_wait && in->nopen == 0;
-		if (!go)
-			upload_unwait(fs, in);
-		pthread_mutex_unlock(&fs->lock);
-		if (go)
-			err = inode_sync(fs, in);
-		if (err != 0) {
-			objfs_error(fs->log, SUB, "uploading inode %" PRIu64
-				    " after its close: %s (tried again later)",
-				    (uint64_t)in->ino, objfs_strerror(err));
-			pthread_mutex_lock(&fs->lock);
-			in->closed_at = now_mono();
-			pthread_mutex_unlock(&fs->lock);
+		objfs_group_init(&g);
+		for (j = i; j < n && j < i + WAIT_PARALLEL; j++) {
+			struct wait_task one = { fs, list[j] };
+
+			if (tasks == NULL) {
+				wait_upload(&one);
+				continue;
+			}
+			tasks[j] = one;
+			if (fs->pool == NULL ||
+			    objfs_pool_submit(fs->pool, &g, wait_upload,
+					      &tasks[j]) != 0)
+				wait_upload(&tasks[j]);
 		}
-		pthread_mutex_unlock(&in->mu);
-		pthread_rwlock_unlock(&fs->ns);
-		unpin(fs, in);
+		objfs_group_wait(&g);
 	}
+	free(tasks);
 	free(list);
 }
 
