@@ -302,10 +302,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		 * with an upload that waits: upload_delay) */
 		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
-	} else if (meta_change && !S_ISDIR(in->mode) &&
+	} else if (meta_change && in != fs->root &&
 		   in->in_store && !fs->o.read_only) {
-		/* a copy in place, soon (attrs_defer()): the next change or
-		 * a rename joins it */
+		/* a copy in place (a directory: its marker again), soon
+		 * (attrs_defer()): the next change or a rename joins it
+		 * (rsync sets a new directory's times, mode, and times
+		 * again at the end) */
 		pthread_mutex_lock(&fs->lock);
 		attrs_defer(fs, in);
 		pthread_mutex_unlock(&fs->lock);
