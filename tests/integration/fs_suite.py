@@ -1227,6 +1227,9 @@ def t_upload_delay(env):
         os.rename(tmp, d + "/d/f%03d" % i)
     wfile(d + "/d/.gone", b"never stored")
     os.unlink(d + "/d/.gone")
+    os.mkdir(d + "/e")                          # to another directory
+    wfile(d + "/d/.moved", b"moved away")
+    os.rename(d + "/d/.moved", d + "/e/moved")
     check(rfile(d + "/d/f000") == b"body 0 ", "this mount reads the renamed file at once")
     check(os.stat(d + "/d/f007").st_mtime == 1500000007, "times set in the window")
     with open(d + "/synced", "wb") as f:
@@ -1236,13 +1239,15 @@ def t_upload_delay(env):
     env.umount(m)
     keys = env.keys(url, "d/")
     check(keys == ["d/"] + ["d/f%03d" % i for i in range(n)], "in the store: %s" % keys[:4])
+    check(env.get(url, "e/moved") == b"moved away", "renamed to another directory")
     r = store_requests(env, m)
     check(r is not None, "the mount logged its store requests")
     check(int(r.get("copy", 0)) == 0 and int(r.get("del", 0)) == 0 and
           int(r.get("del_many", 0)) == 0, "no COPY or DELETE: %s" % r)
-    # one PUT per file and the fsynced one; besides: the directory's
-    # marker, the usage record, the attribute index's segments
-    check(n + 1 <= int(r.get("put", 0)) <= n + 8, "PUTs: %s" % r)
+    # one PUT per file, the moved and the fsynced one; besides: the
+    # directories' markers, the usage record, the attribute index's
+    # segments
+    check(n + 2 <= int(r.get("put", 0)) <= n + 10, "PUTs: %s" % r)
     # a short window: the flusher stores a closed file while mounted
     m = env.mount(url, ["upload_delay=0.5"])
     wfile(m["dir"] + "/later", b"after the window")
