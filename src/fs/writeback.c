@@ -687,6 +687,8 @@ static void wait_upload(void *arg)
 	pthread_mutex_unlock(&fs->lock);
 	if (go)
 		err = inode_sync(fs, in);
+	if (go && err == 0)
+		spool_drop(fs, in, true);       /* as a close's upload is */
 	if (err != 0) {
 		objfs_error(fs->log, SUB, "uploading inode %" PRIu64 " after "
 			    "its close: %s (tried again later)",
