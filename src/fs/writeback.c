@@ -375,6 +375,13 @@ void stream_load_done(struct objfs_fs *fs, struct inode *in)
 	unsigned k;
 
 	fs_assert_locked(fs);
+	if (st == NULL && upload_may_wait(fs, in) && !in->upload_wait) {
+		/* a predecessor's new file: it waits again (one the kernel
+		 * still has open is let go by the flusher: its close decides) */
+		in->upload_wait = true;
+		in->closed_at = now_mono();
+		fs->n_upload_wait++;
+	}
 	if (st == NULL)
 		return;
 	if (!in->dirty || in->spool == NULL) {
