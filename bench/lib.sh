@@ -5,7 +5,8 @@
 # its cleanup, and mounting, unmounting and measuring objfs, s3fs and
 # rclone.  Callers set nothing before sourcing it but the environment;
 # OBJFS_BENCH_OPTS=a=1,b=2 adds objfs-mount -o options (to compare
-# settings: OBJFS_BENCH_OPTS=readahead_chunks=8 sh bench/fs.sh).
+# settings: OBJFS_BENCH_OPTS=readahead_chunks=8 sh bench/fs.sh); the tool
+# objfs-delay is objfs with -o upload_delay=$OBJFS_BENCH_UPLOAD_DELAY (1).
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SERVER=${OBJFS_BENCH_SERVER:-swift}
 B=${OBJFS_BUILDDIR:-$HERE}
@@ -78,9 +79,11 @@ do_mount() {
 	MTOOL=$1
 	mkdir -p "$3"
 	case "$1" in
-	objfs|objfs-unsigned|objfs-nometrics)
+	objfs|objfs-unsigned|objfs-nometrics|objfs-delay)
 		o="spool_dir=$W,log_level=info${OBJFS_BENCH_OPTS:+,$OBJFS_BENCH_OPTS}"
 		[ "$1" = objfs-unsigned ] && o="$o,unsigned_payload"
+		# the upload window (docs/objfs-mount.md): TOOLS="objfs objfs-delay"
+		[ "$1" = objfs-delay ] && o="$o,upload_delay=${OBJFS_BENCH_UPLOAD_DELAY:-1}"
 		# what the metrics cost: TOOLS="objfs objfs-nometrics"
 		[ "$1" = objfs-nometrics ] && o="$o,metrics=off"
 		: >"$W/objfs-mount.log"

@@ -21,6 +21,7 @@
 # copies).
 #
 # Smaller: TREE_FILES=200 sh bench/work.sh;  TOOLS="objfs s3fs" sh bench/work.sh
+# The upload window (-o upload_delay): TOOLS="objfs objfs-delay rclone s3fs"
 set -eu
 
 TREE_FILES=${TREE_FILES:-1000}
@@ -60,7 +61,10 @@ rm -rf "$W/src/clone"
 RES=$W/results
 : >"$RES"
 for t in $TOOLS; do
-	command -v "$t" >/dev/null 2>&1 || [ "${t%-unsigned}" = objfs ] || { echo "bench: $t not installed, skipped" >&2; continue; }
+	case $t in
+	objfs*) ;;
+	*) command -v "$t" >/dev/null 2>&1 || { echo "bench: $t not installed, skipped" >&2; continue; } ;;
+	esac
 	P=$RUN-$t
 	M=$W/mnt-$t
 	for step in tar rsync git cp-out rm-rf; do
@@ -113,7 +117,7 @@ END {
 	printf "%-7s", "step"
 	for (k = 1; k <= nt; k++) printf " %9s", tools[k]
 	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/objfs"
-	printf " %9s", "req/file"
+	for (k = 1; k <= nt; k++) if (tools[k] ~ /^objfs/) printf " %18s", "req/file_" tools[k]
 	for (k = 1; k <= nt; k++) printf " %14s", "cpu_s/GiB_" tools[k]
 	printf "\n"
 	for (m = 1; m <= nm; m++) {
@@ -123,8 +127,11 @@ END {
 		b = v["objfs", n]
 		for (k = 2; k <= nt; k++)
 			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
-		q = r["objfs", n]
-		if (q != "" && q != "-") printf " %9.2f", q / nf[n]; else printf " %9s", "-"
+		for (k = 1; k <= nt; k++) {
+			if (tools[k] !~ /^objfs/) continue
+			q = r[tools[k], n]
+			if (q != "" && q != "-") printf " %18.2f", q / nf[n]; else printf " %18s", "-"
+		}
 		for (k = 1; k <= nt; k++) printf " %14.1f", c[tools[k], n] / (nb[n] / 1073741824)
 		printf "\n"
 	}

@@ -85,6 +85,8 @@ struct objfs_mount_opts {
 	uint64_t readahead_chunks, upload_parallel, threads, prefetch;
 	const char *spool_dir;
 	double unsaved_keep;            /* seconds kept spools are kept */
+	double upload_delay;            /* seconds a new file's upload waits
+					   after its last close */
 	double creds_refresh;           /* renew keys this long before expiry */
 	bool no_sign_request;           /* no credentials: unsigned requests */
 	const char *cache_dir;

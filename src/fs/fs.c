@@ -255,17 +255,20 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (meta_change && in->stream != NULL)
 		in->stream->attrs_changed = true;
-	open = in->nopen > 0;
+	open = in->nopen > 0 || in->upload_wait;
 	pthread_mutex_unlock(&fs->lock);
 	if (has_data) {
 		/* the attributes go up with the data: now when no handle
-		 * is open (no close will follow), else at the close */
+		 * is open (no close will follow), else at the close (or
+		 * with an upload that waits: upload_delay) */
 		if (fi == NULL && !open)
 			err = inode_sync(fs, in);
-	} else if (meta_change && !S_ISDIR(in->mode) &&
+	} else if (meta_change && in != fs->root &&
 		   in->in_store && !fs->o.read_only) {
-		/* a copy in place, soon (attrs_defer()): the next change or
-		 * a rename joins it */
+		/* a copy in place (a directory: its marker again), soon
+		 * (attrs_defer()): the next change or a rename joins it
+		 * (rsync sets a new directory's times, mode, and times
+		 * again at the end) */
 		pthread_mutex_lock(&fs->lock);
 		attrs_defer(fs, in);
 		pthread_mutex_unlock(&fs->lock);
@@ -700,6 +703,7 @@ int objfs_fs_sync_all(struct objfs_fs *fs)
 {
 	int err;
 
+	uploads_flush(fs, true);        /* in parallel, before the rest */
 	pthread_rwlock_wrlock(&fs->ns);
 	err = sync_under(fs, fs->root);
 	if (err != 0)

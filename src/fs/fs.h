@@ -56,6 +56,10 @@ struct objfs_fs_opts {
 				       order (0: off): 16 */
 	uint64_t part_size;         /* multipart part size: 32 MiB */
 	unsigned upload_parallel;   /* parts in flight per upload: 2 */
+	double upload_delay;        /* seconds a new file's upload may wait
+				       after its last close (writeback.c:
+				       "Upload window"); 0: close means
+				       stored: 0 */
 	unsigned threads;           /* worker threads (read-ahead, HEAD, copy): 32 */
 	const char *spool_dir;      /* where dirty data waits: /var/tmp (copied) */
 	uint64_t spool_limit;       /* bytes the spools may occupy before data

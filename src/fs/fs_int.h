@@ -271,6 +271,10 @@ struct inode {
 					    since: the last close keeps the
 					    data aside (inode_release_sync) */
 	struct stream *stream;           /* parts already on their way */
+	bool upload_wait;                /* fs->lock: closed, its upload
+					    waiting for upload_delay
+					    (writeback.c: "Upload window") */
+	double closed_at;                /* fs->lock: its last close then */
 	uint64_t spool_disk;             /* fs->lock: the spool's blocks, as
 					    counted in fs->spool_used */
 	uint64_t spool_id;               /* fs->lock: its named file, or 0 */
@@ -337,6 +341,7 @@ struct objfs_fs {
 	bool stopping;                  /* fs->lock: destroy began (the
 					   usage scan ends) */
 	unsigned n_attr_dirty;          /* fs->lock: inodes with attr_dirty */
+	unsigned n_upload_wait;         /* fs->lock: inodes with upload_wait */
 	uint64_t spool_used;            /* fs->lock: disk bytes of all spools */
 	uint64_t relieved_at;           /* fs->lock: spool_used after the last
 					   look at other files' spools */
@@ -696,8 +701,16 @@ int stream_stop(struct objfs_fs *fs, struct inode *in);
  * failure it stays dirty.  0 or an errno.  fs->ns (read or write) and
  * in->mu held; takes fs->lock. */
 int inode_sync(struct objfs_fs *fs, struct inode *in);
-/* inode_sync() taking fs->ns (read) and in->mu itself. */
+/* A flush: inode_sync_told() taking fs->ns (read) and in->mu itself,
+ * or nothing when the upload may wait (upload_delay: see
+ * upload_may_wait()). */
 int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in);
+/* The upload of in may wait after its close (upload_delay set, a new
+ * plain file, not streaming): fs->lock held. */
+bool upload_may_wait(const struct objfs_fs *fs, const struct inode *in);
+/* Uploads the closed files whose upload waited upload_delay, or all (no
+ * lock held; attrs_flush() calls it). */
+void uploads_flush(struct objfs_fs *fs, bool all);
 /* Stores the attributes of a clean file, symlink or directory (a copy in
  * place, or a marker).  0 or an errno.  fs->ns (read) held; takes
  * fs->lock. */

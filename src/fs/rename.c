@@ -10,6 +10,17 @@
  * (its object is small; its set's entry follows its token, in the
  * metadata the copy keeps); a link name renamed over is dropped from its
  * set; two names of one file: nothing to do.
+ * A file not yet stored (open, or closed with its upload waiting:
+ * upload_delay, writeback.c) is renamed here only and uploaded under its
+ * new name; a name it replaces is deleted now, unless the upload waits
+ * and the name is a plain object: that upload overwrites it (so rsync's
+ * temporary costs one PUT in all).  Such a file renamed to a free name
+ * in the same directory (rsync's, git's and editors' temporaries)
+ * changes no key, so that rename holds fs->ns for reading only (the
+ * waiting uploads of other files, which hold it too, go on meanwhile;
+ * the directory, holding the file, cannot be removed): rename_light();
+ * if the file's upload began meanwhile, the rename starts again holding
+ * it for writing.
  */
 #include "config.h"
 
@@ -84,6 +95,18 @@ static int rename_tree(struct objfs_fs *fs, const char *sp, const char *dp)
 	return objfs_tree_move(fs->store, sp, dp, &o, NULL);
 }
 
+/* A rename of src to a free name in its own directory that touches no
+ * key (fs->lock): src is a file closed with its upload waiting
+ * (writeback.c: upload_delay). */
+static bool rename_light(const struct inode *src, const struct inode *dst,
+			 const struct inode *ddir)
+{
+	return dst == NULL && src->parent == ddir && src->linked &&
+	       S_ISREG(src->mode) && src->upload_wait &&
+	       src->dirty && src->nopen == 0 && !src->in_store &&
+	       src->hl.id == NULL && !src->hl.data;
+}
+
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname,
 	       unsigned int flags)
@@ -92,7 +115,7 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inode *sdir, *ddir, *src = NULL, *dst = NULL, *par;
 	char skey[KEYBUF], dkey[KEYBUF], ddkey[KEYBUF];
 	char src_hl[33] = "", dst_hl[33] = "", dst_tok[17] = "";
-	bool used, pending, is_dir;
+	bool used, pending, is_dir, light = true;
 	struct intent_ctx ic;
 	int err;
 
@@ -115,7 +138,11 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = ENOENT;
 	if (err != 0)
 		goto out_nolock;
-	pthread_rwlock_wrlock(&fs->ns);
+again:
+	if (light)
+		pthread_rwlock_rdlock(&fs->ns);
+	else
+		pthread_rwlock_wrlock(&fs->ns);
 	/* no open (which takes fs->ns) starts a prefetch meanwhile */
 	pf_drop_name(fs, sdir, name);
 	pf_drop_name(fs, ddir, newname);
@@ -129,6 +156,18 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (err != 0)
 		goto out;
+	if (light) {
+		pthread_mutex_lock(&fs->lock);
+		light = rename_light(src, dst, ddir);
+		pthread_mutex_unlock(&fs->lock);
+		if (!light) {
+			pthread_rwlock_unlock(&fs->ns);
+			unpin(fs, dst);
+			unpin(fs, src);
+			dst = src = NULL;
+			goto again;
+		}
+	}
 	if (dst == src)
 		goto out;       /* same name: nothing to do */
 	is_dir = S_ISDIR(src->mode);
@@ -189,12 +228,23 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err == 0)
 			aidx_drop_tree(fs, skey, dkey);
 	} else {
-		bool later;
+		bool later, waits;
 
 		pthread_mutex_lock(&src->mu);
 		pthread_mutex_lock(&fs->lock);
+		if (light && !rename_light(src, dst, ddir)) {
+			/* its upload ran meanwhile: keys change after all */
+			pthread_mutex_unlock(&fs->lock);
+			pthread_mutex_unlock(&src->mu);
+			pthread_rwlock_unlock(&fs->ns);
+			unpin(fs, src);
+			src = NULL;
+			light = false;
+			goto again;
+		}
 		pending = !src->in_store;
 		later = del_may_defer(src, true);
+		waits = src->upload_wait && src->dirty && src->nopen == 0;
 		pthread_mutex_unlock(&fs->lock);
 		if (!pending) {
 			struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
@@ -265,7 +315,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 				pthread_mutex_unlock(&fs->lock);
 			}
 			objfs_obj_info_release(&info);
-		} else if (dst != NULL && dst->in_store) {
+		} else if (dst != NULL && dst->in_store &&
+			   !(waits && dst_hl[0] == '\0' && !S_ISDIR(dst->mode))) {
 			/* the pending file will be uploaded under the new name */
 			err = objfs_store_del(fs->store, dkey);
 		}

@@ -30,6 +30,18 @@
  * every complete part_size bytes of its spool as a part of a multipart
  * upload while it is written, so its close sends only the tail.
  *
+ * Upload window (upload_delay > 0; off by default): a new file (never
+ * stored, a plain name, not streaming) is not uploaded at its flush or
+ * last close but up to upload_delay later (in->upload_wait, uploaded by
+ * uploads_flush() from the attribute flusher's tick, every 250 ms), so
+ * the write-temp-then-rename of rsync, git and editors costs one PUT
+ * under the final name (rename.c moves it in memory) and a temporary
+ * unlinked meanwhile costs nothing.  What it relaxes: other mounts see
+ * the file up to upload_delay (plus a tick) after the close, and a close
+ * cannot report a failed upload (the file stays dirty and is tried
+ * again; unmount stores it or keeps it as unsaved).  fsync, unmount, a
+ * rename of its directory and the spool bound still store it at once.
+ *
  * Spool bound: fs->spool_used counts the spools' disk blocks.  Past
  * spool_limit a streaming writer punches its sent parts out of its spool
  * (stream->punched: those bytes live only in the upload, which completes
@@ -364,6 +376,13 @@ void stream_load_done(struct objfs_fs *fs, struct inode *in)
 	unsigned k;
 
 	fs_assert_locked(fs);
+	if (st == NULL && upload_may_wait(fs, in) && !in->upload_wait) {
+		/* a predecessor's new file: it waits again (one the kernel
+		 * still has open is let go by the flusher: its close decides) */
+		in->upload_wait = true;
+		in->closed_at = now_mono();
+		fs->n_upload_wait++;
+	}
 	if (st == NULL)
 		return;
 	if (!in->dirty || in->spool == NULL) {
@@ -492,6 +511,17 @@ static int stream_finish(struct objfs_fs *fs, struct inode *in,
 	return 0;
 }
 
+/* in no longer waits for its upload (fs->lock). */
+static void upload_unwait(struct objfs_fs *fs, struct inode *in)
+{
+	fs_assert_locked(fs);
+	if (!in->upload_wait)
+		return;
+	assert(fs->n_upload_wait > 0);
+	in->upload_wait = false;
+	fs->n_upload_wait--;
+}
+
 /* Uploads a dirty inode: ns (read or write) and in->mu held. */
 int inode_sync(struct objfs_fs *fs, struct inode *in)
 {
@@ -521,7 +551,10 @@ int inode_sync(struct objfs_fs *fs, struct inode *in)
 	if (!linked) {
 		/* unlinked: nobody can see the data again once closed */
 		stream_abort(fs, in);
+		pthread_mutex_lock(&fs->lock);
 		in->dirty = false;
+		upload_unwait(fs, in);
+		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}
 	if (err != 0)
@@ -607,6 +640,7 @@ done:
 	in->attr_time = now_mono();
 	in->put_time = in->attr_time;
 	in->dirty = false;
+	upload_unwait(fs, in);
 	in->times_set = false;
 	if (!fix_attrs)
 		attrs_done(fs, in);     /* the upload carried them */
@@ -630,6 +664,105 @@ out:
 	return err;
 }
 
+bool upload_may_wait(const struct objfs_fs *fs, const struct inode *in)
+{
+	return fs->o.upload_delay > 0 && in->dirty && !in->in_store &&
+	       in->linked && in->stream == NULL && !in->told_unsaved &&
+	       in->hl.id == NULL && !in->hl.data && S_ISREG(in->mode);
+}
+
+/* One waiting file's upload (a pool task, or run in place). */
+struct wait_task {
+	struct objfs_fs *fs;
+	struct inode *in;               /* pinned; unpinned here */
+};
+
+static void wait_upload(void *arg)
+{
+	struct wait_task *t = arg;
+	struct objfs_fs *fs = t->fs;
+	struct inode *in = t->in;
+	bool go;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->ns);
+	pthread_mutex_lock(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	/* opened again: its next close decides */
+	go = in->upload_wait && in->nopen == 0;
+	if (!go)
+		upload_unwait(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	if (go)
+		err = inode_sync(fs, in);
+	if (go && err == 0)
+		spool_drop(fs, in, true);       /* as a close's upload is */
+	if (err != 0) {
+		objfs_error(fs->log, SUB, "uploading inode %" PRIu64 " after "
+			    "its close: %s (tried again later)",
+			    (uint64_t)in->ino, objfs_strerror(err));
+		pthread_mutex_lock(&fs->lock);
+		in->closed_at = now_mono();
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&in->mu);
+	pthread_rwlock_unlock(&fs->ns);
+	unpin(fs, in);
+}
+
+/* Waiting uploads sent at once (as rclone's four transfers): the files
+ * are small, and one at a time a tree's copy would outrun them. */
+#define WAIT_PARALLEL 8
+
+void uploads_flush(struct objfs_fs *fs, bool all)
+{
+	struct inode **list = NULL, *in;
+	struct wait_task *tasks = NULL;
+	double now = now_mono();
+	size_t n = 0, cap, i, j;
+	unsigned h;
+
+	pthread_mutex_lock(&fs->lock);
+	cap = fs->n_upload_wait;
+	if (cap > 0)
+		list = calloc(cap, sizeof(*list));
+	for (h = 0; list != NULL && h < HASH_SIZE && n < cap; h++) {
+		for (in = fs->ino_tab[h]; in != NULL && n < cap; in = in->ino_next) {
+			if (in->upload_wait &&
+			    (all || now - in->closed_at >= fs->o.upload_delay)) {
+				in->refs++;
+				list[n++] = in;
+			}
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (n > 0)
+		tasks = calloc(n, sizeof(*tasks));
+	/* batches of WAIT_PARALLEL on the pool (an upload waits for no
+	 * other task); in place without a pool or memory */
+	for (i = 0; i < n; i += WAIT_PARALLEL) {
+		struct objfs_group g;
+
+		objfs_group_init(&g);
+		for (j = i; j < n && j < i + WAIT_PARALLEL; j++) {
+			struct wait_task one = { fs, list[j] };
+
+			if (tasks == NULL) {
+				wait_upload(&one);
+				continue;
+			}
+			tasks[j] = one;
+			if (fs->pool == NULL ||
+			    objfs_pool_submit(fs->pool, &g, wait_upload,
+					      &tasks[j]) != 0)
+				wait_upload(&tasks[j]);
+		}
+		objfs_group_wait(&g);
+	}
+	free(tasks);
+	free(list);
+}
+
 int inode_sync_told(struct objfs_fs *fs, struct inode *in)
 {
 	int err = inode_sync(fs, in);
@@ -642,6 +775,18 @@ int inode_release_sync(struct objfs_fs *fs, struct inode *in)
 {
 	fs_assert_ns_held(fs);
 	fs_assert_held(&in->mu);
+	pthread_mutex_lock(&fs->lock);
+	if (upload_may_wait(fs, in)) {
+		/* its upload waits from the last close (see the top) */
+		if (in->nopen == 1 && !in->upload_wait) {
+			in->upload_wait = true;
+			fs->n_upload_wait++;
+		}
+		in->closed_at = now_mono();
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
 	if (!in->told_unsaved || !in->dirty)
 		return inode_sync(fs, in);
 	/* close(2) or fsync(2) returned an error for this data: sending it
@@ -659,11 +804,16 @@ int inode_release_sync(struct objfs_fs *fs, struct inode *in)
 /* Takes ns (read) and in->mu, uploads as a flush, releases. */
 int inode_sync_locked_ns(struct objfs_fs *fs, struct inode *in)
 {
-	int err;
+	bool wait;
+	int err = 0;
 
 	pthread_rwlock_rdlock(&fs->ns);
 	pthread_mutex_lock(&in->mu);
-	err = inode_sync_told(fs, in);
+	pthread_mutex_lock(&fs->lock);
+	wait = upload_may_wait(fs, in);
+	pthread_mutex_unlock(&fs->lock);
+	if (!wait)
+		err = inode_sync_told(fs, in);
 	pthread_mutex_unlock(&in->mu);
 	pthread_rwlock_unlock(&fs->ns);
 	return err;
@@ -968,6 +1118,7 @@ void attrs_flush(struct objfs_fs *fs, bool all)
 	size_t n = 0, cap, i;
 	unsigned h;
 
+	uploads_flush(fs, all);         /* first: an upload carries attributes */
 	pthread_mutex_lock(&fs->lock);
 	cap = fs->n_attr_dirty;
 	if (cap > 0)

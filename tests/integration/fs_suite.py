@@ -292,6 +292,47 @@ def t_random_writes(env):
     check(env.get(url, "r.bin") == rfile(ref), "overwrite in the store")
 
 
+def t_mmap_msync(env):
+    """Mapped writes reach the store at each msync(MS_SYNC) (an fsync:
+    "fsync means stored"): after every msync the store holds the reference
+    bytes, and a second mount, started while the first still maps the
+    file, reads them; each msync sends the file once at most (bytes
+    counted), nothing when nothing changed."""
+    import mmap
+    url = env.volume("mmap")
+    m = env.mount(url)
+    size = 3 << 20
+    rng = random.Random(34)
+    ref = bytearray(os.urandom(size))
+    wfile(m["dir"] + "/m.bin", bytes(ref))
+    ops = 12
+    with open(m["dir"] + "/m.bin", "r+b") as f:
+        mm = mmap.mmap(f.fileno(), size)
+        before = written_bytes(m)
+        for i in range(ops):
+            off = rng.randrange(size)
+            n = min(rng.randrange(1, 70000), size - off)
+            chunk = bytes([i + 1]) * n
+            mm[off:off + n] = chunk
+            ref[off:off + n] = chunk
+            start = off - off % mmap.PAGESIZE
+            mm.flush(start, off + n - start)
+            check(env.get(url, "m.bin") == bytes(ref),
+                  "the store holds mapped write %d after its msync" % i)
+        mm.flush()                              # nothing changed since
+        sent = written_bytes(m) - before
+        # the file once per msync; besides: the attribute index's
+        # segments and the usage record (small)
+        check(ops * size <= sent <= ops * size + (256 << 10),
+              "%d bytes sent for %d msyncs of %d bytes" % (sent, ops, size))
+        m2 = env.mount(url)
+        check(rfile(m2["dir"] + "/m.bin") == bytes(ref),
+              "a second mount reads the mapped writes")
+        env.umount(m2)
+        mm.close()
+    env.umount(m)
+
+
 def t_append_truncate(env):
     url = env.volume("append")
     m = env.mount(url)
@@ -1161,6 +1202,71 @@ def t_rename_deferred(env):
     check(r is not None, "the mount logged its store requests")
     check(int(r.get("del", 0)) == 0, "no DELETE per rename: %s" % r)
     check(1 <= int(r.get("del_many", 0)) <= 3, "DeleteObjects batches: %s" % r)
+
+
+def t_upload_delay(env):
+    """upload_delay (writeback.c "Upload window"): rsync's pattern (a
+    temporary written, closed, its times and mode set, renamed, one of them
+    over a stored name) costs one PUT per file under its final name: no
+    COPY, no DELETE, the temporary names never in the store; a temporary
+    unlinked in the window sends nothing.  This mount reads the files at
+    once; fsync stores at once; the flusher stores a closed file while the
+    mount runs; a second mount reads every byte."""
+    n = 20
+    url = env.volume("updelay")
+    env.tool(url, "put", "d/f000", data=b"old object")
+    # the longest window: nothing is uploaded before the unmount but what
+    # is fsynced (request counts, not timing)
+    m = env.mount(url, ["upload_delay=60", "log_level=info"])
+    d = m["dir"]
+    for i in range(n):
+        tmp = d + "/d/.f%03d.XXXX" % i
+        wfile(tmp, b"body %d " % i * (i + 1))
+        os.utime(tmp, (1500000000 + i, 1500000000 + i))
+        os.chmod(tmp, 0o640)
+        os.rename(tmp, d + "/d/f%03d" % i)
+    wfile(d + "/d/.gone", b"never stored")
+    os.unlink(d + "/d/.gone")
+    os.mkdir(d + "/e")                          # to another directory
+    wfile(d + "/d/.moved", b"moved away")
+    os.rename(d + "/d/.moved", d + "/e/moved")
+    check(rfile(d + "/d/f000") == b"body 0 ", "this mount reads the renamed file at once")
+    check(os.stat(d + "/d/f007").st_mtime == 1500000007, "times set in the window")
+    with open(d + "/synced", "wb") as f:
+        f.write(b"fsynced")
+        os.fsync(f.fileno())
+    check(env.get(url, "synced") == b"fsynced", "fsync stores at once")
+    env.umount(m)
+    keys = env.keys(url, "d/")
+    check(keys == ["d/"] + ["d/f%03d" % i for i in range(n)], "in the store: %s" % keys[:4])
+    check(env.get(url, "e/moved") == b"moved away", "renamed to another directory")
+    r = store_requests(env, m)
+    check(r is not None, "the mount logged its store requests")
+    check(int(r.get("copy", 0)) == 0 and int(r.get("del", 0)) == 0 and
+          int(r.get("del_many", 0)) == 0, "no COPY or DELETE: %s" % r)
+    # one PUT per file, the moved and the fsynced one; besides: the
+    # directories' markers, the usage record, the attribute index's
+    # segments
+    check(n + 2 <= int(r.get("put", 0)) <= n + 10, "PUTs: %s" % r)
+    # a short window: the flusher stores a closed file while mounted
+    m = env.mount(url, ["upload_delay=0.5"])
+    wfile(m["dir"] + "/later", b"after the window")
+    got = None
+    for _ in range(600):
+        got = env.get(url, "later")
+        if got is not None:
+            break
+        time.sleep(0.1)
+    check(got == b"after the window", "stored after the window, still mounted")
+    env.umount(m)
+    m = env.mount(url)
+    for i in range(n):
+        check(rfile(m["dir"] + "/d/f%03d" % i) == b"body %d " % i * (i + 1),
+              "a second mount reads f%03d" % i)
+    st = os.stat(m["dir"] + "/d/f003")
+    check(st.st_mtime == 1500000003 and st.st_mode & 0o777 == 0o640,
+          "times and mode stored with the data")
+    env.umount(m)
 
 
 def t_reopen_own_upload(env):
@@ -2745,6 +2851,7 @@ TESTS = [
     t_dirs,
     t_symlink_attrs,
     t_random_writes,
+    t_mmap_msync,
     t_stream,
     t_parallel_reads,
     t_spool_limit,
@@ -2782,6 +2889,7 @@ TESTS = [
     t_rm_batched,
     t_unlink_recreate,
     t_rename_deferred,
+    t_upload_delay,
     t_reopen_own_upload,
     t_unlink_other_mount,
     t_rename_tree_index,
