@@ -42,7 +42,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->entry_ttl = 1.0;
 	o->neg_ttl = 1.0;
 	o->dir_ttl = 1.0;
-	o->mem_limit = 12ULL << 20;
+	o->mem_limit = 256ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 3;
 	o->prefetch = 16;
@@ -399,20 +399,13 @@ void fh_link(struct objfs_fs *fs, struct fhandle *fh)
 static void fh_free(struct fhandle *fh)
 {
 	bool idle;
-	unsigned i;
 
 	hid_del(fh->fs, &fh->hid);
 	pthread_mutex_lock(&fh->fs->lock);
 	objfs_list_remove(&fh->link);   /* linked or not */
 	pthread_mutex_unlock(&fh->fs->lock);
 
-	pthread_mutex_lock(&fh->mu);
-	for (i = 0; i < RA_MAX; i++) {
-		while (fh->ra[i].state == RA_LOADING)
-			pthread_cond_wait(&fh->cv, &fh->mu);
-		ra_free_chunk(fh->fs, &fh->ra[i]);
-	}
-	pthread_mutex_unlock(&fh->mu);
+	ra_release(fh);
 	pthread_mutex_lock(&fh->fs->lock);
 	idle = objfs_list_empty(&fh->fs->handles);
 	pthread_mutex_unlock(&fh->fs->lock);
@@ -1311,6 +1304,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
+	pthread_cond_init(&fs->rabuf_cv, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
 	pthread_cond_init(&fs->scan_cv, NULL);
 	err = aidx_init(fs);
@@ -1366,6 +1360,7 @@ err_aidx:
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
+	pthread_cond_destroy(&fs->rabuf_cv);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
@@ -1448,6 +1443,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_cond_destroy(&fs->scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
+	pthread_cond_destroy(&fs->rabuf_cv);
 	pthread_mutex_destroy(&fs->volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
