@@ -27,12 +27,12 @@
  * A store slow to start GETs (overload, or a distant one) gets fewer,
  * larger GETs: the read-ahead GETs' average wait for their first byte
  * (ttfb) and a chunk's transfer after it (xfer) give the span, the chunks
- * one GET asks for (ra_span_for(): ttfb / xfer, 1 to RA_SPAN_MAX, at most
- * RA_SPAN_BYTES): a GET whose start costs as much as several chunks'
- * transfer brings several chunks.  A reader then keeps 2 x span chunks
- * ahead (one GET loading while another is read; ra_chunks at least, its
- * share at most) and sends a GET only for span missing chunks (or for its
- * own chunk, or the file's end).  On a quiet store the span is 1:
+ * one GET asks for (ra_span_for(): ttfb / xfer / 2, 1 to RA_SPAN_MAX, at
+ * most RA_SPAN_BYTES): a GET whose start costs as much as several chunks'
+ * transfer brings several chunks.  A reader then keeps ra_chunks x span
+ * chunks ahead (as many GETs in flight as on a quiet store, 2 at least;
+ * its share at most) and sends a GET only for span missing chunks (or for
+ * its own chunk, or the file's end).  On a quiet store the span is 1:
  * ra_chunks GETs of ra_chunk bytes in flight per reader, as before.
  *
  *   reader: first sequential read (counted) -> ... -> release (uncounted)
@@ -193,7 +193,9 @@ unsigned ra_span_for(double ttfb, double xfer, uint64_t chunk)
 		most = 1;
 	if (!(ttfb > 0) || !(xfer > 0))
 		return 1;
-	r = ttfb / xfer;
+	/* half: a GET of one more chunk is worth it when its start costs
+	 * two chunks' transfer */
+	r = ttfb / xfer / 2;
 	if (r >= (double)most)
 		return (unsigned)most;
 	return r < 1 ? 1 : (unsigned)r;
@@ -211,15 +213,15 @@ static unsigned ra_span(struct objfs_fs *fs)
 	return ra_span_for(ttfb, xfer, fs->o.ra_chunk);
 }
 
-/* Chunks a sequential reader keeps ahead with GETs of span chunks: 2 x
- * span, ra_chunks at least, its share of mem_limit at most (1 at least),
- * RA_MAX at most. */
+/* Chunks a sequential reader keeps ahead with GETs of span chunks: as
+ * many GETs as ra_chunks (2 at least when span > 1), its share of
+ * mem_limit at most (1 at least), RA_MAX at most. */
 static unsigned ra_want(struct objfs_fs *fs, unsigned span)
 {
-	uint64_t want = fs->o.ra_chunks, share;
+	uint64_t want = (uint64_t)fs->o.ra_chunks * span, share;
 	unsigned readers;
 
-	if (want < 2ULL * span)
+	if (span > 1 && want < 2ULL * span)
 		want = 2ULL * span;
 	pthread_mutex_lock(&fs->rabuf_mu);
 	readers = fs->ra_readers > 0 ? fs->ra_readers : 1;
