@@ -44,7 +44,7 @@ void objfs_fs_opts_default(struct objfs_fs_opts *o)
 	o->entry_ttl = 1.0;
 	o->neg_ttl = 1.0;
 	o->dir_ttl = 1.0;
-	o->mem_limit = 12ULL << 20;
+	o->mem_limit = 256ULL << 20;
 	o->ra_chunk = 4ULL << 20;
 	o->ra_chunks = 3;
 	o->prefetch = 16;
@@ -788,6 +788,7 @@ int objfs_fs_create(struct objfs_store *store, const struct objfs_fs_opts *opts,
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->cap.volrec_mu, NULL);
 	pthread_mutex_init(&fs->rabuf_mu, NULL);
+	pthread_cond_init(&fs->rabuf_cv, NULL);
 	pthread_rwlock_init(&fs->ns, NULL);
 	pthread_cond_init(&fs->cap.scan_cv, NULL);
 	err = aidx_init(fs);
@@ -843,6 +844,7 @@ err_aidx:
 	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
+	pthread_cond_destroy(&fs->rabuf_cv);
 	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);
@@ -920,6 +922,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	pthread_cond_destroy(&fs->cap.scan_cv);
 	pthread_rwlock_destroy(&fs->ns);
 	pthread_mutex_destroy(&fs->rabuf_mu);
+	pthread_cond_destroy(&fs->rabuf_cv);
 	pthread_mutex_destroy(&fs->cap.volrec_mu);
 	pthread_mutex_destroy(&fs->lock);
 	pthread_mutex_destroy(&fs->hid_mu);

@@ -48,9 +48,16 @@ struct objfs_fs_opts {
 	double entry_ttl;           /* seconds names are trusted: 1 */
 	double neg_ttl;             /* seconds a missing name is trusted: 1 */
 	double dir_ttl;             /* seconds a listing is trusted: 1 */
-	uint64_t mem_limit;         /* bytes of read-ahead buffers: 12 MiB */
-	uint64_t ra_chunk;          /* read-ahead GET size: 4 MiB */
-	unsigned ra_chunks;         /* read-ahead GETs in flight per reader: 3 */
+	uint64_t mem_limit;         /* bytes of read-ahead buffers of the
+				       whole mount, shared by its readers
+				       (each at most mem_limit / readers,
+				       at least one ra_chunk; 0: no bound):
+				       256 MiB */
+	uint64_t ra_chunk;          /* read-ahead chunk, the size of a GET
+				       on a quiet store: 4 MiB */
+	unsigned ra_chunks;         /* chunks a reader keeps ahead: 3 (more,
+				       and GETs of several chunks, while the
+				       store is slow to start GETs) */
 	unsigned prefetch;          /* a directory's next small files fetched
 				       ahead of a reader going through it in
 				       order (0: off): 16 */

@@ -349,6 +349,17 @@ struct objfs_fs {
 	char *rabuf[RA_MAX];            /* ra_chunk bytes each, their budget
 					   still taken (rabuf_mu) */
 	unsigned n_rabuf;
+	pthread_cond_t rabuf_cv;        /* a buffer given back (rabuf_mu) */
+	uint64_t ra_given;              /* buffers given back (rabuf_mu) */
+	unsigned ra_readers;            /* handles reading ahead, sharing
+					   mem_limit (rabuf_mu) */
+	double ra_ttfb, ra_xfer;        /* averages of read-ahead GETs: wait
+					   for the first byte, transfer of a
+					   chunk after it, s (rabuf_mu) */
+	uint64_t ra_gets;               /* read-ahead GETs sent (atomic) */
+	uint64_t ra_bytes;              /* bytes they asked for (atomic) */
+	uint64_t ra_direct;             /* reads that sent a GET of their own,
+					   no read-ahead buffer (atomic) */
 
 	/* resumable mounts (journal.c, journal.h) */
 	struct fs_resume journal;

@@ -99,20 +99,13 @@ void fh_link(struct objfs_fs *fs, struct fhandle *fh)
 static void fh_free(struct fhandle *fh)
 {
 	bool idle;
-	unsigned i;
 
 	hid_del(fh->fs, &fh->hid);
 	pthread_mutex_lock(&fh->fs->lock);
 	objfs_list_remove(&fh->link);   /* linked or not */
 	pthread_mutex_unlock(&fh->fs->lock);
 
-	pthread_mutex_lock(&fh->mu);
-	for (i = 0; i < RA_MAX; i++) {
-		while (fh->ra[i].state == RA_LOADING)
-			pthread_cond_wait(&fh->cv, &fh->mu);
-		ra_free_chunk(fh->fs, &fh->ra[i]);
-	}
-	pthread_mutex_unlock(&fh->mu);
+	ra_release(fh);
 	pthread_mutex_lock(&fh->fs->lock);
 	idle = objfs_list_empty(&fh->fs->handles);
 	pthread_mutex_unlock(&fh->fs->lock);

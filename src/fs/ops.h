@@ -33,6 +33,8 @@ struct fhandle {
 	uint64_t next_off;
 	unsigned seq;
 	unsigned waiters;               /* readers in cond_wait on cv */
+	bool ra_reader;                 /* counted in fs->ra_readers */
+	unsigned ra_tasks;              /* read-ahead GETs running */
 	struct ra_chunk ra[RA_MAX];
 };
 
@@ -47,6 +49,25 @@ struct dhandle {
 /* Frees a read-ahead chunk whose GET is not running to the buffer pool.
  * fh->mu held (or fh private to the caller). */
 void ra_free_chunk(struct objfs_fs *fs, struct ra_chunk *c);
+/* Ends fh's read-ahead before it is freed: waits for its GETs, frees its
+ * chunks and leaves the readers sharing mem_limit.  Takes fh->mu. */
+void ra_release(struct fhandle *fh);
+/* GETs of several chunks while GETs are slow to start against their
+ * transfer (ttfb and xfer: seconds to the first byte, of one chunk's
+ * transfer after it): the chunks one read-ahead GET asks for, 1 to
+ * RA_SPAN_MAX, at most RA_SPAN_BYTES. */
+#define RA_SPAN_MAX (RA_MAX / 2)
+#define RA_SPAN_BYTES (16ULL << 20)
+unsigned ra_span_for(double ttfb, double xfer, uint64_t chunk);
+/* Where a read's bytes go (ra_read): the FUSE reply, or a test's buffer. */
+struct ra_reply {
+	void (*bytes)(void *arg, const char *data, size_t n);
+	void *arg;
+};
+/* read_store() with the reply given: 0 (rp->bytes called once), or an
+ * errno (not called). */
+int ra_read(struct fhandle *fh, uint64_t off, size_t size,
+	    const struct ra_reply *rp);
 /* Unmaps the read-ahead buffers kept for reuse.  Takes fs->rabuf_mu. */
 void ra_buf_drain(struct objfs_fs *fs);
 /* Reads [off, off+size) of fh's clean file and replies to req.  0, or an
