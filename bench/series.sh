@@ -11,8 +11,9 @@
 # cache emptied), timed until the mount has stopped with everything stored.
 # The steps (STEPS, in this order; sizes from the environment):
 #   ls       `ls -f` and `ls -l` of a directory of N files, for each N in
-#            LS_SIZES ("100 1000 10000"; add 100000 where there is time:
-#            about 2 minutes per client on RGW); the files (1 byte) are
+#            LS_SIZES ("100 1000 10000"; 100000 is opt-in: rclone's and
+#            s3fs's `ls -l` of 10,000 took 20-40 s on RGW, so 100,000
+#            adds about half an hour to the run); the files (1 byte) are
 #            put into the store beforehand by objfs-store-tool put-many (16
 #            threads), not through a mount, and carry no client's metadata
 #            (Mountpoint's method)
