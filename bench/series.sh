@@ -84,9 +84,9 @@ if [ "${OBJFS_BENCH_SERVER:-swift}" = rgw ]; then
 		m=${a#*:}
 		mb=$((mb + 2 * m * (m * 1024 / k + 1)))
 	done
-	export OBJFS_RGW_STORE=${OBJFS_RGW_STORE:-bluestore}
-	export OBJFS_RGW_STORE_MB=${OBJFS_RGW_STORE_MB:-$mb}
-	export OBJFS_RGW_GC_S=${OBJFS_RGW_GC_S:-20}
+	export OBJFS_RGW_STORE="${OBJFS_RGW_STORE:-bluestore}"
+	export OBJFS_RGW_STORE_MB="${OBJFS_RGW_STORE_MB:-$mb}"
+	export OBJFS_RGW_GC_S="${OBJFS_RGW_GC_S:-20}"
 fi
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 SPY=$HERE/bench/series.py
