@@ -7,6 +7,8 @@
 # OBJFS_BENCH_OPTS=a=1,b=2 adds objfs-mount -o options (to compare
 # settings: OBJFS_BENCH_OPTS=readahead_chunks=8 sh bench/fs.sh); the tool
 # objfs-delay is objfs with -o upload_delay=$OBJFS_BENCH_UPLOAD_DELAY (1).
+# Mounts talk to $EP, or to $MEP when a caller sets it (series.sh: a port
+# of the counting proxy, counter_start, one per tool and step).
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SERVER=${OBJFS_BENCH_SERVER:-swift}
 B=${OBJFS_BUILDDIR:-$HERE}
@@ -26,6 +28,7 @@ cleanup() {
 		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; }
 	done
 	for p in $MNT_PIDS; do kill "$p" 2>/dev/null || true; done
+	[ -z "${COUNTER_PID:-}" ] || kill "$COUNTER_PID" 2>/dev/null || true
 	[ $OWN_SERVER -eq 1 ] && timeout 60 sh "$HERE/tests/s3server/$SERVER.sh" stop "$W/s3" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
@@ -74,13 +77,18 @@ wait_count() {
 	return 1
 }
 
-# do_mount TOOL PREFIX MNT: mounts in the background, sets PID
+MEP=
+# do_mount TOOL PREFIX MNT: mounts in the background, sets PID.  TOOL:
+# objfs (objfs-unsigned, objfs-nometrics), s3fs, rclone (--vfs-cache-mode
+# writes) or rclone-full (--vfs-cache-mode full)
 do_mount() {
 	MTOOL=$1
+	ep=${MEP:-$EP}
 	mkdir -p "$3"
 	case "$1" in
 	objfs|objfs-unsigned|objfs-nometrics|objfs-delay)
 		o="spool_dir=$W,log_level=info${OBJFS_BENCH_OPTS:+,$OBJFS_BENCH_OPTS}"
+		[ -z "$MEP" ] || o="$o,endpoint=$MEP"
 		[ "$1" = objfs-unsigned ] && o="$o,unsigned_payload"
 		# the upload window (docs/objfs-mount.md): TOOLS="objfs objfs-delay"
 		[ "$1" = objfs-delay ] && o="$o,upload_delay=${OBJFS_BENCH_UPLOAD_DELAY:-1}"
@@ -92,16 +100,19 @@ do_mount() {
 	s3fs)
 		"$TOOL" "s3://$BUCKET" put "$2/" </dev/null >/dev/null 2>&1 || true
 		AWSACCESSKEYID=$AWS_ACCESS_KEY_ID AWSSECRETACCESSKEY=$AWS_SECRET_ACCESS_KEY \
-		s3fs "$BUCKET:/$2" "$3" -f -o "url=$EP,use_path_request_style,endpoint=$AWS_REGION,sigv4" \
+		s3fs "$BUCKET:/$2" "$3" -f -o "url=$ep,use_path_request_style,endpoint=$AWS_REGION,sigv4" \
 			>>"$W/s3fs.log" 2>&1 &
 		PID=$! ;;
-	rclone)
+	rclone|rclone-full)
+		mode=writes
+		[ "$1" = rclone ] || mode=full
 		env -u AWS_CA_BUNDLE RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other \
-		RCLONE_CONFIG_SW_ENDPOINT="$EP" RCLONE_CONFIG_SW_REGION="$AWS_REGION" \
+		RCLONE_CONFIG_SW_ENV_AUTH=false \
+		RCLONE_CONFIG_SW_ENDPOINT="$ep" RCLONE_CONFIG_SW_REGION="$AWS_REGION" \
 		RCLONE_CONFIG_SW_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
 		RCLONE_CONFIG_SW_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" \
 		RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true \
-		rclone --config /dev/null mount "sw:$BUCKET/$2" "$3" --vfs-cache-mode writes \
+		rclone --config /dev/null mount "sw:$BUCKET/$2" "$3" --vfs-cache-mode "$mode" \
 			--cache-dir "$W/rclone-cache" >>"$W/rclone.log" 2>&1 &
 		PID=$! ;;
 	esac
@@ -190,4 +201,51 @@ pfloor() {
 		--aws-sigv4 "$_s" -H x-amz-content-sha256:UNSIGNED-PAYLOAD \
 		-r R -o /dev/null "$_u"
 	echo "pget $(elapsed "$t0" "$(now)")"
+}
+
+# wait_etag PREFIX KEY ETAG: until KEY under PREFIX has another ETag than
+# ETAG (rclone uploads a file changed in place after close; <= 600 s)
+wait_etag() {
+	i=0
+	while [ $i -lt 3000 ]; do
+		e=$("$TOOL" "s3://$BUCKET/$1" head "$2" 2>/dev/null | awk '$1 == "etag" { print $2 }')
+		[ -n "$e" ] && [ "$e" != "$3" ] && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	echo "bench: $2 never changed from ETag $3" >&2
+	return 1
+}
+
+# counter_start STATS LABEL...: a counting proxy to the server
+# (tests/integration/faultproxy.py's delay mode, delaying nothing), one
+# port per LABEL; counter_ep LABEL prints the endpoint of LABEL's port;
+# counter_stop writes the counts (JSON: per label, bytes "sent" by the
+# client and "recv"ed by it, headers included, and "requests" per method,
+# part uploads as PUTpart) to STATS and stops it.
+COUNTER_PID=
+counter_start() {
+	_st=$1
+	shift
+	_hp=${EP#http://}
+	rm -f "$W/counter.ports"
+	_l=""
+	for _x in "$@"; do _l="$_l $_x=0"; done
+	# shellcheck disable=SC2086
+	/usr/bin/python3 "$HERE/tests/integration/faultproxy.py" delay "${_hp%%:*}" \
+		"${_hp##*:}" 0 1 "$W/counter.ports" "$_st" $_l &
+	COUNTER_PID=$!
+	i=0
+	until [ -s "$W/counter.ports" ]; do
+		sleep 0.05
+		i=$((i + 1))
+		[ $i -lt 600 ] || { echo "bench: the counting proxy did not start" >&2; return 1; }
+	done
+}
+counter_ep() { echo "http://127.0.0.1:$(awk -v l="$1" '$1 == l { print $2 }' "$W/counter.ports")"; }
+counter_stop() {
+	[ -n "$COUNTER_PID" ] || return 0
+	kill "$COUNTER_PID" 2>/dev/null || true
+	wait "$COUNTER_PID" 2>/dev/null || true
+	COUNTER_PID=
 }

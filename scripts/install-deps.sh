@@ -12,7 +12,8 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
 # client for the CSI tests.  swift*: the real S3 server of the tests
 # (OpenStack Swift with s3api, which checks SigV4 signatures); ceph-*,
 # radosgw: the second one, a one-node Ceph RGW (tests/s3server/rgw.sh).
-# s3fs/rclone: peers measured by bench/.  psmisc: fuser for mount tests.
+# s3fs/rclone: peers measured by bench/; fio, sqlite3: bench/series.sh's
+# random reads and database.  psmisc: fuser for mount tests.
 # golang + sprig + yaml sources: render the Helm chart with the template
 # engine Helm uses (tests/helm), offline.  clang-14, libclang-rt-14-dev
 # (libFuzzer and the sanitizer runtimes), llvm-14 (llvm-symbolizer for
@@ -24,7 +25,7 @@ BUILD="autoconf automake pkg-config make gcc libc6-dev
 TEST="libcmocka-dev python3 python3-grpcio python3-grpc-tools python3-protobuf
   swift swift-proxy swift-object swift-container swift-account python3-swift
   memcached python3-memcache ceph-mon ceph-osd radosgw ceph-common
-  curl s3fs rclone psmisc util-linux procps rsync
+  curl s3fs rclone fio sqlite3 psmisc util-linux procps rsync
   attr file prometheus
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   golang-gopkg-yaml.v3-dev

@@ -30,6 +30,10 @@
 #       OBJFS_RGW_STORE_MB under WORKDIR and takes about 8 s more to start)
 #   OBJFS_RGW_STORE_MB    the store's size in MiB (default 3072; memstore
 #       only takes what is written, but PUTs hang, not fail, when full)
+#   OBJFS_RGW_GC_S        collect the garbage of overwritten and deleted
+#       objects every so many seconds, once it is that old (default: 60 s
+#       old, every hour, RGW's period: the store only grows); what lets a
+#       benchmark overwrite more than the store holds (bench/series.sh)
 #   OBJFS_RGW_STS=1       enable STS (rgw_sts_key, rgw_s3_auth_use_sts); the
 #       user may always create OIDC providers and roles and manage keys
 #       through the admin API (caps)
@@ -45,6 +49,7 @@ ACCESS=objfstestaccess
 SECRET=objfstestsecretkey0123456789
 STORE=${OBJFS_RGW_STORE:-memstore}
 STORE_MB=${OBJFS_RGW_STORE_MB:-3072}
+GC_S=${OBJFS_RGW_GC_S:-}
 WAIT=60
 
 installed() {
@@ -125,7 +130,7 @@ memstore device bytes = $((STORE_MB * 1024 * 1024))"
 else
 	STORE_CONF="osd objectstore = bluestore
 bluestore block create = true
-bluestore block path = $W/osd/block
+bluestore block path = $W/block
 bluestore block size = $((STORE_MB * 1024 * 1024))
 bluestore block db create = false
 bluestore block wal create = false
@@ -207,7 +212,9 @@ debug ms = 0/0
 # Else shutdown takes 3 to 18 s.
 rgw enable lc threads = false
 rgw enable gc threads = true
-rgw gc obj min wait = 60
+rgw gc obj min wait = ${GC_S:-60}
+${GC_S:+rgw gc processor period = $GC_S}
+${GC_S:+rgw gc processor max time = $GC_S}
 rgw dynamic resharding = false
 EOF
 : > "$W/keyring"
