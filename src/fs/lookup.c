@@ -263,7 +263,7 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	char key[KEYBUF], dkey[KEYBUF];
 	struct inode *in;
 	struct probe p;
-	bool want_dir = false, fresh;
+	bool want_dir = false, want_file = false, fresh;
 	double now = now_mono();
 	bool relisted = false;
 	int err;
@@ -301,12 +301,16 @@ again:
 			if (seen && !d->is_dir && strcmp(d->etag, in->etag) == 0 &&
 			    d->mtime.tv_sec == in->lm.tv_sec &&
 			    d->mtime.tv_nsec == in->lm.tv_nsec) {
-				in->attr_time = now;
+				/* as of the listing: a prefetch's GET sent
+				 * since is newer (prefetch.c) */
+				if (in->attr_time < parent->snap->time)
+					in->attr_time = parent->snap->time;
 				goto found;
 			}
 		} else if (!want_dir && in->lm.tv_sec != 0 && !relisted &&
 			   parent->snap != NULL &&
 			   (parent->snap->n < SNAP_RELIST_MAX ||
+			    snap_renewable(fs, parent) ||
 			    ++parent->snap->misses * 2 >=
 			    parent->snap->n / SNAP_RELIST_MAX)) {
 			goto relist;
@@ -314,23 +318,53 @@ again:
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
-		bool seen;
-		size_t i = snap_find(parent->snap, name, &seen);
+		struct dirsnap *s = parent->snap;
+		bool seen, created;
+		size_t i = snap_find(s, name, &seen);
+		const struct dent *d = &s->e[i];
 
-		if (seen)
-			want_dir = parent->snap->e[i].is_dir;
-		else {
+		if (!seen) {
 			err = ENOENT;
 			goto out_locked;
 		}
+		want_dir = d->is_dir;
+		want_file = !d->is_dir && d->etag[0] != '\0';
+		if (want_file && !d->have_attr && !s->index_read &&
+		    !s->attrs_done && s->n >= SNAP_RELIST_MAX &&
+		    inode_key(fs, parent, true, dkey, sizeof(dkey)) == 0) {
+			/* a large directory read by plain readdir (cat of
+			 * its files): its attribute index answers these
+			 * lookups without a HEAD each (once per listing) */
+			s->index_read = true;
+			s->refs++;
+			pthread_mutex_unlock(&fs->lock);
+			aidx_fill(fs, dkey, s, NULL);
+			pthread_mutex_lock(&fs->lock);
+			snap_put_locked(s);
+			now = now_mono();
+			goto again;
+		}
+		if (want_file && d->have_attr &&
+		    !dent_lookup_only(fs, parent, d)) {
+			/* what readdirplus would have made of it */
+			in = dent_inode(fs, parent, d, &created);
+			if (in != NULL) {
+				if (created)
+					in->attr_time = s->time;
+				goto found;
+			}
+		}
 	} else if (!relisted && parent->snap != NULL &&
 		   (parent->snap->n < SNAP_RELIST_MAX ||
+		    snap_renewable(fs, parent) ||
 		    ++parent->snap->misses * 2 >= parent->snap->n / SNAP_RELIST_MAX)) {
 		/* a directory listed before: one LIST (a page per 1,000
 		 * names) answers this lookup and the next ones for dir_ttl;
-		 * a large one is listed again once the lookups it missed
-		 * since cost as much as that (a HEAD and a LIST each: many
-		 * files created, or looked up, in it) */
+		 * a large one listed whole lately is renewed (snap_build():
+		 * a LIST of its tail and its index's new segments), one
+		 * listed whole longer ago is listed again once the lookups
+		 * it missed since cost as much as that (a HEAD and a LIST
+		 * each: many files created, or looked up, in it) */
 		struct dirsnap *s;
 
 relist:
@@ -360,7 +394,8 @@ relist:
 	if (err != 0)
 		return err;
 
-	err = probe_key(fs, key, want_dir, false, &p);
+	/* a name a fresh listing shows as a file: its HEAD alone */
+	err = probe_key(fs, key, want_dir, want_file && !want_dir, &p);
 	if (err == ENOENT && want_dir)
 		err = probe_key(fs, key, false, false, &p);
 
