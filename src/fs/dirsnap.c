@@ -1090,15 +1090,53 @@ static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 	}
 }
 
+/* Whether some file entry of s has neither attributes nor a fresh inode
+ * of this mount's (what queue_heads() would HEAD).  Takes fs->lock. */
+static bool files_unknown(struct objfs_fs *fs, struct inode *dir,
+			  const struct dirsnap *s, double now)
+{
+	bool unknown = false;
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < s->n && !unknown; i++) {
+		const struct dent *d = &s->e[i];
+		struct inode *c;
+
+		if (d->is_dir || d->have_attr)
+			continue;
+		c = find_child(fs, dir, d->name);
+		unknown = c == NULL || !(c->dirty || c->spool != NULL ||
+					 !c->in_store ||
+					 now - c->attr_time < fs->o.attr_ttl);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return unknown;
+}
+
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir)
 {
 	char dkey[KEYBUF];
+	struct dirsnap *prev;
+	bool known;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	prev = dir->snap;
+	if (prev != NULL)
+		prev->refs++;
 	pthread_mutex_unlock(&fs->lock);
-	return err == 0 ? aidx_pre_start(fs, dkey) : NULL;
+	/* its last listing showed no file this mount does not know (it
+	 * made them): snap_fetch_attrs() reads the index only if the new
+	 * one does */
+	known = prev != NULL && !files_unknown(fs, dir, prev, now_mono());
+	if (prev != NULL) {
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(prev);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err == 0 && !known ? aidx_pre_start(fs, dkey) : NULL;
 }
 
 /* Fetches the attributes of every entry the kernel will need (readdirplus):
@@ -1130,8 +1168,12 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	}
 	objfs_group_init(&g);
 	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
-	/* what the attribute index says needs no HEAD */
-	aidx_fill(fs, dkey, s, pre);
+	/* what the attribute index says needs no HEAD; nothing to read
+	 * when this mount knows every file already (it made them) */
+	if (files_unknown(fs, dir, s, now))
+		aidx_fill(fs, dkey, s, pre);
+	else
+		aidx_pre_cancel(pre);
 	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
 	objfs_group_wait(&g);
 }

@@ -209,6 +209,11 @@ struct inode {
 					    prefetched */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
+	uint32_t listed_n;               /* a directory: the names its last
+					    whole listing held (dir_listed();
+					    0 for one made here): lookups
+					    relist a small one whose listing
+					    was dropped (lookup.c) */
 	bool nsub_known;                 /* nsubdirs was counted from a
 					    listing (and kept since by this
 					    mount's changes): st_nlink may be
