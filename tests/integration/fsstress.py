@@ -4,7 +4,7 @@ processes doing creates, writes, truncates, renames, hard links, unlinks,
 mkdir and rmdir, seeded, so the same arguments give the same final tree
 on any filesystem whatever the timing.
 
-    fsstress.py run ROOT [--ops N] [--procs P] [--seed S]
+    fsstress.py run ROOT [--ops N] [--procs P] [--seed S] [--no-links]
         runs N operations in all (N / P per worker), each worker in its
         own directory ROOT/pI with its own generator; prints one JSON line
         {"ops": N, "seconds": T, "errors": {errno name: count}}
@@ -33,8 +33,10 @@ WEIGHTS = (14, 10, 8, 6, 10, 5, 10, 6, 4, 10, 5, 8)
 
 
 class Worker:
-    def __init__(self, root, seed):
+    def __init__(self, root, seed, links=True):
         self.root = root
+        self.weights = WEIGHTS if links else tuple(
+            0 if op == "link" else w for op, w in zip(OPS, WEIGHTS))
         self.rng = random.Random(seed)
         self.dirs = [root]          # directories this worker made
         self.files = []             # paths of names of regular files
@@ -130,7 +132,7 @@ class Worker:
 
     def run(self, n):
         for _ in range(n):
-            name = self.rng.choices(OPS, WEIGHTS)[0]
+            name = self.rng.choices(OPS, self.weights)[0]
             try:
                 self.op(name)
             except OSError as e:
@@ -140,7 +142,7 @@ class Worker:
                 self.errors[k] = self.errors.get(k, 0) + 1
 
 
-def run(root, ops, procs, seed):
+def run(root, ops, procs, seed, links=True):
     t0 = time.time()
     pids = []
     rfds = []
@@ -153,7 +155,7 @@ def run(root, ops, procs, seed):
             try:
                 d = os.path.join(root, "p%d" % i)
                 os.mkdir(d)
-                wk = Worker(d, seed * 1000 + i)
+                wk = Worker(d, seed * 1000 + i, links)
                 wk.run(ops // procs + (1 if i < ops % procs else 0))
                 os.write(w, json.dumps(wk.errors).encode())
             except BaseException as e:   # noqa: B902 - reported, then exit
@@ -214,9 +216,11 @@ def main(argv):
     ap.add_argument("--ops", type=int, default=5000)
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-links", action="store_true",
+                    help="no hard links (for s3fs and rclone, which have none)")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        res = run(a.root, a.ops, a.procs, a.seed)
+        res = run(a.root, a.ops, a.procs, a.seed, not a.no_links)
         print(json.dumps(res))
         return 1 if "failed" in res else 0
     for e in digest(a.root):
