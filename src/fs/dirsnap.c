@@ -15,7 +15,21 @@
  * entry attributes from the attribute index (attrindex.c), then the rest
  * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot; the
  * HEADs of subdirectories' markers (never in the index) run while the
- * index is read.
+ * index is read, and the index is not read when this mount knows every
+ * file of the listing (it made them).
+ *
+ * Renewal (issues 31 and 33): a whole listing of SNAP_RELIST_MAX names or
+ * more is not listed whole again each dir_ttl.  snap_build() renews it
+ * (snap_renew()) while its last whole listing (full_time) is younger than
+ * SNAP_FULL_TTLS x dir_ttl: one LIST of the keys after the last key the
+ * store listed (tail; a full page of them: listed whole), and the entries
+ * of the index segments it has not read (segs) that other mounts wrote
+ * after the whole listing began (full_real); this mount's own changes are
+ * in it already (snap_note()).  The renewed listing is fresh for dir_ttl
+ * again; one listed whole longer ago is listed whole.  States of
+ * dir->snap: none -> whole (snap_build) -> renewed (snap_renew, any
+ * number of times) -> whole again past the period; a local change keeps
+ * it in either state (snap_note()).
  */
 #include "config.h"
 
