@@ -26,6 +26,11 @@
  * of the tree it moved (aidx_drop_tree(): the copies have a new
  * Last-Modified, so no entry of theirs could match again).
  *
+ * Renewal (dirsnap.c): aidx_news() gives a large listing being renewed
+ * the entries of the segments it has not read yet, other mounts' only
+ * (this mount's changes are in the listing already), so names another
+ * mount wrote show without listing the directory whole.
+ *
  * Known segments: the keys a reader listed (and the segments this mount
  * wrote since) are kept per directory for AIDX_KNOWN_TTL seconds
  * (fs->aidx_known, at most AIDX_KNOWN_MAX directories), so rmdir deletes

@@ -13,6 +13,16 @@
  * attributes after attr_ttl (and at every open: close-to-open), from a
  * prefetch's GET (prefetch.c) when one was sent within attr_ttl.  No lock
  * is held across store I/O; fs->lock is taken around table work.
+ *
+ * A mount's own names (issue 34 item 7): a name this mount made or stored
+ * itself (own_name(): a file whose attributes came from its own upload, a
+ * directory in fs->recent as made here), whose attributes were read or
+ * set here less than OWN_TTLS x attr_ttl ago, is confirmed by the fresh
+ * listing of its directory (listed_same()) instead of a HEAD: a lookup or
+ * getattr past attr_ttl renews the listing (one LIST for every name of a
+ * small directory) and answers from the inode while the listing shows it
+ * as left.  A known file is asked for by its HEAD alone, a directory with
+ * a marker by the marker's HEAD alone.
  */
 #include "config.h"
 
