@@ -40,6 +40,7 @@ load() {
 			'import json, sys; print(json.load(sys.stdin)["seconds"])')
 	else
 		SECS=DNF
+		echo "bench: the load on $1 failed: $out" >&2
 		tail -n 3 "$W/load.err" >&2 || true
 	fi
 }
