@@ -142,8 +142,6 @@ struct dirsnap {
 				   segs_known */
 	size_t nsegs;
 	bool segs_known;
-	bool index_read;        /* a lookup read its attribute index
-				   (lookup.c: once per snapshot) */
 };
 
 /* A multipart upload fed while a file is written sequentially: every

@@ -417,42 +417,20 @@ again:
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
-		struct dirsnap *s = parent->snap;
-		bool seen, created;
-		size_t i = snap_find(s, name, &seen);
-		const struct dent *d = &s->e[i];
+		const struct dent *d;
+		bool seen;
+		size_t i = snap_find(parent->snap, name, &seen);
 
 		if (!seen) {
 			err = ENOENT;
 			goto out_locked;
 		}
+		d = &parent->snap->e[i];
 		want_dir = d->is_dir;
+		/* a file as listed: its HEAD alone (not its listing's
+		 * attributes: the name may be a hard link's, and this mount
+		 * may have changed the file since) */
 		want_file = !d->is_dir && d->etag[0] != '\0';
-		if (want_file && !d->have_attr && !s->index_read &&
-		    !s->attrs_done && s->n >= SNAP_RELIST_MAX &&
-		    inode_key(fs, parent, true, dkey, sizeof(dkey)) == 0) {
-			/* a large directory read by plain readdir (cat of
-			 * its files): its attribute index answers these
-			 * lookups without a HEAD each (once per listing) */
-			s->index_read = true;
-			s->refs++;
-			pthread_mutex_unlock(&fs->lock);
-			aidx_fill(fs, dkey, s, NULL);
-			pthread_mutex_lock(&fs->lock);
-			snap_put_locked(s);
-			now = now_mono();
-			goto again;
-		}
-		if (want_file && d->have_attr &&
-		    !dent_lookup_only(fs, parent, d)) {
-			/* what readdirplus would have made of it */
-			in = dent_inode(fs, parent, d, &created);
-			if (in != NULL) {
-				if (created)
-					in->attr_time = s->time;
-				goto found;
-			}
-		}
 	} else if (!relisted && (parent->snap != NULL ?
 		   (parent->snap->n < SNAP_RELIST_MAX ||
 		    snap_renewable(fs, parent) ||

@@ -171,10 +171,17 @@ def digest(root):
 # data and names); unlink 1 (a share of a DeleteObjects or a DELETE);
 # mkdir 1; rmdir 2 (its marker and index); stat, readdir, read at most 1.
 # Weighted: 1.85 per operation.  20% on top for the attribute index
-# (its segments and their LISTs) and the listings that renew each
-# directory once per dir_ttl: 2.2.  Before issue 34 item 7, 2.66 on the
-# local store (3,110 HEADs and 3,870 LISTs of 13,282 requests).
+# (its segments and their LISTs): 2.2.  Then what the documented windows
+# allow per second the load runs, whatever the machine's speed: each of
+# the 4 workers works down a path of up to 8 directories, each listed
+# again at most once per dir_ttl (1 s), and asks for up to 8 names not
+# its own past attr_ttl (1 s), and for a hard link's set and its names:
+# at most about 4 x 32 = 125 requests a second, 0.025 per operation per
+# second of a 5,000-operation run.  Before issue 34 item 7 the local store
+# took 2.66-2.84 per operation in 6-8 s (bound 2.35-2.4), RGW 6.7 in
+# 136 s (bound 5.6); after, 1.7-2.1 in 6-17 s and 4.4 in 152 s.
 FSSTRESS_REQS_PER_OP = 2.2
+FSSTRESS_REQS_PER_OP_S = 0.025
 
 
 def t_fsstress(env):
@@ -210,9 +217,10 @@ def t_fsstress(env):
     print("  fsstress: %d ops in %.1f s (local %.1f s), %d requests, %.2f per "
           "op: %s" % (ops, got["seconds"], want["seconds"], total, per_op, dr),
           flush=True)
-    fsu.check(per_op <= FSSTRESS_REQS_PER_OP,
-              "%.2f requests per operation (at most %.2f): %s" % (
-                  per_op, FSSTRESS_REQS_PER_OP, dr))
+    bound = FSSTRESS_REQS_PER_OP + FSSTRESS_REQS_PER_OP_S * got["seconds"]
+    fsu.check(per_op <= bound,
+              "%.2f requests per operation in %.0f s (at most %.2f): %s" % (
+                  per_op, got["seconds"], bound, dr))
 
 
 TESTS = [t_bigdir_cat, t_fsstress]
