@@ -518,7 +518,8 @@ static int lag_list(struct objfs_store *s, const struct objfs_list_req *req,
 	n = j;
 	if (err != 0)
 		goto out;
-	qsort(e, n, sizeof(*e), entry_cmp);
+	if (n > 1)
+		qsort(e, n, sizeof(*e), entry_cmp);
 	/* the page: keys and common prefixes in one order, after `after` */
 	for (i = 0; i < n && err == 0; i++) {
 		const char *rest = e[i].key + plen;
