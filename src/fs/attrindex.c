@@ -26,6 +26,11 @@
  * of the tree it moved (aidx_drop_tree(): the copies have a new
  * Last-Modified, so no entry of theirs could match again).
  *
+ * Renewal (dirsnap.c): aidx_news() gives a large listing being renewed
+ * the entries of the segments it has not read yet, other mounts' only
+ * (this mount's changes are in the listing already), so names another
+ * mount wrote show without listing the directory whole.
+ *
  * Known segments: the keys a reader listed (and the segments this mount
  * wrote since) are kept per directory for AIDX_KNOWN_TTL seconds
  * (fs->aidx_known, at most AIDX_KNOWN_MAX directories), so rmdir deletes
@@ -800,8 +805,8 @@ struct aidx_pre {
 };
 
 /* Applies entry e to the snapshot when it matches (fs->lock). */
-static bool apply_entry(struct objfs_fs *fs, struct dirsnap *s,
-			const struct objfs_attrseg_entry *e)
+bool aidx_apply(struct objfs_fs *fs, struct dirsnap *s,
+		const struct objfs_attrseg_entry *e)
 {
 	struct dent *d;
 	bool found;
@@ -874,7 +879,7 @@ static void seg_apply(struct fill *f, struct seg_task *t)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < t->seg.n; i++) {
-		if (!apply_entry(fs, f->s, &t->seg.e[i]) && f->compact &&
+		if (!aidx_apply(fs, f->s, &t->seg.e[i]) && f->compact &&
 		    t->seg.e[i].ct > f->recent)
 			objfs_attrseg_add(&f->keep, &t->seg.e[i]);
 	}
@@ -1180,6 +1185,56 @@ out:
 		objfs_debug(fs->log, SUB, "listing the attribute index of "
 			    "\"%s\": %s", dir, objfs_strerror(err));
 	pre_free(pre);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int aidx_news(struct objfs_fs *fs, const char *dir, char *const *old,
+	      size_t n_old, char ***keys, size_t *n,
+	      void (*fn)(void *arg, const struct objfs_attrseg_entry *e),
+	      void *arg)
+{
+	char pfx[128];
+	double listed;
+	size_t i, j, plen;
+	int err;
+
+	*keys = NULL;
+	*n = 0;
+	objfs_attrseg_prefix(dir, pfx, sizeof(pfx));
+	plen = strlen(pfx);
+	err = aidx_seg_keys(fs, dir, keys, n, &listed);
+	if (err != 0)
+		return err;
+	if (*n > 1)
+		qsort(*keys, *n, sizeof(**keys), key_cmp);
+	for (i = 0; i < *n; i++) {
+		const char *k = (*keys)[i];
+		struct seg_task t;
+
+		if ((n_old > 0 && bsearch(&k, old, n_old, sizeof(*old),
+					  key_cmp) != NULL) ||
+		    (strncmp(k, pfx, plen) == 0 &&
+		     strncmp(k + plen, fs->writer, strlen(fs->writer)) == 0))
+			continue;       /* seen, or this mount's own */
+		memset(&t, 0, sizeof(t));
+		t.fs = fs;
+		t.dir = dir;
+		t.key = k;
+		seg_run(&t);
+		if (t.err == 0) {
+			for (j = 0; j < t.seg.n; j++)
+				fn(arg, &t.seg.e[j]);
+		} else if (t.err != ENOENT) {
+			objfs_debug(fs->log, SUB, "attribute index segment %s: "
+				    "%s (ignored)", k, objfs_strerror(t.err));
+		}
+		objfs_attrseg_release(&t.seg);
+	}
+	return 0;
 }
 
 int aidx_drop(struct objfs_fs *fs, const char *dir, const char *marker,

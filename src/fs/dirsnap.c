@@ -15,7 +15,21 @@
  * entry attributes from the attribute index (attrindex.c), then the rest
  * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot; the
  * HEADs of subdirectories' markers (never in the index) run while the
- * index is read.
+ * index is read, and the index is not read when this mount knows every
+ * file of the listing (it made them).
+ *
+ * Renewal (issues 31 and 33): a whole listing of SNAP_RELIST_MAX names or
+ * more is not listed whole again each dir_ttl.  snap_build() renews it
+ * (snap_renew()) while its last whole listing (full_time) is younger than
+ * SNAP_FULL_TTLS x dir_ttl: one LIST of the keys after the last key the
+ * store listed (tail; a full page of them: listed whole), and the entries
+ * of the index segments it has not read (segs) that other mounts wrote
+ * after the whole listing began (full_real); this mount's own changes are
+ * in it already (snap_note()).  The renewed listing is fresh for dir_ttl
+ * again; one listed whole longer ago is listed whole.  States of
+ * dir->snap: none -> whole (snap_build) -> renewed (snap_renew, any
+ * number of times) -> whole again past the period; a local change keeps
+ * it in either state (snap_note()).
  */
 #include "config.h"
 
@@ -27,6 +41,7 @@
 #include "backend/tree.h"
 #include "common/log.h"
 #include "fs/fs_int.h"
+#include "volume/attrseg.h"
 
 void snap_put_locked(struct dirsnap *s)
 {
@@ -41,6 +56,8 @@ void snap_put_locked(struct dirsnap *s)
 	}
 	free(s->e);
 	free(s->after);
+	free(s->tail);
+	objfs_tree_keys_free(s->segs, s->nsegs);
 	free(s);
 }
 
@@ -85,11 +102,28 @@ static struct dirsnap *snap_clone(const struct dirsnap *s)
 	*c = *s;
 	c->refs = 1;
 	c->after = NULL;        /* only whole listings are dir->snap */
+	c->tail = NULL;
+	c->segs = NULL;
+	c->nsegs = 0;
+	c->segs_known = false;
 	c->e = malloc((s->n ? s->n : 1) * sizeof(*c->e));
 	if (c->e == NULL) {
 		free(c);
 		return NULL;
 	}
+	c->tail = s->tail != NULL ? strdup(s->tail) : NULL;
+	if (s->segs_known && s->nsegs > 0 &&
+	    (c->segs = calloc(s->nsegs, sizeof(*c->segs))) != NULL) {
+		for (i = 0; i < s->nsegs && c->segs != NULL; i++) {
+			c->segs[i] = strdup(s->segs[i]);
+			if (c->segs[i] == NULL) {
+				objfs_tree_keys_free(c->segs, i);
+				c->segs = NULL;
+			}
+		}
+	}
+	c->nsegs = c->segs != NULL ? s->nsegs : 0;
+	c->segs_known = s->segs_known && (s->nsegs == 0 || c->segs != NULL);
 	for (i = 0; i < s->n; i++) {
 		c->e[i] = s->e[i];
 		c->e[i].name = strdup(s->e[i].name);
@@ -102,6 +136,11 @@ static struct dirsnap *snap_clone(const struct dirsnap *s)
 		}
 	}
 	return c;
+}
+
+static int64_t ts_ns_of(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 bool snap_empty_fresh(const struct objfs_fs *fs, const struct inode *dir)
@@ -437,6 +476,7 @@ static int page_add(struct dirsnap *s, size_t *cap, const char *dkey,
 		    const struct objfs_list_page *pg, const char *to)
 {
 	char name[OBJFS_NAME_MAX + 1];
+	const char *last;
 	size_t i;
 	int err = 0;
 
@@ -453,6 +493,16 @@ static int page_add(struct dirsnap *s, size_t *cap, const char *dkey,
 		    objfs_key_child(dkey, pg->prefixes[i], true, name,
 				    sizeof(name)))
 			err = snap_add(s, cap, name, true, 0, NULL, NULL);
+	}
+	last = page_last(pg);
+	if (err == 0 && last != NULL && (to == NULL || strcmp(last, to) <= 0) &&
+	    (s->tail == NULL || strcmp(last, s->tail) > 0)) {
+		char *t = strdup(last);
+
+		if (t == NULL)
+			return ENOMEM;
+		free(s->tail);
+		s->tail = t;
 	}
 	return err;
 }
@@ -562,6 +612,249 @@ out:
 	return ok;
 }
 
+/* ---- renewing a large listing ----------------------------------------- */
+
+bool snap_renewable(const struct objfs_fs *fs, const struct inode *dir)
+{
+	const struct dirsnap *s = dir->snap;
+
+	return s != NULL && s->base == 0 && !s->more && s->tail != NULL &&
+	       s->n >= SNAP_RELIST_MAX && fs->o.dir_ttl > 0 &&
+	       now_mono() - s->full_time < SNAP_FULL_TTLS * fs->o.dir_ttl;
+}
+
+/* Inserts a name without attributes at i of s (not there).  0 or ENOMEM.
+ * fs->lock held. */
+static int snap_insert(struct dirsnap *s, size_t i, const char *name,
+		       bool is_dir)
+{
+	struct dent *e = realloc(s->e, (s->n + 1) * sizeof(*e));
+	char *nm = strdup(name);
+
+	if (e != NULL)
+		s->e = e;
+	if (e == NULL || nm == NULL) {
+		free(nm);
+		return ENOMEM;
+	}
+	memmove(&e[i + 1], &e[i], (s->n - i) * sizeof(*e));
+	memset(&e[i], 0, sizeof(*e));
+	e[i].name = nm;
+	e[i].is_dir = is_dir;
+	s->n++;
+	return 0;
+}
+
+/* Whether this mount removed name of dir (dkey) after when_ns (real):
+ * what another source says of it then is older (fs->lock). */
+static bool removed_here(struct objfs_fs *fs, const char *dkey,
+			 const char *name, const struct timespec *written)
+{
+	const struct recent_ent *c = recent_find(&fs->recent, dkey, name,
+						 now_mono());
+
+	return c != NULL && !c->add &&
+	       (written == NULL || written->tv_sec <= c->when.tv_sec + 1);
+}
+
+/* The index entries a renewal applies: those made after its whole
+ * listing began (since: 5 s before, for the writers' clocks), since
+ * anything older that exists, that listing showed. */
+struct news {
+	struct objfs_attrseg seg;
+	int64_t since;
+};
+
+static void news_add(void *arg, const struct objfs_attrseg_entry *e)
+{
+	struct news *nw = arg;
+
+	if (e->ct > nw->since)
+		(void)objfs_attrseg_add(&nw->seg, e);
+}
+
+/* Applies index entry e (another mount's write since the whole listing)
+ * to s, the listing of dir (dkey); true when s changed.  fs->lock held. */
+static bool renew_entry(struct objfs_fs *fs, const char *dkey,
+			struct dirsnap *s, const struct objfs_attrseg_entry *e)
+{
+	struct timespec lm;
+	struct dent *d;
+	bool found;
+	size_t i = snap_find(s, e->name, &found);
+
+	lm.tv_sec = (time_t)(e->lm / 1000000000);
+	lm.tv_nsec = (long)(e->lm % 1000000000);
+	if (removed_here(fs, dkey, e->name, &lm))
+		return false;
+	if (!found) {
+		if (snap_insert(s, i, e->name, false) != 0)
+			return false;
+	} else if (s->e[i].is_dir || s->e[i].ict >= e->ct ||
+		   (strcmp(s->e[i].etag, e->etag) == 0 &&
+		    s->e[i].mtime.tv_sec == lm.tv_sec &&
+		    s->e[i].mtime.tv_nsec == lm.tv_nsec)) {
+		return false;   /* a directory, or nothing new */
+	}
+	d = &s->e[i];
+	/* the version the entry describes: its attributes when it says the
+	 * size (aidx_apply()), else none (a lookup or readdirplus asks) */
+	snprintf(d->etag, sizeof(d->etag), "%s", e->etag);
+	d->mtime = lm;
+	d->size = e->size;
+	d->have_attr = false;
+	d->ict = 0;
+	free(d->link);
+	d->link = NULL;
+	if (!(e->have & OBJFS_ATTRSEG_SIZE) || !aidx_apply(fs, s, e))
+		d->etag[0] = '\0';      /* unknown: never taken as current */
+	return true;
+}
+
+/* Renews dir->snap, a large whole listing (snap_renewable()) past
+ * dir_ttl, without listing it whole again: a LIST of the names after the
+ * last one the store listed (one page: more, and it is listed whole), and
+ * the entries of the directory's index segments it has not seen, written
+ * by other mounts since it was listed whole; this mount's own changes are
+ * in it already (snap_note()).  Its time is then the time it was asked.
+ * 0 with *out (a reference of the caller's), or an errno (the caller
+ * lists whole: not renewable, a store error, too many new names).  Takes
+ * fs->lock (store I/O without it). */
+static int snap_renew(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap **out)
+{
+	struct objfs_list_req rq = { NULL, "/", NULL, NULL, 1000 };
+	struct objfs_list_page pg = OBJFS_LIST_PAGE_INIT;
+	struct news news;
+	struct dirsnap *s, tmp;
+	char dkey[KEYBUF], *tail = NULL, **old = NULL, **keys = NULL;
+	size_t n_old = 0, nkeys = 0, cap = 0, i;
+	double asked, full_time, old_time;
+	bool changed = false, added = false;
+	int err;
+
+	memset(&tmp, 0, sizeof(tmp));
+	memset(&news, 0, sizeof(news));
+	pthread_mutex_lock(&fs->lock);
+	s = dir->snap;
+	if (!snap_renewable(fs, dir)) {
+		pthread_mutex_unlock(&fs->lock);
+		return EAGAIN;
+	}
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	tail = strdup(s->tail);
+	full_time = s->full_time;
+	news.since = s->full_real - (int64_t)5 * 1000000000;
+	if (err == 0 && tail == NULL)
+		err = ENOMEM;
+	if (err == 0 && s->segs_known && s->nsegs > 0) {
+		old = calloc(s->nsegs, sizeof(*old));
+		for (i = 0; old != NULL && i < s->nsegs; i++) {
+			old[n_old] = strdup(s->segs[i]);
+			if (old[n_old] != NULL)
+				n_old++;
+		}
+		if (old == NULL || n_old < s->nsegs)
+			err = ENOMEM;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0)
+		goto out;
+	asked = now_mono();
+	rq.prefix = dkey;
+	rq.start_after = tail;
+	err = objfs_store_list(fs->store, &rq, &pg);
+	if (err == 0 && pg.next != NULL)
+		err = EAGAIN;   /* more than a page of new names */
+	if (err == 0)
+		err = page_add(&tmp, &cap, dkey, &pg, NULL);
+	if (err != 0)
+		goto out;
+	err = aidx_news(fs, dkey, old, n_old, &keys, &nkeys, news_add, &news);
+	if (err != 0)
+		goto out;
+
+	pthread_mutex_lock(&fs->lock);
+	s = dir->snap;
+	if (s == NULL || s->full_time != full_time) {
+		/* listed again meanwhile */
+		pthread_mutex_unlock(&fs->lock);
+		err = EAGAIN;
+		goto out;
+	}
+	if (s->refs > 1) {
+		/* readdir handles index theirs: the directory gets a copy */
+		struct dirsnap *c = snap_clone(s);
+
+		if (c == NULL) {
+			pthread_mutex_unlock(&fs->lock);
+			err = ENOMEM;
+			goto out;
+		}
+		snap_drop(dir);
+		dir->snap = s = c;
+	}
+	old_time = s->time;
+	for (i = 0; i < tmp.n; i++) {
+		bool found;
+		size_t at = snap_find(s, tmp.e[i].name, &found);
+
+		if (found || removed_here(fs, dkey, tmp.e[i].name,
+					  tmp.e[i].is_dir ? NULL :
+					  &tmp.e[i].mtime) ||
+		    snap_insert(s, at, tmp.e[i].name, tmp.e[i].is_dir) != 0)
+			continue;
+		s->e[at].size = tmp.e[i].size;
+		s->e[at].mtime = tmp.e[i].mtime;
+		snprintf(s->e[at].etag, sizeof(s->e[at].etag), "%s",
+			 tmp.e[i].etag);
+		changed = added = true;
+	}
+	for (i = 0; i < news.seg.n; i++)
+		changed |= renew_entry(fs, dkey, s, &news.seg.e[i]);
+	if (tmp.tail != NULL) {
+		free(s->tail);
+		s->tail = tmp.tail;
+		tmp.tail = NULL;
+	}
+	objfs_tree_keys_free(s->segs, s->nsegs);
+	s->segs = keys;
+	s->nsegs = nkeys;
+	s->segs_known = true;
+	keys = NULL;
+	nkeys = 0;
+	if (changed) {
+		s->ndirs = -1;
+		dir_listed(dir, s);
+		if (added)
+			s->attrs_done = false;  /* readdirplus: theirs too */
+		objfs_debug(fs->log, SUB, "listing of \"%s\" renewed: %zu "
+			    "names after the last, %zu index entries",
+			    dkey, tmp.n, news.seg.n);
+	}
+	s->time = asked;
+	s->misses = 0;
+	if (dir->pf.time == old_time)
+		dir->pf.time = asked;   /* the same names: prefetch goes on */
+	s->refs++;
+	*out = s;
+	pthread_mutex_unlock(&fs->lock);
+	__atomic_add_fetch(&fs->listed_renewed, 1, __ATOMIC_RELAXED);
+out:
+	objfs_list_page_release(&pg);
+	for (i = 0; i < tmp.n; i++) {
+		free(tmp.e[i].name);
+		free(tmp.e[i].link);
+	}
+	free(tmp.e);
+	free(tmp.tail);
+	free(tail);
+	objfs_tree_keys_free(old, n_old);
+	objfs_tree_keys_free(keys, nkeys);
+	objfs_attrseg_release(&news.seg);
+	return err;
+}
+
 /* Lists dir into a new snapshot (a window after prev's when prev); a
  * whole listing is installed in dir->snap; *out gets a reference of its
  * own. */
@@ -580,11 +873,14 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 	struct inode *c;
 	int err;
 
+	if (prev == NULL && snap_renew(fs, dir, out) == 0)
+		return 0;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return ENOMEM;
 	s->refs = 1;
 	s->ndirs = -1;
+	s->full_real = ts_ns_of(now_real());
 	if (prev != NULL) {
 		s->base = prev->base + prev->n;
 		rq.start_after = prev->after;
@@ -672,6 +968,7 @@ int snap_build(struct objfs_fs *fs, struct inode *dir,
 		if (prev == NULL && !s->more)
 			snap_merge_recent(fs, dkey, s, &cap, &ok);
 		s->time = now_mono();
+		s->full_time = s->time;
 		if (prev == NULL && !s->more) {
 			snap_drop(dir);
 			dir->snap = s;
@@ -807,15 +1104,53 @@ static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 	}
 }
 
+/* Whether some file entry of s has neither attributes nor a fresh inode
+ * of this mount's (what queue_heads() would HEAD).  Takes fs->lock. */
+static bool files_unknown(struct objfs_fs *fs, struct inode *dir,
+			  const struct dirsnap *s, double now)
+{
+	bool unknown = false;
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < s->n && !unknown; i++) {
+		const struct dent *d = &s->e[i];
+		struct inode *c;
+
+		if (d->is_dir || d->have_attr)
+			continue;
+		c = find_child(fs, dir, d->name);
+		unknown = c == NULL || !(c->dirty || c->spool != NULL ||
+					 !c->in_store ||
+					 now - c->attr_time < fs->o.attr_ttl);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return unknown;
+}
+
 struct aidx_pre *snap_index_start(struct objfs_fs *fs, struct inode *dir)
 {
 	char dkey[KEYBUF];
+	struct dirsnap *prev;
+	bool known;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	prev = dir->snap;
+	if (prev != NULL)
+		prev->refs++;
 	pthread_mutex_unlock(&fs->lock);
-	return err == 0 ? aidx_pre_start(fs, dkey) : NULL;
+	/* its last listing showed no file this mount does not know (it
+	 * made them): snap_fetch_attrs() reads the index only if the new
+	 * one does */
+	known = prev != NULL && !files_unknown(fs, dir, prev, now_mono());
+	if (prev != NULL) {
+		pthread_mutex_lock(&fs->lock);
+		snap_put_locked(prev);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	return err == 0 && !known ? aidx_pre_start(fs, dkey) : NULL;
 }
 
 /* Fetches the attributes of every entry the kernel will need (readdirplus):
@@ -847,8 +1182,12 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	}
 	objfs_group_init(&g);
 	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
-	/* what the attribute index says needs no HEAD */
-	aidx_fill(fs, dkey, s, pre);
+	/* what the attribute index says needs no HEAD; nothing to read
+	 * when this mount knows every file already (it made them) */
+	if (files_unknown(fs, dir, s, now))
+		aidx_fill(fs, dkey, s, pre);
+	else
+		aidx_pre_cancel(pre);
 	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
 	objfs_group_wait(&g);
 }

@@ -153,6 +153,15 @@ struct dirsnap {
 	long ndirs;             /* entries that are directories; -1: not
 				   counted since the last change of kind
 				   (inode_nlink counts them, fs->lock) */
+	/* renewal of a large whole listing (dirsnap.c, snap_renew()) */
+	double full_time;       /* when the store listed it whole (mono);
+				   renewals keep it */
+	int64_t full_real;      /* the same, real ns, before its first LIST */
+	char *tail;             /* the last key the store listed, or NULL */
+	char **segs;            /* index segments seen (sorted), when
+				   segs_known */
+	size_t nsegs;
+	bool segs_known;
 };
 
 /* A multipart upload fed while a file is written sequentially: every
@@ -224,6 +233,11 @@ struct inode {
 					    fs->lock) */
 	uint32_t nsubdirs;               /* a directory's subdirectories, as
 					    far as its listing shows (times.c) */
+	uint32_t listed_n;               /* a directory: the names its last
+					    whole listing held (dir_listed();
+					    0 for one made here): lookups
+					    relist a small one whose listing
+					    was dropped (lookup.c) */
 	bool nsub_known;                 /* nsubdirs was counted from a
 					    listing (and kept since by this
 					    mount's changes): st_nlink may be
@@ -318,6 +332,9 @@ struct objfs_fs {
 	struct objfs_pool *pool;
 	struct objfs_dcache *dcache;    /* NULL: no on-disk data cache */
 	struct fs_prefetch pf;          /* prefetch.c (prefetch.h) */
+	uint64_t listed_renewed;        /* large listings renewed instead
+					   of listed whole (atomic,
+					   dirsnap.c) */
 	uint64_t listed_ranges;         /* listings in ranges (atomic,
 					   dirsnap.c) */
 	struct objfs_budget mem;
@@ -621,6 +638,11 @@ struct aidx_pre;                /* attrindex.c */
 int snap_build(struct objfs_fs *fs, struct inode *dir,
 	       const struct dirsnap *prev, struct aidx_pre *pre,
 	       struct dirsnap **out);
+/* Whether dir's listing is one snap_build() renews rather than lists
+ * whole: a whole listing of SNAP_RELIST_MAX names or more, listed whole
+ * less than SNAP_FULL_TTLS x dir_ttl ago.  fs->lock held. */
+#define SNAP_FULL_TTLS 60
+bool snap_renewable(const struct objfs_fs *fs, const struct inode *dir);
 /* Fills the attributes of s's entries (readdirplus) with parallel HEADs,
  * once per snapshot; s is referenced by the caller; pre (NULL, or
  * snap_index_start()'s before s was listed) is consumed.  Takes
@@ -792,6 +814,22 @@ void aidx_pre_cancel(struct aidx_pre *pre);
  * aidx_fill).  No lock held. */
 int aidx_pre_split(struct aidx_pre *pre, const char *after, size_t step,
 		   size_t max, char ***out, size_t *n);
+struct objfs_attrseg_entry;
+/* The renewal of a large listing (dirsnap.c): the segment keys of the
+ * directory whose key is dir now (*keys, *n, sorted: objfs_tree_keys_free
+ * them, also after an error), and fn(arg, e) for every entry of each
+ * segment that is neither in old (n_old keys, sorted) nor this mount's
+ * own (its changes are in the listing already).  0 or an errno.  No lock
+ * held; fn is called without one. */
+int aidx_news(struct objfs_fs *fs, const char *dir, char *const *old,
+	      size_t n_old, char ***keys, size_t *n,
+	      void (*fn)(void *arg, const struct objfs_attrseg_entry *e),
+	      void *arg);
+/* Fills listing entry e's name in s with e's attributes when s shows the
+ * version e describes (ETag, Last-Modified, size); true when it does.
+ * fs->lock held. */
+bool aidx_apply(struct objfs_fs *fs, struct dirsnap *s,
+		const struct objfs_attrseg_entry *e);
 /* Fills the entries of snapshot s (referenced by the caller) of the
  * directory whose key is dir from the index (what pre read of it, when
  * not NULL; pre is consumed); compacts it when it has many segments.  No

@@ -174,6 +174,10 @@ static const struct objfs_metric_def defs[] = {
 	{ .name = "objfs_fs_unsaved_files",
 	  .help = "Files whose unsaved data this mount could not upload and kept in spool_dir as objfs-unsaved-* (those a dead mount left in the state directory, at start; its own, at stop).",
 	  .type = OBJFS_METRIC_GAUGE },
+#define D_RENEWED 27
+	{ .name = "objfs_fs_listings_renewed_total",
+	  .help = "Listings of more than one page renewed by a LIST of their tail and their index's new segments instead of listed whole.",
+	  .type = OBJFS_METRIC_COUNTER },
 };
 #define N_DEFS (sizeof(defs) / sizeof(defs[0]))
 
@@ -318,6 +322,9 @@ static void collect(void *arg)
 						  __ATOMIC_RELAXED));
 	objfs_metric_set(m->m[D_UNSAVED], 0,
 			 (int64_t)__atomic_load_n(&fs->unsaved_kept,
+						  __ATOMIC_RELAXED));
+	objfs_metric_set(m->m[D_RENEWED], 0,
+			 (int64_t)__atomic_load_n(&fs->listed_renewed,
 						  __ATOMIC_RELAXED));
 }
 

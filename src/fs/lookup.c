@@ -13,6 +13,16 @@
  * attributes after attr_ttl (and at every open: close-to-open), from a
  * prefetch's GET (prefetch.c) when one was sent within attr_ttl.  No lock
  * is held across store I/O; fs->lock is taken around table work.
+ *
+ * A mount's own names (issue 34 item 7): a name this mount made or stored
+ * itself (own_name(): a file whose attributes came from its own upload, a
+ * directory in fs->recent as made here), whose attributes were read or
+ * set here less than OWN_TTLS x attr_ttl ago, is confirmed by the fresh
+ * listing of its directory (listed_same()) instead of a HEAD: a lookup or
+ * getattr past attr_ttl renews the listing (one LIST for every name of a
+ * small directory) and answers from the inode while the listing shows it
+ * as left.  A known file is asked for by its HEAD alone, a directory with
+ * a marker by the marker's HEAD alone.
  */
 #include "config.h"
 
@@ -118,16 +128,33 @@ static int probe_key_both(struct objfs_fs *fs, const char *key, bool want_dir,
 
 /* probe_key_both(), but a name known as a file (want_file) is asked for
  * with its HEAD alone, and the listing only when it is gone (the
- * revalidation of every open: one request instead of two). */
+ * revalidation of every open: one request instead of two); a directory
+ * known to have a marker (want_dir and want_file) with its marker's HEAD
+ * alone, both probes only when the marker is gone. */
 static int probe_key(struct objfs_fs *fs, const char *key, bool want_dir,
 		     bool want_file, struct probe *p)
 {
 	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
 	int err;
 
+	char dkey[KEYBUF];
+
 	if (!want_file)
 		return probe_key_both(fs, key, want_dir, p);
 	memset(p, 0, sizeof(*p));
+	if (want_dir) {
+		/* a directory with a marker: the marker's HEAD (gone, or
+		 * implied only now: both probes) */
+		err = objfs_key_join(key, "", true, dkey, sizeof(dkey));
+		if (err == 0 && strlen(dkey) <= fs->key_room)
+			err = objfs_store_head(fs->store, dkey, &info);
+		else if (err == 0)
+			err = ENOENT;
+		if (err == 0)
+			probe_from_info(fs, &info, true, p);
+		objfs_obj_info_release(&info);
+		return err == ENOENT ? probe_key_both(fs, key, true, p) : err;
+	}
 	err = objfs_store_head(fs->store, key, &info);
 	if (err == 0)
 		probe_from_info(fs, &info, false, p);
@@ -255,6 +282,82 @@ void apply_probe(struct objfs_fs *fs, struct inode *in,
 		in->charged = p->size;  /* the scan counts other writers */
 }
 
+/* Whether in (not fresh) is a name this mount made or stored itself
+ * lately: a file whose attributes came from its own upload or change
+ * here (put_time), or a directory it made (fs->recent), whose attributes
+ * were read or set here less than OWN_TTLS x attr_ttl ago.  Its state is
+ * this mount's own: a listing that still shows it as it was left (the
+ * ETag of the upload; a directory) confirms it without a request of its
+ * own.  fs->lock held. */
+#define OWN_TTLS 10
+static bool own_name(struct objfs_fs *fs, struct inode *parent,
+		     const struct inode *in, double now)
+{
+	const struct recent_ent *c;
+	char dkey[KEYBUF];
+
+	if (!in->in_store || in->hl.id != NULL || in->hl.pending ||
+	    now - in->attr_time >= OWN_TTLS * fs->o.attr_ttl)
+		return false;
+	if (!S_ISDIR(in->mode))
+		return in->put_time > 0 && in->etag[0] != '\0';
+	if (inode_key(fs, parent, true, dkey, sizeof(dkey)) != 0)
+		return false;
+	c = recent_find(&fs->recent, dkey, in->name, now);
+	return c != NULL && c->add && c->is_dir;
+}
+
+/* Whether a listing of in's parent could confirm in (not fresh): a file
+ * whose Last-Modified is known from a listing, or a name of this mount's
+ * own (own_name()).  fs->lock held. */
+static bool may_confirm(struct objfs_fs *fs, struct inode *parent,
+			const struct inode *in, double now)
+{
+	return (!S_ISDIR(in->mode) && in->lm.tv_sec != 0 && in->hl.id == NULL) ||
+	       own_name(fs, parent, in, now);
+}
+
+/* Whether the fresh listing of in's parent shows in as this mount holds
+ * it: the version whose attributes it has (ETag and Last-Modified; the
+ * attributes then date from the listing), or, for a name of this
+ * mount's own, the ETag of its upload (Last-Modified learnt then) or a
+ * directory.  fs->lock held. */
+static bool listed_same(struct objfs_fs *fs, struct inode *parent,
+			struct inode *in, double now)
+{
+	struct dirsnap *s = parent->snap;
+	const struct dent *d;
+	bool seen;
+	size_t i = snap_find(s, in->name, &seen);
+
+	if (!seen)
+		return false;
+	d = &s->e[i];
+	if (d->is_dir != S_ISDIR(in->mode))
+		return false;
+	if (!d->is_dir && in->lm.tv_sec != 0 && in->hl.id == NULL &&
+	    strcmp(d->etag, in->etag) == 0 &&
+	    d->mtime.tv_sec == in->lm.tv_sec &&
+	    d->mtime.tv_nsec == in->lm.tv_nsec) {
+		/* as of the listing: a prefetch's GET sent since is newer
+		 * (prefetch.c) */
+		if (in->attr_time < s->time)
+			in->attr_time = s->time;
+		return true;
+	}
+	if (!own_name(fs, parent, in, now))
+		return false;
+	if (d->is_dir)
+		return true;
+	if (d->etag[0] == '\0' || strcmp(d->etag, in->etag) != 0 ||
+	    (in->lm.tv_sec != 0 && (d->mtime.tv_sec != in->lm.tv_sec ||
+				    d->mtime.tv_nsec != in->lm.tv_nsec)))
+		return false;
+	if (in->lm.tv_sec == 0 && s->time > in->put_time)
+		in->lm = d->mtime;      /* its upload's, listed after it */
+	return true;
+}
+
 /* Looks up (parent, name) for the kernel (nlookup++) or for internal use
  * (pin: refs++).  *out is set with the reference taken.  0, ENOENT, ... */
 int do_lookup(struct objfs_fs *fs, struct inode *parent,
@@ -263,7 +366,7 @@ int do_lookup(struct objfs_fs *fs, struct inode *parent,
 	char key[KEYBUF], dkey[KEYBUF];
 	struct inode *in;
 	struct probe p;
-	bool want_dir = false, fresh;
+	bool want_dir = false, want_file = false, fresh;
 	double now = now_mono();
 	bool relisted = false;
 	int err;
@@ -290,47 +393,58 @@ again:
 		if (fresh)
 			goto found;
 		want_dir = S_ISDIR(in->mode);
-		if (!want_dir && in->lm.tv_sec != 0 && parent->snap != NULL &&
+		/* a name this mount knows stored: its HEAD alone (a file)
+		 * or its marker's (a directory) says it is still there */
+		want_file = in->in_store && !in->hl.pending;
+		if (parent->snap != NULL &&
 		    now - parent->snap->time < fs->o.dir_ttl) {
 			/* a fresh listing shows the version whose attributes
-			 * we hold (ETag and Last-Modified): still good */
-			bool seen;
-			size_t i = snap_find(parent->snap, name, &seen);
-			const struct dent *d = &parent->snap->e[i];
-
-			if (seen && !d->is_dir && strcmp(d->etag, in->etag) == 0 &&
-			    d->mtime.tv_sec == in->lm.tv_sec &&
-			    d->mtime.tv_nsec == in->lm.tv_nsec) {
-				in->attr_time = now;
+			 * we hold: still good */
+			if (listed_same(fs, parent, in, now))
 				goto found;
-			}
-		} else if (!want_dir && in->lm.tv_sec != 0 && !relisted &&
-			   parent->snap != NULL &&
-			   (parent->snap->n < SNAP_RELIST_MAX ||
+		} else if (!relisted && may_confirm(fs, parent, in, now) &&
+			   (parent->snap != NULL ?
+			    parent->snap->n < SNAP_RELIST_MAX ||
+			    snap_renewable(fs, parent) ||
 			    ++parent->snap->misses * 2 >=
-			    parent->snap->n / SNAP_RELIST_MAX)) {
+			    parent->snap->n / SNAP_RELIST_MAX :
+			    parent->nsub_known &&
+			    parent->listed_n < SNAP_RELIST_MAX)) {
+			/* one LIST confirms every such name of the
+			 * directory for dir_ttl */
 			goto relist;
 		}
 	} else if (parent->snap != NULL &&
 		   now - parent->snap->time < fs->o.dir_ttl) {
 		/* a fresh listing without the name: a quick ENOENT */
+		const struct dent *d;
 		bool seen;
 		size_t i = snap_find(parent->snap, name, &seen);
 
-		if (seen)
-			want_dir = parent->snap->e[i].is_dir;
-		else {
+		if (!seen) {
 			err = ENOENT;
 			goto out_locked;
 		}
-	} else if (!relisted && parent->snap != NULL &&
+		d = &parent->snap->e[i];
+		want_dir = d->is_dir;
+		/* a file as listed: its HEAD alone (not its listing's
+		 * attributes: the name may be a hard link's, and this mount
+		 * may have changed the file since) */
+		want_file = !d->is_dir && d->etag[0] != '\0';
+	} else if (!relisted && (parent->snap != NULL ?
 		   (parent->snap->n < SNAP_RELIST_MAX ||
-		    ++parent->snap->misses * 2 >= parent->snap->n / SNAP_RELIST_MAX)) {
+		    snap_renewable(fs, parent) ||
+		    ++parent->snap->misses * 2 >= parent->snap->n / SNAP_RELIST_MAX) :
+		   parent->nsub_known && parent->listed_n < SNAP_RELIST_MAX)) {
 		/* a directory listed before: one LIST (a page per 1,000
 		 * names) answers this lookup and the next ones for dir_ttl;
-		 * a large one is listed again once the lookups it missed
-		 * since cost as much as that (a HEAD and a LIST each: many
-		 * files created, or looked up, in it) */
+		 * a large one listed whole lately is renewed (snap_build():
+		 * a LIST of its tail and its index's new segments), one
+		 * listed whole longer ago is listed again once the lookups
+		 * it missed since cost as much as that (a HEAD and a LIST
+		 * each: many files created, or looked up, in it); a small
+		 * one whose listing was dropped (a hard link made in it) is
+		 * listed again rather than probed name by name */
 		struct dirsnap *s;
 
 relist:
@@ -360,7 +474,9 @@ relist:
 	if (err != 0)
 		return err;
 
-	err = probe_key(fs, key, want_dir, false, &p);
+	/* a name a fresh listing shows as a file, or known stored here:
+	 * its HEAD alone (a directory: its marker's) */
+	err = probe_key(fs, key, want_dir, want_file, &p);
 	if (err == ENOENT && want_dir)
 		err = probe_key(fs, key, false, false, &p);
 
@@ -432,13 +548,19 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	char key[KEYBUF];
 	struct probe p;
 	double attr_time, asked, pf_when = 0;
-	bool need, reg;
+	bool need, reg, in_store;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
 	if (in->hl.data || in->hl.pending) {
+		/* as for a plain file below: an open trusts this mount's
+		 * own upload of the link set's data answered less than
+		 * attr_ttl ago (its HEAD and the LIST of its names) */
+		need = !(force && in->hl.data && fs->o.prefetch > 0 &&
+			 in->put_time > 0 &&
+			 now_mono() - in->put_time < fs->o.attr_ttl);
 		pthread_mutex_unlock(&fs->lock);
-		return hl_revalidate(fs, in, force);
+		return need ? hl_revalidate(fs, in, force) : 0;
 	}
 	/* an open (force) trusts this mount's own upload answered less than
 	 * attr_ttl ago as it trusts a prefetch's GET (rsync reopens the
@@ -448,9 +570,14 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 	       (force || now_mono() - in->attr_time >= fs->o.attr_ttl) &&
 	       !(force && fs->o.prefetch > 0 && in->put_time > 0 &&
 		 now_mono() - in->put_time < fs->o.attr_ttl);
+	if (need && !force && in->parent != NULL && in->parent->snap != NULL &&
+	    now_mono() - in->parent->snap->time < fs->o.dir_ttl &&
+	    listed_same(fs, in->parent, in, now_mono()))
+		need = false;   /* the directory's fresh listing confirms it */
 	err = need ? inode_key(fs, in, false, key, sizeof(key)) : 0;
 	attr_time = in->attr_time;
 	reg = S_ISREG(in->mode) && !in->attr_dirty && in->hl.id == NULL;
+	in_store = in->in_store;
 	pthread_mutex_unlock(&fs->lock);
 	if (!need || err != 0)
 		return err;
@@ -473,8 +600,8 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 		else if (err == 0)
 			*fetched = !p.is_dir;
 	} else {
-		err = probe_key(fs, key, S_ISDIR(in->mode), !S_ISDIR(in->mode),
-				&p);
+		err = probe_key(fs, key, S_ISDIR(in->mode),
+				!S_ISDIR(in->mode) || in_store, &p);
 	}
 	pthread_mutex_lock(&fs->lock);
 	if (err == 0 && in->changed_at >= asked) {

@@ -50,6 +50,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,7 @@ void dir_listed(struct inode *dir, struct dirsnap *s)
 	}
 	dir->nsubdirs = n;
 	dir->nsub_known = true;
+	dir->listed_n = s->n > UINT32_MAX ? UINT32_MAX : (uint32_t)s->n;
 	s->ndirs = n;           /* inode_nlink counts no more */
 	if (dir->dir_times)
 		return;         /* changes here since: dir_entry_changed() */

@@ -2939,6 +2939,9 @@ TESTS_S3 = [
 # resumable mounts (issue 12): tests/integration/resume.py
 import resume  # noqa: E402
 TESTS += resume.TESTS
+# revalidation cost (issues 31, 33, 34): tests/integration/bigdir.py
+import bigdir  # noqa: E402
+TESTS += bigdir.TESTS
 
 
 def main():
