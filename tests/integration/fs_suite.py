@@ -72,6 +72,7 @@ class Env:
         self.kind = kind
         self.work = tempfile.mkdtemp(prefix="objfs-fs-suite-")
         self.mounts = []
+        self.logs = []          # every mount's log, unmounted or not
         self.n = 0
         if kind == "local":
             root = os.path.join(self.work, "store")
@@ -137,7 +138,10 @@ class Env:
         r, w = os.pipe()
         o = ["spool_dir=" + spool, "ready_fd=%d" % w] + list(opts)
         env = dict(self.tool_env)
-        log = open(os.path.join(self.work, "mount-%d.log" % len(self.mounts)), "wb")
+        # numbered by mounts made, not by mounts still up (a name reused
+        # after an unmount truncated the log of the mount before)
+        log = open(os.path.join(self.work, "mount-%d.log" % len(self.logs)), "wb")
+        self.logs.append(log.name)
         p = subprocess.Popen([MOUNT, "-f", "-o", ",".join(o), url, mnt],
                              pass_fds=(w,), env=env, stdout=log, stderr=log,
                              start_new_session=True)
@@ -2847,6 +2851,24 @@ import resume  # noqa: E402
 TESTS += resume.TESTS
 
 
+def keep_logs(env, test, logs):
+    """Copies the log of every mount a failed test made (those it unmounted
+    too: a connection aborted under it shows in them) out of the work
+    directory that cleanup removes: to OBJFS_KEEP_LOGS, else
+    BUILDDIR/tests/integration/fs-logs, in KIND-PID-TEST/."""
+    base = os.environ.get("OBJFS_KEEP_LOGS") or os.path.join(
+        os.environ.get("OBJFS_BUILDDIR", "."), "tests", "integration", "fs-logs")
+    dst = os.path.join(base, "%s-%d-%s" % (env.kind, os.getpid(), test))
+    try:
+        os.makedirs(dst, exist_ok=True)
+        for lg in logs:
+            shutil.copy(lg, dst)
+    except OSError as e:
+        print("--- the mounts' logs of %s not kept: %s" % (test, e))
+        return
+    print("--- the logs of the %d mounts %s made: %s" % (len(logs), test, dst), flush=True)
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("local", "s3"):
         print("usage: fs_suite.py local|s3 [test...]", file=sys.stderr)
@@ -2871,6 +2893,7 @@ def main():
             if only and t.__name__ not in only:
                 continue
             t0 = time.time()
+            nlogs = len(env.logs)
             try:
                 t(env)
                 print("PASS %s (%.1f s)" % (t.__name__, time.time() - t0), flush=True)
@@ -2878,6 +2901,7 @@ def main():
                 failed += 1
                 print("FAIL %s: %s" % (t.__name__, e), flush=True)
                 traceback.print_exc()
+                keep_logs(env, t.__name__, env.logs[nlogs:])
                 for m in list(env.mounts):
                     print("--- log of %s:" % m["dir"])
                     try:
