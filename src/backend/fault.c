@@ -11,7 +11,8 @@
  *                      client would have sent)
  * and for gets: short_k/short_n (cut the next short_n gets, or every get
  * while short_all, after short_k bytes), stall_n/stall_ms (the next
- * stall_n gets hang up to stall_ms first, ended early by their cancel);
+ * stall_n gets hang up to stall_ms first, stall_then_ms after the first,
+ * ended early by their cancel);
  * for listings: lag_ms and lag[] (the keys written or deleted less than
  * lag_ms ago, each with what a listing showed of it before: nothing, or
  * its old entry).
@@ -71,7 +72,7 @@ struct objfs_fault {
 	uint64_t short_k;                       /* protected by mu */
 	unsigned short_n;                       /* protected by mu */
 	bool short_all;                         /* protected by mu */
-	unsigned stall_n, stall_ms;             /* protected by mu */
+	unsigned stall_n, stall_ms, stall_then_ms;      /* protected by mu */
 	unsigned lag_ms;                        /* protected by mu */
 	uint64_t sent;                          /* protected by mu */
 	struct lag_key *lag;                    /* protected by mu */
@@ -165,9 +166,16 @@ void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n)
 
 void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms)
 {
+	objfs_fault_stall_then(f, n, ms, ms);
+}
+
+void objfs_fault_stall_then(struct objfs_fault *f, unsigned n,
+			    unsigned first_ms, unsigned then_ms)
+{
 	pthread_mutex_lock(&f->mu);
 	f->stall_n = n;
-	f->stall_ms = ms;
+	f->stall_ms = first_ms;
+	f->stall_then_ms = then_ms;
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -608,6 +616,7 @@ static int fault_get(struct objfs_store *s, const char *key,
 	if (f->stall_n > 0) {
 		f->stall_n--;
 		stall = f->stall_ms;
+		f->stall_ms = f->stall_then_ms;
 	}
 	pthread_mutex_unlock(&f->mu);
 	for (; stall > 0; stall -= stall < 10 ? stall : 10) {

@@ -72,6 +72,7 @@ class Env:
         self.kind = kind
         self.work = tempfile.mkdtemp(prefix="objfs-fs-suite-")
         self.mounts = []
+        self.logs = []          # every mount's log, unmounted or not
         self.n = 0
         if kind == "local":
             root = os.path.join(self.work, "store")
@@ -137,7 +138,10 @@ class Env:
         r, w = os.pipe()
         o = ["spool_dir=" + spool, "ready_fd=%d" % w] + list(opts)
         env = dict(self.tool_env)
-        log = open(os.path.join(self.work, "mount-%d.log" % len(self.mounts)), "wb")
+        # numbered by mounts made, not by mounts still up (a name reused
+        # after an unmount truncated the log of the mount before)
+        log = open(os.path.join(self.work, "mount-%d.log" % len(self.logs)), "wb")
+        self.logs.append(log.name)
         p = subprocess.Popen([MOUNT, "-f", "-o", ",".join(o), url, mnt],
                              pass_fds=(w,), env=env, stdout=log, stderr=log,
                              start_new_session=True)
@@ -1147,6 +1151,11 @@ def t_rm_batched(env):
     for i in range(n):
         wfile(m["dir"] + "/d/f%03d" % i, b"x")
     env.umount(m)
+    # the first mount wrote d's index entries as one segment per flush (a
+    # second after the first entry waiting): one on a quiet machine, one
+    # per second the 120 creates took on a slow one; the second mount
+    # GETs each (compacting 8 or more: a PUT and a DeleteObjects more)
+    nseg = len(env.keys(url, ".objfs/attrs/"))
     b = env.mount(url, ["delete_delay=2", "dir_ttl=30", "entry_ttl=30", "attr_ttl=30"])
     names = sorted(os.listdir(b["dir"] + "/d"))
     check(len(names) == n, "listed: %d" % len(names))
@@ -1158,10 +1167,13 @@ def t_rm_batched(env):
     check(r is not None, "the mount logged its store requests")
     # the mount's own (volume record, usage, the root) and d's listing
     # and index: a handful; per file nothing but its share of a batch
-    print("  rm of %d files: %s" % (n, r), flush=True)
+    print("  rm of %d files: %s, %d index segments" % (n, r, nseg), flush=True)
     check(int(r.get("del", 0)) == 0, "no DELETE per file: %s" % r)
     check(1 <= int(r.get("del_many", 0)) <= 2, "one DeleteObjects: %s" % r)
-    check(int(r.get("total", 0)) <= 15, "requests for rm of %d files: %s" % (n, r))
+    check(int(r.get("get", 0)) <= 2 + nseg,
+          "GETs: the volume's record and one per index segment (%d): %s" % (nseg, r))
+    check(int(r.get("total", 0)) <= 13 + nseg + (2 if nseg >= 8 else 0),
+          "requests for rm of %d files (%d index segments): %s" % (n, nseg, r))
 
 
 def t_rename_deferred(env):
@@ -2704,15 +2716,19 @@ def t_hardlink_same_second(env):
     show nlink 2, the file's mode and one inode for both names.  The
     entry's ETag is the empty body's and Last-Modified has whole seconds
     on Swift and AWS: a name of a link set that was a zero-byte object
-    matched it (attrindex.c); a name has a body of its own now."""
+    matched it (attrindex.c); a name has a body of its own now.  Whether
+    the link lands in the entry's second depends on the machine's speed,
+    so what is asserted holds in any second: the name's object after the
+    link has an ETag other than the entry's, and a fresh mount takes its
+    attributes from the object, never from the stale entry."""
     url = env.volume("hlsec")
     b = env.mount(url)
     pairs = []
     same = 0
-    for t in range(5):
+    for t in range(3):
         a = env.mount(url)
-        # from the start of a second: the file, a's unmount (which
-        # writes its index entry) and b's link within it
+        # from the start of a second, so that on a quiet machine the file,
+        # a's unmount (which writes its index entry) and b's link share it
         time.sleep(1.02 - time.time() % 1)
         fd = os.open("%s/e%d" % (a["dir"], t), os.O_CREAT | os.O_WRONLY, 0o640)
         os.close(fd)
@@ -2723,14 +2739,16 @@ def t_hardlink_same_second(env):
         check(len(ent) == 1 and " size=0 " in ent[0] and " etag=" in ent[0],
               "e%d: the empty file's index entry written before the link: %s" % (t, ent))
         made = int(re.search(r" lm=(\d+)", ent[0]).group(1)) // 10**9
+        etag = re.search(r" etag=(\S+)", ent[0]).group(1)
         h = env.head(url, "e%d" % t)
         check(h is not None and h["meta"].get("objfs-link") and int(h["size"]) > 0,
               "e%d: a name of a link set, with a body: %s" % (t, h))
+        check(h["etag"].strip('"') != etag.strip('"'),
+              "e%d: the link's object has the stale entry's ETag %s: a Last-Modified in "
+              "the entry's second would match it" % (t, etag))
         if int(h["mtime"].split(".")[0]) == made:
             same += 1
-            if same == 2:
-                break
-    check(same >= 1, "a link in the second its file was made (5 tries)")
+    print("  links in the second of their file's entry: %d of 3" % same)
     # on one mount: the entry is still pending at the link (the flusher
     # waits a second), written after it
     for t in range(3):
@@ -2944,6 +2962,24 @@ import bigdir  # noqa: E402
 TESTS += bigdir.TESTS
 
 
+def keep_logs(env, test, logs):
+    """Copies the log of every mount a failed test made (those it unmounted
+    too: a connection aborted under it shows in them) out of the work
+    directory that cleanup removes: to OBJFS_KEEP_LOGS, else
+    BUILDDIR/tests/integration/fs-logs, in KIND-PID-TEST/."""
+    base = os.environ.get("OBJFS_KEEP_LOGS") or os.path.join(
+        os.environ.get("OBJFS_BUILDDIR", "."), "tests", "integration", "fs-logs")
+    dst = os.path.join(base, "%s-%d-%s" % (env.kind, os.getpid(), test))
+    try:
+        os.makedirs(dst, exist_ok=True)
+        for lg in logs:
+            shutil.copy(lg, dst)
+    except OSError as e:
+        print("--- the mounts' logs of %s not kept: %s" % (test, e))
+        return
+    print("--- the logs of the %d mounts %s made: %s" % (len(logs), test, dst), flush=True)
+
+
 def main():
     if len(sys.argv) < 2 or sys.argv[1] not in ("local", "s3"):
         print("usage: fs_suite.py local|s3 [test...]", file=sys.stderr)
@@ -2968,6 +3004,7 @@ def main():
             if only and t.__name__ not in only:
                 continue
             t0 = time.time()
+            nlogs = len(env.logs)
             try:
                 t(env)
                 print("PASS %s (%.1f s)" % (t.__name__, time.time() - t0), flush=True)
@@ -2975,6 +3012,7 @@ def main():
                 failed += 1
                 print("FAIL %s: %s" % (t.__name__, e), flush=True)
                 traceback.print_exc()
+                keep_logs(env, t.__name__, env.logs[nlogs:])
                 for m in list(env.mounts):
                     print("--- log of %s:" % m["dir"])
                     try:

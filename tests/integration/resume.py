@@ -990,6 +990,21 @@ def roles(init, mnt):
     return keeper, server
 
 
+def stored_diff(got, want):
+    """How a stored object differs from what the application was told is
+    stored: lengths, the first differing offset and the bytes around it,
+    the offset as a line of the 9-byte records the workloads write."""
+    if got is None:
+        return "the object is missing (%d bytes wanted)" % len(want)
+    off = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+               min(len(got), len(want)))
+    lo = max(0, off - 18)
+    return ("stored %d bytes, wanted %d; first difference at offset %d (record %d, "
+            "byte %d): stored %r, wanted %r" %
+            (len(got), len(want), off, off // 9, off % 9, got[lo:off + 27],
+             want[lo:off + 27]))
+
+
 def t_resume_any_death(env):
     """Standalone objfs-mount with no resume option (the default), as a
     container runtime runs it: in its own pid and mount namespaces, under
@@ -1105,17 +1120,16 @@ def t_resume_any_death(env):
     text = open(logf).read()
     fs.check_server_deaths(text, mnt)
     fs.check("giving the mount up" not in text, "the keeper gave up: %s" % text[-3000:])
-    got, gheld = env.get(url, "log") or b"", env.get(url, "held") or b""
-    if got != want or gheld != held:
-        # what differs, for whoever reads a failure
-        i = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]),
-                 min(len(got), len(want)))
-        print("  stored log: %d bytes (%d wanted), first difference at %d: %r; "
-              "held: %d bytes (%d wanted)" % (len(got), len(want), i, got[i:i + 24],
-                                              len(gheld), len(held)), flush=True)
-    fs.check(env.get(url, "log") == want, "every acknowledged line stored (%d lines)" % n)
-    fs.check(env.get(url, "held") == held,
-             "the unsynced file stored with every byte (%d bytes)" % len(held))
+    bad = []
+    for key, exp, what in (("log", want, "every acknowledged line stored (%d lines)" % n),
+                           ("held", held, "the unsynced file stored with every byte "
+                            "(%d bytes)" % len(held))):
+        got = env.get(url, key)
+        if got != exp:
+            bad.append("%s: %s" % (what, stored_diff(got, exp)))
+    if bad:
+        fs.keep_logs(env, "t_resume_any_death", [logf])
+    fs.check(not bad, "; ".join(bad))
     fs.check(len(os.listdir(spool)) == 0 or
              all(not os.listdir(os.path.join(spool, x)) for x in os.listdir(spool)),
              "a clean stop leaves no state: %s" % os.listdir(spool))

@@ -38,26 +38,27 @@ group_alive() {
 }
 
 # stop_pid PIDFILE: stops the process group led by the pid in PIDFILE (each
-# server runs in its own, started by setsid), TERM then, after 5 s, KILL;
+# server runs in its own, started by setsid), TERM then, after 10 s, KILL;
 # removes PIDFILE.  Only the group: a server gone already may have left its
-# pid to another process (a full run once lost `make check` that way).
+# pid to another process (a full run once lost `make check` that way).  The
+# waits are bounded by the clock, not by a count of polls: on a loaded
+# machine one poll (ps, awk, sleep) takes up to a second, and 2 x 50 polls
+# outlasted the 60 s a caller gives `stop`.
 stop_pid() {
 	[ -f "$1" ] || return 0
 	pid=$(cat "$1")
 	rm -f "$1"
 	case "$pid" in ''|*[!0-9]*) return 0 ;; esac
 	kill -TERM "-$pid" 2>/dev/null || return 0
-	i=0
-	while group_alive "$pid" && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
+	end=$(($(date +%s) + 10))
+	while group_alive "$pid" && [ "$(date +%s)" -lt $end ]; do
+		sleep 0.2
 	done
 	group_alive "$pid" || return 0
 	kill -KILL "-$pid" 2>/dev/null || true
-	i=0
-	while group_alive "$pid" && [ $i -lt 50 ]; do
-		sleep 0.1
-		i=$((i + 1))
+	end=$(($(date +%s) + 10))
+	while group_alive "$pid" && [ "$(date +%s)" -lt $end ]; do
+		sleep 0.2
 	done
 }
 

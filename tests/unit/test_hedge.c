@@ -146,9 +146,15 @@ static void test_primary_wins(void **state)
 	uint64_t hedged, won;
 
 	/* the primary hangs past the threshold (the ceiling: no samples
-	 * yet), and so does its hedge, longer: the primary answers and the
-	 * hedge is cancelled (else it would hold the destroy a minute) */
-	stalled_get(e, 2, 600, false, &hedged, &won);
+	 * yet, 200 ms) and its hedge a minute: the primary answers and the
+	 * hedge is cancelled (else it would hold the destroy a minute).  The
+	 * two hangs differ by far more than a loaded machine delays a thread
+	 * (both of 600 ms once let the hedge win), and the primary's 2 s
+	 * leave the hedge's timer 1.8 s to fire before the primary answers. */
+	objfs_fault_stall_then(e->fault, 2, 2000, 60000);
+	get_range(e, 100, 1000, 0);
+	objfs_fault_stall(e->fault, 0, 0);
+	objfs_hedge_stats(e->store, &hedged, &won);
 	assert_int_equal(hedged, 1);
 	assert_int_equal(won, 0);
 	/* a failure before the threshold is the answer, unhedged */
