@@ -81,7 +81,7 @@
 #include "common/list.h"
 #include "common/pool.h"
 #include "fs/attr.h"
-#include "fs/dcache.h"
+#include "fs/datacache.h"
 #include "fs/fs.h"
 #include "fs/pfcache.h"
 #include "fs/recent.h"

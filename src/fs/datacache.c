@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/list.h"
-#include "fs/dcache.h"
+#include "fs/datacache.h"
 
 #define DC_BUCKETS 4096
 #define DC_HDR_MAX 1200
