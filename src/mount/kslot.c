@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "mount/kslot.h"
 
@@ -141,14 +142,6 @@ int objfs_kmsg_recv(int sock, struct objfs_kmsg *m, int *fd)
 		return EPROTO;
 	}
 	return err;
-}
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void kmsg_init(struct objfs_kmsg *m, uint32_t op)
@@ -442,7 +435,7 @@ static void on_peek(struct objfs_kslot *s, int sock, bool *waits)
 /* A successor for a server that died (false: none can be started). */
 static bool replace(struct objfs_kslot *s)
 {
-	double t = now_mono();
+	double t = objfs_now_mono();
 	unsigned i, recent = 0;
 
 	if (s->fuse_fd >= 0 && !s->have_init)
