@@ -141,6 +141,7 @@ static int build_table(struct objfs_csi *csi)
 			snprintf(path, len, "/%s/%s", d->name, d->methods[j].name);
 			csi->methods[k].path = path;
 			csi->methods[k].req = d->methods[j].input;
+			csi->methods[k].resp = d->methods[j].output;
 			csi->methods[k].fn = mode_serves(csi->cfg.mode, services[i].kind) ?
 					     find_handler(path) : NULL;
 		}

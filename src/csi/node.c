@@ -763,11 +763,6 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 			node_vol_set_condition(n, r->volume_id, false, "mounted");
 	}
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_stage_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	if (busy)
 		busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
@@ -863,11 +858,6 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	vol_remove(n, r->volume_id);
 	objfs_info(n->log, "node", "volume %s unstaged from %s", r->volume_id, staging);
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_unstage_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
 	return code;
@@ -1016,11 +1006,6 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 		   ro ? " (read-only)" : "");
 	code = OBJFS_RPC_OK;
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_publish_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	if (busy)
 		busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
@@ -1098,11 +1083,6 @@ enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMe
 		objfs_info(n->log, "node", "volume %s unpublished from %s", r->volume_id, target);
 	}
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_unpublish_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
 	return code;
