@@ -11,10 +11,21 @@
  * it asks for the fd (KOP_GET) and gets it only once the current server is
  * reaped (and, after a takeover, once the other holder's server is gone),
  * so no request can run twice.
+ *
+ * Invariants, asserted by kslot_check() in debug builds (without NDEBUG)
+ * on entry to and exit from each call that changes the tables:
+ *   a successor has its socket and nothing else does (next != 0 <=>
+ *   nsock >= 0); no server, no server socket (server == 0 => ssock < 0);
+ *   server and successor are two processes; an adopted server's pidfd
+ *   belongs to a server, the foreign pidfd to a takeover (foreign); an
+ *   answered INIT was read, and a read INIT is a whole objfs_kinit (an
+ *   answered one with its reply); at most KSLOT_DEATHS_MAX deaths kept,
+ *   at most KSLOT_POLLFDS descriptors polled, only KSLOT_EV_* events.
  */
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -39,6 +50,30 @@
 enum { PK_SSOCK = 1, PK_NSOCK, PK_FUSE, PK_FOREIGN, PK_SPIDFD };
 
 static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known);
+static void close_slot(struct objfs_kslot *s, int sig);
+
+#define KSLOT_EV_ALL (KSLOT_EV_READY | KSLOT_EV_ENDED | KSLOT_EV_FOREIGN | \
+		      KSLOT_EV_RELEASED)
+
+/* The invariants of the head comment (no-op with NDEBUG). */
+static void kslot_check(const struct objfs_kslot *s)
+{
+	const struct objfs_kinit *ki = (const void *)s->init.blob;
+
+	assert((s->next != 0) == (s->nsock >= 0));
+	assert(s->server != 0 || s->ssock < 0);
+	assert(s->server == 0 || s->server != s->next);
+	assert(s->server_pidfd < 0 || s->server != 0);
+	assert(s->foreign_pidfd < 0 || s->foreign);
+	assert(!s->init_answered || s->have_init);
+	assert(!s->have_init || s->init.len == sizeof(struct objfs_kinit));
+	assert(!s->init_answered || ki->rep_len > 0);
+	assert(s->n_deaths <= KSLOT_DEATHS_MAX);
+	assert(s->poll_n >= 0 && s->poll_n <= KSLOT_POLLFDS);
+	assert((s->events & ~(unsigned)KSLOT_EV_ALL) == 0);
+	(void)s;
+	(void)ki;
+}
 
 int objfs_kpkt_send(int sock, const void *m, size_t len, const int *fds, int nfds)
 {
@@ -472,12 +507,14 @@ static bool replace(struct objfs_kslot *s)
 
 int objfs_kslot_start(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	s->server = spawn(s, false, &s->ssock);
+	kslot_check(s);
 	return s->server != 0 ? 0 : EAGAIN;
 }
 
-int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
-		      const struct objfs_kmsg *init, int foreign_pidfd)
+static int adopt(struct objfs_kslot *s, int fuse_fd,
+		 const struct objfs_kmsg *init, int foreign_pidfd)
 {
 	s->fuse_fd = fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3);
 	if (s->fuse_fd < 0) {
@@ -500,9 +537,19 @@ int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 	return s->next != 0 ? 0 : EAGAIN;
 }
 
-int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
-			     const struct objfs_kmsg *init, pid_t pid,
-			     int pidfd)
+int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
+		      const struct objfs_kmsg *init, int foreign_pidfd)
+{
+	int err;
+
+	kslot_check(s);
+	err = adopt(s, fuse_fd, init, foreign_pidfd);
+	kslot_check(s);
+	return err;
+}
+
+static int adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			const struct objfs_kmsg *init, pid_t pid, int pidfd)
 {
 	s->ssock = sock;
 	s->fuse_fd = fuse_fd;
@@ -513,7 +560,7 @@ int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
 	    kinit_of(&s->init)->rep_len == 0) {
 		if (pidfd >= 0)
 			close(pidfd);
-		objfs_kslot_close(s, 0);
+		close_slot(s, 0);
 		return EPROTO;
 	}
 	s->have_init = s->init_answered = true;
@@ -527,13 +574,27 @@ int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
 	return (s->events & KSLOT_EV_ENDED) ? EIO : 0;
 }
 
+int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			     const struct objfs_kmsg *init, pid_t pid,
+			     int pidfd)
+{
+	int err;
+
+	kslot_check(s);
+	err = adopt_server(s, sock, fuse_fd, init, pid, pidfd);
+	kslot_check(s);
+	return err;
+}
+
 void objfs_kslot_foreign_gone(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (!s->foreign)
 		return;
 	s->foreign = false;
 	close_fd(&s->foreign_pidfd);
 	try_give(s);
+	kslot_check(s);
 }
 
 static void on_server_msg(struct objfs_kslot *s, int fd);
@@ -611,7 +672,7 @@ static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known)
 }
 
 /* Reaping: handles a death of the server or the successor. */
-bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
+static bool child(struct objfs_kslot *s, pid_t pid, int st)
 {
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 
@@ -643,8 +704,19 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 	return server_died(s, pid, st, true);
 }
 
+bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
+{
+	bool ours;
+
+	kslot_check(s);
+	ours = child(s, pid, st);
+	kslot_check(s);
+	return ours;
+}
+
 void objfs_kslot_signal(struct objfs_kslot *s, int sig)
 {
+	kslot_check(s);
 	if (s->server != 0 && s->ready) {
 		kill(s->server, sig);
 		s->pending_sig = 0;
@@ -655,6 +727,7 @@ void objfs_kslot_signal(struct objfs_kslot *s, int sig)
 
 void objfs_kslot_end(struct objfs_kslot *s, int sig)
 {
+	kslot_check(s);
 	s->ending = true;
 	if (s->server == 0 && s->next == 0) {
 		ended(s, 0);
@@ -666,6 +739,7 @@ void objfs_kslot_end(struct objfs_kslot *s, int sig)
 
 int objfs_kslot_upgrade(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (s->next != 0 || s->server == 0 || !s->init_answered || s->ending ||
 	    s->releasing)
 		return EBUSY;
@@ -685,6 +759,7 @@ static void send_stop(struct objfs_kslot *s)
 
 void objfs_kslot_release(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	s->releasing = true;
 	if (s->next != 0)
 		kill(s->next, SIGKILL);         /* ours would take the fd */
@@ -694,16 +769,19 @@ void objfs_kslot_release(struct objfs_kslot *s)
 			   "takes the mount", s->name, (int)s->server);
 		send_stop(s);
 	}
+	kslot_check(s);
 }
 
 void objfs_kslot_unrelease(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (!s->releasing)
 		return;
 	s->releasing = false;
 	if (s->server == 0 && s->next == 0 && !replace(s))
 		ended(s, 1);
 	try_give(s);
+	kslot_check(s);
 }
 
 bool objfs_kslot_busy(const struct objfs_kslot *s)
@@ -775,6 +853,7 @@ static void on_next_msg(struct objfs_kslot *s)
 
 int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 {
+	kslot_check(s);
 	s->poll_first = n;
 	s->poll_n = 0;
 #define ADD(fd_, ev_, kind_) do { \
@@ -793,6 +872,7 @@ int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 	if (s->server_pidfd >= 0)
 		ADD(s->server_pidfd, POLLIN, PK_SPIDFD);
 #undef ADD
+	kslot_check(s);
 	return n;
 }
 
@@ -800,6 +880,7 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 {
 	int i, fd, err;
 
+	kslot_check(s);
 	for (i = 0; i < s->poll_n; i++) {
 		const struct pollfd *p = &pf[s->poll_first + i];
 
@@ -850,9 +931,11 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 		}
 	}
 	s->poll_n = 0;
+	kslot_check(s);
 }
 
-void objfs_kslot_close(struct objfs_kslot *s, int sig)
+/* objfs_kslot_close() without the checks (a slot half adopted). */
+static void close_slot(struct objfs_kslot *s, int sig)
 {
 	if (s->server != 0 && sig != 0)
 		kill(s->server, sig);
@@ -866,4 +949,11 @@ void objfs_kslot_close(struct objfs_kslot *s, int sig)
 	close_fd(&s->foreign_pidfd);
 	close_fd(&s->server_pidfd);
 	s->server = s->next = 0;
+}
+
+void objfs_kslot_close(struct objfs_kslot *s, int sig)
+{
+	kslot_check(s);
+	close_slot(s, sig);
+	kslot_check(s);
 }
