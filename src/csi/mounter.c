@@ -49,7 +49,7 @@
 #include "common/mountopts.h"
 #include "csi/mounter.h"
 #include "csi/mounter_int.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 
 #define READY_FD 3
 #define OPTS_MAX 8192

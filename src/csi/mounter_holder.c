@@ -37,7 +37,7 @@
 #include "common/io.h"
 #include "csi/mounter.h"
 #include "csi/mounter_int.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "mount/holder.h"
 
 #define UNIT_PREFIX "holder:"

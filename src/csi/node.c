@@ -60,7 +60,7 @@
 #include "csi/node_int.h"
 #include "csi/params.h"
 #include "csi/pb.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "csi/roots.h"
 #include "csi/volid.h"
 

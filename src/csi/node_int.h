@@ -28,7 +28,7 @@
 #include "csi/claims.h"
 #include "csi/driver.h"
 #include "csi/mounter.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "csi/rpc.h"
 
 #define OPTS_MAX 4096

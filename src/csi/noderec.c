@@ -23,7 +23,7 @@
 #include "common/hex.h"
 #include "common/buf.h"
 #include "common/creds.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 
 static void free_pub(struct objfs_node_pub *p)
 {
