@@ -4,7 +4,7 @@
  * State of a volume on this node:
  *
  *   (none) --NodeStageVolume--> STAGED: one objfs-mount process serves the
- *       volume at staging_target_path; a record names it (records.h).
+ *       volume at staging_target_path; a record names it (noderec.h).
  *   STAGED --NodePublishVolume--> + a bind mount of the staging path at
  *       target_path (read-only when asked); one per pod, added to the record.
  *   NodeUnpublishVolume removes one bind mount; NodeUnstageVolume unmounts

@@ -1,5 +1,5 @@
 /*
- * dcache.c - bounded on-disk chunk cache (see dcache.h).
+ * datacache.c - bounded on-disk chunk cache (see datacache.h).
  *
  * State under c->mu: a hash table id -> entry and an LRU list (head = most
  * recent).  File I/O runs without the lock: a put writes a temp file and
