@@ -210,8 +210,5 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 
 bool objfs_csi_serves(const struct objfs_csi *csi, const char *path)
 {
-	const struct objfs_rpc_method *m;
-
-	m = objfs_rpc_find(csi->methods, csi->n_methods, path);
-	return m != NULL && m->fn != NULL;
+	return objfs_rpc_serves(csi->methods, csi->n_methods, path);
 }

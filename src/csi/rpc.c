@@ -101,6 +101,14 @@ const struct objfs_rpc_method *objfs_rpc_find(const struct objfs_rpc_method *tab
 	return NULL;
 }
 
+bool objfs_rpc_serves(const struct objfs_rpc_method *table, size_t n,
+		      const char *path)
+{
+	const struct objfs_rpc_method *m = objfs_rpc_find(table, n, path);
+
+	return m != NULL && m->fn != NULL;
+}
+
 enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 				       size_t n, void *ctx, const char *path,
 				       const uint8_t *body, size_t len,

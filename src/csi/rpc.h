@@ -15,6 +15,7 @@
 #ifndef OBJFS_CSI_RPC_H
 #define OBJFS_CSI_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,5 +104,8 @@ enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 /* Looks path up; NULL when absent. */
 const struct objfs_rpc_method *objfs_rpc_find(const struct objfs_rpc_method *table,
 					      size_t n, const char *path);
+/* Whether table routes path to a handler (not UNIMPLEMENTED). */
+bool objfs_rpc_serves(const struct objfs_rpc_method *table, size_t n,
+		      const char *path);
 
 #endif
