@@ -51,6 +51,7 @@
 #include "backend/s3conn.h"
 #include "common/creds.h"
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/mountopts.h"
 #include "csi.pb-c.h"
@@ -206,18 +207,6 @@ static void busy_release(struct objfs_csi_node *n, const char *id)
 }
 
 /* ---- volumes ------------------------------------------------------------ */
-
-/* Under lock. */
-struct vol *node_find_vol(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-
-	for (v = n->vols; v != NULL; v = v->next) {
-		if (strcmp(v->rec.volume_id, id) == 0)
-			return v;
-	}
-	return NULL;
-}
 
 static void vol_free(struct vol *v)
 {
@@ -1207,6 +1196,31 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 	return repaired;
 }
 
+/* The watchdog thread: objfs_csi_node_check() every m.watchdog_ms until
+ * n->stopping. */
+static void *watchdog_main(void *arg)
+{
+	struct objfs_csi_node *n = arg;
+	struct timespec ts;
+
+	for (;;) {
+		pthread_mutex_lock(&n->lock);
+		if (n->stopping) {
+			pthread_mutex_unlock(&n->lock);
+			break;
+		}
+		pthread_mutex_unlock(&n->lock);
+		objfs_csi_node_check(n);
+		objfs_deadline_ms(CLOCK_MONOTONIC, n->m.watchdog_ms, &ts);
+		pthread_mutex_lock(&n->lock);
+		while (!n->stopping &&
+		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&n->lock);
+	}
+	return NULL;
+}
+
 /* ---- lifetime ------------------------------------------------------------ */
 
 static int load_records(struct objfs_csi_node *n)
@@ -1306,7 +1320,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	if (err != 0)
 		goto fail_vols;
 	if (n->m.watchdog_ms != 0) {
-		err = pthread_create(&n->watchdog, NULL, node_watchdog_main, n);
+		err = pthread_create(&n->watchdog, NULL, watchdog_main, n);
 		if (err != 0)
 			goto fail_vols;
 		n->watchdog_running = true;
