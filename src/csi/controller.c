@@ -350,8 +350,7 @@ enum objfs_rpc_code objfs_csi_delete_volume(void *ctx, const ProtobufCMessage *r
 	if (code != OBJFS_RPC_OK)
 		goto out;
 done:
-	*resp = objfs_pb_new(&csi__v1__delete_volume_response__descriptor);
-	code = *resp != NULL ? OBJFS_RPC_OK : objfs_ctl_oom(st);
+	code = OBJFS_RPC_OK;    /* the empty reply: the dispatcher's */
 out:
 	objfs_ctl_vol_end(csi, &v);
 	return code;
