@@ -265,8 +265,12 @@ struct objfs_part_copy {
 
 /* ---- the interface ---------------------------------------------------- */
 
-/* Every slot but the optional ones must be set (layers forward with the
- * objfs_store_* helpers).
+/* A leaf sets every slot but the optional ones.  A layer sets only the
+ * ops it changes, and destroy: the objfs_store_* wrappers (store.c) send
+ * an op whose slot a layer left unset to the first store below it that
+ * sets it, as curl's filters pass through by default (the optional
+ * del_deferred and del_barrier are not forwarded: see their wrappers).
+ * A layer that maps keys (prefix) sets every op that takes one.
  * All ops are thread-safe on one store. */
 struct objfs_store_ops {
 	const char *name;               /* "s3", "local", "retry", ... */
@@ -349,8 +353,8 @@ struct objfs_store_ops {
 	 * must know checks the source again after its last part).  A store
 	 * that cannot copy parts is EOPNOTSUPP (the S3 leaf maps
 	 * NotImplemented, 501, 405 and 400 InvalidRequest to it, and
-	 * answers so at once after the first refusal).  Every kind sets it
-	 * (layers forward it); NULL is EOPNOTSUPP. */
+	 * answers so at once after the first refusal).  Both leaves set it;
+	 * NULL in a leaf is EOPNOTSUPP. */
 	int (*mpu_part_copy)(struct objfs_store *s, const char *key,
 			     const char *upload_id, unsigned number,
 			     const struct objfs_part_copy *pc,

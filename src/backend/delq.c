@@ -523,13 +523,6 @@ static int delq_mpu_create(struct objfs_store *s, const char *key,
 	return objfs_store_mpu_create(s->inner, key, opts, upload_id);
 }
 
-static int delq_mpu_part(struct objfs_store *s, const char *key,
-			 const char *upload_id, unsigned number,
-			 const struct objfs_source *src, struct objfs_part *part)
-{
-	return objfs_store_mpu_part(s->inner, key, upload_id, number, src, part);
-}
-
 static int delq_mpu_complete(struct objfs_store *s, const char *key,
 			     const char *upload_id,
 			     const struct objfs_part *parts, size_t n,
@@ -537,12 +530,6 @@ static int delq_mpu_complete(struct objfs_store *s, const char *key,
 {
 	settle(q_of(s), key, false);
 	return objfs_store_mpu_complete(s->inner, key, upload_id, parts, n, info);
-}
-
-static int delq_mpu_abort(struct objfs_store *s, const char *key,
-			  const char *upload_id)
-{
-	return objfs_store_mpu_abort(s->inner, key, upload_id);
 }
 
 /* ---- list ------------------------------------------------------------- */
@@ -719,10 +706,9 @@ static const struct objfs_store_ops delq_ops = {
 	.del = delq_del,
 	.del_many = delq_del_many,
 	.mpu_create = delq_mpu_create,
-	.mpu_part = delq_mpu_part,
 	.mpu_complete = delq_mpu_complete,
+	/* mpu_part and mpu_abort: the store's below (unset slots forward) */
 	.mpu_part_copy = delq_mpu_part_copy,
-	.mpu_abort = delq_mpu_abort,
 	.destroy = delq_destroy,
 	.del_deferred = delq_del_deferred,
 	.del_barrier = delq_del_barrier,

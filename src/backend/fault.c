@@ -45,6 +45,7 @@
 
 #include "backend/backend.h"
 #include "backend/fault.h"
+#include "common/clock.h"
 
 #define LAG_TOKEN "lag:"
 
@@ -229,14 +230,6 @@ void objfs_fault_reset(struct objfs_fault *f)
 	objfs_fault_list_lag(f, 0);
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* Counts a call of op, sleeps as told, and returns the errno it must fail
  * with (0: forward it). */
 static int enter(struct objfs_store *s, enum objfs_fault_op op)
@@ -258,19 +251,11 @@ static int enter(struct objfs_store *s, enum objfs_fault_op op)
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (delay > 0)
-		sleep_ms(delay);
+		objfs_sleep_ms(delay);
 	return err;
 }
 
 /* ---- lagging listings ---------------------------------------------------- */
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Drops the records older than lag_ms (all when the lag is off).  mu
  * held. */
@@ -303,7 +288,7 @@ void objfs_fault_list_lag(struct objfs_fault *f, unsigned ms)
 {
 	pthread_mutex_lock(&f->mu);
 	f->lag_ms = ms;
-	lag_prune(f, mono_now());
+	lag_prune(f, objfs_now_mono());
 	if (ms == 0) {
 		free(f->lag);
 		f->lag = NULL;
@@ -323,7 +308,7 @@ static void lag_write(struct objfs_store *s, const char *key, bool done)
 	int herr = 0;
 
 	pthread_mutex_lock(&f->mu);
-	lag_prune(f, mono_now());
+	lag_prune(f, objfs_now_mono());
 	known = f->lag_ms == 0 || lag_find(f, key) != NULL;
 	pthread_mutex_unlock(&f->mu);
 	if (!known && !done)
@@ -354,7 +339,7 @@ static void lag_write(struct objfs_store *s, const char *key, bool done)
 		k->old.mtime = info.mtime;
 	}
 	if (k != NULL)
-		k->t = mono_now();
+		k->t = objfs_now_mono();
 out:
 	pthread_mutex_unlock(&f->mu);
 	objfs_obj_info_release(&info);
@@ -484,7 +469,7 @@ static int lag_list(struct objfs_store *s, const struct objfs_list_req *req,
 		goto out;
 	}
 	pthread_mutex_lock(&f->mu);
-	lag_prune(f, mono_now());
+	lag_prune(f, objfs_now_mono());
 	for (i = 0; i < f->n_lag && err == 0; i++) {
 		const struct lag_key *k = &f->lag[i];
 		struct objfs_list_entry key = { k->key, 0, "", { 0, 0 } };
@@ -622,7 +607,7 @@ static int fault_get(struct objfs_store *s, const char *key,
 	for (; stall > 0; stall -= stall < 10 ? stall : 10) {
 		if (opts != NULL && objfs_cancel_fired(opts->cancel))
 			return ECANCELED;
-		sleep_ms(stall < 10 ? stall : 10);
+		objfs_sleep_ms(stall < 10 ? stall : 10);
 	}
 	pthread_mutex_lock(&f->mu);
 	if (f->short_all || f->short_n > 0) {

@@ -629,81 +629,6 @@ static int hedge_get(struct objfs_store *s, const char *key,
 	return err;
 }
 
-static int hedge_put(struct objfs_store *s, const char *key,
-		     const struct objfs_source *src,
-		     const struct objfs_put_opts *opts,
-		     struct objfs_obj_info *info)
-{
-	return objfs_store_put(s->inner, key, src, opts, info);
-}
-
-static int hedge_head(struct objfs_store *s, const char *key,
-		      struct objfs_obj_info *info)
-{
-	return objfs_store_head(s->inner, key, info);
-}
-
-static int hedge_list(struct objfs_store *s, const struct objfs_list_req *req,
-		      struct objfs_list_page *page)
-{
-	return objfs_store_list(s->inner, req, page);
-}
-
-static int hedge_copy(struct objfs_store *s, const char *src, const char *dst,
-		      const struct objfs_copy_opts *opts,
-		      struct objfs_obj_info *info)
-{
-	return objfs_store_copy(s->inner, src, dst, opts, info);
-}
-
-static int hedge_del(struct objfs_store *s, const char *key)
-{
-	return objfs_store_del(s->inner, key);
-}
-
-static int hedge_del_many(struct objfs_store *s, const char *const *keys,
-			  size_t n, size_t *failed)
-{
-	return objfs_store_del_many(s->inner, keys, n, failed);
-}
-
-static int hedge_mpu_create(struct objfs_store *s, const char *key,
-			    const struct objfs_put_opts *opts, char **upload_id)
-{
-	return objfs_store_mpu_create(s->inner, key, opts, upload_id);
-}
-
-static int hedge_mpu_part(struct objfs_store *s, const char *key,
-			  const char *upload_id, unsigned number,
-			  const struct objfs_source *src,
-			  struct objfs_part *part)
-{
-	return objfs_store_mpu_part(s->inner, key, upload_id, number, src, part);
-}
-
-static int hedge_mpu_part_copy(struct objfs_store *s, const char *key,
-			       const char *upload_id, unsigned number,
-			       const struct objfs_part_copy *pc,
-			       struct objfs_part *part)
-{
-	return objfs_store_mpu_part_copy(s->inner, key, upload_id, number, pc,
-					 part);
-}
-
-static int hedge_mpu_complete(struct objfs_store *s, const char *key,
-			      const char *upload_id,
-			      const struct objfs_part *parts, size_t n,
-			      struct objfs_obj_info *info)
-{
-	return objfs_store_mpu_complete(s->inner, key, upload_id, parts, n, info);
-}
-
-static int hedge_mpu_abort(struct objfs_store *s, const char *key,
-			   const char *upload_id)
-{
-	return objfs_store_mpu_abort(s->inner, key, upload_id);
-}
-
 static void hedge_destroy(struct objfs_store *s)
 {
 	struct hedge *h = s->ctx;
@@ -729,18 +654,8 @@ static void hedge_destroy(struct objfs_store *s)
 static const struct objfs_store_ops hedge_ops = {
 	.name = "hedge",
 	.get = hedge_get,
-	.put = hedge_put,
-	.head = hedge_head,
-	.list = hedge_list,
-	.copy = hedge_copy,
-	.del = hedge_del,
-	.del_many = hedge_del_many,
-	.mpu_create = hedge_mpu_create,
-	.mpu_part = hedge_mpu_part,
-	.mpu_complete = hedge_mpu_complete,
-	.mpu_part_copy = hedge_mpu_part_copy,
-	.mpu_abort = hedge_mpu_abort,
 	.destroy = hedge_destroy,
+	/* every other op is the store's below (unset slots forward) */
 };
 
 void objfs_hedge_stats(struct objfs_store *s, uint64_t *hedged, uint64_t *won)

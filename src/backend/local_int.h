@@ -1,7 +1,8 @@
 /*
  * local_int.h - what the files of the local store share (local.c: layout,
- * encoding, object files, get/put/copy/delete, create; local_list.c:
- * listing; local_mpu.c: multipart uploads).  Not for use outside them;
+ * get/put/copy/delete, create; local_list.c: listing; local_mpu.c:
+ * multipart uploads; local_obj.c, below them all: encoding, object and
+ * temp files, directories).  Not for use outside them;
  * the store's interface is backend.h.  See local.c for the on-disk layout
  * and the invariants.
  */

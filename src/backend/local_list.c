@@ -91,26 +91,6 @@ static int item_cmp(const void *a, const void *b)
 	return local_bytes_cmp(x->skey, x->sklen, y->skey, y->sklen);
 }
 
-/* Opens the directory at path (relative to the root; "" is the root).
- * 0 or an errno; a missing directory is ENOENT. */
-int local_dir_open(struct local *L, const char *path, DIR **out)
-{
-	int fd, err;
-
-	*out = NULL;
-	fd = openat(L->rootfd, path[0] != '\0' ? path : ".",
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOTDIR ? ENOENT : errno;
-	*out = fdopendir(fd);
-	if (*out == NULL) {
-		err = errno;
-		close(fd);
-		return err;
-	}
-	return 0;
-}
-
 /* Reads the on-disk directory `path` (continuation directories included)
  * into it.  comp is the component prefix carried by continuations and rel
  * the on-disk path from the logical directory.  A directory that vanished

@@ -66,6 +66,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "common/clock.h"
 #include "common/io.h"
 #include "backend/retry.h"
 #include "common/errors.h"
@@ -160,11 +161,8 @@ unsigned objfs_retry_delay_ms(const struct objfs_retry_config *cfg,
 
 static void real_sleep_ms(void *arg, unsigned ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
 	(void)arg;
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	objfs_sleep_ms(ms);
 }
 
 static uint64_t real_now_ms(void *arg)

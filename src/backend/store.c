@@ -327,10 +327,21 @@ void objfs_sink_fixed(struct objfs_sink *sink, struct objfs_fixedbuf *fb)
 
 /* ---- calling a store -------------------------------------------------- */
 
+/* The store that answers op for s: s itself, or, for a layer that left
+ * the slot unset, the first store below it that sets it (curl's
+ * pass-through defaults: a layer writes only the ops it changes).  A leaf
+ * sets every slot but the optional ones, so this ends at the leaf. */
+#define IMPL(s, op)							\
+	do {								\
+		while ((s)->ops->op == NULL && (s)->inner != NULL)	\
+			(s) = (s)->inner;				\
+	} while (0)
+
 int objfs_store_get(struct objfs_store *s, const char *key,
 		    const struct objfs_get_opts *opts,
 		    const struct objfs_sink *sink, struct objfs_obj_info *info)
 {
+	IMPL(s, get);
 	return s->ops->get(s, key, opts, sink, info);
 }
 
@@ -339,18 +350,21 @@ int objfs_store_put(struct objfs_store *s, const char *key,
 		    const struct objfs_put_opts *opts,
 		    struct objfs_obj_info *info)
 {
+	IMPL(s, put);
 	return s->ops->put(s, key, src, opts, info);
 }
 
 int objfs_store_head(struct objfs_store *s, const char *key,
 		     struct objfs_obj_info *info)
 {
+	IMPL(s, head);
 	return s->ops->head(s, key, info);
 }
 
 int objfs_store_list(struct objfs_store *s, const struct objfs_list_req *req,
 		     struct objfs_list_page *page)
 {
+	IMPL(s, list);
 	return s->ops->list(s, req, page);
 }
 
@@ -358,24 +372,29 @@ int objfs_store_copy(struct objfs_store *s, const char *src, const char *dst,
 		     const struct objfs_copy_opts *opts,
 		     struct objfs_obj_info *info)
 {
+	IMPL(s, copy);
 	return s->ops->copy(s, src, dst, opts, info);
 }
 
 int objfs_store_del(struct objfs_store *s, const char *key)
 {
+	IMPL(s, del);
 	return s->ops->del(s, key);
 }
 
 int objfs_store_del_many(struct objfs_store *s, const char *const *keys,
 			 size_t n, size_t *failed)
 {
+	IMPL(s, del_many);
 	return s->ops->del_many(s, keys, n, failed);
 }
 
+/* Not forwarded: a layer that maps keys (prefix) must see the delete, so
+ * a store without del_deferred deletes at once through its own del. */
 int objfs_store_del_deferred(struct objfs_store *s, const char *key)
 {
 	if (s->ops->del_deferred == NULL)
-		return s->ops->del(s, key);
+		return objfs_store_del(s, key);
 	return s->ops->del_deferred(s, key);
 }
 
@@ -387,6 +406,7 @@ int objfs_store_del_barrier(struct objfs_store *s)
 int objfs_store_mpu_create(struct objfs_store *s, const char *key,
 			   const struct objfs_put_opts *opts, char **upload_id)
 {
+	IMPL(s, mpu_create);
 	return s->ops->mpu_create(s, key, opts, upload_id);
 }
 
@@ -394,6 +414,7 @@ int objfs_store_mpu_part(struct objfs_store *s, const char *key,
 			 const char *upload_id, unsigned number,
 			 const struct objfs_source *src, struct objfs_part *part)
 {
+	IMPL(s, mpu_part);
 	return s->ops->mpu_part(s, key, upload_id, number, src, part);
 }
 
@@ -402,12 +423,14 @@ int objfs_store_mpu_complete(struct objfs_store *s, const char *key,
 			     const struct objfs_part *parts, size_t n,
 			     struct objfs_obj_info *info)
 {
+	IMPL(s, mpu_complete);
 	return s->ops->mpu_complete(s, key, upload_id, parts, n, info);
 }
 
 int objfs_store_mpu_abort(struct objfs_store *s, const char *key,
 			  const char *upload_id)
 {
+	IMPL(s, mpu_abort);
 	return s->ops->mpu_abort(s, key, upload_id);
 }
 
@@ -416,6 +439,7 @@ int objfs_store_mpu_part_copy(struct objfs_store *s, const char *key,
 			      const struct objfs_part_copy *pc,
 			      struct objfs_part *part)
 {
+	IMPL(s, mpu_part_copy);
 	if (s->ops->mpu_part_copy == NULL)
 		return EOPNOTSUPP;
 	return s->ops->mpu_part_copy(s, key, upload_id, number, pc, part);

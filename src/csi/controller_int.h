@@ -1,6 +1,7 @@
 /*
  * controller_int.h - what the Controller service's files share
- * (controller.c: state, helpers and the volume handlers; volumes.c: the
+ * (controller.c: state and the volume handlers; controller_base.c: the
+ * helpers the others call, which calls none of them; volumes.c: the
  * volumes' rules, declared in volumes.h with the volume record's helpers;
  * snapshots.c: the snapshot RPCs; listing.c: index listings).  Not for
  * other users: the service's interface is controller.h.

@@ -141,6 +141,7 @@ static int build_table(struct objfs_csi *csi)
 			snprintf(path, len, "/%s/%s", d->name, d->methods[j].name);
 			csi->methods[k].path = path;
 			csi->methods[k].req = d->methods[j].input;
+			csi->methods[k].resp = d->methods[j].output;
 			csi->methods[k].fn = mode_serves(csi->cfg.mode, services[i].kind) ?
 					     find_handler(path) : NULL;
 		}
@@ -209,8 +210,5 @@ void objfs_csi_destroy(struct objfs_csi *csi)
 
 bool objfs_csi_serves(const struct objfs_csi *csi, const char *path)
 {
-	const struct objfs_rpc_method *m;
-
-	m = objfs_rpc_find(csi->methods, csi->n_methods, path);
-	return m != NULL && m->fn != NULL;
+	return objfs_rpc_serves(csi->methods, csi->n_methods, path);
 }

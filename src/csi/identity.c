@@ -16,6 +16,13 @@
 #include "csi.pb-c.h"
 #include "csi/driver.h"
 #include "csi/pb.h"
+#include "csi/rpc.h"
+
+/* Whether csi answers path (asked of rpc.c: driver.c routes to here). */
+static bool serves(const struct objfs_csi *csi, const char *path)
+{
+	return objfs_rpc_serves(csi->methods, csi->n_methods, path);
+}
 
 enum objfs_rpc_code objfs_csi_get_plugin_info(void *ctx, const ProtobufCMessage *req,
 					      ProtobufCMessage **resp,
@@ -84,11 +91,11 @@ enum objfs_rpc_code objfs_csi_get_plugin_capabilities(void *ctx, const ProtobufC
 	*resp = (ProtobufCMessage *)r;
 	if (r == NULL)
 		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	if (objfs_csi_serves(csi, "/csi.v1.Controller/ControllerGetCapabilities"))
+	if (serves(csi, "/csi.v1.Controller/ControllerGetCapabilities"))
 		err = add_service_cap(r, CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
 	/* Expansion only rewrites the volume's record; mounts pick the new
 	 * capacity up while in use. */
-	if (err == 0 && objfs_csi_serves(csi, "/csi.v1.Controller/ControllerExpandVolume"))
+	if (err == 0 && serves(csi, "/csi.v1.Controller/ControllerExpandVolume"))
 		err = add_expansion_cap(r, CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE);
 	if (err != 0)
 		return objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");

@@ -42,25 +42,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/io.h"
 #include "common/mountopts.h"
 #include "csi/mounter.h"
 #include "csi/mounter_int.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 
 #define READY_FD 3
 #define OPTS_MAX 8192
 #define LOG_ROTATE_BYTES (1024 * 1024)
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* ---- /proc ------------------------------------------------------------ */
 
@@ -146,7 +139,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 	       objfs_now_ms() - start < STOP_MAX_MS) {
 		unsigned long long io2;
 
-		sleep_ms(50);
+		objfs_sleep_ms(50);
 		io2 = objfs_proc_io(p->pid);
 		if (io2 != io) {
 			io = io2;
@@ -161,7 +154,7 @@ static int real_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_m
 		kill_mount(p->pid, sigs[i]);
 		deadline = objfs_now_ms() + waits[i];
 		while (real_alive(ctx, p) && objfs_now_ms() < deadline)
-			sleep_ms(20);
+			objfs_sleep_ms(20);
 	}
 	return real_alive(ctx, p) ? EBUSY : 0;
 }
@@ -1046,7 +1039,7 @@ static void sd_wait_gone(void *ctx, const struct objfs_csi_proc *p, unsigned ms)
 	long long deadline = objfs_now_ms() + ms;
 
 	while (sd_alive(ctx, p) && objfs_now_ms() < deadline)
-		sleep_ms(200);
+		objfs_sleep_ms(200);
 }
 
 static int sd_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace_ms)
@@ -1156,7 +1149,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 			}
 			next_check = objfs_now_ms() + 500;
 		}
-		sleep_ms(50);
+		objfs_sleep_ms(50);
 	}
 	if (err != 0) {
 		struct objfs_csi_mount_info mi;

@@ -37,12 +37,13 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/creds.h"
 #include "common/errors.h"
 #include "common/io.h"
 #include "csi/mounter.h"
 #include "csi/mounter_int.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "mount/holder.h"
 
 #define UNIT_PREFIX "holder:"
@@ -54,14 +55,6 @@
 static const struct objfs_csi_mounter_ops *real_ops(void)
 {
 	return objfs_csi_mounter_real()->ops;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 static bool is_slot(const struct objfs_csi_proc *p)
@@ -88,7 +81,7 @@ static int ask(const char *sock, const struct objfs_hmsg *req, int fd,
 			return err;
 		if (objfs_now_ms() + 200 >= deadline)
 			return err != 0 ? err : EAGAIN;
-		sleep_ms(200);
+		objfs_sleep_ms(200);
 	}
 }
 
@@ -284,7 +277,7 @@ static int holder_stop(void *ctx, const struct objfs_csi_proc *p, unsigned grace
 			err = stop_slot(ctx, name, p->start, SIGKILL);
 			break;
 		}
-		sleep_ms(100);
+		objfs_sleep_ms(100);
 	}
 	free(m);
 	/* gone, or no holder left to hold it */

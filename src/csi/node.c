@@ -4,7 +4,7 @@
  * State of a volume on this node:
  *
  *   (none) --NodeStageVolume--> STAGED: one objfs-mount process serves the
- *       volume at staging_target_path; a record names it (records.h).
+ *       volume at staging_target_path; a record names it (noderec.h).
  *   STAGED --NodePublishVolume--> + a bind mount of the staging path at
  *       target_path (read-only when asked); one per pod, added to the record.
  *   NodeUnpublishVolume removes one bind mount; NodeUnstageVolume unmounts
@@ -51,6 +51,7 @@
 #include "backend/s3conn.h"
 #include "common/creds.h"
 #include "common/errors.h"
+#include "common/io.h"
 #include "common/log.h"
 #include "common/mountopts.h"
 #include "csi.pb-c.h"
@@ -60,7 +61,7 @@
 #include "csi/node_int.h"
 #include "csi/params.h"
 #include "csi/pb.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "csi/roots.h"
 #include "csi/volid.h"
 
@@ -206,18 +207,6 @@ static void busy_release(struct objfs_csi_node *n, const char *id)
 }
 
 /* ---- volumes ------------------------------------------------------------ */
-
-/* Under lock. */
-struct vol *node_find_vol(struct objfs_csi_node *n, const char *id)
-{
-	struct vol *v;
-
-	for (v = n->vols; v != NULL; v = v->next) {
-		if (strcmp(v->rec.volume_id, id) == 0)
-			return v;
-	}
-	return NULL;
-}
 
 static void vol_free(struct vol *v)
 {
@@ -763,11 +752,6 @@ enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessag
 			node_vol_set_condition(n, r->volume_id, false, "mounted");
 	}
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_stage_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	if (busy)
 		busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
@@ -863,11 +847,6 @@ enum objfs_rpc_code objfs_csi_node_unstage_volume(void *ctx, const ProtobufCMess
 	vol_remove(n, r->volume_id);
 	objfs_info(n->log, "node", "volume %s unstaged from %s", r->volume_id, staging);
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_unstage_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
 	return code;
@@ -1016,11 +995,6 @@ enum objfs_rpc_code objfs_csi_node_publish_volume(void *ctx, const ProtobufCMess
 		   ro ? " (read-only)" : "");
 	code = OBJFS_RPC_OK;
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_publish_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	if (busy)
 		busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
@@ -1098,11 +1072,6 @@ enum objfs_rpc_code objfs_csi_node_unpublish_volume(void *ctx, const ProtobufCMe
 		objfs_info(n->log, "node", "volume %s unpublished from %s", r->volume_id, target);
 	}
 out:
-	if (code == OBJFS_RPC_OK) {
-		*resp = objfs_pb_new(&csi__v1__node_unpublish_volume_response__descriptor);
-		if (*resp == NULL)
-			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED, "out of memory");
-	}
 	busy_release(n, r->volume_id);
 	objfs_node_rec_release(&cur);
 	return code;
@@ -1227,6 +1196,31 @@ unsigned objfs_csi_node_check(struct objfs_csi_node *n)
 	return repaired;
 }
 
+/* The watchdog thread: objfs_csi_node_check() every m.watchdog_ms until
+ * n->stopping. */
+static void *watchdog_main(void *arg)
+{
+	struct objfs_csi_node *n = arg;
+	struct timespec ts;
+
+	for (;;) {
+		pthread_mutex_lock(&n->lock);
+		if (n->stopping) {
+			pthread_mutex_unlock(&n->lock);
+			break;
+		}
+		pthread_mutex_unlock(&n->lock);
+		objfs_csi_node_check(n);
+		objfs_deadline_ms(CLOCK_MONOTONIC, n->m.watchdog_ms, &ts);
+		pthread_mutex_lock(&n->lock);
+		while (!n->stopping &&
+		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&n->lock);
+	}
+	return NULL;
+}
+
 /* ---- lifetime ------------------------------------------------------------ */
 
 static int load_records(struct objfs_csi_node *n)
@@ -1326,7 +1320,7 @@ int objfs_csi_node_create(struct objfs_csi *csi, const struct objfs_csi_mounter 
 	if (err != 0)
 		goto fail_vols;
 	if (n->m.watchdog_ms != 0) {
-		err = pthread_create(&n->watchdog, NULL, node_watchdog_main, n);
+		err = pthread_create(&n->watchdog, NULL, watchdog_main, n);
 		if (err != 0)
 			goto fail_vols;
 		n->watchdog_running = true;

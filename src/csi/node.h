@@ -50,7 +50,9 @@ int objfs_csi_node_metrics_merge(struct objfs_csi_node *n, const char *own,
  * skipped).  Returns the number of volumes repaired. */
 unsigned objfs_csi_node_check(struct objfs_csi_node *node);
 
-/* Handlers (ctx is the struct objfs_csi). */
+/* Handlers (ctx is the struct objfs_csi).  Stage, unstage, publish and
+ * unpublish leave *resp NULL: their replies are empty, packed by the
+ * dispatcher (rpc.h). */
 enum objfs_rpc_code objfs_csi_node_stage_volume(void *ctx, const ProtobufCMessage *req,
 						ProtobufCMessage **resp,
 						struct objfs_rpc_status *st);

@@ -3,13 +3,15 @@
  * files share.  Not for other modules (node.h is the interface).
  *
  *   node.c        the handlers of staging and publishing, the volume list,
- *                 records, lifetime
+ *                 records, the watchdog pass and thread, lifetime
  *   node_mount.c  a volume's objfs-mount process and bind mounts
  *   node_paths.c  staging and target path checks (confinement under the
  *                 kubelet directory)
  *   node_stats.c  NodeGetVolumeStats and its store probe
- *   watchdog.c    repair of broken mounts, the repair back-off, the
- *                 watchdog thread
+ *   watchdog.c    repair of broken mounts, the repair back-off
+ *
+ * The files call down only: node.c calls the others, none calls node.c
+ * (node_find_vol, which they all use, is inline here).
  *
  * Lock: `lock` protects the volume list, each volume's fields and the busy
  * marks; functions say when they expect it held.  Nothing holds it across a
@@ -28,7 +30,7 @@
 #include "csi/claims.h"
 #include "csi/driver.h"
 #include "csi/mounter.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "csi/rpc.h"
 
 #define OPTS_MAX 4096
@@ -92,8 +94,19 @@ static inline bool streq(const char *a, const char *b)
 
 /* ---- node.c: volumes ---------------------------------------------------- */
 
-/* The volume of id, or NULL.  Under lock. */
-struct vol *node_find_vol(struct objfs_csi_node *n, const char *id);
+/* The volume of id, or NULL.  Under lock.  Here, below node.c,
+ * node_stats.c and watchdog.c, which all look volumes up. */
+static inline struct vol *node_find_vol(struct objfs_csi_node *n,
+					const char *id)
+{
+	struct vol *v;
+
+	for (v = n->vols; v != NULL; v = v->next) {
+		if (strcmp(v->rec.volume_id, id) == 0)
+			return v;
+	}
+	return NULL;
+}
 /* Deep copy of src into dst (overwritten).  0 or ENOMEM. */
 int node_creds_copy(struct objfs_creds *dst, const struct objfs_creds *src);
 /* ---- node_mount.c: mount processes and mounts -------------------------- */
@@ -172,8 +185,5 @@ bool node_needs_repair(struct objfs_csi_node *n, const struct objfs_node_rec *re
  * says why).  The caller holds id's busy mark and commits rec. */
 int node_repair(struct objfs_csi_node *n, struct objfs_node_rec *rec,
 		const struct objfs_creds *vc, char *msg, size_t cap);
-/* The watchdog thread: objfs_csi_node_check() every m.watchdog_ms until
- * n->stopping. */
-void *node_watchdog_main(void *arg);
 
 #endif

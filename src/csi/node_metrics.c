@@ -15,7 +15,7 @@
  * objfs_holder_oom_score_adj.
  *
  * Labels of a mount: volume_id, and pv, pvc, pvc_namespace where the CO
- * passed them (records.h): names the CO gave, never a file name or key.
+ * passed them (noderec.h): names the CO gave, never a file name or key.
  * Mounts are asked with no node lock held, in parallel (up to
  * SCRAPE_WORKERS at once), each within MOUNT_TIMEOUT_MS and all within
  * SCRAPE_TIMEOUT_MS of the scrape's start: mounts that hang delay the

@@ -2,8 +2,9 @@
  * rpc.c - method routing, request unpacking and response packing (rpc.h).
  *
  * Invariant: every call that enters objfs_rpc_dispatch() leaves with a code
- * and, for OK, a packed response; the unpacked request and the handler's
- * response are freed here on every path.
+ * and, for OK, a packed response (an empty one made here when the handler
+ * gave none and the method's reply has no fields); the unpacked request
+ * and the handler's response are freed here on every path.
  */
 #include "config.h"
 
@@ -100,6 +101,14 @@ const struct objfs_rpc_method *objfs_rpc_find(const struct objfs_rpc_method *tab
 	return NULL;
 }
 
+bool objfs_rpc_serves(const struct objfs_rpc_method *table, size_t n,
+		      const char *path)
+{
+	const struct objfs_rpc_method *m = objfs_rpc_find(table, n, path);
+
+	return m != NULL && m->fn != NULL;
+}
+
 enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 				       size_t n, void *ctx, const char *path,
 				       const uint8_t *body, size_t len,
@@ -146,6 +155,16 @@ enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 	st->code = code;
 	if (code != OBJFS_RPC_OK)
 		goto out;
+	/* an empty reply (NodeStageVolumeResponse...) is packed here, not
+	 * by each handler */
+	if (resp == NULL && m->resp != NULL && m->resp->n_fields == 0) {
+		resp = objfs_pb_new(m->resp);
+		if (resp == NULL) {
+			code = objfs_rpc_fail(st, OBJFS_RPC_RESOURCE_EXHAUSTED,
+					      "out of memory packing the response");
+			goto out;
+		}
+	}
 	if (resp == NULL) {
 		code = objfs_rpc_fail(st, OBJFS_RPC_INTERNAL,
 				      "handler for %s returned no response", path);

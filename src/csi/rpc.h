@@ -15,6 +15,7 @@
 #ifndef OBJFS_CSI_RPC_H
 #define OBJFS_CSI_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,7 +64,9 @@ const char *objfs_rpc_code_name(enum objfs_rpc_code code);
 /* A handler.  ctx is the service context given to the dispatcher.  On
  * OBJFS_RPC_OK the handler sets *resp to a response allocated with malloc
  * in every part (strings, repeated arrays, sub-messages), so that
- * protobuf_c_message_free_unpacked(*resp, NULL) frees it.  Whatever the
+ * protobuf_c_message_free_unpacked(*resp, NULL) frees it; a method whose
+ * reply has no fields (NodeStageVolumeResponse...) may leave *resp NULL,
+ * and the dispatcher packs the empty reply.  Whatever the
  * code, a non-NULL *resp belongs to the dispatcher, which frees it (so a
  * handler that fails half-way needs no cleanup of its response).  Handlers
  * must be thread-safe. */
@@ -76,6 +79,9 @@ typedef enum objfs_rpc_code (*objfs_rpc_handler)(void *ctx,
 struct objfs_rpc_method {
 	const char *path;                        /* "/csi.v1.Identity/Probe" */
 	const ProtobufCMessageDescriptor *req;   /* request type */
+	const ProtobufCMessageDescriptor *resp;  /* reply type; NULL: unknown
+						    (the handler must give
+						    every reply) */
 	objfs_rpc_handler fn;
 };
 
@@ -86,6 +92,8 @@ struct objfs_rpc_method {
  *   a string field with a NUL, a control character, bad UTF-8 or too
  *   many bytes (objfs_pb_check_strings) -> INVALID_ARGUMENT naming it,
  *   before the handler runs
+ *   OK with no response: the empty reply when m->resp has no fields,
+ *   else INTERNAL
  * Returns the call's code; st holds it with its message. */
 enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 				       size_t n, void *ctx, const char *path,
@@ -96,5 +104,8 @@ enum objfs_rpc_code objfs_rpc_dispatch(const struct objfs_rpc_method *table,
 /* Looks path up; NULL when absent. */
 const struct objfs_rpc_method *objfs_rpc_find(const struct objfs_rpc_method *table,
 					      size_t n, const char *path);
+/* Whether table routes path to a handler (not UNIMPLEMENTED). */
+bool objfs_rpc_serves(const struct objfs_rpc_method *table, size_t n,
+		      const char *path);
 
 #endif

@@ -323,8 +323,7 @@ enum objfs_rpc_code objfs_csi_delete_snapshot(void *ctx, const ProtobufCMessage 
 	}
 	objfs_info(csi->log, SUB, "deleted snapshot %s", rq->snapshot_id);
 done:
-	*resp = objfs_pb_new(&csi__v1__delete_snapshot_response__descriptor);
-	code = *resp != NULL ? OBJFS_RPC_OK : objfs_ctl_oom(st);
+	code = OBJFS_RPC_OK;    /* the empty reply: the dispatcher's */
 out:
 	if (locked)
 		objfs_ctl_unclaim(csi, locks, 1);

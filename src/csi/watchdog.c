@@ -19,8 +19,9 @@
  * died and that has not rejoined the next one yet counts as alive), so a
  * repair and a rejoining server never both mount one staging path.
  *
- * The watchdog thread runs objfs_csi_node_check() (node.c, which takes each
- * volume's busy mark) every m.watchdog_ms until the node stops.
+ * The watchdog thread (node.c) runs objfs_csi_node_check() (node.c, which
+ * takes each volume's busy mark and calls the repairs here) every
+ * m.watchdog_ms until the node stops; this file calls nothing of node.c.
  */
 #include "config.h"
 
@@ -178,29 +179,4 @@ bool node_needs_repair(struct objfs_csi_node *n, const struct objfs_node_rec *re
 			return true;
 	}
 	return false;
-}
-
-/* ---- the thread ------------------------------------------------------------ */
-
-void *node_watchdog_main(void *arg)
-{
-	struct objfs_csi_node *n = arg;
-	struct timespec ts;
-
-	for (;;) {
-		pthread_mutex_lock(&n->lock);
-		if (n->stopping) {
-			pthread_mutex_unlock(&n->lock);
-			break;
-		}
-		pthread_mutex_unlock(&n->lock);
-		objfs_csi_node_check(n);
-		objfs_deadline_ms(CLOCK_MONOTONIC, n->m.watchdog_ms, &ts);
-		pthread_mutex_lock(&n->lock);
-		while (!n->stopping &&
-		       pthread_cond_timedwait(&n->wake, &n->lock, &ts) != ETIMEDOUT)
-			;
-		pthread_mutex_unlock(&n->lock);
-	}
-	return NULL;
 }

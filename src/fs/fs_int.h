@@ -98,11 +98,12 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "common/clock.h"
 #include "common/list.h"
 #include "common/pool.h"
 #include "fs/attr.h"
 #include "fs/capacity.h"
-#include "fs/dcache.h"
+#include "fs/datacache.h"
 #include "fs/fs.h"
 #include "fs/journal.h"
 #include "fs/pfcache.h"
@@ -468,12 +469,10 @@ static inline bool fs_rwlock_held(pthread_rwlock_t *l)
 
 /* ---- small helpers ------------------------------------------------------ */
 
+/* fs's short name for objfs_now_mono() (common/clock.h). */
 static inline double now_mono(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return objfs_now_mono();
 }
 
 static inline struct timespec now_real(void)

@@ -11,10 +11,21 @@
  * it asks for the fd (KOP_GET) and gets it only once the current server is
  * reaped (and, after a takeover, once the other holder's server is gone),
  * so no request can run twice.
+ *
+ * Invariants, asserted by kslot_check() in debug builds (without NDEBUG)
+ * on entry to and exit from each call that changes the tables:
+ *   a successor has its socket and nothing else does (next != 0 <=>
+ *   nsock >= 0); no server, no server socket (server == 0 => ssock < 0);
+ *   server and successor are two processes; an adopted server's pidfd
+ *   belongs to a server, the foreign pidfd to a takeover (foreign); an
+ *   answered INIT was read, and a read INIT is a whole objfs_kinit (an
+ *   answered one with its reply); at most KSLOT_DEATHS_MAX deaths kept,
+ *   at most KSLOT_POLLFDS descriptors polled, only KSLOT_EV_* events.
  */
 #define _GNU_SOURCE
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -29,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "mount/kslot.h"
 
@@ -38,6 +50,30 @@
 enum { PK_SSOCK = 1, PK_NSOCK, PK_FUSE, PK_FOREIGN, PK_SPIDFD };
 
 static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known);
+static void close_slot(struct objfs_kslot *s, int sig);
+
+#define KSLOT_EV_ALL (KSLOT_EV_READY | KSLOT_EV_ENDED | KSLOT_EV_FOREIGN | \
+		      KSLOT_EV_RELEASED)
+
+/* The invariants of the head comment (no-op with NDEBUG). */
+static void kslot_check(const struct objfs_kslot *s)
+{
+	const struct objfs_kinit *ki = (const void *)s->init.blob;
+
+	assert((s->next != 0) == (s->nsock >= 0));
+	assert(s->server != 0 || s->ssock < 0);
+	assert(s->server == 0 || s->server != s->next);
+	assert(s->server_pidfd < 0 || s->server != 0);
+	assert(s->foreign_pidfd < 0 || s->foreign);
+	assert(!s->init_answered || s->have_init);
+	assert(!s->have_init || s->init.len == sizeof(struct objfs_kinit));
+	assert(!s->init_answered || ki->rep_len > 0);
+	assert(s->n_deaths <= KSLOT_DEATHS_MAX);
+	assert(s->poll_n >= 0 && s->poll_n <= KSLOT_POLLFDS);
+	assert((s->events & ~(unsigned)KSLOT_EV_ALL) == 0);
+	(void)s;
+	(void)ki;
+}
 
 int objfs_kpkt_send(int sock, const void *m, size_t len, const int *fds, int nfds)
 {
@@ -141,14 +177,6 @@ int objfs_kmsg_recv(int sock, struct objfs_kmsg *m, int *fd)
 		return EPROTO;
 	}
 	return err;
-}
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void kmsg_init(struct objfs_kmsg *m, uint32_t op)
@@ -446,7 +474,7 @@ static void on_peek(struct objfs_kslot *s, int sock, bool *waits)
 /* A successor for a server that died (false: none can be started). */
 static bool replace(struct objfs_kslot *s)
 {
-	double t = now_mono();
+	double t = objfs_now_mono();
 	unsigned i, recent = 0;
 
 	if (s->fuse_fd >= 0 && !s->have_init)
@@ -483,12 +511,14 @@ static bool replace(struct objfs_kslot *s)
 
 int objfs_kslot_start(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	s->server = spawn(s, false, &s->ssock);
+	kslot_check(s);
 	return s->server != 0 ? 0 : EAGAIN;
 }
 
-int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
-		      const struct objfs_kmsg *init, int foreign_pidfd)
+static int adopt(struct objfs_kslot *s, int fuse_fd,
+		 const struct objfs_kmsg *init, int foreign_pidfd)
 {
 	s->fuse_fd = fcntl(fuse_fd, F_DUPFD_CLOEXEC, 3);
 	if (s->fuse_fd < 0) {
@@ -511,9 +541,19 @@ int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
 	return s->next != 0 ? 0 : EAGAIN;
 }
 
-int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
-			     const struct objfs_kmsg *init, pid_t pid,
-			     int pidfd)
+int objfs_kslot_adopt(struct objfs_kslot *s, int fuse_fd,
+		      const struct objfs_kmsg *init, int foreign_pidfd)
+{
+	int err;
+
+	kslot_check(s);
+	err = adopt(s, fuse_fd, init, foreign_pidfd);
+	kslot_check(s);
+	return err;
+}
+
+static int adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			const struct objfs_kmsg *init, pid_t pid, int pidfd)
 {
 	s->ssock = sock;
 	s->fuse_fd = fuse_fd;
@@ -524,7 +564,7 @@ int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
 	    kinit_of(&s->init)->rep_len == 0) {
 		if (pidfd >= 0)
 			close(pidfd);
-		objfs_kslot_close(s, 0);
+		close_slot(s, 0);
 		return EPROTO;
 	}
 	s->have_init = s->init_answered = true;
@@ -538,13 +578,27 @@ int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
 	return (s->events & KSLOT_EV_ENDED) ? EIO : 0;
 }
 
+int objfs_kslot_adopt_server(struct objfs_kslot *s, int sock, int fuse_fd,
+			     const struct objfs_kmsg *init, pid_t pid,
+			     int pidfd)
+{
+	int err;
+
+	kslot_check(s);
+	err = adopt_server(s, sock, fuse_fd, init, pid, pidfd);
+	kslot_check(s);
+	return err;
+}
+
 void objfs_kslot_foreign_gone(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (!s->foreign)
 		return;
 	s->foreign = false;
 	close_fd(&s->foreign_pidfd);
 	try_give(s);
+	kslot_check(s);
 }
 
 static void on_server_msg(struct objfs_kslot *s, int fd);
@@ -622,7 +676,7 @@ static bool server_died(struct objfs_kslot *s, pid_t pid, int st, bool known)
 }
 
 /* Reaping: handles a death of the server or the successor. */
-bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
+static bool child(struct objfs_kslot *s, pid_t pid, int st)
 {
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 
@@ -654,8 +708,19 @@ bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
 	return server_died(s, pid, st, true);
 }
 
+bool objfs_kslot_child(struct objfs_kslot *s, pid_t pid, int st)
+{
+	bool ours;
+
+	kslot_check(s);
+	ours = child(s, pid, st);
+	kslot_check(s);
+	return ours;
+}
+
 void objfs_kslot_signal(struct objfs_kslot *s, int sig)
 {
+	kslot_check(s);
 	if (s->server != 0 && s->ready) {
 		kill(s->server, sig);
 		s->pending_sig = 0;
@@ -666,6 +731,7 @@ void objfs_kslot_signal(struct objfs_kslot *s, int sig)
 
 void objfs_kslot_end(struct objfs_kslot *s, int sig)
 {
+	kslot_check(s);
 	s->ending = true;
 	if (s->server == 0 && s->next == 0) {
 		ended(s, 0);
@@ -677,6 +743,7 @@ void objfs_kslot_end(struct objfs_kslot *s, int sig)
 
 int objfs_kslot_upgrade(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (s->next != 0 || s->server == 0 || !s->init_answered || s->ending ||
 	    s->releasing)
 		return EBUSY;
@@ -696,6 +763,7 @@ static void send_stop(struct objfs_kslot *s)
 
 void objfs_kslot_release(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	s->releasing = true;
 	if (s->next != 0)
 		kill(s->next, SIGKILL);         /* ours would take the fd */
@@ -705,16 +773,19 @@ void objfs_kslot_release(struct objfs_kslot *s)
 			   "takes the mount", s->name, (int)s->server);
 		send_stop(s);
 	}
+	kslot_check(s);
 }
 
 void objfs_kslot_unrelease(struct objfs_kslot *s)
 {
+	kslot_check(s);
 	if (!s->releasing)
 		return;
 	s->releasing = false;
 	if (s->server == 0 && s->next == 0 && !replace(s))
 		ended(s, 1);
 	try_give(s);
+	kslot_check(s);
 }
 
 bool objfs_kslot_busy(const struct objfs_kslot *s)
@@ -786,6 +857,7 @@ static void on_next_msg(struct objfs_kslot *s)
 
 int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 {
+	kslot_check(s);
 	s->poll_first = n;
 	s->poll_n = 0;
 #define ADD(fd_, ev_, kind_) do { \
@@ -804,6 +876,7 @@ int objfs_kslot_pollfds(struct objfs_kslot *s, struct pollfd *pf, int n)
 	if (s->server_pidfd >= 0)
 		ADD(s->server_pidfd, POLLIN, PK_SPIDFD);
 #undef ADD
+	kslot_check(s);
 	return n;
 }
 
@@ -811,6 +884,7 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 {
 	int i, fd, err;
 
+	kslot_check(s);
 	for (i = 0; i < s->poll_n; i++) {
 		const struct pollfd *p = &pf[s->poll_first + i];
 
@@ -861,9 +935,11 @@ void objfs_kslot_poll(struct objfs_kslot *s, const struct pollfd *pf)
 		}
 	}
 	s->poll_n = 0;
+	kslot_check(s);
 }
 
-void objfs_kslot_close(struct objfs_kslot *s, int sig)
+/* objfs_kslot_close() without the checks (a slot half adopted). */
+static void close_slot(struct objfs_kslot *s, int sig)
 {
 	if (s->server != 0 && sig != 0)
 		kill(s->server, sig);
@@ -877,4 +953,11 @@ void objfs_kslot_close(struct objfs_kslot *s, int sig)
 	close_fd(&s->foreign_pidfd);
 	close_fd(&s->server_pidfd);
 	s->server = s->next = 0;
+}
+
+void objfs_kslot_close(struct objfs_kslot *s, int sig)
+{
+	kslot_check(s);
+	close_slot(s, sig);
+	kslot_check(s);
 }

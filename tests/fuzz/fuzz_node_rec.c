@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "fuzz.h"
 
 static void same(const char *a, const char *b)

@@ -158,6 +158,65 @@ static void test_dispatch_errors(void **state)
 	objfs_csi_destroy(csi);
 }
 
+/* A handler that answers OK and gives no reply. */
+static enum objfs_rpc_code no_reply(void *ctx, const ProtobufCMessage *req,
+				    ProtobufCMessage **resp,
+				    struct objfs_rpc_status *st)
+{
+	(void)ctx;
+	(void)req;
+	(void)resp;
+	(void)st;
+	return OBJFS_RPC_OK;
+}
+
+/* The dispatcher packs the empty reply of a method whose reply has no
+ * fields; a reply with fields must come from the handler. */
+static void test_dispatch_packs_empty_reply(void **state)
+{
+	static const struct objfs_rpc_method table[] = {
+		{ "/csi.v1.Node/NodeUnpublishVolume",
+		  &csi__v1__node_unpublish_volume_request__descriptor,
+		  &csi__v1__node_unpublish_volume_response__descriptor,
+		  no_reply },
+		{ "/csi.v1.Identity/GetPluginInfo",
+		  &csi__v1__get_plugin_info_request__descriptor,
+		  &csi__v1__get_plugin_info_response__descriptor, no_reply },
+		{ "/csi.v1.Identity/Probe",
+		  &csi__v1__probe_request__descriptor, NULL, no_reply },
+	};
+	struct objfs_rpc_status st;
+	uint8_t *out = NULL;
+	size_t out_len = 7;
+	ProtobufCMessage *m;
+
+	(void)state;
+	assert_int_equal(objfs_rpc_dispatch(table, 3, NULL,
+					    "/csi.v1.Node/NodeUnpublishVolume",
+					    NULL, 0, &out, &out_len, &st),
+			 OBJFS_RPC_OK);
+	assert_non_null(out);
+	assert_int_equal(out_len, 0);
+	m = protobuf_c_message_unpack(
+		&csi__v1__node_unpublish_volume_response__descriptor, NULL,
+		out_len, out);
+	assert_non_null(m);
+	protobuf_c_message_free_unpacked(m, NULL);
+	free(out);
+	out = NULL;
+	assert_int_equal(objfs_rpc_dispatch(table, 3, NULL,
+					    "/csi.v1.Identity/GetPluginInfo",
+					    NULL, 0, &out, &out_len, &st),
+			 OBJFS_RPC_INTERNAL);
+	assert_null(out);
+	assert_non_null(strstr(st.msg, "returned no response"));
+	assert_int_equal(objfs_rpc_dispatch(table, 3, NULL,
+					    "/csi.v1.Identity/Probe",
+					    NULL, 0, &out, &out_len, &st),
+			 OBJFS_RPC_INTERNAL);
+	assert_null(out);
+}
+
 /* Packs m into buf, then writes the byte `with` over the '#' of every
  * occurrence of mark: protobuf-c packs strings with strlen(), so a NUL
  * inside one is made on the wire, as a hostile client sends it. */
@@ -482,6 +541,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_has_every_csi_method),
 		cmocka_unit_test(test_dispatch_errors),
+		cmocka_unit_test(test_dispatch_packs_empty_reply),
 		cmocka_unit_test(test_strings_checked_on_the_wire),
 		cmocka_unit_test(test_dispatch_refuses_nul),
 		cmocka_unit_test(test_mode_filters_services),

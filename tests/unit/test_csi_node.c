@@ -30,7 +30,7 @@
 #include "csi/driver.h"
 #include "csi/mounter.h"
 #include "csi/node.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 #include "csi/rpc.h"
 
 #define PLUGIN_SECRET "PLUGINSECRETxyz/123"

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "fs/dcache.h"
+#include "fs/datacache.h"
 #include "common/pool.h"
 #include "fs/spool.h"
 

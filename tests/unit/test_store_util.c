@@ -1,7 +1,8 @@
 /*
  * Unit tests of store.c: metadata lists, sinks and sources, key checks,
- * objfs_store_upload (splitting, parallel parts, abort on failure) and the
- * prefix layer (prefix trees: test_tree.c).
+ * objfs_store_upload (splitting, parallel parts, abort on failure), the
+ * prefix layer (prefix trees: test_tree.c) and a layer's unset slots
+ * forwarded to the store below.
  */
 #include "config.h"
 
@@ -510,6 +511,85 @@ static void test_fault_layer(void **state)
 	objfs_obj_info_release(&info);
 }
 
+/* ---- unset slots forward ---------------------------------------------- */
+
+/* A layer that sets nothing but its name and destroy. */
+static void bare_destroy(struct objfs_store *s)
+{
+	objfs_store_destroy(s->inner);
+	free(s);
+}
+
+static const struct objfs_store_ops bare_ops = {
+	.name = "bare",
+	.destroy = bare_destroy,
+};
+
+/* Every op on a layer that left its slot unset reaches the store below
+ * (here the fault layer, which counts it). */
+static void test_unset_slots_forward(void **state)
+{
+	struct fixture *f = *state;
+	struct objfs_store *bare = calloc(1, sizeof(*bare));
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_list_req req = { NULL, NULL, NULL, NULL, 0 };
+	struct objfs_list_page page = OBJFS_LIST_PAGE_INIT;
+	struct objfs_copy_opts co = { OBJFS_META_COPY, NULL, NULL, NULL };
+	struct objfs_part_copy pc = { "k", 0, 10, NULL };
+	struct objfs_source src;
+	struct objfs_part part;
+	const char *dels[1] = { "k2" };
+	char *id = NULL;
+	size_t failed = 0;
+
+	assert_non_null(bare);
+	bare->ops = &bare_ops;
+	bare->inner = f->s;
+	tu_put(bare, "k", "0123456789", 10, NULL);
+	tu_check(bare, "k", "0123456789", 10);
+	assert_int_equal(objfs_store_head(bare, "k", &info), 0);
+	assert_int_equal(info.size, 10);
+	objfs_obj_info_release(&info);
+	assert_int_equal(objfs_store_list(bare, &req, &page), 0);
+	assert_int_equal(page.n_entries, 1);
+	objfs_list_page_release(&page);
+	assert_int_equal(objfs_store_copy(bare, "k", "k2", &co, NULL), 0);
+	assert_int_equal(objfs_store_del_many(bare, dels, 1, &failed), 0);
+	assert_int_equal(objfs_store_mpu_create(bare, "m", NULL, &id), 0);
+	objfs_source_mem(&src, "abc", 3);
+	assert_int_equal(objfs_store_mpu_part_copy(bare, "m", id, 1, &pc,
+						   &part), 0);
+	assert_int_equal(objfs_store_mpu_complete(bare, "m", id, &part, 1,
+						  NULL), 0);
+	tu_check(bare, "m", "0123456789", 10);
+	free(id);
+	id = NULL;
+	assert_int_equal(objfs_store_mpu_create(bare, "n", NULL, &id), 0);
+	assert_int_equal(objfs_store_mpu_part(bare, "n", id, 1, &src, &part),
+			 0);
+	assert_int_equal(objfs_store_mpu_abort(bare, "n", id), 0);
+	free(id);
+	assert_int_equal(objfs_store_del(bare, "m"), 0);
+	/* not forwarded: a deferred delete is this store's own del */
+	assert_int_equal(objfs_store_del_deferred(bare, "k"), 0);
+	assert_int_equal(objfs_store_del_barrier(bare), 0);
+	assert_int_equal(objfs_store_head(bare, "k", &info), ENOENT);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_PUT), 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_COPY), 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_DEL_MANY), 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_CREATE), 2);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_PART), 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_PART_COPY),
+			 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_COMPLETE),
+			 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_MPU_ABORT), 1);
+	assert_int_equal(objfs_fault_calls(f->fault, OBJFS_FOP_DEL), 2);
+	/* bare's destroy frees the fault layer too */
+	objfs_store_destroy(bare);
+	f->s = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +604,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_prefix_layer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_layer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unset_slots_forward, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

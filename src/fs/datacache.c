@@ -1,5 +1,5 @@
 /*
- * dcache.c - bounded on-disk chunk cache (see dcache.h).
+ * datacache.c - bounded on-disk chunk cache (see datacache.h).
  *
  * State under c->mu: a hash table id -> entry and an LRU list (head = most
  * recent).  File I/O runs without the lock: a put writes a temp file and
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/list.h"
-#include "fs/dcache.h"
+#include "fs/datacache.h"
 
 #define DC_BUCKETS 4096
 #define DC_HDR_MAX 1200

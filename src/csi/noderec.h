@@ -1,5 +1,5 @@
 /*
- * records.h - the node plugin's memory of staged and published volumes,
+ * noderec.h - the node plugin's memory of staged and published volumes,
  * kept under STATE_DIR/node so that a restarted objfs-csi finds its mounts
  * again (adopts the healthy ones, repairs the broken ones).
  *

@@ -1,5 +1,5 @@
 /*
- * dcache.h - an optional on-disk cache of object data, bounded in bytes.
+ * datacache.h - an optional on-disk cache of object data, bounded in bytes.
  *
  * Entries are chunks of objects named by (key, ETag, offset): a changed
  * object has a new ETag, so stale data is never served, and old entries

@@ -1,5 +1,5 @@
 /*
- * records.c - node records in the state directory (see records.h).
+ * noderec.c - node records in the state directory (see noderec.h).
  *
  * Invariant: a record file on disk is always complete (written to a temp
  * file in the same directory, fsync'ed, renamed over the old one, then the
@@ -23,7 +23,7 @@
 #include "common/hex.h"
 #include "common/buf.h"
 #include "common/creds.h"
-#include "csi/records.h"
+#include "csi/noderec.h"
 
 static void free_pub(struct objfs_node_pub *p)
 {
@@ -210,7 +210,7 @@ int objfs_node_rec_format(const struct objfs_node_rec *r, char **out, size_t *le
 	buf_kv(&b, "group", r->group);
 	if (r->unit != NULL && r->unit[0] != '\0')
 		buf_kv(&b, "unit", r->unit);
-	/* keys plugins before them refuse: behind "#+" (records.h) */
+	/* keys plugins before them refuse: behind "#+" (noderec.h) */
 	if (r->pv_name != NULL && r->pv_name[0] != '\0')
 		buf_kv(&b, OBJFS_NODE_REC_EXT "pv_name", r->pv_name);
 	if (r->pvc_name != NULL && r->pvc_name[0] != '\0')
@@ -374,7 +374,7 @@ static int parse_line(struct objfs_node_rec *r, const char *line, size_t n)
 			err = EINVAL;
 		r->secrets = val[0] == '1';
 	}
-	/* any other key is a later plugin's: ignored (records.h) */
+	/* any other key is a later plugin's: ignored (noderec.h) */
 out:
 	free(val);
 	return err;
