@@ -46,6 +46,12 @@ KNOWN = {
                    "entry changes, a file's creation atime) read back from "
                    "the store (only with lagging_listings: a directory's "
                    "nlink alone, or more times changed on the mount)",
+    "revalidated-times": "a directory's entry-change times and a file's "
+                         "creation atime are the mount's memory, not the "
+                         "store's: a step that finds an attribute or entry "
+                         "timeout expired (a busy machine) looks the name up "
+                         "again and may show more times changed than a local "
+                         "filesystem, never fewer",
 }
 
 ROOT = (0, 0, [0])
@@ -603,7 +609,8 @@ def run_steps(ref, mnt, log=None, settle=0.015, lagging_listings=False):
                 differ(tags + lag, "%s: %s: %s, objfs %s" % (step, short(p or "."), f_ref, f_mnt))
             c_ref, c_mnt = changed(b_ref, a_ref), changed(b_mnt, a_mnt)
             if c_ref != c_mnt and c_ref is not None and c_mnt is not None:
-                lag = ("listing-lag",) if lagging_listings and lag_times(c_ref, c_mnt) else ()
+                lag = (("listing-lag",) if lagging_listings else ("revalidated-times",)) \
+                    if lag_times(c_ref, c_mnt) else ()
                 differ(tags + lag, "%s: %s: times changed %s, objfs %s" % (
                     step, short(p or "."), c_ref, c_mnt))
             x_ref = explicit(op, args, a_ref) if p == args[0] else None
