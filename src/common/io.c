@@ -82,25 +82,36 @@ void objfs_deadline_ms(clockid_t clk, long long ms, struct timespec *ts)
 	}
 }
 
+size_t objfs_read_small(const char *path, char *buf, size_t cap)
+{
+	ssize_t n;
+	int fd;
+
+	if (cap == 0)
+		return 0;
+	buf[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
 unsigned long long objfs_proc_io(int pid)
 {
 	char path[64], buf[512];
 	unsigned long long r = 0, w = 0;
 	const char *p;
-	ssize_t n;
-	int fd;
 
 	if (pid <= 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/io", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (objfs_read_small(path, buf, sizeof(buf)) == 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	if ((p = strstr(buf, "rchar: ")) != NULL)
 		r = strtoull(p + 7, NULL, 10);
 	if ((p = strstr(buf, "wchar: ")) != NULL)

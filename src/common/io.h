@@ -23,6 +23,10 @@ long long objfs_now_ms(void);
  * on a condition variable of that clock. */
 void objfs_deadline_ms(clockid_t clk, long long ms, struct timespec *ts);
 
+/* Reads the small file at path (a /proc or /sys entry) into buf, NUL
+ * terminated: the bytes read (at most cap - 1), or 0 when it is missing,
+ * empty or unreadable. */
+size_t objfs_read_small(const char *path, char *buf, size_t cap);
 /* Bytes process pid has read and written (rchar + wchar of /proc/PID/io,
  * sockets included: a sign of progress), or 0 when unknown. */
 unsigned long long objfs_proc_io(int pid);

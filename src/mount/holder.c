@@ -156,20 +156,13 @@ static uint64_t proc_start(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v = 0;
-	ssize_t n;
-	int fd, i;
+	int i;
 
 	if (pid <= 0)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (objfs_read_small(path, buf, sizeof(buf)) == 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');          /* the name may hold spaces */
 	/* a zombie holds no fd any more: gone */
 	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')

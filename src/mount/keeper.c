@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "common/log.h"
 #include "common/mountopts.h"
 #include "mount/keeper.h"
@@ -58,18 +59,10 @@ static unsigned read_sysctl(const char *dir, const char *name)
 {
 	char path[4200], buf[32];
 	unsigned long v;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (objfs_read_small(path, buf, sizeof(buf)) == 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	v = strtoul(buf, NULL, 10);
 	return v > 0xffffffffUL ? 0xffffffffu : (unsigned)v;
 }
