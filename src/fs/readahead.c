@@ -13,7 +13,8 @@
  * A handle is a sequential reader from its first read at 0 (cat) or from
  * its RA_SEQ-th read in a row within RA_SKIP after the last one's end (a
  * read up to RA_SKIP before it, the kernel's parallel reads arriving out
- * of order, neither counts nor breaks the row).  Any other read is random:
+ * of order, neither counts nor breaks the row, and starts no GET of a
+ * chunk: it reads as a random read does).  Any other read is random:
  * served from the chunks the handle holds, else by a GET of its own range
  * (what it reads; the kernel's page cache keeps it), and the chunks held
  * stay (given back only while another reader waits for a buffer).  Before
@@ -635,7 +636,7 @@ int ra_read(struct fhandle *fh, uint64_t off, size_t size,
 	struct ra_chunk *whole;
 	size_t done = 0;
 	char *buf = NULL;
-	bool store, first, short_of;
+	bool store, first, fwd, short_of;
 	unsigned i;
 	int err;
 
@@ -661,7 +662,8 @@ int ra_read(struct fhandle *fh, uint64_t off, size_t size,
 	 * skips pages its cache still holds, and its parallel reads of one
 	 * read-ahead batch arrive in any order); a read shortly before the
 	 * last one's end is such a read too, and neither counts nor breaks */
-	if (off >= fh->next_off && off - fh->next_off <= RA_SKIP) {
+	fwd = off >= fh->next_off && off - fh->next_off <= RA_SKIP;
+	if (fwd) {
 		fh->seq++;
 		fh->next_off = end;
 	} else if (off < fh->next_off && fh->next_off - off <= RA_SKIP) {
@@ -671,7 +673,10 @@ int ra_read(struct fhandle *fh, uint64_t off, size_t size,
 		fh->seq = 0;
 		fh->next_off = end;
 	}
-	if ((fh->seq >= RA_SEQ || first) && window > 0) {
+	/* a read before the last end is served from the chunks held or a
+	 * GET of its own: read-ahead from it would fetch again the chunk
+	 * the reader has left behind */
+	if (((fwd && fh->seq >= RA_SEQ) || first) && window > 0) {
 		ra_ahead(fh, key, etag, off, fsize);
 	} else {
 		/* not sequential: the chunks held stay for reads of their
