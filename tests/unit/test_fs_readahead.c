@@ -3,8 +3,9 @@
  * fault layer and a local store: N concurrent sequential readers each get
  * read-ahead within mem_limit (every byte from read-ahead chunks, each
  * chunk fetched once, the budget's peak at most mem_limit), a store slow
- * to start GETs gets GETs of several chunks, and the span rule.  Counts of
- * GETs and bytes only: nothing depends on timing.
+ * to start GETs gets GETs of several chunks, the span rule, and random
+ * reads that fetch what they read (no chunks) while the chunks held still
+ * serve them.  Counts of GETs and bytes only: nothing depends on timing.
  */
 #include "config.h"
 
@@ -209,6 +210,81 @@ static void test_slow_store_spans(void **state)
 	free(data);
 }
 
+#define RND_MB 64
+#define RND_READS 2000
+#define PAGE 4096u
+
+/* Reads [off, off + n) of fh into buf and checks it against want. */
+static void read_at(struct fhandle *fh, const char *want, uint64_t off,
+		    size_t n, char *buf)
+{
+	struct sink s = { buf, 0 };
+	struct ra_reply rp = { to_buf, &s };
+
+	assert_int_equal(ra_read(fh, off, n, &rp), 0);
+	assert_int_equal(s.got, n);
+	assert_memory_equal(buf, want + off, n);
+}
+
+/* Random 4 KiB reads (SQLite's pages, fio's randread) of a file much
+ * larger than the read-ahead window fetch about what they read: no
+ * chunks (issue 33: each read that happened to land shortly after the
+ * previous one started 3 chunks, 126x the bytes read); then the handle
+ * read in order gets chunks again after two reads, and the chunks it
+ * holds serve random reads of their range without a GET. */
+static void test_random_reads(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	size_t size = RND_MB * MiB;
+	char *data = malloc(size), buf[128 << 10];
+	uint64_t gets, direct, rabytes, off, x = 33;
+	struct inode *in;
+	struct fhandle *fh;
+	unsigned i;
+
+	assert_non_null(data);
+	fill(data, size, 5);
+	tu_put(e->store, "db", data, size, NULL);
+	fh = open_file(e, "db", &in);
+	gets = objfs_fault_calls(e->fault, OBJFS_FOP_GET);
+	for (i = 0; i < RND_READS; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		off = (x >> 33) % (size / PAGE) * PAGE;
+		read_at(fh, data, off, PAGE, buf);
+	}
+	direct = __atomic_load_n(&fs->ra_direct, __ATOMIC_RELAXED);
+	rabytes = __atomic_load_n(&fs->ra_bytes, __ATOMIC_RELAXED);
+	/* fetched: the GETs of a read's size and the chunks, at most twice
+	 * the bytes read (before: 3 chunks per 20 reads or so) */
+	assert_true(direct * PAGE + rabytes <= 2ULL * RND_READS * PAGE);
+	assert_true(direct >= RND_READS / 2);
+	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_GET) - gets <=
+		    RND_READS + 2);
+
+	/* read in order from 8 MiB: chunks from the second read on */
+	direct = __atomic_load_n(&fs->ra_direct, __ATOMIC_RELAXED);
+	rabytes = __atomic_load_n(&fs->ra_bytes, __ATOMIC_RELAXED);
+	for (off = 8 * MiB; off < 10 * MiB; off += sizeof(buf))
+		read_at(fh, data, off, sizeof(buf), buf);
+	assert_true(__atomic_load_n(&fs->ra_direct, __ATOMIC_RELAXED) -
+		    direct <= 2);
+	assert_true(__atomic_load_n(&fs->ra_bytes, __ATOMIC_RELAXED) -
+		    rabytes >= 3 * MiB);
+
+	/* random reads in the chunks held (9 to 12 MiB): no GET */
+	gets = objfs_fault_calls(e->fault, OBJFS_FOP_GET);
+	direct = __atomic_load_n(&fs->ra_direct, __ATOMIC_RELAXED);
+	read_at(fh, data, 11 * MiB + 5 * PAGE, PAGE, buf);
+	read_at(fh, data, 9 * MiB + 3 * PAGE, PAGE, buf);
+	read_at(fh, data, 10 * MiB + 70 * PAGE, PAGE, buf);
+	read_at(fh, data, 9 * MiB - 9 * PAGE + 7 * MiB / 4, 2 * PAGE, buf);
+	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_GET) - gets, 0);
+	assert_true(__atomic_load_n(&fs->ra_direct, __ATOMIC_RELAXED) == direct);
+	close_file(e, fh, in);
+	free(data);
+}
+
 static void test_span_rule(void **state)
 {
 	(void)state;
@@ -241,6 +317,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slow_store_spans, setup_slow,
 						fe_teardown_state),
 		cmocka_unit_test(test_span_rule),
+		cmocka_unit_test_setup_teardown(test_random_reads, setup_slow,
+						fe_teardown_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
