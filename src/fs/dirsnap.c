@@ -222,7 +222,17 @@ void snap_note(struct objfs_fs *fs, struct inode *dir, const char *name,
 		if (s->ndirs >= 0)
 			s->ndirs += (long)is_dir - (long)s->e[i].is_dir;
 		s->e[i].is_dir = is_dir;
+		/* another object under the name now (a rename over it, a
+		 * link name): what the entry says of the one it replaced
+		 * (ETag, Last-Modified, size) must not match that one's
+		 * attribute index entry (issue 34: a hard link's name taken
+		 * for the plain file it replaced, a second inode of its set) */
 		s->e[i].have_attr = false;
+		s->e[i].hlink = false;
+		s->e[i].etag[0] = '\0';
+		s->e[i].size = 0;
+		s->e[i].mtime.tv_sec = 0;
+		s->e[i].mtime.tv_nsec = 0;
 		s->e[i].ict = 0;
 		free(s->e[i].link);
 		s->e[i].link = NULL;

@@ -2860,6 +2860,55 @@ def t_hardlink_orphans(env):
           "link sets counted in the usage: %s" % doc)
 
 
+def t_hardlink_rename_over_listed(env):
+    """A link's name renamed over a plain file of a directory this mount
+    has listed, then readdir (readdirplus) of it: the replaced name shows
+    the link set's file (one inode, its size and nlink), never a second
+    inode with the replaced file's attributes (the listing kept the
+    replaced object's ETag, Last-Modified and size, so the attribute
+    index entry of the replaced file matched it; issue 34, t_fsstress:
+    two inodes of one set, whose writes then overwrote each other or
+    failed with EIO).  Long TTLs: the listing stays in use, whatever the
+    machine's speed."""
+    url = env.volume("hlrol")
+    m = env.mount(url, ["attr_ttl=3600", "entry_ttl=3600", "dir_ttl=3600"])
+    d = m["dir"]
+    os.makedirs(d + "/a")
+    wfile(d + "/a/old", b"o" * 1000)
+    wfile(d + "/a/f", b"f" * 3000)
+    # the attribute index holds old's entry (its flusher writes it)
+    for _ in range(600):
+        if env.keys(url, ".objfs/attrs/"):
+            break
+        time.sleep(0.1)
+    check(env.keys(url, ".objfs/attrs/"), "no attribute index written")
+    os.listdir(d + "/a")
+    os.link(d + "/a/f", d + "/a/l")     # drops the listing
+    # a lookup lists the directory again (no attributes fetched yet)
+    check(not os.path.exists(d + "/a/nothing"), "a/nothing exists")
+    os.rename(d + "/a/l", d + "/a/old")
+    check(sorted(os.listdir(d + "/a")) == ["f", "old"],
+          "names after the rename: %s" % os.listdir(d + "/a"))
+    st_f, st_o = os.stat(d + "/a/f"), os.stat(d + "/a/old")
+    check(st_o.st_ino == st_f.st_ino,
+          "one inode for both names: %d %d" % (st_f.st_ino, st_o.st_ino))
+    check((st_o.st_size, st_o.st_nlink) == (3000, 2),
+          "the replaced name: size %d nlink %d, wanted 3000 and 2" % (
+              st_o.st_size, st_o.st_nlink))
+    # writes through either name reach one file
+    with open(d + "/a/old", "r+b") as fh:
+        fh.seek(10)
+        fh.write(b"W" * 10)
+    with open(d + "/a/f", "ab") as fh:
+        fh.write(b"A" * 100)
+    want = b"f" * 10 + b"W" * 10 + b"f" * 2980 + b"A" * 100
+    for n in ("f", "old"):
+        got = rfile(d + "/a/" + n)
+        check(got == want, "content through %s: %d bytes, wanted %d" % (
+            n, len(got), len(want)))
+    env.umount(m)
+
+
 def t_hardlink_rsync(env):
     """rsync -aH of a tree with hard links onto the mount and back: the same
     tree, the same link groups."""
@@ -2939,6 +2988,7 @@ TESTS = [
     t_hardlink_attrs_special,
     t_hardlink_same_second,
     t_hardlink_orphans,
+    t_hardlink_rename_over_listed,
     t_small_reads,
     t_random_reads,
     t_readahead_mem,
