@@ -190,8 +190,11 @@ def t_fsstress(env):
     and on a local directory: the same tree (names, types, sizes, link
     counts, bytes), the same refusals (ENOTEMPTY), and at most
     FSSTRESS_REQS_PER_OP store requests per operation.  Its time beside
-    the local directory's: bench/fsstress.sh."""
-    ops = 5000
+    the local directory's: bench/fsstress.sh.  5,000 operations on the
+    local store (issue 34's load); 2,000 of the same mix on an S3 server,
+    where it checks correctness (5,000 took 306 s on Swift, a third of
+    the suite's time)."""
+    ops = 5000 if env.kind == "local" else 2000
     ref = tempfile.mkdtemp(prefix="fsstress-ref-", dir=env.work)
     want = run_fsstress(ref, ops, 7)
     url = env.volume("fsstress")

@@ -4,4 +4,4 @@
 set -u
 : "${OBJFS_SRCDIR:=$(dirname "$0")/../..}"
 : "${PYTHON3:=/usr/bin/python3}"
-exec timeout -k 10 900 "$PYTHON3" "$OBJFS_SRCDIR/tests/integration/fs_suite.py" local "$@"
+exec timeout -k 10 1500 "$PYTHON3" "$OBJFS_SRCDIR/tests/integration/fs_suite.py" local "$@"

@@ -29,4 +29,4 @@ echo "$SERVER started in $(($(date +%s) - t0)) s"
 . "$W/env"
 export OBJFS_TEST_S3_ENDPOINT OBJFS_TEST_S3_REGION OBJFS_TEST_S3_BUCKET \
 	OBJFS_TEST_S3_ACCESS_KEY OBJFS_TEST_S3_SECRET_KEY
-timeout -k 10 1200 "$PYTHON3" "$OBJFS_SRCDIR/tests/integration/fs_suite.py" s3 "$@"
+timeout -k 10 1600 "$PYTHON3" "$OBJFS_SRCDIR/tests/integration/fs_suite.py" s3 "$@"

@@ -43,7 +43,7 @@ from faultproxy import FaultProxy  # noqa: E402
 BUILD = os.environ.get("OBJFS_BUILDDIR", os.path.dirname(os.path.abspath(__file__)) + "/../..")
 MOUNT = os.path.join(BUILD, "objfs-mount")
 TOOL = os.path.join(BUILD, "tests/integration/objfs-store-tool")
-SUITE_TIMEOUT = int(os.environ.get("OBJFS_FS_SUITE_TIMEOUT", "900"))
+SUITE_TIMEOUT = int(os.environ.get("OBJFS_FS_SUITE_TIMEOUT", "1500"))
 
 
 class Fail(Exception):
