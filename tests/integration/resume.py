@@ -955,6 +955,17 @@ def ns_children(pid):
         return []
 
 
+def ns_init(ns):
+    """The first process of the pid namespace unshare (ns) made: its child,
+    waited for up to 5 s."""
+    for _ in range(500):
+        kids = ns_children(ns.pid)
+        if kids:
+            return kids[0]
+        time.sleep(0.01)
+    raise _fs().Fail("no namespace init")
+
+
 def mount_procs(init, mnt):
     """The objfs-mount processes of mount point mnt in the namespace whose
     init is pid init: {pid: ppid}."""
@@ -1046,13 +1057,7 @@ def t_resume_any_death(env):
         ready, _, _ = select_read(r, 30)
         os.close(r)
         fs.check(ready == b"R", "mount not ready: %s" % open(logf).read()[-3000:])
-        for _ in range(500):
-            kids = ns_children(ns.pid)
-            if kids:
-                init = kids[0]
-                break
-            time.sleep(0.01)
-        fs.check(init is not None, "no namespace init")
+        init = ns_init(ns)
         enter = ["nsenter", "-t", str(init), "-m"]
         keeper, server = roles(init, mnt)
         fs.check(keeper and server, "a keeper and a server: %s" % mount_procs(init, mnt))
@@ -1157,14 +1162,7 @@ def pid1_start(env, url, mnt, opts, logf):
         os.killpg(ns.pid, signal.SIGKILL)
         ns.wait()
         raise fs.Fail("PID 1 mount not ready: %s" % open(logf).read()[-3000:])
-    init = None
-    for _ in range(500):
-        kids = ns_children(ns.pid)
-        if kids:
-            init = kids[0]
-            break
-        time.sleep(0.01)
-    fs.check(init is not None, "no namespace init")
+    init = ns_init(ns)
     return ns, init
 
 
