@@ -336,18 +336,22 @@ static int real_mount_info(void *ctx, const char *path, struct objfs_csi_mount_i
 
 /* ---- mounts ----------------------------------------------------------- */
 
-static void real_abort_conn(void *ctx, unsigned long dev)
+static void real_abort_conn(void *ctx, const char *mnt, unsigned long dev)
 {
+	struct objfs_csi_mount_info mi;
 	char path[96];
 	int fd;
 
 	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%lu/abort", dev);
-	(void)ctx;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (write(fd, "1", 1) < 0) {
-		/* The connection is gone already: nothing to abort. */
+	/* The open file is bound to the connection that had the number
+	 * when it was opened; if mnt's mount has it still, that is ours. */
+	if (real_mount_info(ctx, mnt, &mi) == 0 && mi.fuse && mi.dev == dev) {
+		if (write(fd, "1", 1) < 0) {
+			/* The connection is gone already: nothing to abort. */
+		}
 	}
 	close(fd);
 }
@@ -872,7 +876,7 @@ static int real_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 
 		kill_mount(proc.pid, SIGKILL);
 		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse) {
-			real_abort_conn(ctx, mi.dev);
+			real_abort_conn(ctx, spec->mountpoint, mi.dev);
 			real_unmount(ctx, spec->mountpoint, true);
 		}
 		real_stop(ctx, &proc, 0);
@@ -1156,7 +1160,7 @@ static int sd_start(void *ctx, const struct objfs_csi_mount_spec *spec,
 
 		systemctl("kill", "--signal=SIGKILL", proc.unit, NULL, 0);
 		if (real_mount_info(ctx, spec->mountpoint, &mi) == 0 && mi.fuse) {
-			real_abort_conn(ctx, mi.dev);
+			real_abort_conn(ctx, spec->mountpoint, mi.dev);
 			real_unmount(ctx, spec->mountpoint, true);
 		}
 		sd_wait_gone(ctx, &proc, 5000);

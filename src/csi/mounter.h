@@ -80,10 +80,15 @@ struct objfs_csi_mounter_ops {
 	 * connected.  lazy true: detach at once.  EINVAL when path is not a
 	 * mount point. */
 	int (*unmount)(void *ctx, const char *path, bool lazy);
-	/* Aborts FUSE connection dev (/sys/fs/fuse/connections/DEV/abort):
-	 * every waiter on a hung daemon gets ENOTCONN.  Aborting a gone
-	 * connection is fine. */
-	void (*abort_conn)(void *ctx, unsigned long dev);
+	/* Aborts the FUSE connection of the mount at path, dev as
+	 * mount_info gave it (/sys/fs/fuse/connections/DEV/abort): every
+	 * waiter on a hung daemon gets ENOTCONN.  The abort file is opened
+	 * first and written only while path's top mount still has dev: an
+	 * unmount frees its number and the next FUSE mount anywhere takes
+	 * it, so a number read a moment ago may name another mount's
+	 * connection (an open file stays with the connection it named).
+	 * Aborting a gone connection is fine. */
+	void (*abort_conn)(void *ctx, const char *path, unsigned long dev);
 	/* What is mounted at path: 0, or ENOENT when path is no mount point. */
 	int (*mount_info)(void *ctx, const char *path, struct objfs_csi_mount_info *out);
 	/* statvfs(path) bounded by timeout_ms (ETIMEDOUT: a hung mount). */

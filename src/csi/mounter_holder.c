@@ -181,7 +181,7 @@ again:
 			 spec->timeout_ms);
 		(void)stop_slot(sock, name, 0, SIGKILL);
 		if (real_ops()->mount_info(NULL, spec->mountpoint, &mi) == 0 && mi.fuse) {
-			real_ops()->abort_conn(NULL, mi.dev);
+			real_ops()->abort_conn(NULL, spec->mountpoint, mi.dev);
 			real_ops()->unmount(NULL, spec->mountpoint, true);
 		}
 		err = ETIMEDOUT;
@@ -296,10 +296,10 @@ static int holder_unmount(void *ctx, const char *path, bool lazy)
 	return real_ops()->unmount(NULL, path, lazy);
 }
 
-static void holder_abort_conn(void *ctx, unsigned long dev)
+static void holder_abort_conn(void *ctx, const char *path, unsigned long dev)
 {
 	(void)ctx;
-	real_ops()->abort_conn(NULL, dev);
+	real_ops()->abort_conn(NULL, path, dev);
 }
 
 static int holder_mount_info(void *ctx, const char *path,

@@ -618,7 +618,7 @@ static enum objfs_rpc_code stage_new(struct objfs_csi_node *n,
 			goto out;
 		}
 		objfs_warn(n->log, "node", "removing an unrecorded FUSE mount at %s", staging);
-		n->m.ops->abort_conn(n->m.ctx, mi.dev);
+		n->m.ops->abort_conn(n->m.ctx, staging, mi.dev);
 		node_detach_all(n, staging);
 	}
 	v = calloc(1, sizeof(*v));

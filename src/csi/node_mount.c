@@ -129,7 +129,7 @@ void node_kill_mount(struct objfs_csi_node *n, const struct objfs_node_rec *rec)
 
 	proc_of(rec, &p);
 	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0 && mi.fuse)
-		n->m.ops->abort_conn(n->m.ctx, mi.dev);
+		n->m.ops->abort_conn(n->m.ctx, rec->staging, mi.dev);
 	if (p.pid > 0 || p.unit[0] != '\0')
 		(void)n->m.ops->stop(n->m.ctx, &p, 0);
 	node_detach_all(n, rec->staging);
@@ -198,7 +198,7 @@ int node_unmount_staging(struct objfs_csi_node *n, const struct objfs_node_rec *
 			    rec->volume_id, (long)rec->pid);
 	if (n->m.ops->mount_info(n->m.ctx, rec->staging, &mi) == 0) {
 		if (mi.fuse)
-			n->m.ops->abort_conn(n->m.ctx, mi.dev);
+			n->m.ops->abort_conn(n->m.ctx, rec->staging, mi.dev);
 		node_detach_all(n, rec->staging);
 	}
 	return err;

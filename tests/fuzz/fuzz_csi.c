@@ -169,7 +169,7 @@ static int f_unmount(void *ctx, const char *path, bool lazy)
 	return i >= 0 ? 0 : EINVAL;
 }
 
-static void f_abort(void *ctx, unsigned long dev)
+static void f_abort(void *ctx, const char *path, unsigned long dev)
 {
 }
 

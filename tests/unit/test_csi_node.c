@@ -200,10 +200,11 @@ static int fake_unmount(void *ctx, const char *path, bool lazy)
 	return err;
 }
 
-static void fake_abort(void *ctx, unsigned long dev)
+static void fake_abort(void *ctx, const char *path, unsigned long dev)
 {
 	struct fake *f = ctx;
 
+	(void)path;
 	(void)dev;
 	pthread_mutex_lock(&f->lock);
 	f->aborts++;
