@@ -74,6 +74,9 @@ struct objfs_fault {
 	unsigned short_n;                       /* protected by mu */
 	bool short_all;                         /* protected by mu */
 	unsigned stall_n, stall_ms, stall_then_ms;      /* protected by mu */
+	bool stall_distinct;                    /* protected by mu */
+	struct { uint64_t off, len; } stalled[16];      /* protected by mu */
+	unsigned n_stalled;                     /* protected by mu */
 	unsigned lag_ms;                        /* protected by mu */
 	uint64_t sent;                          /* protected by mu */
 	struct lag_key *lag;                    /* protected by mu */
@@ -170,11 +173,21 @@ void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms)
 	objfs_fault_stall_then(f, n, ms, ms);
 }
 
+void objfs_fault_stall_ranges(struct objfs_fault *f, unsigned n, unsigned ms)
+{
+	objfs_fault_stall(f, n, ms);
+	pthread_mutex_lock(&f->mu);
+	f->stall_distinct = true;
+	pthread_mutex_unlock(&f->mu);
+}
+
 void objfs_fault_stall_then(struct objfs_fault *f, unsigned n,
 			    unsigned first_ms, unsigned then_ms)
 {
 	pthread_mutex_lock(&f->mu);
 	f->stall_n = n;
+	f->stall_distinct = false;
+	f->n_stalled = 0;
 	f->stall_ms = first_ms;
 	f->stall_then_ms = then_ms;
 	pthread_mutex_unlock(&f->mu);
@@ -583,6 +596,25 @@ static int short_write_at(void *arg, uint64_t off, const void *data, size_t n)
 	return 0;
 }
 
+/* With stall_distinct: true when opts's range hung before; else it is
+ * remembered.  Called with mu held. */
+static bool stalled_before(struct objfs_fault *f, const struct objfs_get_opts *opts)
+{
+	uint64_t off = opts != NULL ? opts->off : 0;
+	uint64_t len = opts != NULL ? opts->len : 0;
+	unsigned i;
+
+	for (i = 0; i < f->n_stalled; i++)
+		if (f->stalled[i].off == off && f->stalled[i].len == len)
+			return true;
+	if (f->n_stalled < sizeof(f->stalled) / sizeof(f->stalled[0])) {
+		f->stalled[f->n_stalled].off = off;
+		f->stalled[f->n_stalled].len = len;
+		f->n_stalled++;
+	}
+	return false;
+}
+
 static int fault_get(struct objfs_store *s, const char *key,
 		     const struct objfs_get_opts *opts,
 		     const struct objfs_sink *sink, struct objfs_obj_info *info)
@@ -598,7 +630,7 @@ static int fault_get(struct objfs_store *s, const char *key,
 	if (err != 0)
 		return err;
 	pthread_mutex_lock(&f->mu);
-	if (f->stall_n > 0) {
+	if (f->stall_n > 0 && !(f->stall_distinct && stalled_before(f, opts))) {
 		f->stall_n--;
 		stall = f->stall_ms;
 		f->stall_ms = f->stall_then_ms;

@@ -55,6 +55,10 @@ void objfs_fault_short_read(struct objfs_fault *f, uint64_t k, unsigned n);
 /* The next n gets hang for ms milliseconds before they run (a stalled
  * transfer); a fired cancel of the get ends the hang with ECANCELED. */
 void objfs_fault_stall(struct objfs_fault *f, unsigned n, unsigned ms);
+/* As objfs_fault_stall, counting only gets of a range not stalled before
+ * (key aside): a get of a range that hung already, a hedge of it, runs
+ * at once, whatever the order the two reach the layer in. */
+void objfs_fault_stall_ranges(struct objfs_fault *f, unsigned n, unsigned ms);
 /* The next get hangs first_ms, the n - 1 after it then_ms each: an order
  * of answers that no scheduling delay under first_ms can swap. */
 void objfs_fault_stall_then(struct objfs_fault *f, unsigned n,

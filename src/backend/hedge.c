@@ -117,6 +117,7 @@ struct hget {
 	struct hget *next;              /* h->pending, h->mu */
 	struct hget *live_next;         /* h->live, h->mu */
 	long long start_ms;
+	long long hedge_start_ms;       /* h->mu: when its hedge began */
 	long long not_before_ms;        /* h->mu: refused, look again then */
 	bool refused[2];                /* h->mu: counted, by reason */
 	unsigned first_ms, gap_ms;      /* the thresholds when it began */
@@ -344,8 +345,10 @@ static void *primary_main(void *arg)
 	pthread_mutex_lock(&g->mu);
 	g->primary_done = true;
 	g->primary_err = err;
-	sample_recent(h, g->first_byte_ms >= 0 ? g->first_byte_ms :
-		      end - g->start_ms, g->start_ms);
+	/* a primary its hedge beat is in the view as the hedge's answer */
+	if (g->winner != W_HEDGE)
+		sample_recent(h, g->first_byte_ms >= 0 ? g->first_byte_ms :
+			      end - g->start_ms, g->start_ms);
 	if (err == 0 && g->winner == W_NONE) {
 		g->winner = W_PRIMARY;
 		if (g->first_byte_ms >= 0) {
@@ -380,6 +383,13 @@ static void *hedge_main(void *arg)
 	g->hedge_done = true;
 	g->hedge_err = err;
 	if (err == 0 && g->winner == W_NONE) {
+		/* what the server answers now: a hedge that beat its
+		 * primary shows the server is not slow for everyone (the
+		 * beaten primary's wait would count as late: with a few
+		 * stalled GETs raced and won, a last stalled one looked
+		 * like a slow server and waited out its stall unraced) */
+		sample_recent(h, objfs_now_ms() - g->hedge_start_ms,
+			      g->hedge_start_ms);
 		g->winner = W_HEDGE;
 		h->won++;
 		objfs_metric_add(h->m_won, 0, 1);
@@ -423,6 +433,7 @@ static void hedge_start(struct hedge *h, struct hget *g)
 	}
 	g->hedging = true;
 	pthread_mutex_unlock(&g->mu);
+	g->hedge_start_ms = objfs_now_ms();
 	if (!racer_start(h, g, hedge_main)) {
 		pthread_mutex_lock(&g->mu);
 		g->hedging = false;
