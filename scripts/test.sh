@@ -42,7 +42,8 @@ busy_start() {
 	done
 }
 busy_stop() {
-	[ -n "$busy_pids" ] && kill $busy_pids 2>/dev/null
+	# (a loop already gone is no error: this runs under set -e)
+	[ -z "$busy_pids" ] || kill $busy_pids 2>/dev/null || true
 	busy_pids=""
 }
 trap busy_stop EXIT
