@@ -666,6 +666,44 @@ def t_hardlink_renamed_over_held(env):
     env.umount(b)
 
 
+def t_hardlink_attrs_back_to_back(env):
+    """chmod then chown, back to back, on a link name of a block device
+    and of FIFOs (issue 34 item 4, pjdfstest link/00.t: on Swift the
+    older of two updates of the set's data object won, 1 in 1 on a block
+    device, 1 in 20 on FIFOs): every name shows both changes at once and
+    on a fresh mount (what the store kept); link(2) advances ctime.  Ten
+    sets of each kind, so a reordering shows."""
+    url = env.volume("hlb2b")
+    m = env.mount(url)
+    d = m["dir"]
+    kinds = [("b", stat.S_IFBLK)] * 2 + [("p", stat.S_IFIFO)] * 8
+    names = []
+    for i, (kind, mode) in enumerate(kinds):
+        n = ["%s/%s%d_%d" % (d, kind, i, j) for j in range(3)]
+        os.mknod(n[0], mode | 0o644, os.makedev(1, 2))
+        c0 = os.lstat(n[0]).st_ctime_ns
+        time.sleep(0.01)
+        os.link(n[0], n[1])
+        check(os.lstat(n[0]).st_ctime_ns > c0, "%s: link advances ctime" % n[0])
+        os.link(n[1], n[2])
+        os.chmod(n[1], 0o201)
+        os.chown(n[1], 65534, 65533)
+        for x in (n[0], n[2]):
+            st = os.lstat(x)
+            check((stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_nlink) == (0o201, 65534, 65533, 3),
+                  "%s: mode %o uid %d gid %d nlink %d" % (x, st.st_mode, st.st_uid, st.st_gid, st.st_nlink))
+        names.append([os.path.basename(x) for x in n])
+    env.umount(m)
+    m = env.mount(url)
+    for n in names:
+        for x in n:
+            st = os.lstat(m["dir"] + "/" + x)
+            check((stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_nlink) == (0o201, 65534, 65533, 3),
+                  "fresh mount: %s: mode %o uid %d gid %d nlink %d" % (
+                      x, st.st_mode, st.st_uid, st.st_gid, st.st_nlink))
+    env.umount(m)
+
+
 def t_hardlink_rsync(env):
     """rsync -aH of a tree with hard links onto the mount and back: the same
     tree, the same link groups."""
@@ -716,5 +754,6 @@ TESTS = [
     t_hardlink_orphans,
     t_hardlink_rename_over_listed,
     t_hardlink_renamed_over_held,
+    t_hardlink_attrs_back_to_back,
     t_hardlink_rsync,
 ]
