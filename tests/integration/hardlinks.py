@@ -642,9 +642,11 @@ def t_hardlink_renamed_over_held(env):
     time.sleep(ttl)
     check(rfile(db + "/f2") == want, "b reads it through f2")
 
-    # 3. the same, a's first view a lookup of g3 (known by stat only):
-    #    its inode becomes the set's (its number kept), f3's the replaced
-    ino_g = os.stat(da + "/g3").st_ino
+    # 3. the same, a's first view a lookup of g3 (open, never read: the
+    #    kernel keeps its inode, drop_caches or not): its inode becomes
+    #    the set's (its number kept), f3's the replaced
+    fg = os.open(da + "/g3", os.O_RDONLY)
+    ino_g = os.fstat(fg).st_ino
     ff = os.open(da + "/f3", os.O_RDWR)
     ino_f = os.fstat(ff).st_ino
     os.link(db + "/g3", db + "/h3")
@@ -660,6 +662,8 @@ def t_hardlink_renamed_over_held(env):
           "the replaced file: ino %d (was %d) nlink %d" % (st_ff.st_ino, ino_f, st_ff.st_nlink))
     os.pwrite(ff, b"X" * 10, 0)
     os.close(ff)
+    check(os.fstat(fg).st_ino == ino_g, "g3's open inode: %d" % os.fstat(fg).st_ino)
+    os.close(fg)
     check(rfile(da + "/f3") == gdata and rfile(da + "/g3") == gdata, "a reads the set's data through f3 and g3")
     check(len(data_keys()) == 3, "a data object per set: %s" % hl_keys(env, url))
     env.umount(a)
