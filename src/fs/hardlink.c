@@ -579,21 +579,15 @@ int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	return err;
 }
 
-bool hl_replaced(struct objfs_fs *fs, struct inode *in,
-		 const struct probe *p)
+/* in, the kernel's inode of a name this mount's inode of its link set
+ * now answers for, is the file a rename replaced (POSIX: unlinked, open
+ * until closed): out of the tree, its data gone from the store, nothing
+ * of it goes up (fs->lock). */
+static void replaced(struct objfs_fs *fs, struct inode *in)
 {
-	struct inode *data, *par;
+	struct inode *par;
 
 	fs_assert_locked(fs);
-	if (p->hl_id[0] == '\0' || in->hl.data || in->hl.pending ||
-	    in->dirty || in->spool != NULL || in->attr_dirty)
-		return false;   /* local state wins (apply_probe()) */
-	data = find_data(fs, p->hl_id);
-	if (data == NULL || data == in)
-		return false;   /* in may become the set's (hl_adopt()) */
-	/* this mount has the set's inode: in is the file the rename
-	 * replaced (POSIX: unlinked, open until closed), the name the
-	 * set's; its data is gone from the store, nothing of it goes up */
 	par = detach(fs, in);
 	if (par != NULL)
 		snap_drop(par);
@@ -605,6 +599,21 @@ bool hl_replaced(struct objfs_fs *fs, struct inode *in,
 	inode_changed(in, false);
 	state_note(fs, in);
 	maybe_free(fs, par);
+}
+
+bool hl_replaced(struct objfs_fs *fs, struct inode *in,
+		 const struct probe *p)
+{
+	struct inode *data;
+
+	fs_assert_locked(fs);
+	if (p->hl_id[0] == '\0' || in->hl.data || in->hl.pending ||
+	    in->dirty || in->spool != NULL || in->attr_dirty)
+		return false;   /* local state wins (apply_probe()) */
+	data = find_data(fs, p->hl_id);
+	if (data == NULL || data == in)
+		return false;   /* in may become the set's (hl_adopt()) */
+	replaced(fs, in);       /* its attributes as they were */
 	return true;
 }
 
@@ -612,22 +621,29 @@ int hl_adopt(struct objfs_fs *fs, struct inode *in)
 {
 	char id[IDBUF];
 	bool adopt;
+	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	adopt = in->hl.id != NULL && !in->hl.data && !in->hl.pending &&
 		!in->dirty && in->spool == NULL;
 	if (adopt) {
 		snprintf(id, sizeof(id), "%s", in->hl.id);
-		/* a set with an inode here already: hl_replaced() (the
-		 * kernel's inode of a name that lookups resolve elsewhere)
-		 * leaves in alone, never a second data inode */
-		adopt = find_data(fs, id) == NULL;
+		if (find_data(fs, id) != NULL) {
+			/* made since hl_replaced() (a lookup of another
+			 * name): never a second data inode */
+			replaced(fs, in);
+			adopt = false;
+		}
 	}
-	if (adopt)
+	if (adopt) {
 		join(fs, in, id);
-	adopt = adopt && in->hl.data;
+		if (!in->hl.data)
+			err = ENOMEM;
+	}
 	pthread_mutex_unlock(&fs->lock);
-	return adopt ? hl_revalidate(fs, in, true) : 0;
+	if (adopt && err == 0)
+		err = hl_revalidate(fs, in, true);
+	return err;
 }
 
 /* ---- link, unlink, rename -------------------------------------------- */
