@@ -919,10 +919,18 @@ void hl_name_gone(struct objfs_fs *fs, const char *id, const char *tok);
  * ENOENT or a store errno.  Takes fs->lock. */
 int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force);
 /* in (pinned by the caller), a file the kernel knows by its name, turned
- * out to be a hard link's name (another mount linked it): it becomes the
- * data inode of the set, so the kernel's inode goes on with the file.
- * 0 or an errno.  Takes fs->lock. */
+ * out to be a hard link's name (another mount linked it, or renamed a
+ * link name over it): it becomes the data inode of the set, so the
+ * kernel's inode goes on with the file, unless this mount has one
+ * (hl_replaced()).  0 or an errno.  Takes fs->lock. */
 int hl_adopt(struct objfs_fs *fs, struct inode *in);
+/* Before p (a probe of in's name) is applied to in (revalidate()): when
+ * p names a link set this mount has another data inode of (another
+ * mount renamed a link name over in's name), in leaves the tree as the
+ * file replaced, keeping what it holds, and true is returned (p is not
+ * applied: in never becomes a second inode of the set).  fs->lock held. */
+bool hl_replaced(struct objfs_fs *fs, struct inode *in,
+		 const struct probe *p);
 /* The data key of data inode in into buf.  fs->lock held. */
 int hl_data_key(const struct inode *in, char *buf, size_t cap);
 /* True when listing entry d of dir names a hard link (readdirplus gives

@@ -32,9 +32,14 @@
  * kernel forgot it has the same one; a set this mount never numbered is
  * numbered from its id (HL_INO_BASE and up), the same in every mount.  While it becomes a set
  * (hl_pending) it is already on fs->hl_list, so a lookup of either name
- * finds it and not a second inode.  A file the kernel knows by its name
- * that another mount linked becomes the set's inode at its revalidation
- * (hl_adopt()).  create(2) of an existing link name opens the set's file
+ * finds it and not a second inode.  A file the kernel holds (looked up
+ * or open, clean) whose name another mount linked, or renamed a link name
+ * over, becomes the set's inode, with its number, at its revalidation
+ * (hl_adopt()) or the lookup of that name (hl_resolve()), when this mount
+ * has no inode of the set yet; when it has one, the held file is the
+ * file the rename replaced (hl_replaced(): out of the tree, nlink 0, what
+ * it holds stays local, nothing of it goes up): no two inodes of a mount
+ * ever hold one set's data.  create(2) of an existing link name opens the set's file
  * (hl_file()).  The state log of a resumable mount keeps a data inode's
  * id (journal.c SF_HLINK), and link is an intent (names.c).
  *
@@ -417,6 +422,33 @@ static struct inode *data_inode_new(struct objfs_fs *fs, const char *id,
 
 /* ---- lookup ------------------------------------------------------------ */
 
+/* Whether the kernel holds in (a lookup or an open of its own), clean:
+ * a file whose name became a link set's may become its data inode. */
+static bool held(const struct inode *in)
+{
+	return (in->nlookup > 0 || in->nopen > 0) && !in->hl.data &&
+	       !in->hl.pending && !in->dirty && in->spool == NULL;
+}
+
+/* Makes in, a file the kernel holds whose name is now one of set id (no
+ * data inode of the set in this mount), the set's data inode: out of the
+ * tree, its number kept for the set (fs->lock).  On failure (ENOMEM) in
+ * stays as it was, out of the tree. */
+static void join(struct objfs_fs *fs, struct inode *in, const char *id)
+{
+	struct inode *par;
+
+	fs_assert_locked(fs);
+	par = detach(fs, in);
+	if (par != NULL)
+		snap_drop(par);
+	if (make_data(fs, in, id) == 0)
+		ino_remember(fs, id, in->ino);
+	in->attr_time = 0;
+	state_note(fs, in);
+	maybe_free(fs, par);
+}
+
 /* Counts the reference hl_resolve() hands out (fs->lock). */
 static void take(struct objfs_fs *fs, struct inode *in, bool pin)
 {
@@ -476,6 +508,13 @@ int hl_resolve(struct objfs_fs *fs, struct inode *name_in, bool pin,
 		return err;
 	}
 	in = find_data(fs, id);
+	if (in == NULL && held(name_in) && name_in->linked &&
+	    name_in->hl.id != NULL && strcmp(name_in->hl.id, id) == 0) {
+		/* the kernel's inode of a name that became the set's (linked,
+		 * or renamed over, by another mount): the set's one inode */
+		join(fs, name_in, id);
+		in = name_in->hl.data ? name_in : NULL;
+	}
 	if (in == NULL) {
 		in = data_inode_new(fs, id, p.fa.mode);
 		if (in == NULL || make_data(fs, in, id) != 0) {
@@ -540,10 +579,47 @@ int hl_revalidate(struct objfs_fs *fs, struct inode *in, bool force)
 	return err;
 }
 
+/* in, the kernel's inode of a name this mount's inode of its link set
+ * now answers for, is the file a rename replaced (POSIX: unlinked, open
+ * until closed): out of the tree, its data gone from the store, nothing
+ * of it goes up (fs->lock). */
+static void replaced(struct objfs_fs *fs, struct inode *in)
+{
+	struct inode *par;
+
+	fs_assert_locked(fs);
+	par = detach(fs, in);
+	if (par != NULL)
+		snap_drop(par);
+	free(in->hl.id);
+	in->hl.id = NULL;
+	in->hl.tok[0] = '\0';
+	in->in_store = false;
+	in->attr_time = now_mono();
+	inode_changed(in, false);
+	state_note(fs, in);
+	maybe_free(fs, par);
+}
+
+bool hl_replaced(struct objfs_fs *fs, struct inode *in,
+		 const struct probe *p)
+{
+	struct inode *data;
+
+	fs_assert_locked(fs);
+	if (p->hl_id[0] == '\0' || in->hl.data || in->hl.pending ||
+	    in->dirty || in->spool != NULL || in->attr_dirty)
+		return false;   /* local state wins (apply_probe()) */
+	data = find_data(fs, p->hl_id);
+	if (data == NULL || data == in)
+		return false;   /* in may become the set's (hl_adopt()) */
+	replaced(fs, in);       /* its attributes as they were */
+	return true;
+}
+
 int hl_adopt(struct objfs_fs *fs, struct inode *in)
 {
 	char id[IDBUF];
-	struct inode *par;
 	bool adopt;
 	int err = 0;
 
@@ -552,13 +628,17 @@ int hl_adopt(struct objfs_fs *fs, struct inode *in)
 		!in->dirty && in->spool == NULL;
 	if (adopt) {
 		snprintf(id, sizeof(id), "%s", in->hl.id);
-		par = detach(fs, in);
-		if (par != NULL)
-			snap_drop(par);
-		err = make_data(fs, in, id);
-		in->attr_time = 0;
-		state_note(fs, in);
-		maybe_free(fs, par);
+		if (find_data(fs, id) != NULL) {
+			/* made since hl_replaced() (a lookup of another
+			 * name): never a second data inode */
+			replaced(fs, in);
+			adopt = false;
+		}
+	}
+	if (adopt) {
+		join(fs, in, id);
+		if (!in->hl.data)
+			err = ENOMEM;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (adopt && err == 0)

@@ -610,6 +610,13 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}
+	if (err == 0 && hl_replaced(fs, in, &p)) {
+		/* a link name another mount renamed over in's name, its set
+		 * an inode here already: in is the file replaced */
+		*fetched = false;
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
 	if (err == 0 && same_type(p.fa.mode, in->mode)) {
 		apply_probe(fs, in, &p);
 		if (pf_when > 0 && in->attr_time > pf_when)
@@ -618,6 +625,8 @@ static int revalidate_with(struct objfs_fs *fs, struct inode *in, bool force,
 		err = ESTALE;
 	if (err != 0 || strcmp(in->etag, p.etag) != 0)
 		*fetched = false;
+	if (p.hl_id[0] != '\0')
+		*fetched = false;       /* the name's body, not the file's */
 	pthread_mutex_unlock(&fs->lock);
 	if (err == 0 && p.hl_id[0] != '\0')
 		err = hl_adopt(fs, in);         /* linked by another mount */

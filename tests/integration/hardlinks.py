@@ -553,6 +553,161 @@ def t_hardlink_rename_over_listed(env):
     env.umount(m)
 
 
+def t_hardlink_renamed_over_held(env):
+    """Another mount renames a link name over a file this mount holds
+    (open, its data read): `ln g h; mv h f` on b while a holds f (issue
+    34: hl_adopt() made a's inode of f a second data inode of g's set, so
+    two inodes of a held one set's data and their writes overwrote each
+    other).  The rule: no two inodes of a mount hold one set's data.  A
+    file a holds whose name became a link name joins the set as its one
+    inode (its number kept, st_nlink 2, the set's data, its writes in
+    the set's data object); when a already has an inode of the set (it
+    knew g, now linked), the held file is the file the rename replaced
+    (POSIX: st_nlink 0, its writes reach nothing) and the name is the
+    set's inode.  Default TTLs: a's views are taken after they passed."""
+    url = env.volume("hlroh")
+    a = env.mount(url)
+    b = env.mount(url)
+    da, db = a["dir"], b["dir"]
+    gdata, fdata = b"G" * 1000, b"F" * 500
+    for n in ("g", "f", "g2", "f2", "g3", "f3"):
+        wfile(da + "/" + n, gdata if n.startswith("g") else fdata)
+    ttl = 1.2   # past a's attribute and entry caches (1 s)
+
+    def data_keys():
+        return [k for k in hl_keys(env, url) if k.endswith("/data")]
+
+    # 1. a holds f open (read: cached) and never looked g up: f's inode
+    #    becomes the set's, with its number
+    fd = os.open(da + "/f", os.O_RDWR)
+    check(os.pread(fd, 10, 0) == b"F" * 10, "a reads f before")
+    ino_f = os.fstat(fd).st_ino
+    os.link(db + "/g", db + "/h")
+    os.rename(db + "/h", db + "/f")
+    time.sleep(ttl)
+    st_fd = os.fstat(fd)
+    st_f, st_g = os.stat(da + "/f"), os.stat(da + "/g")
+    check(st_fd.st_ino == st_f.st_ino == st_g.st_ino == ino_f,
+          "one inode, f's number: fd %d f %d g %d (was %d)" % (st_fd.st_ino, st_f.st_ino, st_g.st_ino, ino_f))
+    check((st_fd.st_nlink, st_f.st_nlink, st_g.st_nlink, st_fd.st_size) == (2, 2, 2, 1000),
+          "nlink 2 and the set's size: %d %d %d size %d" % (st_fd.st_nlink, st_f.st_nlink, st_g.st_nlink, st_fd.st_size))
+    check(rfile(da + "/f") == gdata and rfile(da + "/g") == gdata, "a reads the set's data through f and g")
+    os.pwrite(fd, b"W" * 10, 0)
+    os.fsync(fd)
+    os.close(fd)
+    want = b"W" * 10 + gdata[10:]
+    keys = data_keys()
+    check(len(keys) == 1, "one data object: %s" % hl_keys(env, url))
+    check(env.get(url, keys[0]) == want, "the write through a's open fd is in the set's data: %r" %
+          (env.get(url, keys[0]) or b"")[:20])
+    h = env.head(url, "f")
+    check(h is not None and h["meta"].get("objfs-link") == keys[0].split("/")[2], "f is still a link name: %s" % h)
+    time.sleep(ttl)
+    check(rfile(db + "/g") == want and rfile(db + "/f") == want, "b reads a's write through both names")
+    check(rfile(da + "/g") == want, "a reads its write through g")
+
+    # 2. a knows g2 (open) and holds f2 open: g2's inode becomes the set's
+    #    (its number kept), f2's is the replaced file
+    fg = os.open(da + "/g2", os.O_RDWR)
+    ff = os.open(da + "/f2", os.O_RDWR)
+    check(os.pread(ff, 10, 0) == b"F" * 10 and os.pread(fg, 10, 0) == b"G" * 10, "a reads g2 and f2")
+    ino_g, ino_f = os.fstat(fg).st_ino, os.fstat(ff).st_ino
+    os.link(db + "/g2", db + "/h2")
+    os.rename(db + "/h2", db + "/f2")
+    time.sleep(ttl)
+    st_fg = os.fstat(fg)
+    st_ff = os.fstat(ff)
+    st_f, st_g = os.stat(da + "/f2"), os.stat(da + "/g2")
+    check(st_fg.st_ino == st_f.st_ino == st_g.st_ino == ino_g,
+          "one inode, g2's number: fd %d f2 %d g2 %d (was %d)" % (st_fg.st_ino, st_f.st_ino, st_g.st_ino, ino_g))
+    check((st_fg.st_nlink, st_f.st_nlink, st_g.st_nlink) == (2, 2, 2),
+          "nlink 2: %d %d %d" % (st_fg.st_nlink, st_f.st_nlink, st_g.st_nlink))
+    check(st_ff.st_ino == ino_f and st_ff.st_nlink == 0,
+          "the replaced file: ino %d (was %d) nlink %d, wanted 0" % (st_ff.st_ino, ino_f, st_ff.st_nlink))
+    os.pwrite(ff, b"X" * 10, 0)         # the replaced file: nowhere
+    os.fsync(ff)
+    os.close(ff)
+    os.pwrite(fg, b"Y" * 10, 0)
+    os.fsync(fg)
+    os.close(fg)
+    want = b"Y" * 10 + gdata[10:]
+    keys = data_keys()
+    check(len(keys) == 2, "a data object per set: %s" % hl_keys(env, url))
+    lid = env.head(url, "g2")["meta"].get("objfs-link")
+    got = env.get(url, ".objfs/links/%s/data" % lid)
+    check(got == want, "the set's data holds the write through g2, not f2's: %r" % (got or b"")[:20])
+    h = env.head(url, "f2")
+    check(h is not None and h["meta"].get("objfs-link") == lid, "f2 is still a link name: %s" % h)
+    check(rfile(da + "/f2") == want and rfile(da + "/g2") == want, "a reads the set's data through f2 and g2")
+    time.sleep(ttl)
+    check(rfile(db + "/f2") == want, "b reads it through f2")
+
+    # 3. the same, a's first view a lookup of g3 (open, never read: the
+    #    kernel keeps its inode, drop_caches or not): its inode becomes
+    #    the set's (its number kept), f3's the replaced
+    fg = os.open(da + "/g3", os.O_RDONLY)
+    ino_g = os.fstat(fg).st_ino
+    ff = os.open(da + "/f3", os.O_RDWR)
+    ino_f = os.fstat(ff).st_ino
+    os.link(db + "/g3", db + "/h3")
+    os.rename(db + "/h3", db + "/f3")
+    time.sleep(ttl)
+    st_g = os.stat(da + "/g3")
+    st_ff = os.fstat(ff)
+    st_f = os.stat(da + "/f3")
+    check(st_g.st_ino == st_f.st_ino == ino_g and (st_g.st_nlink, st_f.st_nlink) == (2, 2),
+          "one inode, g3's number, nlink 2: g3 %d/%d f3 %d/%d (was %d)" % (
+              st_g.st_ino, st_g.st_nlink, st_f.st_ino, st_f.st_nlink, ino_g))
+    check(st_ff.st_ino == ino_f and st_ff.st_nlink == 0,
+          "the replaced file: ino %d (was %d) nlink %d" % (st_ff.st_ino, ino_f, st_ff.st_nlink))
+    os.pwrite(ff, b"X" * 10, 0)
+    os.close(ff)
+    check(os.fstat(fg).st_ino == ino_g, "g3's open inode: %d" % os.fstat(fg).st_ino)
+    os.close(fg)
+    check(rfile(da + "/f3") == gdata and rfile(da + "/g3") == gdata, "a reads the set's data through f3 and g3")
+    check(len(data_keys()) == 3, "a data object per set: %s" % hl_keys(env, url))
+    env.umount(a)
+    env.umount(b)
+
+
+def t_hardlink_attrs_back_to_back(env):
+    """chmod then chown, back to back, on a link name of a block device
+    and of FIFOs (issue 34 item 4, pjdfstest link/00.t: on Swift the
+    older of two updates of the set's data object won, 1 in 1 on a block
+    device, 1 in 20 on FIFOs): every name shows both changes at once and
+    on a fresh mount (what the store kept); link(2) advances ctime.  Ten
+    sets of each kind, so a reordering shows."""
+    url = env.volume("hlb2b")
+    m = env.mount(url)
+    d = m["dir"]
+    kinds = [("b", stat.S_IFBLK)] * 2 + [("p", stat.S_IFIFO)] * 8
+    names = []
+    for i, (kind, mode) in enumerate(kinds):
+        n = ["%s/%s%d_%d" % (d, kind, i, j) for j in range(3)]
+        os.mknod(n[0], mode | 0o644, os.makedev(1, 2))
+        c0 = os.lstat(n[0]).st_ctime_ns
+        time.sleep(0.01)
+        os.link(n[0], n[1])
+        check(os.lstat(n[0]).st_ctime_ns > c0, "%s: link advances ctime" % n[0])
+        os.link(n[1], n[2])
+        os.chmod(n[1], 0o201)
+        os.chown(n[1], 65534, 65533)
+        for x in (n[0], n[2]):
+            st = os.lstat(x)
+            check((stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_nlink) == (0o201, 65534, 65533, 3),
+                  "%s: mode %o uid %d gid %d nlink %d" % (x, st.st_mode, st.st_uid, st.st_gid, st.st_nlink))
+        names.append([os.path.basename(x) for x in n])
+    env.umount(m)
+    m = env.mount(url)
+    for n in names:
+        for x in n:
+            st = os.lstat(m["dir"] + "/" + x)
+            check((stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_nlink) == (0o201, 65534, 65533, 3),
+                  "fresh mount: %s: mode %o uid %d gid %d nlink %d" % (
+                      x, st.st_mode, st.st_uid, st.st_gid, st.st_nlink))
+    env.umount(m)
+
+
 def t_hardlink_rsync(env):
     """rsync -aH of a tree with hard links onto the mount and back: the same
     tree, the same link groups."""
@@ -602,5 +757,7 @@ TESTS = [
     t_hardlink_same_second,
     t_hardlink_orphans,
     t_hardlink_rename_over_listed,
+    t_hardlink_renamed_over_held,
+    t_hardlink_attrs_back_to_back,
     t_hardlink_rsync,
 ]
