@@ -1217,9 +1217,13 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		   const struct dent *d, uint64_t *ino, mode_t *type)
 {
 	const struct inode *c = find_child(fs, dir, d->name);
+	fuse_ino_t had;
 
 	fs_assert_locked(fs);
-	*ino = name_ino(d->name);
+	/* the number a lookup will give it: the one it had here before
+	 * (inode.c's memory of freed inodes), else one from its name */
+	had = ino_mem_take(fs, dir->ino, d->name, true);
+	*ino = had != 0 ? had : name_ino(d->name);
 	*type = d->is_dir ? S_IFDIR : S_IFREG;
 	if (c != NULL) {
 		/* a hard link's name: its file (name inodes are never the

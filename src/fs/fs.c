@@ -911,6 +911,7 @@ void objfs_fs_destroy(struct objfs_fs *fs)
 	snap_drop(fs->root);
 	recent_release(&fs->recent);
 	hl_inos_free(fs);
+	ino_mem_free(fs);
 	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_destroy(&fs->root->mu);
 	free(fs->root->name);

@@ -405,6 +405,14 @@ struct objfs_fs {
 	pthread_t aidx_thread;
 	char writer[17];                /* this mount's id in segment names */
 
+	/* the numbers of inodes freed lately, by (parent's number, name),
+	 * given again at the next lookup of that name (inode.c; fs->lock) */
+	struct ino_mem {
+		struct ino_mem_ent **tab;       /* INO_MEM_BUCKETS chains */
+		struct ino_mem_ent **ring;      /* INO_MEM_MAX, oldest first */
+		size_t next;                    /* ring's next slot */
+	} ino_mem;
+
 	struct inode *hl_list;          /* data inodes (fs->lock) */
 	struct hl_ino *hl_inos;         /* link sets' inode numbers given
 					   here (hardlink.c; fs->lock) */
@@ -949,6 +957,13 @@ int hl_load(struct objfs_fs *fs, struct inode *in, const char *id);
 /* Takes in off fs->hl_list and frees its id (inode_free()).  fs->lock
  * held. */
 void hl_inode_free(struct objfs_fs *fs, struct inode *in);
+/* The number an inode freed lately had under (parent, name), taken (so
+ * given once), or 0; peek: looked at only.  A number some live inode has
+ * is never given (fs->lock). */
+fuse_ino_t ino_mem_take(struct objfs_fs *fs, fuse_ino_t parent,
+			const char *name, bool peek);
+/* Frees fs->ino_mem (destroy; fs->lock). */
+void ino_mem_free(struct objfs_fs *fs);
 /* Frees fs->hl_inos (destroy).  fs->lock held. */
 void hl_inos_free(struct objfs_fs *fs);
 

@@ -13,6 +13,17 @@
  *               clean and has no children; parents left unused follow
  * Everything here runs under fs->lock, except pin_ino() and unpin(),
  * which take it.
+ *
+ * Inode numbers come from a counter, so a file the kernel evicted (memory
+ * pressure, drop_caches) and looks up again would get a new one, and a
+ * renamed file one its old name never had: fs->ino_mem keeps the number
+ * of each inode freed while linked, by (parent's number, name), and
+ * inode_new() gives it again to that name (issue 34 item 3: a name keeps
+ * its inode number across renames; find, tar and du compare them).  The
+ * last INO_MEM_MAX are kept (about 64 bytes each); older names get a new
+ * number.  A name deleted and made again elsewhere may get its old
+ * file's number, as a local filesystem may reuse a freed one; a number a
+ * live inode has is never given twice.
  */
 #include "config.h"
 
@@ -191,13 +202,128 @@ struct inode *detach(struct objfs_fs *fs, struct inode *in)
 }
 
 /* Frees in (and parents left unused) when nothing holds it (fs->lock). */
+/* ---- numbers of freed inodes (fs->lock) --------------------------------- */
+
+#define INO_MEM_BUCKETS 4096
+#define INO_MEM_MAX 65536
+
+struct ino_mem_ent {
+	struct ino_mem_ent *next;       /* its bucket's chain */
+	fuse_ino_t parent, ino;         /* ino 0: taken */
+	char name[];
+};
+
+static unsigned ino_mem_hash(fuse_ino_t parent, const char *name)
+{
+	uint64_t h = 1469598103934665603ULL ^ parent;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 1099511628211ULL;
+	}
+	return (unsigned)(h >> 32) % INO_MEM_BUCKETS;
+}
+
+static void ino_mem_unchain(struct ino_mem *m, struct ino_mem_ent *e)
+{
+	struct ino_mem_ent **pp;
+
+	for (pp = &m->tab[ino_mem_hash(e->parent, e->name)]; *pp != NULL;
+	     pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+/* Remembers in's number under its parent and name (freed while linked;
+ * a hard link set's numbers are hardlink.c's).  Without memory: nothing
+ * (the number is new at the next lookup, as before). */
+static void ino_mem_put(struct objfs_fs *fs, const struct inode *in)
+{
+	struct ino_mem *m = &fs->ino_mem;
+	size_t len = strlen(in->name);
+	struct ino_mem_ent *e;
+	unsigned h;
+
+	if (!in->linked || in->parent == NULL || in->hl.id != NULL ||
+	    in->ino >= HL_INO_BASE)
+		return;
+	if (m->tab == NULL) {
+		m->tab = calloc(INO_MEM_BUCKETS, sizeof(*m->tab));
+		m->ring = calloc(INO_MEM_MAX, sizeof(*m->ring));
+		if (m->tab == NULL || m->ring == NULL) {
+			free(m->tab);
+			free(m->ring);
+			m->tab = NULL;
+			m->ring = NULL;
+			return;
+		}
+	}
+	(void)ino_mem_take(fs, in->parent->ino, in->name, false);
+	e = malloc(sizeof(*e) + len + 1);
+	if (e == NULL)
+		return;
+	e->parent = in->parent->ino;
+	e->ino = in->ino;
+	memcpy(e->name, in->name, len + 1);
+	if (m->ring[m->next] != NULL) {        /* the oldest goes */
+		ino_mem_unchain(m, m->ring[m->next]);
+		free(m->ring[m->next]);
+	}
+	m->ring[m->next] = e;
+	m->next = (m->next + 1) % INO_MEM_MAX;
+	h = ino_mem_hash(e->parent, e->name);
+	e->next = m->tab[h];
+	m->tab[h] = e;
+}
+
+fuse_ino_t ino_mem_take(struct objfs_fs *fs, fuse_ino_t parent,
+			const char *name, bool peek)
+{
+	struct ino_mem_ent *e;
+	fuse_ino_t ino;
+
+	fs_assert_locked(fs);
+	if (fs->ino_mem.tab == NULL)
+		return 0;
+	for (e = fs->ino_mem.tab[ino_mem_hash(parent, name)]; e != NULL;
+	     e = e->next) {
+		if (e->ino == 0 || e->parent != parent || strcmp(e->name, name) != 0)
+			continue;
+		ino = e->ino;
+		if (!peek)
+			e->ino = 0;     /* freed with its ring slot */
+		return find_ino(fs, ino) == NULL ? ino : 0;
+	}
+	return 0;
+}
+
+void ino_mem_free(struct objfs_fs *fs)
+{
+	struct ino_mem *m = &fs->ino_mem;
+	size_t i;
+
+	fs_assert_locked(fs);
+	if (m->ring != NULL)
+		for (i = 0; i < INO_MEM_MAX; i++)
+			free(m->ring[i]);
+	free(m->ring);
+	free(m->tab);
+	memset(m, 0, sizeof(*m));
+}
+
 void maybe_free(struct objfs_fs *fs, struct inode *in)
 {
 	fs_assert_locked(fs);
 	while (in != NULL && in != fs->root && in->nlookup == 0 &&
 	       in->nopen == 0 && in->refs == 0 && !in->dirty &&
 	       in->child == NULL) {
-		struct inode *parent = detach(fs, in);
+		struct inode *parent;
+
+		ino_mem_put(fs, in);
+		parent = detach(fs, in);
 
 		inode_free(fs, in);
 		in = parent;
@@ -219,7 +345,9 @@ struct inode *inode_new(struct objfs_fs *fs, struct inode *parent,
 		return NULL;
 	}
 	pthread_mutex_init(&in->mu, NULL);
-	in->ino = fs->next_ino++;
+	in->ino = parent != NULL ? ino_mem_take(fs, parent->ino, name, false) : 0;
+	if (in->ino == 0)
+		in->ino = fs->next_ino++;
 	in->mode = mode;
 	in->uid = fs->o.uid;
 	in->gid = fs->o.gid;

@@ -487,6 +487,44 @@ static void test_rewritten_elsewhere(void **state)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* A file and a directory the kernel forgot (freed here) get their numbers
+ * again at their next lookup, and readdir shows those numbers; a number is
+ * given to one name only (issue 34 item 3). */
+static void test_number_kept_after_forget(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	struct inode *in, *d;
+	fuse_ino_t f_ino, d_ino;
+
+	do_create(e, fs->root, "f");
+	do_mkdir(e, fs->root, "d");
+	in = lookup_pin(e, fs->root, "f");
+	d = lookup_pin(e, fs->root, "d");
+	f_ino = in->ino;
+	d_ino = d->ino;
+	forget(e, in);
+	forget(e, d);
+	pthread_mutex_lock(&fs->lock);
+	assert_null(find_ino(fs, f_ino));               /* freed */
+	assert_int_equal(ino_mem_take(fs, FUSE_ROOT_ID, "f", true), f_ino);
+	pthread_mutex_unlock(&fs->lock);
+	do_create(e, fs->root, "g");                    /* a new name */
+	in = lookup_pin(e, fs->root, "g");
+	assert_true(in->ino != f_ino && in->ino != d_ino);
+	forget(e, in);
+	in = lookup_pin(e, fs->root, "f");
+	d = lookup_pin(e, fs->root, "d");
+	assert_int_equal(in->ino, f_ino);
+	assert_int_equal(d->ino, d_ino);
+	pthread_mutex_lock(&fs->lock);
+	/* given once: the live inode has it */
+	assert_int_equal(ino_mem_take(fs, FUSE_ROOT_ID, "f", true), 0);
+	pthread_mutex_unlock(&fs->lock);
+	forget(e, in);
+	forget(e, d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +533,8 @@ int main(void)
 						fe_teardown_state),
 		cmocka_unit_test_setup_teardown(test_rewritten_elsewhere, setup,
 						fe_teardown_state),
+		cmocka_unit_test_setup_teardown(test_number_kept_after_forget,
+						setup, fe_teardown_state),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
