@@ -43,6 +43,8 @@ struct fhandle {
 	uint8_t *rb_map;
 	uint64_t rb_blocks;
 	uint64_t rb_fetched;
+	uint64_t rb_again;              /* of blocks fetched before */
+	unsigned rb_passes;
 	char rb_etag[OBJFS_ETAG_MAX];
 	bool rb_fill;                   /* the fill runs */
 	bool rb_stop;                   /* ra_release: the fill ends */

@@ -53,23 +53,32 @@
  *
  * Random reads fetch blocks (issue 33): without the data cache, a random
  * read none of whose RB_BLOCK-aligned blocks this handle fetched before is
- * one GET of those whole blocks (if-match the handle's ETag): it replies
+ * one GET of those whole blocks (the answer's ETag must be the inode's,
+ * else it reads as before): it replies
  * from them and puts them into the kernel's page cache
  * (fuse_lowlevel_notify_store; the file's pages are kept across opens of
  * the same ETag, keep_cache), so the reads of their other pages never
  * reach us.  Once random reads fetched 1/RB_FILL_DIV of the file, one fill
  * task fetches every block not yet fetched, ra_chunk bytes per GET, into
  * the page cache (s3fs and rclone's full cache read the whole file to
- * disk): each block is fetched once per handle (fh->rb_map), so a handle
- * receives at most the file's size plus the reads of pages the kernel
- * evicted (GETs of their own range, as before).  A block is put into the
+ * disk): each block is fetched once per pass (fh->rb_map), so a pass
+ * receives the file's size and a little (1/RB_FILL_DIV at most of blocks
+ * whose pages were dropped or still on their way).  A block is put into the
  * page cache only while the inode still holds that ETag's bytes unwritten
  * here (no spool, not dirty, the page cache's ETag): a change seen after
  * the store drops the range again (notify_inval_inode).  Nothing is held
- * in our memory beyond a GET's buffer.
+ * in our memory beyond a GET's buffer.  A read that reaches us in a block
+ * fetched before means the kernel dropped its pages (memory pressure,
+ * drop_caches, fio's fadvise DONTNEED between loops): the block is
+ * fetched again, and once 1/RB_FILL_DIV of the file was fetched again a
+ * new pass starts (the map cleared, the fill again), RB_PASSES passes per
+ * handle at most (then reads of dropped pages are GETs of their own
+ * range); no fill for a file over half the memory free (its pages would
+ * push each other out).
  *
  *   block: NONE -> fetched (a random read's GET, or the fill's) -> NONE
- *          again if its GET or its store failed
+ *          again if its GET or its store failed (a random read's failed
+ *          store, or its GET of other bytes, ends blocks on the handle)
  *   fill:  started (1/RB_FILL_DIV fetched) -> every block fetched | a
  *          failure | ra_release (rb_stop) | the ETag changed
  *
@@ -87,6 +96,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/errors.h"
 #include "common/log.h"
@@ -104,6 +114,8 @@
 				    of this size around them */
 #define RB_FILL_DIV 8            /* after 1/8 of the file fetched by random
 				    reads, the rest is fetched */
+#define RB_PASSES 4              /* passes over a file per handle at most
+				    (the kernel dropped its pages) */
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep
  * freed multi-MiB blocks in per-thread arenas, so the process would grow
@@ -711,6 +723,29 @@ static int rb_push(struct fhandle *fh, const char *etag, uint64_t off,
 	return err;
 }
 
+/* One GET of [off, off + len) of key into buf, checked to be etag's bytes
+ * by the answer's ETag (If-Match is not honoured alike by every store:
+ * Swift refuses it on a multipart object).  0, ESTALE (other bytes), or
+ * an errno.  No lock held. */
+static int rb_get(struct objfs_fs *fs, const char *key, const char *etag,
+		  uint64_t off, uint64_t len, char *buf, bool background)
+{
+	struct objfs_get_opts go = { off, len, NULL, NULL, background };
+	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
+	struct objfs_fixedbuf fb = { buf, (size_t)len, 0 };
+	struct objfs_sink sink;
+	int err;
+
+	objfs_sink_fixed(&sink, &fb);
+	err = objfs_store_get(fs->store, key, &go, &sink, &info);
+	if (err == 0 && fb.got != len)
+		err = EIO;
+	if (err == 0 && info.etag[0] != '\0' && strcmp(info.etag, etag) != 0)
+		err = ESTALE;
+	objfs_obj_info_release(&info);
+	return err;
+}
+
 /* Marks blocks [b, b + n) fetched or not (fh->mu held). */
 static void rb_mark(struct fhandle *fh, uint64_t b, uint64_t n, uint8_t v)
 {
@@ -739,9 +774,7 @@ static void rb_fill_run(void *arg)
 	if (per < 1)
 		per = 1;
 	while (err == 0) {
-		struct objfs_fixedbuf fb;
-		struct objfs_get_opts go = { 0 };
-		struct objfs_sink sink;
+		uint64_t off, len;
 
 		pthread_mutex_lock(&fh->mu);
 		if (fh->rb_stop || fh->rb_map == NULL ||
@@ -758,22 +791,15 @@ static void rb_fill_run(void *arg)
 		pthread_mutex_unlock(&fh->mu);
 		if (n == 0)
 			break;
-		go.off = first * RB_BLOCK;
-		go.len = n * RB_BLOCK;
-		if (go.len > f->fsize - go.off)
-			go.len = f->fsize - go.off;
-		go.if_match = f->etag;
-		go.background = true;
-		fb = (struct objfs_fixedbuf){ buf, (size_t)go.len, 0 };
-		objfs_sink_fixed(&sink, &fb);
-		err = objfs_store_get(fs->store, f->key, &go, &sink, NULL);
-		if (err == 0 && fb.got != go.len)
-			err = EIO;
+		off = first * RB_BLOCK;
+		len = n * RB_BLOCK;
+		if (len > f->fsize - off)
+			len = f->fsize - off;
+		err = rb_get(fs, f->key, f->etag, off, len, buf, true);
 		if (err == 0) {
 			__atomic_add_fetch(&fs->ra_gets, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&fs->ra_bytes, go.len,
-					   __ATOMIC_RELAXED);
-			err = rb_push(fh, f->etag, go.off, buf, (size_t)go.len);
+			__atomic_add_fetch(&fs->ra_bytes, len, __ATOMIC_RELAXED);
+			err = rb_push(fh, f->etag, off, buf, (size_t)len);
 		}
 		if (err != 0) {
 			pthread_mutex_lock(&fh->mu);
@@ -815,6 +841,18 @@ static void rb_fill_start(struct fhandle *fh, const char *key,
 	fh->ra_tasks++;
 }
 
+/* Whether a file of size bytes may be filled into the page cache: at
+ * most half the memory free now (a bigger one would push out its own
+ * pages as they come, each fetched again). */
+static bool rb_fits(uint64_t size)
+{
+	long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || psize <= 0)
+		return true;
+	return size <= (uint64_t)pages * (uint64_t)psize / 2;
+}
+
 /* Whether the random read [off, end) is to be served by a GET of its
  * blocks, [*boff, *boff + *blen): none of them fetched before (they are
  * marked fetched now); the fill starts once 1/RB_FILL_DIV of the file was
@@ -825,6 +863,7 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 {
 	struct objfs_fs *fs = fh->fs;
 	uint64_t b0 = off / RB_BLOCK, b1 = (end - 1) / RB_BLOCK, b;
+	bool again;
 
 	if (fh->rb_off || fh->rb_stop ||
 	    (fh->rb_store == NULL && fs->se == NULL))
@@ -835,6 +874,8 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 		fh->rb_blocks = (fsize + RB_BLOCK - 1) / RB_BLOCK;
 		fh->rb_map = calloc(fh->rb_blocks, 1);
 		fh->rb_fetched = 0;
+		fh->rb_again = 0;
+		fh->rb_passes = 0;
 		snprintf(fh->rb_etag, sizeof(fh->rb_etag), "%s", etag);
 		if (fh->rb_map == NULL) {
 			fh->rb_blocks = 0;
@@ -843,15 +884,33 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 	}
 	if (b1 >= fh->rb_blocks)
 		return false;
-	for (b = b0; b <= b1; b++)
-		if (fh->rb_map[b] != 0)
-			return false;
+	for (b = b0; b <= b1 && fh->rb_map[b] == 0; b++)
+		;
+	again = b <= b1;
+	/* a read of a block fetched before: the kernel dropped its pages
+	 * (memory, drop_caches, fadvise DONTNEED), or its GET is still on
+	 * its way: fetched again, a pass at most RB_PASSES times */
+	if (again && fh->rb_passes + 1 >= RB_PASSES)
+		return false;
 	rb_mark(fh, b0, b1 - b0 + 1, 1);
 	*boff = b0 * RB_BLOCK;
 	*blen = (b1 + 1) * RB_BLOCK < fsize ? (b1 + 1) * RB_BLOCK - *boff :
 					       fsize - *boff;
-	fh->rb_fetched += *blen;
-	if (!fh->rb_fill && fh->rb_fetched * RB_FILL_DIV >= fsize)
+	if (again)
+		fh->rb_again += *blen;
+	else
+		fh->rb_fetched += *blen;
+	if (!fh->rb_fill && fh->rb_again * RB_FILL_DIV >= fsize) {
+		/* the page cache lost the file: a new pass */
+		memset(fh->rb_map, 0, fh->rb_blocks);
+		rb_mark(fh, b0, b1 - b0 + 1, 1);
+		fh->rb_fetched = fh->rb_again;
+		fh->rb_again = 0;
+		fh->rb_passes++;
+		again = false;
+	}
+	if (!again && !fh->rb_fill && fh->rb_fetched * RB_FILL_DIV >= fsize &&
+	    rb_fits(fsize))
 		rb_fill_start(fh, key, etag, fsize);
 	return true;
 }
@@ -864,19 +923,12 @@ static int rb_read(struct fhandle *fh, const char *key, const char *etag,
 		   const struct ra_reply *rp)
 {
 	struct objfs_fs *fs = fh->fs;
-	struct objfs_get_opts go = { boff, blen, etag, NULL, false };
-	struct objfs_fixedbuf fb;
-	struct objfs_sink sink;
 	char *buf = malloc((size_t)blen);
 	int err = ENOMEM;
 
 	if (buf != NULL) {
-		fb = (struct objfs_fixedbuf){ buf, (size_t)blen, 0 };
-		objfs_sink_fixed(&sink, &fb);
 		__atomic_add_fetch(&fs->ra_direct, 1, __ATOMIC_RELAXED);
-		err = objfs_store_get(fs->store, key, &go, &sink, NULL);
-		if (err == 0 && fb.got != blen)
-			err = EIO;
+		err = rb_get(fs, key, etag, boff, blen, buf, false);
 	}
 	if (err == 0) {
 		rp->bytes(rp->arg, buf + (off - boff), (size_t)(end - off));
@@ -889,8 +941,9 @@ static int rb_read(struct fhandle *fh, const char *key, const char *etag,
 			if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
 				rb_mark(fh, boff / RB_BLOCK,
 					(blen + RB_BLOCK - 1) / RB_BLOCK, 0);
-			if (err != ESTALE)
-				fh->rb_off = true;
+			/* changed, or no page cache: the handle's reads go
+			 * as before (each would fetch a block in vain) */
+			fh->rb_off = true;
 			pthread_mutex_unlock(&fh->mu);
 		}
 		err = 0;
@@ -899,6 +952,8 @@ static int rb_read(struct fhandle *fh, const char *key, const char *etag,
 		if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
 			rb_mark(fh, boff / RB_BLOCK,
 				(blen + RB_BLOCK - 1) / RB_BLOCK, 0);
+		if (err == ESTALE)
+			fh->rb_off = true;
 		pthread_mutex_unlock(&fh->mu);
 	}
 	free(buf);
