@@ -51,7 +51,8 @@
  *   slot:   FREE -> LOADING (in a GET of span chunks) -> READY (its bytes
  *           in) | ERROR (the GET failed first) -> FREE (behind the reader)
  *
- * Random reads fetch blocks (issue 33): without the data cache, a random
+ * Random reads fetch blocks (issue 33): with read-ahead on
+ * (readahead_chunks > 0) and without the data cache, a random
  * read none of whose RB_BLOCK-aligned blocks this handle fetched before is
  * one GET of those whole blocks (the answer's ETag must be the inode's,
  * else it reads as before): it replies
@@ -865,7 +866,7 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 	uint64_t b0 = off / RB_BLOCK, b1 = (end - 1) / RB_BLOCK, b;
 	bool again;
 
-	if (fh->rb_off || fh->rb_stop ||
+	if (fh->rb_off || fh->rb_stop || fs->o.ra_chunks == 0 ||
 	    (fh->rb_store == NULL && fs->se == NULL))
 		return false;
 	if (fh->rb_map == NULL || strcmp(fh->rb_etag, etag) != 0) {
