@@ -77,9 +77,11 @@
  * range); no fill for a file over half the memory free (its pages would
  * push each other out).
  *
- *   block: NONE -> fetched (a random read's GET, or the fill's) -> NONE
- *          again if its GET or its store failed (a random read's failed
- *          store, or its GET of other bytes, ends blocks on the handle)
+ *   block: NONE -> FETCHING (a random read's GET, or the fill's; a read
+ *          of it meanwhile is a GET of its own range) -> STORED (a read
+ *          of it: its pages were dropped, fetched again) | NONE (its GET
+ *          or its store failed: a random read's failed store, or its GET
+ *          of other bytes, ends blocks on the handle)
  *   fill:  started (1/RB_FILL_DIV fetched) -> every block fetched | a
  *          failure | ra_release (rb_stop) | the ETag changed
  *
@@ -115,6 +117,7 @@
 				    of this size around them */
 #define RB_FILL_DIV 8            /* after 1/8 of the file fetched by random
 				    reads, the rest is fetched */
+enum { RB_NONE = 0, RB_FETCHING, RB_STORED };   /* fh->rb_map */
 #define RB_PASSES 4              /* passes over a file per handle at most
 				    (the kernel dropped its pages) */
 
@@ -788,7 +791,7 @@ static void rb_fill_run(void *arg)
 		first = b;
 		for (n = 0; b < fh->rb_blocks && fh->rb_map[b] == 0 && n < per;
 		     b++, n++)
-			fh->rb_map[b] = 1;
+			fh->rb_map[b] = RB_FETCHING;
 		pthread_mutex_unlock(&fh->mu);
 		if (n == 0)
 			break;
@@ -802,13 +805,10 @@ static void rb_fill_run(void *arg)
 			__atomic_add_fetch(&fs->ra_bytes, len, __ATOMIC_RELAXED);
 			err = rb_push(fh, f->etag, off, buf, (size_t)len);
 		}
-		if (err != 0) {
-			pthread_mutex_lock(&fh->mu);
-			if (strcmp(fh->rb_etag, f->etag) == 0 &&
-			    fh->rb_map != NULL)
-				rb_mark(fh, first, n, 0);
-			pthread_mutex_unlock(&fh->mu);
-		}
+		pthread_mutex_lock(&fh->mu);
+		if (strcmp(fh->rb_etag, f->etag) == 0 && fh->rb_map != NULL)
+			rb_mark(fh, first, n, err == 0 ? RB_STORED : RB_NONE);
+		pthread_mutex_unlock(&fh->mu);
 	}
 	ra_buf_put(fs, buf, fs->o.ra_chunk);
 	pthread_mutex_lock(&fh->mu);
@@ -885,15 +885,20 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 	}
 	if (b1 >= fh->rb_blocks)
 		return false;
-	for (b = b0; b <= b1 && fh->rb_map[b] == 0; b++)
-		;
-	again = b <= b1;
-	/* a read of a block fetched before: the kernel dropped its pages
-	 * (memory, drop_caches, fadvise DONTNEED), or its GET is still on
-	 * its way: fetched again, a pass at most RB_PASSES times */
+	again = false;
+	for (b = b0; b <= b1; b++) {
+		/* on its way: the read gets its own range */
+		if (fh->rb_map[b] == RB_FETCHING)
+			return false;
+		if (fh->rb_map[b] == RB_STORED)
+			again = true;
+	}
+	/* a read of a block stored before: the kernel dropped its pages
+	 * (memory, drop_caches, fadvise DONTNEED): fetched again, a pass
+	 * at most RB_PASSES times */
 	if (again && fh->rb_passes + 1 >= RB_PASSES)
 		return false;
-	rb_mark(fh, b0, b1 - b0 + 1, 1);
+	rb_mark(fh, b0, b1 - b0 + 1, RB_FETCHING);
 	*boff = b0 * RB_BLOCK;
 	*blen = (b1 + 1) * RB_BLOCK < fsize ? (b1 + 1) * RB_BLOCK - *boff :
 					       fsize - *boff;
@@ -903,8 +908,8 @@ static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
 		fh->rb_fetched += *blen;
 	if (!fh->rb_fill && fh->rb_again * RB_FILL_DIV >= fsize) {
 		/* the page cache lost the file: a new pass */
-		memset(fh->rb_map, 0, fh->rb_blocks);
-		rb_mark(fh, b0, b1 - b0 + 1, 1);
+		memset(fh->rb_map, RB_NONE, fh->rb_blocks);
+		rb_mark(fh, b0, b1 - b0 + 1, RB_FETCHING);
 		fh->rb_fetched = fh->rb_again;
 		fh->rb_again = 0;
 		fh->rb_passes++;
@@ -937,22 +942,22 @@ static int rb_read(struct fhandle *fh, const char *key, const char *etag,
 		/* after the reply: the kernel holds the read's page locked
 		 * until it has the answer */
 		err = rb_push(fh, etag, boff, buf, (size_t)blen);
-		if (err != 0) {
-			pthread_mutex_lock(&fh->mu);
-			if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
-				rb_mark(fh, boff / RB_BLOCK,
-					(blen + RB_BLOCK - 1) / RB_BLOCK, 0);
-			/* changed, or no page cache: the handle's reads go
-			 * as before (each would fetch a block in vain) */
+		pthread_mutex_lock(&fh->mu);
+		if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
+			rb_mark(fh, boff / RB_BLOCK,
+				(blen + RB_BLOCK - 1) / RB_BLOCK,
+				err == 0 ? RB_STORED : RB_NONE);
+		/* changed, or no page cache: the handle's reads go as
+		 * before (each would fetch a block in vain) */
+		if (err != 0)
 			fh->rb_off = true;
-			pthread_mutex_unlock(&fh->mu);
-		}
+		pthread_mutex_unlock(&fh->mu);
 		err = 0;
 	} else {
 		pthread_mutex_lock(&fh->mu);
 		if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
 			rb_mark(fh, boff / RB_BLOCK,
-				(blen + RB_BLOCK - 1) / RB_BLOCK, 0);
+				(blen + RB_BLOCK - 1) / RB_BLOCK, RB_NONE);
 		if (err == ESTALE)
 			fh->rb_off = true;
 		pthread_mutex_unlock(&fh->mu);

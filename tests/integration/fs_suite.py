@@ -920,7 +920,17 @@ def t_random_reads(env):
     b = env.mount(url, ["readahead=1M", "readahead_chunks=3"])
     rnd = random.Random(33)
     n, page = 600, 4096
+
+    def drops():
+        # the machine's drop_caches so far (other benches run it): the
+        # pages dropped are fetched again, in passes (4 at most)
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("drop_pagecache "):
+                    return int(line.split()[1])
+        return 0
     before = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0)
+    d0 = drops()
     fd = os.open(b["dir"] + "/db", os.O_RDONLY)
     try:
         # as fio does: the kernel reads only the pages asked for
@@ -942,12 +952,15 @@ def t_random_reads(env):
             still = still + 1 if got >= size and g == gets else 0
             gets = g
             time.sleep(0.5)
-        check(size <= got <= size * 5 // 4,
-              "%d random 4 KiB reads, then the fill: received %d bytes (the file: %d)" % (n, got, size))
+        passes = 1 if drops() == d0 else 4
+        check(size <= got <= passes * size * 5 // 4,
+              "%d random 4 KiB reads, then the fill: received %d bytes (the file: %d; %d "
+              "passes allowed)" % (n, got, size, passes))
     finally:
         os.close(fd)
     gets = n_gets()
-    # now every page is in the page cache: 2,000 more reads, no request
+    # now every page is in the page cache (unless dropped since d0):
+    # 2,000 more reads, no request
     fd = os.open(b["dir"] + "/db", os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
@@ -958,9 +971,23 @@ def t_random_reads(env):
         os.close(fd)
     more = n_gets() - gets
     got2 = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0) - before - got
-    check(more <= 20, "random reads of a filled file from the page cache: %d GETs, "
+    check(more <= 20 or drops() != d0, "random reads of a filled file from the page cache: %d GETs, "
           "%d bytes (%d before)" % (more, got2, got))
+    # rewritten by another client, same size: a reopen reads the new
+    # bytes (close-to-open), never the pages filled from the old ones
+    new = os.urandom(size)
+    env.tool(url, "put", "db", data=new)
+    fd = os.open(b["dir"] + "/db", os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for _ in range(300):
+            off = rnd.randrange(size // page) * page
+            check(os.pread(fd, page, off) == new[off:off + page],
+                  "rewritten elsewhere: the new page at %d" % off)
+    finally:
+        os.close(fd)
     env.umount(b)
+    data = new
     b = env.mount(url, ["readahead=1M", "readahead_chunks=3"])
     before = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0)
     check(rfile(b["dir"] + "/db") == data, "read in order")
