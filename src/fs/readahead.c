@@ -118,7 +118,7 @@
 #define RB_FILL_DIV 8            /* after 1/8 of the file fetched by random
 				    reads, the rest is fetched */
 enum { RB_NONE = 0, RB_FETCHING, RB_STORED };   /* fh->rb_map */
-#define RB_PASSES 4              /* passes over a file per handle at most
+#define RB_PASSES 8              /* passes over a file per handle at most
 				    (the kernel dropped its pages) */
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep

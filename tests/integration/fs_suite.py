@@ -952,7 +952,7 @@ def t_random_reads(env):
             still = still + 1 if got >= size and g == gets else 0
             gets = g
             time.sleep(0.5)
-        passes = 1 if drops() == d0 else 4
+        passes = 1 if drops() == d0 else 8
         check(size <= got <= passes * size * 5 // 4,
               "%d random 4 KiB reads, then the fill: received %d bytes (the file: %d; %d "
               "passes allowed)" % (n, got, size, passes))
