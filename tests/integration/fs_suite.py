@@ -2476,6 +2476,9 @@ TESTS += bigdir.TESTS
 # hard links (issues 13, 34): tests/integration/hardlinks.py
 import hardlinks  # noqa: E402
 TESTS += hardlinks.TESTS
+# lookups in directories a mount made (issue 33): tests/integration/owndirs.py
+import owndirs  # noqa: E402
+TESTS += owndirs.TESTS
 
 
 def keep_logs(env, test, logs):
