@@ -1064,7 +1064,8 @@ def t_prefetch_cp(env):
     os.mkdir(c["dir"] + "/n")
     for i in range(6):
         wfile(c["dir"] + "/n/f%d" % i, b"%d" % i)
-    time.sleep(1.2)                     # past dir_ttl: the next lookup lists n
+    time.sleep(3.2)                     # past dir_ttl + 2 s (n made
+                                        # here): the next lookup lists n
     check(not os.path.exists(c["dir"] + "/n/missing"), "a lookup of a missing name")
     for i in range(6):
         check(rfile(c["dir"] + "/n/f%d" % i) == b"%d" % i, "n/f%d read by name" % i)
