@@ -22,11 +22,17 @@
 #
 # Smaller: TREE_FILES=200 sh bench/work.sh;  TOOLS="objfs s3fs" sh bench/work.sh
 # The upload window (-o upload_delay): TOOLS="objfs objfs-delay rclone s3fs"
+# Some steps only: STEPS="rsync git rm-rf" (rm-rf empties the store).
+# Before and after a change, in the same run: OBJFS_BENCH_BASE=DIR (a build
+# tree of the other commit) adds the tools objfs-base and objfs-delay-base,
+# objfs and objfs-delay with DIR/objfs-mount:
+#   OBJFS_BENCH_BASE=/tmp/base TOOLS="objfs-delay-base objfs-delay rclone"
 set -eu
 
 TREE_FILES=${TREE_FILES:-1000}
 TREE_DIRS=${TREE_DIRS:-50}
 TOOLS=${TOOLS:-"objfs s3fs rclone"}
+STEPS=${STEPS:-"tar rsync git cp-out rm-rf"}
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 # the source tree, its tarball and its repository
@@ -62,16 +68,26 @@ RES=$W/results
 : >"$RES"
 for t in $TOOLS; do
 	case $t in
+	objfs*-base)
+		[ -x "${OBJFS_BENCH_BASE:-}/objfs-mount" ] ||
+			{ echo "bench: $t needs OBJFS_BENCH_BASE, skipped" >&2; continue; } ;;
 	objfs*) ;;
 	*) command -v "$t" >/dev/null 2>&1 || { echo "bench: $t not installed, skipped" >&2; continue; } ;;
 	esac
 	P=$RUN-$t
 	M=$W/mnt-$t
-	for step in tar rsync git cp-out rm-rf; do
+	for step in $STEPS; do
 		rm -rf "$W/out"
 		sync
 		echo 3 >/proc/sys/vm/drop_caches
-		do_mount "$t" "$P" "$M"
+		case $t in
+		objfs*-base)
+			m0=$MOUNT
+			MOUNT=$OBJFS_BENCH_BASE/objfs-mount
+			do_mount "${t%-base}" "$P" "$M"
+			MOUNT=$m0 ;;
+		*) do_mount "$t" "$P" "$M" ;;
+		esac
 		t0=$(now)
 		case $step in
 		tar) tar xf "$W/src/tree.tar" -C "$M" ;;
@@ -116,7 +132,8 @@ BEGIN {
 END {
 	printf "%-7s", "step"
 	for (k = 1; k <= nt; k++) printf " %9s", tools[k]
-	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/objfs"
+	# ratios to the first tool of TOOLS (objfs by default)
+	for (k = 2; k <= nt; k++) printf " %13s", tools[k] "/" tools[1]
 	for (k = 1; k <= nt; k++) if (tools[k] ~ /^objfs/) printf " %18s", "req/file_" tools[k]
 	for (k = 1; k <= nt; k++) printf " %14s", "cpu_s/GiB_" tools[k]
 	printf "\n"
@@ -124,7 +141,7 @@ END {
 		n = ms[m]
 		printf "%-7s", n
 		for (k = 1; k <= nt; k++) printf " %9s", v[tools[k], n]
-		b = v["objfs", n]
+		b = v[tools[1], n]
 		for (k = 2; k <= nt; k++)
 			if (b > 0) printf " %13.2f", v[tools[k], n] / b; else printf " %13s", "-"
 		for (k = 1; k <= nt; k++) {
@@ -135,6 +152,6 @@ END {
 		for (k = 1; k <= nt; k++) printf " %14.1f", c[tools[k], n] / (nb[n] / 1073741824)
 		printf "\n"
 	}
-	printf "(seconds until the mount stopped with everything stored; tool/objfs > 1: objfs is faster)\n"
+	printf "(seconds until the mount stopped with everything stored; tool/%s > 1: %s is faster)\n", tools[1], tools[1]
 }' "$RES"
 true

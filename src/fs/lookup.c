@@ -23,6 +23,21 @@
  * small directory) and answers from the inode while the listing shows it
  * as left.  A known file is asked for by its HEAD alone, a directory with
  * a marker by the marker's HEAD alone.
+ *
+ * Directories this mount made (issue 33 item 2: rsync's and git's absent
+ * names): a directory made here (mkdir, or a rename's target: fs->recent
+ * has it as added here) starts with an empty listing, and every name
+ * this mount adds or removes in it is noted in that listing; what it
+ * cannot know of is another writer's name.  Its listing answers a lookup
+ * of a name it lacks with ENOENT for dir_ttl + OWN_DIR_SLACK (the window
+ * in which another objfs mount's new name shows in a renewed listing:
+ * its index segment is written 1-2 s after the change), not dir_ttl;
+ * past that one LIST renews it, as for any small directory.  rsync's
+ * receiver looks up each file's final name and temporary name seconds
+ * after its generator made the directory: one LIST per directory and
+ * window, not per name.  A subdirectory made here whose inode the kernel
+ * forgot (a dentry past entry_ttl is dropped at its last use) is asked
+ * for by its marker's HEAD alone, as a known directory is.
  */
 #include "config.h"
 
@@ -358,6 +373,43 @@ static bool listed_same(struct objfs_fs *fs, struct inode *parent,
 	return true;
 }
 
+/* Seconds past dir_ttl the listing of a directory this mount made
+ * answers lookups of names it lacks (docs/objfs-mount.md, "Listings and
+ * a mount's own names"). */
+#define OWN_DIR_SLACK 2.0
+
+/* Whether fs->recent has name of the directory whose key is dkey as a
+ * directory made here (mkdir, a rename's target) within its window.
+ * fs->lock held. */
+static bool dir_made_here(struct objfs_fs *fs, const char *dkey,
+			  const char *name, double now)
+{
+	const struct recent_ent *c = recent_find(&fs->recent, dkey, name, now);
+
+	return c != NULL && c->add && c->is_dir;
+}
+
+/* Whether dir's listing answers a lookup of a name it may lack: younger
+ * than dir_ttl, or than dir_ttl + OWN_DIR_SLACK when this mount made dir
+ * (see the top of this file).  fs->lock held. */
+static bool snap_answers(struct objfs_fs *fs, struct inode *dir, double now)
+{
+	char pkey[KEYBUF];
+	double age;
+
+	if (dir->snap == NULL)
+		return false;
+	age = now - dir->snap->time;
+	if (age < fs->o.dir_ttl)
+		return true;
+	if (age >= fs->o.dir_ttl + OWN_DIR_SLACK || fs->o.dir_ttl <= 0 ||
+	    dir == fs->root || dir->parent == NULL || !dir->linked ||
+	    dir->snap->more || dir->snap->base != 0)
+		return false;
+	return inode_key(fs, dir->parent, true, pkey, sizeof(pkey)) == 0 &&
+	       dir_made_here(fs, pkey, dir->name, now);
+}
+
 /* Looks up (parent, name) for the kernel (nlookup++) or for internal use
  * (pin: refs++).  *out is set with the reference taken.  0, ENOENT, ... */
 int do_lookup(struct objfs_fs *fs, struct inode *parent,
@@ -414,8 +466,7 @@ again:
 			 * directory for dir_ttl */
 			goto relist;
 		}
-	} else if (parent->snap != NULL &&
-		   now - parent->snap->time < fs->o.dir_ttl) {
+	} else if (snap_answers(fs, parent, now)) {
 		/* a fresh listing without the name: a quick ENOENT */
 		const struct dent *d;
 		bool seen;
@@ -460,13 +511,13 @@ relist:
 			goto again;
 	}
 	err = inode_key(fs, parent, true, dkey, sizeof(dkey));
-	if (err == 0 && !want_dir) {
-		/* a directory made here lately: a lagging listing may not
-		 * show it, its marker's HEAD does (recent.c) */
-		const struct recent_ent *c = recent_find(&fs->recent, dkey,
-							 name, now_mono());
-
-		want_dir = c != NULL && c->add && c->is_dir;
+	if (err == 0 && !want_file && dir_made_here(fs, dkey, name, now_mono())) {
+		/* a directory made here lately (recent.c): its marker's HEAD
+		 * alone (a lagging listing may not show it; one that shows it
+		 * without attributes: the kernel forgot its inode); both
+		 * probes only when the marker is gone */
+		want_dir = true;
+		want_file = true;
 	}
 	if (err == 0)
 		err = objfs_key_join(dkey, name, false, key, sizeof(key));

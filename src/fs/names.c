@@ -216,6 +216,13 @@ void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		in->attr_time = now_mono();
 		if (link != NULL)
 			in->link = strdup(link);
+		/* its object was written here without user.* attributes:
+		 * none to read back before its next metadata write (a
+		 * directory's times and mode, stored later: no HEAD) */
+		free(in->xattr);
+		in->xattr = NULL;
+		in->xattr_known = true;
+		in->xattr_time = in->attr_time;
 		in->nlookup++;
 		state_note(fs, in);
 		fill_entry(fs, in, &e);

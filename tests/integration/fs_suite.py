@@ -579,17 +579,19 @@ def t_two_mounts(env):
     time.sleep(1.2)
     check(not os.path.exists(b["dir"] + "/newdir/x"), "deleted on A gone on B")
     # lookups in a small directory are answered from its listing (kept
-    # dir_ttl = 1 s): names another mount adds or removes show after it
+    # dir_ttl = 1 s; one this mount made: dir_ttl + 2 s, owndirs.py):
+    # names another mount adds or removes show after it
     os.mkdir(a["dir"] + "/small")
     for i in range(20):
         wfile(a["dir"] + "/small/a%d" % i, b"a")
     check(not os.path.exists(a["dir"] + "/small/fromb"), "no such name yet")
+    time.sleep(1.2)     # past B's listing of the root (dir_ttl): B finds small
     wfile(b["dir"] + "/small/fromb", b"from B")
-    time.sleep(1.2)
+    time.sleep(3.2)
     check(rfile(a["dir"] + "/small/fromb") == b"from B", "name added on B found on A")
     check(not os.path.exists(a["dir"] + "/small/none"), "missing name in a listed directory")
     os.unlink(b["dir"] + "/small/a3")
-    time.sleep(1.2)
+    time.sleep(3.2)
     check(not os.path.exists(a["dir"] + "/small/a3"), "name removed on B gone on A")
     check(sorted(os.listdir(a["dir"] + "/small")) ==
           sorted(["a%d" % i for i in range(20) if i != 3] + ["fromb"]), "listing on A")
@@ -1117,7 +1119,8 @@ def t_prefetch_cp(env):
     os.mkdir(c["dir"] + "/n")
     for i in range(6):
         wfile(c["dir"] + "/n/f%d" % i, b"%d" % i)
-    time.sleep(1.2)                     # past dir_ttl: the next lookup lists n
+    time.sleep(3.2)                     # past dir_ttl + 2 s (n made
+                                        # here): the next lookup lists n
     check(not os.path.exists(c["dir"] + "/n/missing"), "a lookup of a missing name")
     for i in range(6):
         check(rfile(c["dir"] + "/n/f%d" % i) == b"%d" % i, "n/f%d read by name" % i)
@@ -2535,6 +2538,9 @@ TESTS += bigdir.TESTS
 # hard links (issues 13, 34): tests/integration/hardlinks.py
 import hardlinks  # noqa: E402
 TESTS += hardlinks.TESTS
+# lookups in directories a mount made (issue 33): tests/integration/owndirs.py
+import owndirs  # noqa: E402
+TESTS += owndirs.TESTS
 
 
 def keep_logs(env, test, logs):
