@@ -34,6 +34,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@
 #include "common/log.h"
 #include "fs/fs_int.h"
 #include "volume/attrseg.h"
+#include "volume/hlink.h"
 
 void snap_put_locked(struct dirsnap *s)
 {
@@ -836,8 +838,12 @@ static int snap_renew(struct objfs_fs *fs, struct inode *dir,
 	if (changed) {
 		s->ndirs = -1;
 		dir_listed(dir, s);
-		if (added)
-			s->attrs_done = false;  /* readdirplus: theirs too */
+		if (added) {
+			/* readdirplus: theirs too (the indexes moved) */
+			s->attrs_done = false;
+			s->index_done = false;
+			s->heads_upto = s->lo_from = s->lo_to = 0;
+		}
 		objfs_debug(fs->log, SUB, "listing of \"%s\" renewed: %zu "
 			    "names after the last, %zu index entries",
 			    dkey, tmp.n, news.seg.n);
@@ -1073,16 +1079,18 @@ static void head_run(void *arg)
 
 #define HEAD_BATCH 256          /* HEAD tasks queued at once */
 
-/* Queues HEADs (in g) for the entries of s that are directories (dirs)
- * or not, and that have no attributes, fresh in their inode or from the
- * index; waits for each HEAD_BATCH of them (*queued counts them). */
+/* Queues HEADs (in g) for the entries [from, to) of s that are
+ * directories (dirs) or not, and that have no attributes, fresh in their
+ * inode or from the index; waits for each HEAD_BATCH of them (*queued
+ * counts them). */
 static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 			const char *dkey, struct dirsnap *s, bool dirs,
-			double now, struct objfs_group *g, size_t *queued)
+			size_t from, size_t to, double now,
+			struct objfs_group *g, size_t *queued)
 {
 	size_t i;
 
-	for (i = 0; i < s->n; i++) {
+	for (i = from; i < to && i < s->n; i++) {
 		struct dent *d = &s->e[i];
 		char key[KEYBUF];
 		struct inode *c;
@@ -1191,14 +1199,68 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		return;
 	}
 	objfs_group_init(&g);
-	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
+	queue_heads(fs, dir, dkey, s, true, 0, SIZE_MAX, now, &g, &queued);
 	/* what the attribute index says needs no HEAD; nothing to read
 	 * when this mount knows every file already (it made them) */
 	if (files_unknown(fs, dir, s, now))
 		aidx_fill(fs, dkey, s, pre);
 	else
 		aidx_pre_cancel(pre);
-	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
+	queue_heads(fs, dir, dkey, s, false, 0, SIZE_MAX, now, &g, &queued);
+	objfs_group_wait(&g);
+}
+
+void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+		      size_t count)
+{
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	double now = now_mono();
+	size_t queued = 0, i, from = 0, to = 0;
+	bool index;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	if (s->attrs_done) {
+		pthread_mutex_unlock(&fs->lock);
+		aidx_pre_cancel(pre);
+		return;
+	}
+	/* the last reply's names went without attributes and no inode:
+	 * an inode of one now is the reader's lookup (it stats them) */
+	for (i = s->lo_from; !s->stat_ahead && i < s->lo_to && i < s->n; i++)
+		s->stat_ahead = !s->e[i].is_dir && !s->e[i].have_attr &&
+				find_child(fs, dir, s->e[i].name) != NULL;
+	s->lo_from = pos;
+	s->lo_to = pos + count;
+	index = !s->index_done;
+	s->index_done = true;
+	if (s->stat_ahead && s->heads_upto < pos + count) {
+		/* this reply's and the next ones' files, HEAD_BATCH at
+		 * least (claimed here: another handle skips them) */
+		from = s->heads_upto > pos ? s->heads_upto : pos;
+		to = from + (count > HEAD_BATCH ? count : HEAD_BATCH);
+		s->heads_upto = to;
+	}
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0 || (!index && from == to)) {
+		aidx_pre_cancel(pre);
+		return;
+	}
+	objfs_group_init(&g);
+	if (index) {
+		queue_heads(fs, dir, dkey, s, true, 0, SIZE_MAX, now, &g,
+			    &queued);
+		if (files_unknown(fs, dir, s, now))
+			aidx_fill(fs, dkey, s, pre);
+		else
+			aidx_pre_cancel(pre);
+	} else {
+		aidx_pre_cancel(pre);
+	}
+	queue_heads(fs, dir, dkey, s, false, from, to, now, &g, &queued);
 	objfs_group_wait(&g);
 }
 
@@ -1212,6 +1274,16 @@ uint64_t name_ino(const char *name)
 	}
 	return h | (1ULL << 63);
 }
+
+/* The least size of an object only a regular file can have: what objfs
+ * (and s3fs) write for anything else is smaller: FIFOs, sockets and
+ * devices are empty, a symlink holds its target (shorter than PATH_MAX:
+ * symlink(2) refuses more), a hard link's name "objfs-link ID T"
+ * (volume/hlink.h).  Issue 33: a listing of another client's files types
+ * them without a HEAD each. */
+#define DENT_REG_MIN PATH_MAX
+_Static_assert(OBJFS_HLINK_BODY_LEN < DENT_REG_MIN,
+	       "a hard link's name is smaller than any file typed by size");
 
 void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		   const struct dent *d, uint64_t *ino, mode_t *type)
@@ -1230,12 +1302,13 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {
 		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
-	} else if (!d->is_dir) {
+	} else if (!d->is_dir && d->size < DENT_REG_MIN) {
 		/* a listed name whose attributes are not known (a name noted
-		 * here without an inode, or one the attribute index does not
-		 * show yet): its object may be a FIFO, a device, a symlink or
-		 * a hard link's name as well as a file, so DT_UNKNOWN, and
-		 * the reader asks lstat (find, rsync and tar do) */
+		 * here without an inode, one the attribute index does not
+		 * show yet, another S3 client's): a small object may be a
+		 * FIFO, a device, a symlink or a hard link's name as well as
+		 * a file, so DT_UNKNOWN, and the reader asks lstat (find,
+		 * rsync and tar do); a larger one is a file (DT_REG) */
 		*type = 0;
 	}
 }

@@ -489,7 +489,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * takes bounded memory */
 	windowed = s->more || s->base > 0;
 	if (plus && !windowed)
-		snap_fetch_attrs(fs, dir, s, pre);
+		/* the entries this reply can hold at most (an entry of
+		 * readdirplus takes 152 bytes and its name) */
+		snap_reply_attrs(fs, dir, s, pre,
+				 off > 2 ? (size_t)off - 2 : 0, size / 152 + 1);
 	else
 		aidx_pre_cancel(pre);
 	pre = NULL;

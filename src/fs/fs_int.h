@@ -146,7 +146,13 @@ struct dirsnap {
 	size_t n;
 	struct dent *e;
 	double time;
-	bool attrs_done;
+	bool attrs_done;        /* every entry's attributes fetched */
+	/* readdirplus reply by reply (snap_reply_attrs()) */
+	bool index_done;        /* markers HEADed, attribute index read */
+	bool stat_ahead;        /* the reader looked up names given without
+				   attributes: HEAD the next ones */
+	size_t heads_upto;      /* files before it HEADed (stat_ahead) */
+	size_t lo_from, lo_to;  /* the last reply's entries */
 	uint64_t base;
 	bool more;
 	char *after;
@@ -648,6 +654,17 @@ bool snap_renewable(const struct objfs_fs *fs, const struct inode *dir);
  * fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s, struct aidx_pre *pre);
+/* The attributes readdirplus gives entries [pos, pos + count) of s
+ * (issue 33): subdirectories' markers and the attribute index once per
+ * snapshot; files the index does not describe (another S3 client's) are
+ * HEADed only once the reader looked up a name of an earlier reply (it
+ * stats them: `ls -l`), HEAD_BATCH ahead; before that they go without
+ * attributes (dent_lookup_only()), so `ls -f` costs no HEAD per name.
+ * s is referenced by the caller; pre as for snap_fetch_attrs().  Takes
+ * fs->lock. */
+void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+		      struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+		      size_t count);
 /* The subdirectories of the directory whose key is dkey after the key
  * after (a listing in windows: the rest after its first one), counted
  * page by page without keeping names, into *n.  0 or an errno.  No lock

@@ -16,7 +16,8 @@ the whole suite is bounded by an alarm.
 One harness, tests by concern: this file (data, names, listings, the
 attribute index, read-ahead, store faults), resume.py (resumable mounts:
 any process's death), hardlinks.py (hard links), bigdir.py and
-fsstress.py (revalidation cost), posix_diff.py (differences from a local
+fsstress.py (revalidation cost), foreign.py (other clients' objects
+listed), posix_diff.py (differences from a local
 filesystem, step by step); the modules import the harness's helpers and
 add their TESTS at the end of this file.
 """
@@ -2476,6 +2477,9 @@ TESTS += bigdir.TESTS
 # hard links (issues 13, 34): tests/integration/hardlinks.py
 import hardlinks  # noqa: E402
 TESTS += hardlinks.TESTS
+# other clients' objects listed (issue 33): tests/integration/foreign.py
+import foreign  # noqa: E402
+TESTS += foreign.TESTS
 
 
 def keep_logs(env, test, logs):
