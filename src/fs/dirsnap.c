@@ -11,12 +11,15 @@
  * Listings are trusted for dir_ttl; a local change is noted in place
  * (snap_note()) while only the directory holds its snapshot, and drops it
  * when handles share it.  A snapshot is freed with its last reference;
- * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
- * entry attributes from the attribute index (attrindex.c), then the rest
- * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot; the
- * HEADs of subdirectories' markers (never in the index) run while the
- * index is read, and the index is not read when this mount knows every
- * file of the listing (it made them).
+ * all of it under fs->lock.  For readdirplus, snap_reply_attrs() fills in
+ * entry attributes from the attribute index (attrindex.c) once per
+ * snapshot; the HEADs of subdirectories' markers (never in the index)
+ * run while the index is read, and the index is not read when this mount
+ * knows every file of the listing (it made them).  Files the index does
+ * not describe (another client's) are HEADed on the pool only once the
+ * reader looked up a name a reply gave without attributes (stat_ahead:
+ * `ls -l`), HEAD_BATCH ahead of each reply; `ls -f` sends none (issue
+ * 33).  snap_fetch_attrs() (a walk's prefetch) HEADs them all at once.
  *
  * Renewal (issues 31 and 33): a whole listing of SNAP_RELIST_MAX names or
  * more is not listed whole again each dir_ttl.  snap_build() renews it

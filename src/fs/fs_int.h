@@ -679,16 +679,16 @@ uint64_t name_ino(const char *name);
 /* The inode number and type (S_IFMT bits) readdir gives listing entry d
  * of dir without an inode for the kernel: lstat's as far as this mount
  * knows (its inode, a hard link's file, or the attributes the listing
- * holds), else name_ino() and a regular file or a directory as listed
- * (0, DT_UNKNOWN, for a name noted here the store has not listed).
- * fs->lock held. */
+ * holds), else name_ino() and a directory as listed, a regular file for
+ * a file of PATH_MAX bytes or more (nothing else objfs writes is that
+ * large), 0 (DT_UNKNOWN) for a smaller one.  fs->lock held. */
 void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		   const struct dent *d, uint64_t *ino, mode_t *type);
 /* Whether readdirplus gives entry d of dir without an inode (the
  * kernel's lookup finds it): a hard link's name (hl_dent()), or a file
  * without an inode whose attributes no index entry or HEAD gave (a name
- * noted here after the listing, a name inode gone since).  fs->lock
- * held. */
+ * noted here after the listing, a name inode gone since, another
+ * client's file snap_reply_attrs() did not HEAD).  fs->lock held. */
 bool dent_lookup_only(struct objfs_fs *fs, struct inode *dir,
 		      const struct dent *d);
 /* The inode for a listing entry, found or made (*created: new, all counts
