@@ -846,6 +846,7 @@ static int snap_renew(struct objfs_fs *fs, struct inode *dir,
 			s->attrs_done = false;
 			s->index_done = false;
 			s->heads_upto = s->lo_from = s->lo_to = 0;
+			s->short_replies = 0;
 		}
 		objfs_debug(fs->log, SUB, "listing of \"%s\" renewed: %zu "
 			    "names after the last, %zu index entries",
@@ -1213,30 +1214,35 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 	objfs_group_wait(&g);
 }
 
-void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap *s, struct aidx_pre *pre, size_t pos,
-		      size_t count)
+/* The first reply that gives files without attributes holds REPLY_SHORT
+ * entries, each next one twice as many, until the reader looks one up:
+ * `ls -l` looks up so many names one by one before the HEADs ahead
+ * begin; `ls -f` costs a few more replies, no request. */
+#define REPLY_SHORT 16
+
+size_t snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+			struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+			size_t count)
 {
 	struct objfs_group g;
 	char dkey[KEYBUF];
 	double now = now_mono();
-	size_t queued = 0, i, from = 0, to = 0;
-	bool index;
+	size_t queued = 0, i, from = 0, to = 0, limit = SIZE_MAX;
+	bool index, bare = false;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
 	if (s->attrs_done) {
 		pthread_mutex_unlock(&fs->lock);
 		aidx_pre_cancel(pre);
-		return;
+		return limit;
 	}
 	/* the last reply's names went without attributes and no inode:
 	 * an inode of one now is the reader's lookup (it stats them) */
 	for (i = s->lo_from; !s->stat_ahead && i < s->lo_to && i < s->n; i++)
 		s->stat_ahead = !s->e[i].is_dir && !s->e[i].have_attr &&
 				find_child(fs, dir, s->e[i].name) != NULL;
-	s->lo_from = pos;
-	s->lo_to = pos + count;
+	s->lo_from = s->lo_to = 0;
 	index = !s->index_done;
 	s->index_done = true;
 	if (s->stat_ahead && s->heads_upto < pos + count) {
@@ -1248,9 +1254,9 @@ void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
 	}
 	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
 	pthread_mutex_unlock(&fs->lock);
-	if (err != 0 || (!index && from == to)) {
+	if (err != 0) {
 		aidx_pre_cancel(pre);
-		return;
+		return limit;
 	}
 	objfs_group_init(&g);
 	if (index) {
@@ -1263,8 +1269,25 @@ void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
 	} else {
 		aidx_pre_cancel(pre);
 	}
-	queue_heads(fs, dir, dkey, s, false, from, to, now, &g, &queued);
+	if (from < to)
+		queue_heads(fs, dir, dkey, s, false, from, to, now, &g,
+			    &queued);
 	objfs_group_wait(&g);
+	pthread_mutex_lock(&fs->lock);
+	for (i = pos; !s->stat_ahead && !bare && i < pos + count && i < s->n;
+	     i++)
+		bare = dent_lookup_only(fs, dir, &s->e[i]);
+	if (bare) {
+		/* names without attributes: a short reply, and whether the
+		 * reader looks them up decides the next one */
+		limit = s->short_replies < 8 ?
+			(size_t)REPLY_SHORT << s->short_replies : SIZE_MAX;
+		s->short_replies++;
+		s->lo_from = pos;
+		s->lo_to = pos + (limit < count ? limit : count);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return limit;
 }
 
 uint64_t name_ino(const char *name)

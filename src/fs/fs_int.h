@@ -152,7 +152,9 @@ struct dirsnap {
 	bool stat_ahead;        /* the reader looked up names given without
 				   attributes: HEAD the next ones */
 	size_t heads_upto;      /* files before it HEADed (stat_ahead) */
-	size_t lo_from, lo_to;  /* the last reply's entries */
+	size_t lo_from, lo_to;  /* the last reply's entries without
+				   attributes (those before stat_ahead) */
+	unsigned short_replies; /* replies cut short before stat_ahead */
 	uint64_t base;
 	bool more;
 	char *after;
@@ -659,12 +661,14 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
  * snapshot; files the index does not describe (another S3 client's) are
  * HEADed only once the reader looked up a name of an earlier reply (it
  * stats them: `ls -l`), HEAD_BATCH ahead; before that they go without
- * attributes (dent_lookup_only()), so `ls -f` costs no HEAD per name.
- * s is referenced by the caller; pre as for snap_fetch_attrs().  Takes
+ * attributes (dent_lookup_only()), so `ls -f` costs no HEAD per name,
+ * and in short replies (16 entries, then 32...): returns how many
+ * entries this reply may give (SIZE_MAX: all that fit).  s is
+ * referenced by the caller; pre as for snap_fetch_attrs().  Takes
  * fs->lock. */
-void snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
-		      struct dirsnap *s, struct aidx_pre *pre, size_t pos,
-		      size_t count);
+size_t snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+			struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+			size_t count);
 /* The subdirectories of the directory whose key is dkey after the key
  * after (a listing in windows: the rest after its first one), counted
  * page by page without keeping names, into *n.  0 or an errno.  No lock

