@@ -16,7 +16,12 @@
 #            adds about half an hour to the run); the files (1 byte) are
 #            put into the store beforehand by objfs-store-tool put-many (16
 #            threads), not through a mount, and carry no client's metadata
-#            (Mountpoint's method)
+#            (Mountpoint's method).  LS_OPS ("f l") chooses the listings:
+#            f `ls -f`, l `ls -l`, find `find DIR -type f` (d_type: a
+#            client that cannot type a name without stat looks it up);
+#            LS_BYTES (1) the files' size (issue 33: objfs types a file
+#            of 4 KiB or more from the listing, a smaller one may be a
+#            symlink or a FIFO another objfs mount made)
 #   create   CREATE_N (200) serial creates of 1 byte (open, write, close)
 #            in a new directory: per-create latency as the application sees
 #            it (mean, p50, p99; rclone uploads after close) and the time
@@ -55,6 +60,8 @@ set -eu
 STEPS=${STEPS:-"ls create cp append sqlite fio"}
 TOOLS=${TOOLS:-"objfs s3fs rclone rclone-full"}
 LS_SIZES=${LS_SIZES:-"100 1000 10000"}
+LS_OPS=${LS_OPS:-"f l"}
+LS_BYTES=${LS_BYTES:-1}
 CREATE_N=${CREATE_N:-200}
 CP_FILES=${CP_FILES:-5000}
 CP_DIRS=${CP_DIRS:-100}
@@ -97,7 +104,7 @@ echo "bench/series.sh on $SERVER: results in $OUT" >&2
 NAMES=""
 for s in $STEPS; do
 	case $s in
-	ls) for n in $LS_SIZES; do NAMES="$NAMES ls-f-$n ls-l-$n"; done ;;
+	ls) for n in $LS_SIZES; do for lo in $LS_OPS; do NAMES="$NAMES ls-$lo-$n"; done; done ;;
 	create) NAMES="$NAMES create" ;;
 	cp) NAMES="$NAMES cp-a" ;;
 	append) for a in $APPEND; do NAMES="$NAMES append-${a%:*}k-${a#*:}m"; done ;;
@@ -112,7 +119,7 @@ D=$RUN-data
 if has ls; then
 	for n in $LS_SIZES; do
 		"$TOOL" "s3://$BUCKET" put "$D/n$n/" </dev/null >/dev/null
-		"$TOOL" "s3://$BUCKET/$D" put-many "n$n/f" "$n" 1 >/dev/null
+		"$TOOL" "s3://$BUCKET/$D" put-many "n$n/f" "$n" "$LS_BYTES" >/dev/null
 	done
 fi
 if has fio; then
@@ -170,14 +177,16 @@ while [ "$run" -le "$RUNS" ]; do
 			case $s in
 			ls)
 				for n in $LS_SIZES; do
-					for lo in f l; do
+					for lo in $LS_OPS; do
 						fresh "$t" "ls-$lo-$n" "$D"
 						t0=$(now)
-						c=$(ls "-$lo" "$M/n$n" | wc -l)
 						# ls -f: . and ..; ls -l: "total"
-						want=$((n + 1))
-						[ $lo = l ] || want=$((n + 2))
-						[ "$c" -eq "$want" ] || echo "bench: $t ls -$lo listed $c lines, not $want" >&2
+						case $lo in
+						find) c=$(find "$M/n$n" -type f | wc -l); want=$n ;;
+						l) c=$(ls -l "$M/n$n" | wc -l); want=$((n + 1)) ;;
+						*) c=$(ls "-$lo" "$M/n$n" | wc -l); want=$((n + 2)) ;;
+						esac
+						[ "$c" -eq "$want" ] || echo "bench: $t ls-$lo listed $c lines, not $want" >&2
 						done_step "$t" "ls-$lo-$n" "$t0" files="$n" lines="$c"
 					done
 				done ;;

@@ -11,12 +11,15 @@
  * Listings are trusted for dir_ttl; a local change is noted in place
  * (snap_note()) while only the directory holds its snapshot, and drops it
  * when handles share it.  A snapshot is freed with its last reference;
- * all of it under fs->lock.  For readdirplus, snap_fetch_attrs() fills in
- * entry attributes from the attribute index (attrindex.c), then the rest
- * with HEADs on the pool, HEAD_BATCH at a time, once per snapshot; the
- * HEADs of subdirectories' markers (never in the index) run while the
- * index is read, and the index is not read when this mount knows every
- * file of the listing (it made them).
+ * all of it under fs->lock.  For readdirplus, snap_reply_attrs() fills in
+ * entry attributes from the attribute index (attrindex.c) once per
+ * snapshot; the HEADs of subdirectories' markers (never in the index)
+ * run while the index is read, and the index is not read when this mount
+ * knows every file of the listing (it made them).  Files the index does
+ * not describe (another client's) are HEADed on the pool only once the
+ * reader looked up a name a reply gave without attributes (stat_ahead:
+ * `ls -l`), HEAD_BATCH ahead of each reply; `ls -f` sends none (issue
+ * 33).  snap_fetch_attrs() (a walk's prefetch) HEADs them all at once.
  *
  * Renewal (issues 31 and 33): a whole listing of SNAP_RELIST_MAX names or
  * more is not listed whole again each dir_ttl.  snap_build() renews it
@@ -34,6 +37,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +46,7 @@
 #include "common/log.h"
 #include "fs/fs_int.h"
 #include "volume/attrseg.h"
+#include "volume/hlink.h"
 
 void snap_put_locked(struct dirsnap *s)
 {
@@ -836,8 +841,13 @@ static int snap_renew(struct objfs_fs *fs, struct inode *dir,
 	if (changed) {
 		s->ndirs = -1;
 		dir_listed(dir, s);
-		if (added)
-			s->attrs_done = false;  /* readdirplus: theirs too */
+		if (added) {
+			/* readdirplus: theirs too (the indexes moved) */
+			s->attrs_done = false;
+			s->index_done = false;
+			s->heads_upto = s->lo_from = s->lo_to = 0;
+			s->short_replies = 0;
+		}
 		objfs_debug(fs->log, SUB, "listing of \"%s\" renewed: %zu "
 			    "names after the last, %zu index entries",
 			    dkey, tmp.n, news.seg.n);
@@ -1073,16 +1083,18 @@ static void head_run(void *arg)
 
 #define HEAD_BATCH 256          /* HEAD tasks queued at once */
 
-/* Queues HEADs (in g) for the entries of s that are directories (dirs)
- * or not, and that have no attributes, fresh in their inode or from the
- * index; waits for each HEAD_BATCH of them (*queued counts them). */
+/* Queues HEADs (in g) for the entries [from, to) of s that are
+ * directories (dirs) or not, and that have no attributes, fresh in their
+ * inode or from the index; waits for each HEAD_BATCH of them (*queued
+ * counts them). */
 static void queue_heads(struct objfs_fs *fs, struct inode *dir,
 			const char *dkey, struct dirsnap *s, bool dirs,
-			double now, struct objfs_group *g, size_t *queued)
+			size_t from, size_t to, double now,
+			struct objfs_group *g, size_t *queued)
 {
 	size_t i;
 
-	for (i = 0; i < s->n; i++) {
+	for (i = from; i < to && i < s->n; i++) {
 		struct dent *d = &s->e[i];
 		char key[KEYBUF];
 		struct inode *c;
@@ -1191,15 +1203,91 @@ void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		return;
 	}
 	objfs_group_init(&g);
-	queue_heads(fs, dir, dkey, s, true, now, &g, &queued);
+	queue_heads(fs, dir, dkey, s, true, 0, SIZE_MAX, now, &g, &queued);
 	/* what the attribute index says needs no HEAD; nothing to read
 	 * when this mount knows every file already (it made them) */
 	if (files_unknown(fs, dir, s, now))
 		aidx_fill(fs, dkey, s, pre);
 	else
 		aidx_pre_cancel(pre);
-	queue_heads(fs, dir, dkey, s, false, now, &g, &queued);
+	queue_heads(fs, dir, dkey, s, false, 0, SIZE_MAX, now, &g, &queued);
 	objfs_group_wait(&g);
+}
+
+/* The first reply that gives files without attributes holds REPLY_SHORT
+ * entries, each next one twice as many, until the reader looks one up:
+ * `ls -l` looks up so many names one by one before the HEADs ahead
+ * begin; `ls -f` costs a few more replies, no request. */
+#define REPLY_SHORT 16
+
+size_t snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+			struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+			size_t count)
+{
+	struct objfs_group g;
+	char dkey[KEYBUF];
+	double now = now_mono();
+	size_t queued = 0, i, from = 0, to = 0, limit = SIZE_MAX;
+	bool index, bare = false;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	if (s->attrs_done) {
+		pthread_mutex_unlock(&fs->lock);
+		aidx_pre_cancel(pre);
+		return limit;
+	}
+	/* the last reply's names went without attributes and no inode:
+	 * an inode of one now is the reader's lookup (it stats them) */
+	for (i = s->lo_from; !s->stat_ahead && i < s->lo_to && i < s->n; i++)
+		s->stat_ahead = !s->e[i].is_dir && !s->e[i].have_attr &&
+				find_child(fs, dir, s->e[i].name) != NULL;
+	s->lo_from = s->lo_to = 0;
+	index = !s->index_done;
+	s->index_done = true;
+	if (s->stat_ahead && s->heads_upto < pos + count) {
+		/* this reply's and the next ones' files, HEAD_BATCH at
+		 * least (claimed here: another handle skips them) */
+		from = s->heads_upto > pos ? s->heads_upto : pos;
+		to = from + (count > HEAD_BATCH ? count : HEAD_BATCH);
+		s->heads_upto = to;
+	}
+	err = inode_key(fs, dir, true, dkey, sizeof(dkey));
+	pthread_mutex_unlock(&fs->lock);
+	if (err != 0) {
+		aidx_pre_cancel(pre);
+		return limit;
+	}
+	objfs_group_init(&g);
+	if (index) {
+		queue_heads(fs, dir, dkey, s, true, 0, SIZE_MAX, now, &g,
+			    &queued);
+		if (files_unknown(fs, dir, s, now))
+			aidx_fill(fs, dkey, s, pre);
+		else
+			aidx_pre_cancel(pre);
+	} else {
+		aidx_pre_cancel(pre);
+	}
+	if (from < to)
+		queue_heads(fs, dir, dkey, s, false, from, to, now, &g,
+			    &queued);
+	objfs_group_wait(&g);
+	pthread_mutex_lock(&fs->lock);
+	for (i = pos; !s->stat_ahead && !bare && i < pos + count && i < s->n;
+	     i++)
+		bare = dent_lookup_only(fs, dir, &s->e[i]);
+	if (bare) {
+		/* names without attributes: a short reply, and whether the
+		 * reader looks them up decides the next one */
+		limit = s->short_replies < 8 ?
+			(size_t)REPLY_SHORT << s->short_replies : SIZE_MAX;
+		s->short_replies++;
+		s->lo_from = pos;
+		s->lo_to = pos + (limit < count ? limit : count);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return limit;
 }
 
 uint64_t name_ino(const char *name)
@@ -1212,6 +1300,16 @@ uint64_t name_ino(const char *name)
 	}
 	return h | (1ULL << 63);
 }
+
+/* The least size of an object only a regular file can have: what objfs
+ * (and s3fs) write for anything else is smaller: FIFOs, sockets and
+ * devices are empty, a symlink holds its target (shorter than PATH_MAX:
+ * symlink(2) refuses more), a hard link's name "objfs-link ID T"
+ * (volume/hlink.h).  Issue 33: a listing of another client's files types
+ * them without a HEAD each. */
+#define DENT_REG_MIN PATH_MAX
+_Static_assert(OBJFS_HLINK_BODY_LEN < DENT_REG_MIN,
+	       "a hard link's name is smaller than any file typed by size");
 
 void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		   const struct dent *d, uint64_t *ino, mode_t *type)
@@ -1234,12 +1332,13 @@ void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		*type = c->mode & S_IFMT;
 	} else if (d->have_attr) {
 		*type = d->fa.mode & S_IFMT;    /* a link name's: its file's */
-	} else if (!d->is_dir) {
+	} else if (!d->is_dir && d->size < DENT_REG_MIN) {
 		/* a listed name whose attributes are not known (a name noted
-		 * here without an inode, or one the attribute index does not
-		 * show yet): its object may be a FIFO, a device, a symlink or
-		 * a hard link's name as well as a file, so DT_UNKNOWN, and
-		 * the reader asks lstat (find, rsync and tar do) */
+		 * here without an inode, one the attribute index does not
+		 * show yet, another S3 client's): a small object may be a
+		 * FIFO, a device, a symlink or a hard link's name as well as
+		 * a file, so DT_UNKNOWN, and the reader asks lstat (find,
+		 * rsync and tar do); a larger one is a file (DT_REG) */
 		*type = 0;
 	}
 }

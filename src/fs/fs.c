@@ -432,7 +432,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dirsnap *s;
 	char *buf = NULL;
 	size_t pos = 0;
-	uint64_t i;
+	uint64_t i, limit = UINT64_MAX;
 	bool windowed;
 	int err = 0;
 
@@ -489,7 +489,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * takes bounded memory */
 	windowed = s->more || s->base > 0;
 	if (plus && !windowed)
-		snap_fetch_attrs(fs, dir, s, pre);
+		/* the entries this reply can hold at most (an entry of
+		 * readdirplus takes 152 bytes and its name) */
+		limit = snap_reply_attrs(fs, dir, s, pre,
+					 off > 2 ? (size_t)off - 2 : 0,
+					 size / 152 + 1);
 	else
 		aidx_pre_cancel(pre);
 	pre = NULL;
@@ -499,7 +503,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	pthread_mutex_lock(&fs->lock);
-	for (i = (uint64_t)off; i < s->base + s->n + 2; i++) {
+	for (i = (uint64_t)off; i < s->base + s->n + 2 &&
+	     i - (uint64_t)off < limit; i++) {
 		const char *name;
 		struct fuse_entry_param e;
 		struct inode *in = NULL;

@@ -146,7 +146,15 @@ struct dirsnap {
 	size_t n;
 	struct dent *e;
 	double time;
-	bool attrs_done;
+	bool attrs_done;        /* every entry's attributes fetched */
+	/* readdirplus reply by reply (snap_reply_attrs()) */
+	bool index_done;        /* markers HEADed, attribute index read */
+	bool stat_ahead;        /* the reader looked up names given without
+				   attributes: HEAD the next ones */
+	size_t heads_upto;      /* files before it HEADed (stat_ahead) */
+	size_t lo_from, lo_to;  /* the last reply's entries without
+				   attributes (those before stat_ahead) */
+	unsigned short_replies; /* replies cut short before stat_ahead */
 	uint64_t base;
 	bool more;
 	char *after;
@@ -656,6 +664,19 @@ bool snap_renewable(const struct objfs_fs *fs, const struct inode *dir);
  * fs->lock. */
 void snap_fetch_attrs(struct objfs_fs *fs, struct inode *dir,
 		      struct dirsnap *s, struct aidx_pre *pre);
+/* The attributes readdirplus gives entries [pos, pos + count) of s
+ * (issue 33): subdirectories' markers and the attribute index once per
+ * snapshot; files the index does not describe (another S3 client's) are
+ * HEADed only once the reader looked up a name of an earlier reply (it
+ * stats them: `ls -l`), HEAD_BATCH ahead; before that they go without
+ * attributes (dent_lookup_only()), so `ls -f` costs no HEAD per name,
+ * and in short replies (16 entries, then 32...): returns how many
+ * entries this reply may give (SIZE_MAX: all that fit).  s is
+ * referenced by the caller; pre as for snap_fetch_attrs().  Takes
+ * fs->lock. */
+size_t snap_reply_attrs(struct objfs_fs *fs, struct inode *dir,
+			struct dirsnap *s, struct aidx_pre *pre, size_t pos,
+			size_t count);
 /* The subdirectories of the directory whose key is dkey after the key
  * after (a listing in windows: the rest after its first one), counted
  * page by page without keeping names, into *n.  0 or an errno.  No lock
@@ -670,16 +691,16 @@ uint64_t name_ino(const char *name);
 /* The inode number and type (S_IFMT bits) readdir gives listing entry d
  * of dir without an inode for the kernel: lstat's as far as this mount
  * knows (its inode, a hard link's file, or the attributes the listing
- * holds), else name_ino() and a regular file or a directory as listed
- * (0, DT_UNKNOWN, for a name noted here the store has not listed).
- * fs->lock held. */
+ * holds), else name_ino() and a directory as listed, a regular file for
+ * a file of PATH_MAX bytes or more (nothing else objfs writes is that
+ * large), 0 (DT_UNKNOWN) for a smaller one.  fs->lock held. */
 void dent_ino_type(struct objfs_fs *fs, struct inode *dir,
 		   const struct dent *d, uint64_t *ino, mode_t *type);
 /* Whether readdirplus gives entry d of dir without an inode (the
  * kernel's lookup finds it): a hard link's name (hl_dent()), or a file
  * without an inode whose attributes no index entry or HEAD gave (a name
- * noted here after the listing, a name inode gone since).  fs->lock
- * held. */
+ * noted here after the listing, a name inode gone since, another
+ * client's file snap_reply_attrs() did not HEAD).  fs->lock held. */
 bool dent_lookup_only(struct objfs_fs *fs, struct inode *dir,
 		      const struct dent *d);
 /* The inode for a listing entry, found or made (*created: new, all counts

@@ -16,7 +16,8 @@ the whole suite is bounded by an alarm.
 One harness, tests by concern: this file (data, names, listings, the
 attribute index, read-ahead, store faults), resume.py (resumable mounts:
 any process's death), hardlinks.py (hard links), bigdir.py and
-fsstress.py (revalidation cost), posix_diff.py (differences from a local
+fsstress.py (revalidation cost), foreign.py (other clients' objects
+listed), posix_diff.py (differences from a local
 filesystem, step by step); the modules import the harness's helpers and
 add their TESTS at the end of this file.
 """
@@ -2541,6 +2542,9 @@ TESTS += hardlinks.TESTS
 # lookups in directories a mount made (issue 33): tests/integration/owndirs.py
 import owndirs  # noqa: E402
 TESTS += owndirs.TESTS
+# other clients' objects listed (issue 33): tests/integration/foreign.py
+import foreign  # noqa: E402
+TESTS += foreign.TESTS
 
 
 def keep_logs(env, test, logs):

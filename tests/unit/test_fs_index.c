@@ -7,7 +7,8 @@
  * deletes; an index too big for one page is listed per directory.  A
  * directory of several pages is listed in parallel ranges split at the
  * names of its index, and the listing is the same whatever the index
- * says (names it lacks, names gone, an index far off).
+ * says (names it lacks, names gone, an index far off).  Readdirplus of
+ * another client's files HEADs them only once the reader looks names up.
  */
 #include "config.h"
 
@@ -284,6 +285,73 @@ static void test_catalogue_too_big(void **state)
 	assert_true(expect(e, "b/", 0, NULL, false) == 1);
 }
 
+static uint64_t heads(struct fs_env *e)
+{
+	return objfs_fault_calls(e->fault, OBJFS_FOP_HEAD);
+}
+
+/* Issue 33: readdirplus of another client's files (no index entry)
+ * sends no HEAD, in short replies, until the reader looks up a name a
+ * reply gave without attributes; then each reply's files and more
+ * (HEAD_BATCH, 256) are HEADed ahead.  Without attributes, a file of PATH_MAX bytes or more is
+ * typed a regular file, a smaller one (it may be a symlink or a FIFO)
+ * DT_UNKNOWN. */
+static void test_reply_attrs(void **state)
+{
+	struct fs_env *e = *state;
+	struct objfs_fs *fs = e->fs;
+	static char big[5000];
+	struct dirsnap *s = NULL;
+	struct inode *d = NULL, *c = NULL;
+	struct aidx_pre *pre;
+	uint64_t h;
+	char key[64];
+	size_t i;
+	int k;
+
+	memset(big, 'x', sizeof(big));
+	for (k = 0; k < 600; k++) {
+		snprintf(key, sizeof(key), "d/f%04d", k);
+		tu_put(e->store, key, big, k % 2 ? sizeof(big) : 1, NULL);
+	}
+	assert_int_equal(do_lookup(fs, fs->root, "d", true, &d), 0);
+	pre = snap_index_start(fs, d);
+	assert_int_equal(snap_build(fs, d, NULL, pre, &s), 0);
+	assert_int_equal(s->n, 600);
+	h = heads(e);
+	/* `ls -f`: short replies (16, 32 entries), no HEAD */
+	assert_int_equal(snap_reply_attrs(fs, d, s, pre, 0, 200), 16);
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 16, 200), 32);
+	assert_int_equal(heads(e), h);
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < s->n; i++) {
+		uint64_t ino;
+		mode_t type;
+
+		assert_false(s->e[i].have_attr);
+		assert_true(dent_lookup_only(fs, d, &s->e[i]));
+		dent_ino_type(fs, d, &s->e[i], &ino, &type);
+		assert_int_equal(type, i % 2 ? S_IFREG : 0);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	/* `ls -l`: a name of the last reply looked up, then the next
+	 * replies HEAD their files and more ahead (HEAD_BATCH, 256) */
+	assert_int_equal(do_lookup(fs, d, s->e[20].name, false, &c), 0);
+	h = heads(e);
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 48, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 256);            /* [48, 304) */
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 248, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 512);            /* [304, 560) */
+	assert_int_equal(snap_reply_attrs(fs, d, s, NULL, 448, 200), SIZE_MAX);
+	assert_int_equal(heads(e) - h, 552);            /* [560, 600) */
+	for (i = 0; i < s->n; i++)
+		assert_true(s->e[i].have_attr == (i >= 48));
+	pthread_mutex_lock(&fs->lock);
+	snap_put_locked(s);
+	pthread_mutex_unlock(&fs->lock);
+	unpin(fs, d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +360,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_catalogue_too_big, setup,
 						fe_teardown_state),
 		cmocka_unit_test_setup_teardown(test_ranges, setup,
+						fe_teardown_state),
+		cmocka_unit_test_setup_teardown(test_reply_attrs, setup,
 						fe_teardown_state),
 	};
 
