@@ -176,12 +176,14 @@ def digest(root):
 # the 4 workers works down a path of up to 8 directories, each listed
 # again at most once per dir_ttl (1 s), and asks for up to 8 names not
 # its own past attr_ttl (1 s), and for a hard link's set and its names:
-# at most about 4 x 32 = 125 requests a second, 0.025 per operation per
-# second of a 5,000-operation run.  Before issue 34 item 7 the local store
+# at most about 4 x 32 = 125 requests a second of the run, shared by its
+# operations (0.025 per operation per second of a 5,000-operation run;
+# the 2,000 of an S3 server's run share it too: a fixed 0.025 failed
+# there at 3.54 per operation in 49 s under load).  Before issue 34 item 7 the local store
 # took 2.66-2.84 per operation in 6-8 s (bound 2.35-2.4), RGW 6.7 in
 # 136 s (bound 5.6); after, 1.7-2.1 in 6-17 s and 4.4 in 152 s.
 FSSTRESS_REQS_PER_OP = 2.2
-FSSTRESS_REQS_PER_OP_S = 0.025
+FSSTRESS_REQS_S = 125
 
 
 def t_fsstress(env):
@@ -220,7 +222,7 @@ def t_fsstress(env):
     print("  fsstress: %d ops in %.1f s (local %.1f s), %d requests, %.2f per "
           "op: %s" % (ops, got["seconds"], want["seconds"], total, per_op, dr),
           flush=True)
-    bound = FSSTRESS_REQS_PER_OP + FSSTRESS_REQS_PER_OP_S * got["seconds"]
+    bound = FSSTRESS_REQS_PER_OP + FSSTRESS_REQS_S * got["seconds"] / ops
     fsu.check(per_op <= bound,
               "%.2f requests per operation in %.0f s (at most %.2f): %s" % (
                   per_op, got["seconds"], bound, dr))
