@@ -179,10 +179,24 @@ class Env:
             subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
             check_server_deaths(open(m["log"]).read(), m["dir"], signals)
             return
-        subprocess.run(["fusermount3", "-u", m["dir"]], stderr=subprocess.DEVNULL, timeout=60)
-        try:
-            p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        # fusermount3 -u refuses while the mount is busy (a process the
+        # test ended may not have exited yet on a loaded machine): asked
+        # again until the mount exits, 60 s in all
+        deadline = time.monotonic() + 60
+        unmounted = done = False
+        while not done and time.monotonic() < deadline:
+            if not unmounted:
+                unmounted = subprocess.run(
+                    ["fusermount3", "-u", m["dir"]], stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+            try:
+                # unmounted: the server flushes, then exits
+                p.wait(timeout=max(0.1, min(5 if unmounted else 0.5,
+                                            deadline - time.monotonic())))
+                done = True
+            except subprocess.TimeoutExpired:
+                pass
+        if not done:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait(timeout=30)
             subprocess.run(["umount", "-l", m["dir"]], stderr=subprocess.DEVNULL, timeout=30)
