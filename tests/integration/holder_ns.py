@@ -30,6 +30,7 @@ event is printed.
     holder_ns.py local | s3      (s3: OBJFS_TEST_S3_* in the environment)
     holder_ns.py --workload DIR  (the pod's workload; internal)
 """
+import errno
 import json
 import os
 import signal
@@ -235,15 +236,26 @@ class Frozen:
         else:
             with open(os.path.join(self.dir, "cgroup.freeze"), "w") as f:
                 f.write("0\n")
-        try:
-            with open(os.path.join(self.dir, "cgroup.procs")) as f:
-                left = f.read().split()
-            for p in left:
-                with open(os.path.join(self.root, "cgroup.procs"), "w") as f:
-                    f.write(p + "\n")
-        except OSError:
-            pass
-        os.rmdir(self.dir)
+        # a task killed in the cgroup stays in it until its exit ends,
+        # which a loaded machine makes slow (rmdir: EBUSY once): the
+        # rest moved out and the rmdir tried again, 30 s in all
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with open(os.path.join(self.dir, "cgroup.procs")) as f:
+                    left = f.read().split()
+                for p in left:
+                    with open(os.path.join(self.root, "cgroup.procs"), "w") as f:
+                        f.write(p + "\n")
+            except OSError:
+                pass
+            try:
+                os.rmdir(self.dir)
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
         return False
 
 
