@@ -861,7 +861,11 @@ def t_listing_ranges(env):
     env.tool(url, "del", "d/f1700")
     want = {n: len(n) * (1 + int(n[1:]) % 3) for n in names if n != "f1700"}
     want["f1500x"] = len(b"other tool")
-    m = env.mount(url, ["log_level=info"])
+    # listings and attributes trusted 300 s: the lstat of 2,200 names
+    # outlasted dir_ttl (1 s) under load, and a renewal's LISTs are not
+    # this test's subject (bigdir.py's)
+    m = env.mount(url, ["log_level=info", "dir_ttl=300", "attr_ttl=300",
+                        "entry_ttl=300"])
     got = {n: os.lstat(m["dir"] + "/d/" + n).st_size
            for n in os.listdir(m["dir"] + "/d")}
     mt = scrape(m)
@@ -1121,7 +1125,11 @@ def t_prefetch_cp(env):
         # the root's attributes, t's lookup (2), a marker per directory
         # (4), "empty" (no index entry for a zero-byte object)
         check(int(r.get("get", 0)) <= 2 + 5 + n + 2, "one GET per file: %s %s" % (r, pf))
-        check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2, "no HEAD per file: %s" % r)
+        # (Swift updates its listings asynchronously: a directory's
+        # marker or a file the listing does not show yet is HEADed, one
+        # per directory at most: 12 once of 36 files)
+        lag = 6 if os.environ.get("OBJFS_TEST_S3_SERVER", "swift") == "swift" else 0
+        check(int(r.get("head", 0)) <= 3 + 4 + 1 + 2 + lag, "no HEAD per file: %s" % r)
         # a LIST per directory (6), t's lookup, and for the index the
         # first directory's own LIST and then one of the whole index
         # (the catalogue), which answers the other directories; the
@@ -1311,6 +1319,7 @@ def t_rename_deferred(env):
     url = env.volume("rend")
     m = env.mount(url, ["delete_delay=2"])
     d = m["dir"]
+    t0 = time.monotonic()
     os.mkdir(d + "/d")
     for i in range(n):
         wfile(d + "/d/.t%03d" % i, b"v%d" % i)
@@ -1330,6 +1339,7 @@ def t_rename_deferred(env):
         f.write(b" and after")
     check(rfile(d + "/d/open") == b"open and after", "written on after its rename")
     env.umount(m)
+    took = time.monotonic() - t0
     keys = env.keys(url, "d/")
     want = ["d/", "d/.t000"] + ["d/f%03d" % i for i in range(1, n)] + ["d/open"]
     check(keys == want, "in the store: %s" % keys[:6])
@@ -1337,7 +1347,11 @@ def t_rename_deferred(env):
     r = store_requests(env, m)
     check(r is not None, "the mount logged its store requests")
     check(int(r.get("del", 0)) == 0, "no DELETE per rename: %s" % r)
-    check(1 <= int(r.get("del_many", 0)) <= 3, "DeleteObjects batches: %s" % r)
+    # a batch per delete_delay (2 s) the renames took at most, and far
+    # fewer than one per rename (Swift under load: 5 batches in a run
+    # that outlasted 6 s)
+    check(1 <= int(r.get("del_many", 0)) <= min(n // 4, max(3, int(took / 2) + 2)),
+          "DeleteObjects batches in %.1f s: %s" % (took, r))
 
 
 def t_upload_delay(env):
