@@ -18,23 +18,11 @@ class _Suite:
 
 
 fsu = _Suite()
+# the mount's requests by op, and what changed between two counts
+from bigdir import delta, requests  # noqa: E402
 
 DIR_TTL = 1.0           # objfs-mount's default dir_ttl
 OWN_DIR_SLACK = 2.0     # lookup.c: what a directory made here adds to it
-
-
-def requests(m):
-    """The mount's store requests so far, by op (all results)."""
-    out = {}
-    for k, v in fsu.scrape(m).items():
-        if k.startswith("objfs_store_requests_total{"):
-            op = k.split('op="')[1].split('"')[0]
-            out[op] = out.get(op, 0) + int(v)
-    return out
-
-
-def delta(a, b):
-    return {k: b.get(k, 0) - a.get(k, 0) for k in b if b.get(k, 0) != a.get(k, 0)}
 
 
 def rsync_like(d, names, stamp):
