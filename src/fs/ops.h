@@ -36,23 +36,6 @@ struct fhandle {
 	bool ra_reader;                 /* counted in fs->ra_readers */
 	unsigned ra_tasks;              /* read-ahead GETs running */
 	struct ra_chunk ra[RA_MAX];
-	/* random reads' blocks (readahead.c, fh->mu): which RB_BLOCK-sized
-	 * blocks of rb_etag's bytes were fetched into the kernel's page
-	 * cache (NULL: none yet), how many bytes random reads fetched, and
-	 * the fill of the rest (one task, counted in ra_tasks) */
-	uint8_t *rb_map;
-	uint64_t rb_blocks;
-	uint64_t rb_fetched;
-	uint64_t rb_again;              /* of blocks fetched before */
-	unsigned rb_passes;
-	char rb_etag[OBJFS_ETAG_MAX];
-	bool rb_fill;                   /* the fill runs */
-	bool rb_stop;                   /* ra_release: the fill ends */
-	bool rb_off;                    /* the page cache refused a block */
-	/* where fetched blocks go: NULL for the kernel's page cache
-	 * (fuse_lowlevel_notify_store); a test's own.  0 or an errno */
-	int (*rb_store)(struct fhandle *fh, uint64_t off, const char *data,
-			size_t n);
 };
 
 struct dhandle {

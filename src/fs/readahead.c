@@ -51,40 +51,6 @@
  *   slot:   FREE -> LOADING (in a GET of span chunks) -> READY (its bytes
  *           in) | ERROR (the GET failed first) -> FREE (behind the reader)
  *
- * Random reads fetch blocks (issue 33): with read-ahead on
- * (readahead_chunks > 0) and without the data cache, a random
- * read none of whose RB_BLOCK-aligned blocks this handle fetched before is
- * one GET of those whole blocks (the answer's ETag must be the inode's,
- * else it reads as before): it replies
- * from them and puts them into the kernel's page cache
- * (fuse_lowlevel_notify_store; the file's pages are kept across opens of
- * the same ETag, keep_cache), so the reads of their other pages never
- * reach us.  Once random reads fetched 1/RB_FILL_DIV of the file, one fill
- * task fetches every block not yet fetched, ra_chunk bytes per GET, into
- * the page cache (s3fs and rclone's full cache read the whole file to
- * disk): each block is fetched once per pass (fh->rb_map), so a pass
- * receives the file's size and a little (1/RB_FILL_DIV at most of blocks
- * whose pages were dropped or still on their way).  A block is put into the
- * page cache only while the inode still holds that ETag's bytes unwritten
- * here (no spool, not dirty, the page cache's ETag): a change seen after
- * the store drops the range again (notify_inval_inode).  Nothing is held
- * in our memory beyond a GET's buffer.  A read that reaches us in a block
- * fetched before means the kernel dropped its pages (memory pressure,
- * drop_caches, fio's fadvise DONTNEED between loops): the block is
- * fetched again, and once 1/RB_FILL_DIV of the file was fetched again a
- * new pass starts (the map cleared, the fill again), RB_PASSES passes per
- * handle at most (then reads of dropped pages are GETs of their own
- * range); no fill for a file over half the memory free (its pages would
- * push each other out).
- *
- *   block: NONE -> FETCHING (a random read's GET, or the fill's; a read
- *          of it meanwhile is a GET of its own range) -> STORED (a read
- *          of it: its pages were dropped, fetched again) | NONE (its GET
- *          or its store failed: a random read's failed store, or its GET
- *          of other bytes, ends blocks on the handle)
- *   fill:  started (1/RB_FILL_DIV fetched) -> every block fetched | a
- *          failure | ra_release (rb_stop) | the ETag changed
- *
  * A small file opened for reading is read whole at its open: the GET
  * of its first chunk that revalidates it (instead of a HEAD) fills the
  * handle's first chunk, so `cp -r` or a build reading many small files
@@ -99,10 +65,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "common/errors.h"
-#include "common/log.h"
 #include "fs/fs_int.h"
 #include "fs/ops.h"
 
@@ -113,13 +76,6 @@
 				    this still reads in order: the
 				    kernel's max_readahead (fs.c) */
 #define RA_SEQ 2                 /* reads in order that make a reader */
-#define RB_BLOCK (1u << 20)      /* random reads fetch the aligned blocks
-				    of this size around them */
-#define RB_FILL_DIV 8            /* after 1/8 of the file fetched by random
-				    reads, the rest is fetched */
-enum { RB_NONE = 0, RB_FETCHING, RB_STORED };   /* fh->rb_map */
-#define RB_PASSES 8              /* passes over a file per handle at most
-				    (the kernel dropped its pages) */
 
 /* Read-ahead buffers are mapped and unmapped directly: malloc would keep
  * freed multi-MiB blocks in per-thread arenas, so the process would grow
@@ -230,11 +186,8 @@ void ra_release(struct fhandle *fh)
 	unsigned i;
 
 	pthread_mutex_lock(&fh->mu);
-	fh->rb_stop = true;
 	while (fh->ra_tasks > 0)
 		pthread_cond_wait(&fh->cv, &fh->mu);
-	free(fh->rb_map);
-	fh->rb_map = NULL;
 	for (i = 0; i < RA_MAX; i++)
 		ra_free_chunk(fs, &fh->ra[i]);
 	if (fh->ra_reader) {
@@ -673,306 +626,13 @@ static void ra_ahead(struct fhandle *fh, const char *key, const char *etag,
 	}
 }
 
-static int rb_store_kernel(struct fhandle *fh, uint64_t off,
-			   const char *data, size_t n)
-{
-	struct objfs_fs *fs = fh->fs;
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(n);
-	int res;
-
-	if (fs->se == NULL)
-		return ENOSYS;
-	bv.buf[0].mem = (void *)data;
-	res = fuse_lowlevel_notify_store(fs->se, fh->in->ino, (off_t)off, &bv,
-					 0);
-	return res < 0 ? -res : 0;
-}
-
-/* Whether fh's inode still holds etag's bytes, not written here, and the
- * page cache is etag's (or was never told another).  Takes fs->lock. */
-static bool rb_current(struct fhandle *fh, const char *etag)
-{
-	struct objfs_fs *fs = fh->fs;
-	struct inode *in = fh->in;
-	bool ok;
-
-	pthread_mutex_lock(&fs->lock);
-	ok = in->spool == NULL && !in->dirty && strcmp(in->etag, etag) == 0 &&
-	     (in->cache_etag[0] == '\0' || strcmp(in->cache_etag, etag) == 0);
-	pthread_mutex_unlock(&fs->lock);
-	return ok;
-}
-
-/* Puts [off, off+n), etag's bytes, into the page cache unless the inode
- * changed; a change seen after the store drops the range again.  0, or
- * an errno (ESTALE: changed).  No lock held. */
-static int rb_push(struct fhandle *fh, const char *etag, uint64_t off,
-		   const char *data, size_t n)
-{
-	struct objfs_fs *fs = fh->fs;
-	int err;
-
-	if (!rb_current(fh, etag))
-		return ESTALE;
-	if (fh->rb_store != NULL)
-		err = fh->rb_store(fh, off, data, n);
-	else
-		err = rb_store_kernel(fh, off, data, n);
-	if (err == 0 && !rb_current(fh, etag)) {
-		if (fh->rb_store == NULL && fs->se != NULL)
-			fuse_lowlevel_notify_inval_inode(fs->se, fh->in->ino,
-							 (off_t)off, (off_t)n);
-		err = ESTALE;
-	}
-	return err;
-}
-
-/* One GET of [off, off + len) of key into buf, checked to be etag's bytes
- * by the answer's ETag (If-Match is not honoured alike by every store:
- * Swift refuses it on a multipart object).  0, ESTALE (other bytes), or
- * an errno.  No lock held. */
-static int rb_get(struct objfs_fs *fs, const char *key, const char *etag,
-		  uint64_t off, uint64_t len, char *buf, bool background)
-{
-	struct objfs_get_opts go = { off, len, NULL, NULL, background };
-	struct objfs_obj_info info = OBJFS_OBJ_INFO_INIT;
-	struct objfs_fixedbuf fb = { buf, (size_t)len, 0 };
-	struct objfs_sink sink;
-	int err;
-
-	objfs_sink_fixed(&sink, &fb);
-	err = objfs_store_get(fs->store, key, &go, &sink, &info);
-	if (err == 0 && fb.got != len)
-		err = EIO;
-	if (err == 0 && info.etag[0] != '\0' && strcmp(info.etag, etag) != 0)
-		err = ESTALE;
-	objfs_obj_info_release(&info);
-	return err;
-}
-
-/* Marks blocks [b, b + n) fetched or not (fh->mu held). */
-static void rb_mark(struct fhandle *fh, uint64_t b, uint64_t n, uint8_t v)
-{
-	for (; n > 0 && b < fh->rb_blocks; b++, n--)
-		fh->rb_map[b] = v;
-}
-
-/* One fill: fetches fh's blocks not yet fetched, ra_chunk bytes per GET,
- * into the page cache. */
-struct rb_fill {
-	struct fhandle *fh;
-	uint64_t fsize;
-	char key[KEYBUF];
-	char etag[OBJFS_ETAG_MAX];
-};
-
-static void rb_fill_run(void *arg)
-{
-	struct rb_fill *f = arg;
-	struct fhandle *fh = f->fh;
-	struct objfs_fs *fs = fh->fs;
-	uint64_t per = fs->o.ra_chunk / RB_BLOCK, b = 0, first, n;
-	char *buf = ra_buf_get(fs, fs->o.ra_chunk);
-	int err = buf == NULL ? ENOMEM : 0;
-
-	if (per < 1)
-		per = 1;
-	while (err == 0) {
-		uint64_t off, len;
-
-		pthread_mutex_lock(&fh->mu);
-		if (fh->rb_stop || fh->rb_map == NULL ||
-		    strcmp(fh->rb_etag, f->etag) != 0) {
-			pthread_mutex_unlock(&fh->mu);
-			break;
-		}
-		while (b < fh->rb_blocks && fh->rb_map[b] != 0)
-			b++;
-		first = b;
-		for (n = 0; b < fh->rb_blocks && fh->rb_map[b] == 0 && n < per;
-		     b++, n++)
-			fh->rb_map[b] = RB_FETCHING;
-		pthread_mutex_unlock(&fh->mu);
-		if (n == 0)
-			break;
-		off = first * RB_BLOCK;
-		len = n * RB_BLOCK;
-		if (len > f->fsize - off)
-			len = f->fsize - off;
-		err = rb_get(fs, f->key, f->etag, off, len, buf, true);
-		if (err == 0) {
-			__atomic_add_fetch(&fs->ra_gets, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&fs->ra_bytes, len, __ATOMIC_RELAXED);
-			err = rb_push(fh, f->etag, off, buf, (size_t)len);
-		}
-		pthread_mutex_lock(&fh->mu);
-		if (strcmp(fh->rb_etag, f->etag) == 0 && fh->rb_map != NULL)
-			rb_mark(fh, first, n, err == 0 ? RB_STORED : RB_NONE);
-		pthread_mutex_unlock(&fh->mu);
-	}
-	ra_buf_put(fs, buf, fs->o.ra_chunk);
-	pthread_mutex_lock(&fh->mu);
-	fh->rb_fill = false;
-	if (err != 0 && err != ESTALE && err != ENOMEM)
-		objfs_debug(fs->log, SUB, "fill of %s ended: %s", f->key,
-			    objfs_strerror(err));
-	fh->ra_tasks--;
-	pthread_cond_broadcast(&fh->cv);
-	pthread_mutex_unlock(&fh->mu);
-	free(f);
-}
-
-/* Starts fh's fill (fh->mu held). */
-static void rb_fill_start(struct fhandle *fh, const char *key,
-			  const char *etag, uint64_t fsize)
-{
-	struct rb_fill *f = calloc(1, sizeof(*f));
-
-	if (f == NULL)
-		return;
-	f->fh = fh;
-	f->fsize = fsize;
-	snprintf(f->key, sizeof(f->key), "%s", key);
-	snprintf(f->etag, sizeof(f->etag), "%s", etag);
-	if (objfs_pool_submit(fh->fs->pool, NULL, rb_fill_run, f) != 0) {
-		free(f);
-		return;
-	}
-	fh->rb_fill = true;
-	fh->ra_tasks++;
-}
-
-/* Whether a file of size bytes may be filled into the page cache: at
- * most half the memory free now (a bigger one would push out its own
- * pages as they come, each fetched again). */
-static bool rb_fits(uint64_t size)
-{
-	long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-
-	if (pages <= 0 || psize <= 0)
-		return true;
-	return size <= (uint64_t)pages * (uint64_t)psize / 2;
-}
-
-/* Whether the random read [off, end) is to be served by a GET of its
- * blocks, [*boff, *boff + *blen): none of them fetched before (they are
- * marked fetched now); the fill starts once 1/RB_FILL_DIV of the file was
- * (fh->mu held). */
-static bool rb_claim(struct fhandle *fh, const char *key, const char *etag,
-		     uint64_t off, uint64_t end, uint64_t fsize,
-		     uint64_t *boff, uint64_t *blen)
-{
-	struct objfs_fs *fs = fh->fs;
-	uint64_t b0 = off / RB_BLOCK, b1 = (end - 1) / RB_BLOCK, b;
-	bool again;
-
-	if (fh->rb_off || fh->rb_stop || fs->o.ra_chunks == 0 ||
-	    (fh->rb_store == NULL && fs->se == NULL))
-		return false;
-	if (fh->rb_map == NULL || strcmp(fh->rb_etag, etag) != 0) {
-		/* new bytes: the fill of the old ones ends by itself */
-		free(fh->rb_map);
-		fh->rb_blocks = (fsize + RB_BLOCK - 1) / RB_BLOCK;
-		fh->rb_map = calloc(fh->rb_blocks, 1);
-		fh->rb_fetched = 0;
-		fh->rb_again = 0;
-		fh->rb_passes = 0;
-		snprintf(fh->rb_etag, sizeof(fh->rb_etag), "%s", etag);
-		if (fh->rb_map == NULL) {
-			fh->rb_blocks = 0;
-			return false;
-		}
-	}
-	if (b1 >= fh->rb_blocks)
-		return false;
-	again = false;
-	for (b = b0; b <= b1; b++) {
-		/* on its way: the read gets its own range */
-		if (fh->rb_map[b] == RB_FETCHING)
-			return false;
-		if (fh->rb_map[b] == RB_STORED)
-			again = true;
-	}
-	/* a read of a block stored before: the kernel dropped its pages
-	 * (memory, drop_caches, fadvise DONTNEED): fetched again, a pass
-	 * at most RB_PASSES times */
-	if (again && fh->rb_passes + 1 >= RB_PASSES)
-		return false;
-	rb_mark(fh, b0, b1 - b0 + 1, RB_FETCHING);
-	*boff = b0 * RB_BLOCK;
-	*blen = (b1 + 1) * RB_BLOCK < fsize ? (b1 + 1) * RB_BLOCK - *boff :
-					       fsize - *boff;
-	if (again)
-		fh->rb_again += *blen;
-	else
-		fh->rb_fetched += *blen;
-	if (!fh->rb_fill && fh->rb_again * RB_FILL_DIV >= fsize) {
-		/* the page cache lost the file: a new pass */
-		memset(fh->rb_map, RB_NONE, fh->rb_blocks);
-		rb_mark(fh, b0, b1 - b0 + 1, RB_FETCHING);
-		fh->rb_fetched = fh->rb_again;
-		fh->rb_again = 0;
-		fh->rb_passes++;
-		again = false;
-	}
-	if (!again && !fh->rb_fill && fh->rb_fetched * RB_FILL_DIV >= fsize &&
-	    rb_fits(fsize))
-		rb_fill_start(fh, key, etag, fsize);
-	return true;
-}
-
-/* Serves the random read [off, end) by one GET of its blocks claimed by
- * rb_claim() and puts them into the page cache: 0 (replied), or an errno
- * (not replied; the blocks are not fetched).  No lock held. */
-static int rb_read(struct fhandle *fh, const char *key, const char *etag,
-		   uint64_t off, uint64_t end, uint64_t boff, uint64_t blen,
-		   const struct ra_reply *rp)
-{
-	struct objfs_fs *fs = fh->fs;
-	char *buf = malloc((size_t)blen);
-	int err = ENOMEM;
-
-	if (buf != NULL) {
-		__atomic_add_fetch(&fs->ra_direct, 1, __ATOMIC_RELAXED);
-		err = rb_get(fs, key, etag, boff, blen, buf, false);
-	}
-	if (err == 0) {
-		rp->bytes(rp->arg, buf + (off - boff), (size_t)(end - off));
-		fs_metrics_read(fs, FS_READ_STORE, (size_t)(end - off));
-		/* after the reply: the kernel holds the read's page locked
-		 * until it has the answer */
-		err = rb_push(fh, etag, boff, buf, (size_t)blen);
-		pthread_mutex_lock(&fh->mu);
-		if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
-			rb_mark(fh, boff / RB_BLOCK,
-				(blen + RB_BLOCK - 1) / RB_BLOCK,
-				err == 0 ? RB_STORED : RB_NONE);
-		/* changed, or no page cache: the handle's reads go as
-		 * before (each would fetch a block in vain) */
-		if (err != 0)
-			fh->rb_off = true;
-		pthread_mutex_unlock(&fh->mu);
-		err = 0;
-	} else {
-		pthread_mutex_lock(&fh->mu);
-		if (strcmp(fh->rb_etag, etag) == 0 && fh->rb_map != NULL)
-			rb_mark(fh, boff / RB_BLOCK,
-				(blen + RB_BLOCK - 1) / RB_BLOCK, RB_NONE);
-		if (err == ESTALE)
-			fh->rb_off = true;
-		pthread_mutex_unlock(&fh->mu);
-	}
-	free(buf);
-	return err;
-}
-
 int ra_read(struct fhandle *fh, uint64_t off, size_t size,
 	    const struct ra_reply *rp)
 {
 	struct objfs_fs *fs = fh->fs;
 	struct inode *in = fh->in;
 	char key[KEYBUF], etag[OBJFS_ETAG_MAX];
-	uint64_t fsize, end, window, boff, blen;
+	uint64_t fsize, end, window;
 	struct ra_chunk *whole;
 	size_t done = 0;
 	char *buf = NULL;
@@ -1032,21 +692,11 @@ int ra_read(struct fhandle *fh, uint64_t off, size_t size,
 			    (c->off + c->len <= off || c->off >= end))
 				ra_free_chunk(fs, c);
 		}
-		/* random reads go through whole cached chunks, or blocks
-		 * put into the page cache */
-		if (fs->dcache != NULL) {
+		/* random reads go through whole cached chunks */
+		if (fs->dcache != NULL)
 			ra_schedule(fh, key, etag, off, fsize,
 				    (unsigned)((end - 1) / fs->o.ra_chunk -
 					       off / fs->o.ra_chunk + 1), 1);
-		} else if (ra_find(fh, off) == NULL &&
-			   rb_claim(fh, key, etag, off, end, fsize, &boff,
-				    &blen)) {
-			pthread_mutex_unlock(&fh->mu);
-			if (rb_read(fh, key, etag, off, end, boff, blen, rp) == 0)
-				return 0;
-			/* read as before (a GET of its own range) */
-			pthread_mutex_lock(&fh->mu);
-		}
 	}
 	whole = ra_whole(fh, off, end);
 	if (whole != NULL) {

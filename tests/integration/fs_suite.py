@@ -941,17 +941,7 @@ def t_random_reads(env):
     b = env.mount(url, ["readahead=1M", "readahead_chunks=3"])
     rnd = random.Random(33)
     n, page = 600, 4096
-
-    def drops():
-        # the machine's drop_caches so far (other benches run it): the
-        # pages dropped are fetched again, in passes (4 at most)
-        with open("/proc/vmstat") as f:
-            for line in f:
-                if line.startswith("drop_pagecache "):
-                    return int(line.split()[1])
-        return 0
     before = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0)
-    d0 = drops()
     fd = os.open(b["dir"] + "/db", os.O_RDONLY)
     try:
         # as fio does: the kernel reads only the pages asked for
@@ -959,56 +949,12 @@ def t_random_reads(env):
         for _ in range(n):
             off = rnd.randrange(size // page) * page
             check(os.pread(fd, page, off) == data[off:off + page], "page at %d" % off)
-        # each read's 1 MiB block goes into the page cache; once 1/8 of
-        # the file came so, the handle's fill fetches the rest (each block
-        # once) while it is open: the file's size and a little (hedges)
-        def n_gets():
-            return sum(v for k, v in scrape(b).items()
-                       if k.startswith('objfs_store_requests_total{') and 'op="get"' in k)
-        deadline = time.time() + 300
-        got, gets, still = 0, -1, 0
-        while time.time() < deadline and still < 4:
-            got = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0) - before
-            g = n_gets()
-            still = still + 1 if got >= size and g == gets else 0
-            gets = g
-            time.sleep(0.5)
-        passes = 1 if drops() == d0 else 8
-        check(size <= got <= passes * size * 5 // 4,
-              "%d random 4 KiB reads, then the fill: received %d bytes (the file: %d; %d "
-              "passes allowed)" % (n, got, size, passes))
     finally:
         os.close(fd)
-    gets = n_gets()
-    # now every page is in the page cache (unless dropped since d0):
-    # 2,000 more reads, no request
-    fd = os.open(b["dir"] + "/db", os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        for _ in range(2000):
-            off = rnd.randrange(size // page) * page
-            check(os.pread(fd, page, off) == data[off:off + page], "page at %d" % off)
-    finally:
-        os.close(fd)
-    more = n_gets() - gets
-    got2 = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0) - before - got
-    check(more <= 20 or drops() != d0, "random reads of a filled file from the page cache: %d GETs, "
-          "%d bytes (%d before)" % (more, got2, got))
-    # rewritten by another client, same size: a reopen reads the new
-    # bytes (close-to-open), never the pages filled from the old ones
-    new = os.urandom(size)
-    env.tool(url, "put", "db", data=new)
-    fd = os.open(b["dir"] + "/db", os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        for _ in range(300):
-            off = rnd.randrange(size // page) * page
-            check(os.pread(fd, page, off) == new[off:off + page],
-                  "rewritten elsewhere: the new page at %d" % off)
-    finally:
-        os.close(fd)
+    got = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0) - before
+    check(n * page // 2 <= got <= 2 * n * page + (1 << 20),
+          "%d random 4 KiB reads received %d bytes (at most 2x)" % (n, got))
     env.umount(b)
-    data = new
     b = env.mount(url, ["readahead=1M", "readahead_chunks=3"])
     before = scrape(b).get('objfs_store_bytes_total{direction="read"}', 0)
     check(rfile(b["dir"] + "/db") == data, "read in order")

@@ -5,9 +5,7 @@
  * chunk fetched once, the budget's peak at most mem_limit), a store slow
  * to start GETs gets GETs of several chunks, the span rule, and random
  * reads that fetch what they read (no chunks) while the chunks held still
- * serve them, and random reads' blocks filling the page cache (a test's
- * store in its place), the file received once.  Counts of GETs and bytes
- * only: nothing depends on timing.
+ * serve them.  Counts of GETs and bytes only: nothing depends on timing.
  */
 #include "config.h"
 
@@ -303,160 +301,6 @@ static void test_random_reads(void **state)
 	free(data);
 }
 
-/* The kernel's page cache as random reads' blocks fill it: the test's
- * rb_store keeps the bytes stored and which pages they cover. */
-#define BLK_MB 16
-static struct {
-	char *bytes;
-	unsigned char *page;            /* per PAGE: times stored */
-	uint64_t stored, calls;
-} pc;
-
-static int pc_store(struct fhandle *fh, uint64_t off, const char *data,
-		    size_t n)
-{
-	uint64_t p;
-
-	(void)fh;
-	assert_true(off % PAGE == 0);
-	assert_true(off + n <= BLK_MB * MiB);
-	memcpy(pc.bytes + off, data, n);
-	for (p = off / PAGE; p < (off + n + PAGE - 1) / PAGE; p++)
-		pc.page[p]++;
-	pc.stored += n;
-	pc.calls++;
-	return 0;
-}
-
-/* A read as the kernel does it: from the page cache when the page is
- * there, else ra_read().  1 when it reached ra_read. */
-static unsigned pc_read(struct fhandle *fh, const char *want, uint64_t off,
-			char *buf)
-{
-	if (pc.page[off / PAGE] > 0) {
-		assert_memory_equal(pc.bytes + off, want + off, PAGE);
-		return 0;
-	}
-	read_at(fh, want, off, PAGE, buf);
-	return 1;
-}
-
-/* Random 4 KiB reads without a data cache (fio's randread, issue 33):
- * each fetches its 1 MiB block into the page cache; once 1/8 of the file
- * came so, the fill fetches every other block, each once: the file is
- * received once in all (s3fs reads it whole), and every later read is
- * the page cache's; when the kernel drops the pages, a second pass.  A
- * file written here (or whose page cache holds
- * other bytes) gets nothing stored; its reads are GETs of their own. */
-static void test_random_blocks(void **state)
-{
-	struct fs_env *e = *state;
-	size_t size = BLK_MB * MiB;
-	char *data = malloc(size), buf[PAGE];
-	uint64_t gets, off, x = 77, p, calls = 0;
-	struct inode *in;
-	struct fhandle *fh;
-	unsigned i;
-	bool filling = false;
-
-	assert_non_null(data);
-	pc.bytes = calloc(1, size);
-	pc.page = calloc(size / PAGE, 1);
-	assert_non_null(pc.bytes);
-	assert_non_null(pc.page);
-	pc.stored = pc.calls = 0;
-	fill(data, size, 9);
-	tu_put(e->store, "rnd", data, size, NULL);
-	fh = open_file(e, "rnd", &in);
-	fh->rb_store = pc_store;
-	gets = objfs_fault_calls(e->fault, OBJFS_FOP_GET);
-	/* until the fill starts: one block per read that reached us */
-	for (i = 0; !filling && i < 10000; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		off = (x >> 33) % (size / PAGE) * PAGE;
-		calls += pc_read(fh, data, off, buf);
-		pthread_mutex_lock(&fh->mu);
-		filling = fh->rb_fill || fh->ra_tasks > 0;
-		pthread_mutex_unlock(&fh->mu);
-	}
-	assert_true(filling);
-	assert_true(calls >= size / MiB / 8 && calls <= size / MiB / 8 + 1);
-	pthread_mutex_lock(&fh->mu);
-	while (fh->ra_tasks > 0)
-		pthread_cond_wait(&fh->cv, &fh->mu);
-	pthread_mutex_unlock(&fh->mu);
-	/* every page stored once, right; the file received once: a GET per
-	 * block the reads fetched, one per ra_chunk (1 MiB) of the rest */
-	for (p = 0; p < size / PAGE; p++)
-		assert_int_equal(pc.page[p], 1);
-	assert_memory_equal(pc.bytes, data, size);
-	assert_int_equal(pc.stored, size);
-	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_GET) - gets,
-			 size / MiB);
-	/* now the page cache's: no read reaches us */
-	gets = objfs_fault_calls(e->fault, OBJFS_FOP_GET);
-	for (i = 0; i < 2000; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		off = (x >> 33) % (size / PAGE) * PAGE;
-		assert_int_equal(pc_read(fh, data, off, buf), 0);
-	}
-	assert_int_equal(objfs_fault_calls(e->fault, OBJFS_FOP_GET) - gets, 0);
-
-	/* the kernel dropped every page (drop_caches, fio's DONTNEED): a
-	 * second pass, the file received once more */
-	memset(pc.page, 0, size / PAGE);
-	pc.stored = 0;
-	gets = objfs_fault_calls(e->fault, OBJFS_FOP_GET);
-	filling = false;
-	for (i = 0; !filling && i < 10000; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		off = (x >> 33) % (size / PAGE) * PAGE;
-		pc_read(fh, data, off, buf);
-		pthread_mutex_lock(&fh->mu);
-		filling = fh->rb_fill || fh->ra_tasks > 0;
-		pthread_mutex_unlock(&fh->mu);
-	}
-	assert_true(filling);
-	pthread_mutex_lock(&fh->mu);
-	while (fh->ra_tasks > 0)
-		pthread_cond_wait(&fh->cv, &fh->mu);
-	assert_int_equal(fh->rb_passes, 1);
-	pthread_mutex_unlock(&fh->mu);
-	for (p = 0; p < size / PAGE; p++)
-		assert_true(pc.page[p] >= 1);
-	assert_memory_equal(pc.bytes, data, size);
-	assert_true(pc.stored <= size + size / 8);
-	assert_true(objfs_fault_calls(e->fault, OBJFS_FOP_GET) - gets <=
-		    size / MiB + size / MiB / 8);
-	close_file(e, fh, in);
-
-	/* written here: served right, nothing stored */
-	memset(pc.page, 0, size / PAGE);
-	pc.calls = 0;
-	fh = open_file(e, "rnd", &in);
-	fh->rb_store = pc_store;
-	pthread_mutex_lock(&e->fs->lock);
-	in->dirty = true;
-	pthread_mutex_unlock(&e->fs->lock);
-	for (i = 0; i < 64; i++) {
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		off = (x >> 33) % (size / PAGE) * PAGE;
-		assert_int_equal(pc_read(fh, data, off, buf), 1);
-	}
-	pthread_mutex_lock(&fh->mu);
-	while (fh->ra_tasks > 0)
-		pthread_cond_wait(&fh->cv, &fh->mu);
-	pthread_mutex_unlock(&fh->mu);
-	assert_int_equal(pc.calls, 0);
-	pthread_mutex_lock(&e->fs->lock);
-	in->dirty = false;
-	pthread_mutex_unlock(&e->fs->lock);
-	close_file(e, fh, in);
-	free(pc.bytes);
-	free(pc.page);
-	free(data);
-}
-
 static void test_span_rule(void **state)
 {
 	(void)state;
@@ -490,8 +334,6 @@ int main(void)
 						fe_teardown_state),
 		cmocka_unit_test(test_span_rule),
 		cmocka_unit_test_setup_teardown(test_random_reads, setup_slow,
-						fe_teardown_state),
-		cmocka_unit_test_setup_teardown(test_random_blocks, setup_slow,
 						fe_teardown_state),
 	};
 
