@@ -215,12 +215,10 @@ struct ino_mem_ent {
 
 static unsigned ino_mem_hash(fuse_ino_t parent, const char *name)
 {
-	uint64_t h = 1469598103934665603ULL ^ parent;
+	/* the name's hash readdir numbers by (dirsnap.c), mixed with the
+	 * parent's number */
+	uint64_t h = name_ino(name) ^ (parent * 0x9E3779B97F4A7C15ULL);
 
-	for (; *name != '\0'; name++) {
-		h ^= (unsigned char)*name;
-		h *= 1099511628211ULL;
-	}
 	return (unsigned)(h >> 32) % INO_MEM_BUCKETS;
 }
 
